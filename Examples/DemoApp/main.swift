@@ -1,0 +1,1 @@
+print("DemoApp: not built yet")

@@ -1,0 +1,81 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// The arrows go one way: CSodium → VaultCore → VaultAuth → MobileServices → vault.
+// The emulator depends on nothing of ours but the wire format.
+let package = Package(
+    name: "vault",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "VaultCore", targets: ["VaultCore"]),
+        .library(name: "VaultAuth", targets: ["VaultAuth"]),
+        .library(name: "MobileServices", targets: ["MobileServices"]),
+        .executable(name: "vault", targets: ["vault"]),
+        .executable(name: "mobile-services-emulator", targets: ["mobile-services-emulator"]),
+        .executable(name: "DemoApp", targets: ["DemoApp"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+    ],
+    targets: [
+        // C, wrapped in one place each.
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        .target(name: "CVaultSystem"),
+
+        // The encrypted store.
+        .target(name: "VaultCore", dependencies: ["CSodium", "CVaultSystem"]),
+        // HTTP Basic authentication from the vault.
+        .target(name: "VaultAuth", dependencies: ["VaultCore"]),
+        // Device registration with the mobile-services API.
+        .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
+
+        // The CLI.
+        .executableTarget(
+            name: "vault",
+            dependencies: [
+                "VaultCore", "VaultAuth", "MobileServices", "CVaultSystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // The loopback emulator of the mobile-services API.
+        .target(
+            name: "MobileServicesEmulator",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")]
+        ),
+        .executableTarget(
+            name: "mobile-services-emulator",
+            dependencies: [
+                "MobileServicesEmulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // The seeds' demo app on a terminal.
+        .executableTarget(
+            name: "DemoApp",
+            dependencies: [
+                "VaultCore", "VaultAuth", "MobileServices",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/DemoApp"
+        ),
+
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore"]),
+        .testTarget(name: "VaultCLITests", dependencies: ["VaultCore"]),
+        .testTarget(name: "VaultAuthTests", dependencies: ["VaultAuth", "VaultCore"]),
+        .testTarget(name: "MobileServicesTests", dependencies: ["MobileServices", "VaultAuth", "VaultCore"]),
+        .testTarget(
+            name: "MobileServicesEmulatorTests",
+            dependencies: [
+                "MobileServicesEmulator",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+print("mobile-services-emulator: not built yet")

@@ -1,0 +1,90 @@
+/// Secret bytes in libsodium-guarded memory, zeroed and freed when the last reference goes away.
+///
+/// The region comes from `sodium_malloc`: guard pages around it, a canary before it, `mlock`ed where the
+/// limits allow, and excluded from core dumps. The bytes are reachable only inside ``withUnsafeBytes(_:)``;
+/// `description` never shows them. Use it for passphrases, keys and decrypted values.
+///
+/// ``SecureBytes`` is immutable once made; build it with ``init(count:initializer:)`` to write into the
+/// guarded region directly without an intermediate copy.
+public final class SecureBytes: @unchecked Sendable {
+    // Immutable after init; the memory is only read afterwards, so sharing across threads is safe.
+    private let pointer: UnsafeMutableRawPointer
+    /// The number of secret bytes.
+    public let count: Int
+
+    /// Allocates `count` guarded bytes and lets `initializer` fill them.
+    public init<E: Error>(
+        count: Int,
+        initializer: (UnsafeMutableRawBufferPointer) throws(E) -> Void
+    ) throws(E) {
+        precondition(count >= 0)
+        self.count = count
+        self.pointer = Sodium.allocate(byteCount: count)
+        do {
+            try initializer(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+        } catch {
+            Sodium.free(pointer)
+            throw error
+        }
+    }
+
+    /// Copies `bytes` into guarded memory. The caller remains responsible for wiping its own copy.
+    public convenience init(_ bytes: some Collection<UInt8>) {
+        self.init(count: bytes.count) { buffer in
+            _ = buffer.initializeMemory(as: UInt8.self, from: bytes)
+        }
+    }
+
+    /// Copies the UTF-8 bytes of `string` into guarded memory.
+    ///
+    /// Swift strings cannot be wiped: prefer reading secrets as bytes straight into ``SecureBytes``.
+    public convenience init(string: String) {
+        var string = string
+        let count = string.utf8.count
+        self.init(count: count) { buffer in
+            string.withUTF8 { utf8 in
+                if count > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(utf8)) }
+            }
+        }
+    }
+
+    /// `count` random bytes from the kernel's CSPRNG.
+    public static func random(count: Int) -> SecureBytes {
+        SecureBytes(count: count) { Sodium.fillRandom($0) }
+    }
+
+    deinit {
+        Sodium.free(pointer)  // sodium_free zeroes before unmapping.
+    }
+
+    /// Calls `body` with the secret bytes. The pointer must not escape the closure.
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// The bytes as a `String` if they are valid UTF-8.
+    ///
+    /// This makes an ordinary (unwiped) copy: an API that must return `String` cannot avoid it.
+    public var stringValue: String? {
+        withUnsafeBytes { buffer in
+            String(validating: buffer.bindMemory(to: UInt8.self), as: UTF8.self)
+        }
+    }
+
+    /// A copy of the bytes as an ordinary (unwiped) array. Avoid where you can.
+    public var unprotectedBytes: [UInt8] {
+        withUnsafeBytes { Array($0) }
+    }
+}
+
+extension SecureBytes: Equatable {
+    /// Constant-time comparison (`sodium_memcmp`); different lengths are unequal.
+    public static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
+        lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } }
+    }
+}
+
+extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
+    public var description: String { "SecureBytes(\(count) bytes, redacted)" }
+    public var debugDescription: String { description }
+}

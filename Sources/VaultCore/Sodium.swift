@@ -1,0 +1,184 @@
+import CSodium
+
+/// The one place that calls libsodium.
+///
+/// Every other file of the project goes through these wrappers, which turn libsodium's `-1` into a
+/// ``VaultError`` case at the call site and never hand out a pointer that outlives its closure.
+/// (The same idea as swift-crypto's `CryptoBoringWrapper`.)
+enum Sodium {
+    /// Initialises libsodium once per process; safe to call from several threads (`sodium_init` is).
+    static let initialized: Bool = {
+        sodium_init() >= 0
+    }()
+
+    static func ensureInitialized() throws {
+        guard initialized else { throw VaultError.cryptoFailure(function: "sodium_init") }
+    }
+
+    // MARK: Guarded memory
+
+    /// Allocates `byteCount` bytes of guarded memory (guard pages, canary, `mlock`, excluded from core dumps).
+    ///
+    /// The corresponding libsodium function is `sodium_malloc`.
+    static func allocate(byteCount: Int) -> UnsafeMutableRawPointer {
+        precondition(initialized, "libsodium failed to initialise")
+        // sodium_malloc(0) is valid; we still ask for one byte so the pointer is never NULL for an empty secret.
+        guard let pointer = sodium_malloc(max(byteCount, 1)) else {
+            fatalError("sodium_malloc(\(byteCount)) failed: out of memory")
+        }
+        return pointer
+    }
+
+    /// Zeroes and frees memory returned by ``allocate(byteCount:)``.
+    ///
+    /// The corresponding libsodium function is `sodium_free` (which calls `sodium_memzero`).
+    static func free(_ pointer: UnsafeMutableRawPointer) {
+        sodium_free(pointer)
+    }
+
+    /// Zeroes `byteCount` bytes in a way the compiler may not optimise away.
+    ///
+    /// The corresponding libsodium function is `sodium_memzero`.
+    static func zero(_ pointer: UnsafeMutableRawPointer, byteCount: Int) {
+        sodium_memzero(pointer, byteCount)
+    }
+
+    /// Compares two buffers of equal length in constant time.
+    ///
+    /// The corresponding libsodium function is `sodium_memcmp`.
+    static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        if a.count == 0 { return true }
+        return sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
+    }
+
+    // MARK: Randomness
+
+    /// Fills `buffer` with bytes from the kernel's CSPRNG.
+    ///
+    /// The corresponding libsodium function is `randombytes_buf`.
+    static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        precondition(initialized, "libsodium failed to initialise")
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        randombytes_buf(base, buffer.count)
+    }
+
+    static func randomBytes(count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        bytes.withUnsafeMutableBytes { fillRandom($0) }
+        return bytes
+    }
+
+    // MARK: crypto_secretbox (XSalsa20-Poly1305)
+
+    static let secretBoxKeyByteCount = Int(crypto_secretbox_keybytes())
+    static let secretBoxNonceByteCount = Int(crypto_secretbox_noncebytes())
+    static let secretBoxMACByteCount = Int(crypto_secretbox_macbytes())
+
+    /// Encrypts and authenticates `plaintext` under `key` with `nonce`, writing MAC then ciphertext into `output`.
+    ///
+    /// `output.count` must be `plaintext.count + secretBoxMACByteCount`.
+    ///
+    /// The corresponding libsodium function is `crypto_secretbox_easy`.
+    static func secretBoxSeal(
+        _ plaintext: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer,
+        key: UnsafeRawBufferPointer,
+        into output: UnsafeMutableRawBufferPointer
+    ) throws {
+        precondition(key.count == secretBoxKeyByteCount && nonce.count == secretBoxNonceByteCount)
+        precondition(output.count == plaintext.count + secretBoxMACByteCount)
+        let result = crypto_secretbox_easy(
+            output.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput,
+            UInt64(plaintext.count),
+            nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            key.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        )
+        guard result == 0 else { throw VaultError.cryptoFailure(function: "crypto_secretbox_easy") }
+    }
+
+    /// Verifies and decrypts a box (MAC then ciphertext) into `output`.
+    ///
+    /// Returns `false` when the MAC does not verify (wrong key or tampered data); `output` is then zeroed.
+    ///
+    /// The corresponding libsodium function is `crypto_secretbox_open_easy`.
+    static func secretBoxOpen(
+        _ box: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer,
+        key: UnsafeRawBufferPointer,
+        into output: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        precondition(key.count == secretBoxKeyByteCount && nonce.count == secretBoxNonceByteCount)
+        precondition(box.count >= secretBoxMACByteCount && output.count == box.count - secretBoxMACByteCount)
+        let result = crypto_secretbox_open_easy(
+            output.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyOutput,
+            box.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            UInt64(box.count),
+            nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            key.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        )
+        if result != 0, let base = output.baseAddress {
+            sodium_memzero(base, output.count)
+        }
+        return result == 0
+    }
+
+    // MARK: crypto_pwhash (Argon2id v1.3)
+
+    static let argon2idAlgorithm = Int32(crypto_pwhash_ALG_ARGON2ID13)
+    static let argon2idSaltByteCount = Int(crypto_pwhash_saltbytes())
+
+    /// Derives `output.count` bytes from `passphrase` and `salt` with Argon2id v1.3.
+    ///
+    /// - Throws: ``VaultError/cryptoFailure(function:)`` when libsodium refuses (out of memory, limits).
+    ///
+    /// The corresponding libsodium function is `crypto_pwhash` with `crypto_pwhash_ALG_ARGON2ID13`.
+    static func argon2id(
+        into output: UnsafeMutableRawBufferPointer,
+        passphrase: UnsafeRawBufferPointer,
+        salt: UnsafeRawBufferPointer,
+        opsLimit: UInt64,
+        memLimit: Int
+    ) throws {
+        try ensureInitialized()
+        precondition(salt.count == argon2idSaltByteCount)
+        let result = crypto_pwhash(
+            output.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            UInt64(output.count),
+            passphrase.baseAddress?.assumingMemoryBound(to: CChar.self) ?? emptyPassphrase,
+            UInt64(passphrase.count),
+            salt.baseAddress!.assumingMemoryBound(to: UInt8.self),
+            opsLimit,
+            memLimit,
+            argon2idAlgorithm
+        )
+        guard result == 0 else { throw VaultError.cryptoFailure(function: "crypto_pwhash") }
+    }
+
+    // MARK: crypto_generichash (BLAKE2b)
+
+    static let hashByteCount = Int(crypto_generichash_BYTES)
+
+    /// Unkeyed BLAKE2b with a 32-byte output.
+    ///
+    /// The corresponding libsodium function is `crypto_generichash`.
+    static func blake2b256(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+        precondition(initialized, "libsodium failed to initialise")
+        var digest = [UInt8](repeating: 0, count: hashByteCount)
+        let result = digest.withUnsafeMutableBytes { out in
+            crypto_generichash(
+                out.baseAddress!.assumingMemoryBound(to: UInt8.self), hashByteCount,
+                input.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput, UInt64(input.count),
+                nil, 0
+            )
+        }
+        precondition(result == 0, "crypto_generichash cannot fail with these arguments")
+        return digest
+    }
+
+    // Valid addresses for zero-length inputs (libsodium dereferences nothing when the length is 0).
+    private nonisolated(unsafe) static let emptyInput = UnsafePointer(UnsafeMutablePointer<UInt8>.allocate(capacity: 1))
+    private nonisolated(unsafe) static let emptyOutput = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+    private nonisolated(unsafe) static let emptyPassphrase = UnsafePointer(UnsafeMutablePointer<CChar>.allocate(capacity: 1))
+}

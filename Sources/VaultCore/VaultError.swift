@@ -1,0 +1,106 @@
+/// Every failure of the vault library. No case ever carries a passphrase, a key or a value.
+public enum VaultError: Error, Equatable, Sendable {
+    /// The passphrase is wrong, or the file's authenticated parts were altered; the two cannot be told apart.
+    case wrongPassphrase(path: String)
+    /// The file is not a vault or is damaged in a way its unkeyed structure shows (bad magic, truncation, lengths).
+    case corrupt(path: String, reason: String)
+    /// The file is a vault in a format version this build does not read.
+    case unsupportedVersion(path: String, version: Int)
+    /// The header asks for Argon2id parameters outside the accepted range; refused before the KDF runs.
+    case kdfParametersOutOfRange(path: String, opsLimit: UInt64, memLimitBytes: UInt64)
+    /// The header names a key-derivation algorithm this build does not know.
+    case unsupportedKDF(path: String, algorithm: Int)
+    /// No vault exists at the path.
+    case vaultNotFound(path: String)
+    /// A vault already exists where a new one was to be created.
+    case vaultAlreadyExists(path: String)
+    /// The vault, its directory or its lock file is accessible to others, owned by someone else, or a symlink.
+    case unsafePermissions(path: String, reason: String, hint: String)
+    /// Another process held the vault's lock for longer than the timeout.
+    case busy(path: String, timeoutSeconds: Double)
+    /// The store is not open; call `open(with:)` first.
+    case notOpen
+    /// An entry name is empty, too long, or not valid UTF-8.
+    case invalidKey(reason: String)
+    /// A value is larger than the format allows.
+    case valueTooLarge(key: String, byteCount: Int)
+    /// A stored value is not valid UTF-8 (asked for as a `String`) or does not decode as the requested type.
+    case typeMismatch(key: String, reason: String)
+    /// A system call failed. `operation` names it (e.g. `open`, `fsync`), `errno` is the C error number.
+    case io(operation: String, path: String, errno: Int32)
+    /// libsodium reported a failure in `function` (e.g. out of memory in `crypto_pwhash`).
+    case cryptoFailure(function: String)
+    /// The vault file was replaced by an older copy (its generation went backwards).
+    case rollbackDetected(path: String, seenGeneration: UInt64, fileGeneration: UInt64)
+}
+
+extension VaultError: CustomStringConvertible {
+    /// A one-line message that starts with what failed and quotes the object.
+    public var description: String {
+        switch self {
+        case .wrongPassphrase(let path):
+            return "cannot open vault '\(path)': incorrect passphrase (or the file was tampered with)"
+        case .corrupt(let path, let reason):
+            return "cannot read vault '\(path)': the file is corrupt: \(reason)"
+        case .unsupportedVersion(let path, let version):
+            return "cannot read vault '\(path)': unsupported format version \(version)"
+        case .kdfParametersOutOfRange(let path, let ops, let mem):
+            return "cannot open vault '\(path)': Argon2id parameters out of the accepted range "
+                + "(opslimit \(ops), memlimit \(mem) bytes)"
+        case .unsupportedKDF(let path, let algorithm):
+            return "cannot open vault '\(path)': unsupported key-derivation algorithm \(algorithm)"
+        case .vaultNotFound(let path):
+            return "no vault at '\(path)'"
+        case .vaultAlreadyExists(let path):
+            return "a vault already exists at '\(path)'"
+        case .unsafePermissions(let path, let reason, _):
+            return "refusing to use '\(path)': \(reason)"
+        case .busy(let path, let timeout):
+            return "vault '\(path)' is busy: another process held its lock for more than \(formatSeconds(timeout))"
+        case .notOpen:
+            return "the vault is not open"
+        case .invalidKey(let reason):
+            return "invalid entry name: \(reason)"
+        case .valueTooLarge(let key, let count):
+            return "value for '\(key)' is too large (\(count) bytes)"
+        case .typeMismatch(let key, let reason):
+            return "entry '\(key)' cannot be read as requested: \(reason)"
+        case .io(let operation, let path, let code):
+            return "\(operation) '\(path)' failed: \(errnoDescription(code))"
+        case .cryptoFailure(let function):
+            return "cryptographic operation failed in \(function)"
+        case .rollbackDetected(let path, let seen, let found):
+            return "vault '\(path)' is older than one already seen here (generation \(found) < \(seen)): "
+                + "it may have been replaced by an old copy"
+        }
+    }
+
+    /// A hint for the user, when there is something they can do.
+    public var hint: String? {
+        switch self {
+        case .unsafePermissions(_, _, let hint): return hint
+        case .vaultNotFound: return "create one with 'vault init', or pass --vault PATH"
+        case .wrongPassphrase: return "check the passphrase; a damaged file gives the same error"
+        case .busy: return "another vault command is running; try again"
+        case .kdfParametersOutOfRange:
+            return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"
+        case .rollbackDetected:
+            return "if you restored this copy on purpose, pass --accept-rollback once"
+        default: return nil
+        }
+    }
+}
+
+private func formatSeconds(_ seconds: Double) -> String {
+    seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+func errnoDescription(_ code: Int32) -> String {
+    String(cString: strerror(code))
+}

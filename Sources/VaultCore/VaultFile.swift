@@ -1,0 +1,294 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// File-system operations on a vault path: safe reads, atomic durable writes, the lock, permission checks.
+///
+/// Thin wrappers over POSIX calls in the style of swift-system: `EINTR` is retried in one helper, every
+/// failure becomes a ``VaultError`` naming the operation and the path.
+enum VaultFile {
+    /// Splits `path` into its directory and last component.
+    static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+
+    /// Calls `body` until it does not fail with `EINTR`.
+    static func retryingEINTR<T: BinaryInteger>(_ body: () -> T) -> T {
+        while true {
+            let result = body()
+            if result == -1 && errno == EINTR { continue }
+            return result
+        }
+    }
+
+    // MARK: Permission checks
+
+    /// Checks the directory that holds the vault: a real directory (not a symlink), owned by us or root,
+    /// writable by no one else. Returns an open descriptor on it (the caller closes it).
+    static func openDirectory(of path: String) throws -> Int32 {
+        let directory = split(path).directory
+        var info = stat()
+        guard lstat(directory, &info) == 0 else {
+            throw VaultError.io(operation: "cannot access directory", path: directory, errno: errno)
+        }
+        if (info.st_mode & S_IFMT) == S_IFLNK {
+            throw VaultError.unsafePermissions(
+                path: directory, reason: "the vault's directory is a symbolic link",
+                hint: "pass the real path: --vault \"$(realpath '\(directory)')/\(split(path).name)\"")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw VaultError.io(operation: "cannot use directory", path: directory, errno: ENOTDIR)
+        }
+        if info.st_uid != geteuid() && info.st_uid != 0 {
+            throw VaultError.unsafePermissions(
+                path: directory, reason: "the vault's directory is owned by another user (uid \(info.st_uid))",
+                hint: "keep the vault in a directory of your own")
+        }
+        if info.st_mode & 0o022 != 0 {
+            throw VaultError.unsafePermissions(
+                path: directory,
+                reason: "the vault's directory is writable by group or others (mode \(octal(info.st_mode & 0o7777)))",
+                hint: "run: chmod go-w '\(directory)'  (or keep the vault in a private directory)")
+        }
+        let fd = retryingEINTR { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { throw VaultError.io(operation: "cannot open directory", path: directory, errno: errno) }
+        return fd
+    }
+
+    /// Checks an open vault or lock file: a regular file, ours, with no permission for group or others.
+    static func checkOwnFile(_ fd: Int32, path: String, what: String) throws {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw VaultError.unsafePermissions(
+                path: path, reason: "the \(what) is not a regular file", hint: "move it away and try again")
+        }
+        if info.st_uid != geteuid() {
+            throw VaultError.unsafePermissions(
+                path: path, reason: "the \(what) is owned by another user (uid \(info.st_uid))",
+                hint: "only the vault's owner may use it")
+        }
+        if info.st_mode & 0o077 != 0 {
+            throw VaultError.unsafePermissions(
+                path: path,
+                reason: "the \(what) is accessible by group or others (mode \(octal(info.st_mode & 0o7777)))",
+                hint: "run: chmod 600 '\(path)'")
+        }
+    }
+
+    private static func symlinkError(_ path: String, what: String) -> VaultError {
+        .unsafePermissions(
+            path: path, reason: "the \(what) is a symbolic link (or not a regular file)",
+            hint: "pass the real path instead of a link")
+    }
+
+    // MARK: Reading
+
+    /// Reads the whole vault file, or returns `nil` when there is none. Symlinks are never followed.
+    static func read(path: String) throws -> [UInt8]? {
+        let dirfd = try openDirectory(of: path)
+        defer { close(dirfd) }
+        let name = split(path).name
+        // O_NONBLOCK: a FIFO planted at the path must not make us hang; it fails the regular-file check.
+        let fd = retryingEINTR { openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
+        if fd < 0 {
+            let code = errno
+            if code == ENOENT { return nil }
+            if code == ELOOP { throw symlinkError(path, what: "vault") }
+            throw VaultError.io(operation: "cannot open vault", path: path, errno: code)
+        }
+        defer { close(fd) }
+        try checkOwnFile(fd, path: path, what: "vault")
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
+        // Read to end of file (the size is a hint: the file is never modified in place, only replaced).
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(Int(info.st_size) + 1)
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { buffer in
+                retryingEINTR { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+            }
+            if n < 0 { throw VaultError.io(operation: "cannot read vault", path: path, errno: errno) }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return bytes
+    }
+
+    /// Whether something (a file, a link, anything) exists at `path`, without following a final symlink.
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    // MARK: Writing
+
+    /// Creates the vault's directory (and missing parents) with mode 0700, whatever the umask.
+    static func createDirectory(for path: String) throws {
+        let directory = split(path).directory
+        var info = stat()
+        if lstat(directory, &info) == 0 { return }
+        try createDirectory(for: directory)
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw VaultError.io(operation: "cannot create directory", path: directory, errno: errno)
+        }
+        // mkdir's mode is masked by the umask, which can only remove bits; set exactly 0700.
+        if chmod(directory, 0o700) != 0 {
+            throw VaultError.io(operation: "cannot set permissions of", path: directory, errno: errno)
+        }
+    }
+
+    /// Replaces the vault file with `bytes` atomically and durably.
+    ///
+    /// Temp file in the same directory (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600), write, `fsync`, `rename`
+    /// over the vault, `fsync` of the directory. A crash at any point leaves the old or the new file.
+    /// The caller holds the vault's lock.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        let dirfd = try openDirectory(of: path)
+        defer { close(dirfd) }
+        let name = split(path).name
+        removeStrayTemporaryFiles(in: dirfd, for: name)
+        let tempName = ".\(name).\(Sodium.randomBytes(count: 8).map { hex($0) }.joined()).tmp"
+        let tempPath = split(path).directory + "/" + tempName
+        let fd = retryingEINTR {
+            openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
+        guard fd >= 0 else { throw VaultError.io(operation: "cannot create temporary file", path: tempPath, errno: errno) }
+        var renamed = false
+        defer { if !renamed { _ = unlinkat(dirfd, tempName, 0) } }
+        do {
+            defer { close(fd) }
+            guard fchmod(fd, 0o600) == 0 else {
+                throw VaultError.io(operation: "cannot set permissions of", path: tempPath, errno: errno)
+            }
+            try bytes.withUnsafeBytes { (buffer) throws in
+                var offset = 0
+                while offset < buffer.count {
+                    let n = retryingEINTR { write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
+                    guard n > 0 else {
+                        throw VaultError.io(operation: "cannot write", path: tempPath, errno: n < 0 ? errno : EIO)
+                    }
+                    offset += n
+                }
+            }
+            guard retryingEINTR({ fsync(fd) }) == 0 else {
+                throw VaultError.io(operation: "cannot fsync", path: tempPath, errno: errno)
+            }
+        }
+        guard renameat(dirfd, tempName, dirfd, name) == 0 else {
+            throw VaultError.io(operation: "cannot rename temporary file over", path: path, errno: errno)
+        }
+        renamed = true
+        guard retryingEINTR({ fsync(dirfd) }) == 0 else {
+            throw VaultError.io(operation: "cannot fsync directory of", path: path, errno: errno)
+        }
+    }
+
+    /// Removes temporary files left by writers that died before their rename. Only lock holders create
+    /// them, so under the lock every one that exists is stray.
+    static func removeStrayTemporaryFiles(in dirfd: Int32, for name: String) {
+        let dupfd = dup(dirfd)
+        guard dupfd >= 0, let dir = fdopendir(dupfd) else {
+            if dupfd >= 0 { close(dupfd) }
+            return
+        }
+        defer { closedir(dir) }
+        let prefix = ".\(name)."
+        var stray = [String]()
+        while let entry = readdir(dir) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if entryName.hasPrefix(prefix) && entryName.hasSuffix(".tmp")
+                && entryName.utf8.count == prefix.utf8.count + 16 + 4
+            {
+                stray.append(entryName)
+            }
+        }
+        for entryName in stray { _ = unlinkat(dirfd, entryName, 0) }  // unlink never follows a link
+    }
+
+    /// Removes the vault file (for tests and `removeVault`); the caller holds the lock.
+    static func remove(path: String) throws {
+        if unlink(path) != 0 && errno != ENOENT {
+            throw VaultError.io(operation: "cannot remove", path: path, errno: errno)
+        }
+    }
+}
+
+/// An exclusive `flock` on `<vault>.lock`, held from creation until ``release()`` or deinit.
+///
+/// Writers take it across read-modify-write; readers never need it (writes replace the file by rename).
+/// The kernel drops the lock when its holder dies, so a killed writer never leaves the vault locked.
+final class VaultLock {
+    private var fd: Int32
+
+    init(vaultPath path: String, timeoutSeconds: Double) throws {
+        let lockPath = path + ".lock"
+        let dirfd = try VaultFile.openDirectory(of: path)
+        defer { close(dirfd) }
+        let name = VaultFile.split(lockPath).name
+        let fd = VaultFile.retryingEINTR {
+            openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
+        }
+        guard fd >= 0 else {
+            let code = errno
+            if code == ELOOP {
+                throw VaultError.unsafePermissions(
+                    path: lockPath, reason: "the lock file is a symbolic link",
+                    hint: "remove '\(lockPath)'; vault recreates it")
+            }
+            throw VaultError.io(operation: "cannot open lock file", path: lockPath, errno: code)
+        }
+        self.fd = fd
+        do {
+            try VaultFile.checkOwnFile(fd, path: lockPath, what: "lock file")
+        } catch {
+            close(fd)
+            throw error
+        }
+        let deadline = monotonicSeconds() + timeoutSeconds
+        var pause: UInt32 = 2_000
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            guard code == EWOULDBLOCK else {
+                close(fd)
+                throw VaultError.io(operation: "cannot lock", path: lockPath, errno: code)
+            }
+            if monotonicSeconds() >= deadline {
+                close(fd)
+                throw VaultError.busy(path: path, timeoutSeconds: timeoutSeconds)
+            }
+            usleep(pause)
+            pause = min(pause * 2, 50_000)
+        }
+    }
+
+    func release() {
+        if fd >= 0 {
+            close(fd)  // closing the only descriptor releases the flock
+            fd = -1
+        }
+    }
+
+    deinit { release() }
+}
+
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+func octal(_ mode: mode_t) -> String { "0" + String(mode, radix: 8) }
+
+private func hex(_ byte: UInt8) -> String {
+    let digits = Array("0123456789abcdef")
+    return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
+}

@@ -29,7 +29,9 @@ public enum Argon2id {
         ]
 
         public var description: String {
-            "opslimit \(opsLimit), memlimit \(memLimitBytes >> 20) MiB"
+            memLimitBytes % (1 << 20) == 0
+                ? "opslimit \(opsLimit), memlimit \(memLimitBytes >> 20) MiB"
+                : "opslimit \(opsLimit), memlimit \(memLimitBytes >> 10) KiB"
         }
     }
 

@@ -20,12 +20,8 @@ public final class SecureBytes: @unchecked Sendable {
         precondition(count >= 0)
         self.count = count
         self.pointer = Sodium.allocate(byteCount: count)
-        do {
-            try initializer(UnsafeMutableRawBufferPointer(start: pointer, count: count))
-        } catch {
-            Sodium.free(pointer)
-            throw error
-        }
+        // If the initializer throws, the instance is already fully initialised, so deinit frees the region.
+        try initializer(UnsafeMutableRawBufferPointer(start: pointer, count: count))
     }
 
     /// Copies `bytes` into guarded memory. The caller remains responsible for wiping its own copy.

@@ -497,3 +497,23 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         }
     }
 }
+
+extension SecureKeyValueStore {
+    /// What a vault's header says, read without the passphrase (nothing of it is authenticated yet).
+    public struct HeaderInfo: Sendable, Equatable {
+        public var formatVersion: Int
+        public var kdfParameters: Argon2id.Parameters
+        public var generation: UInt64
+        public var fileByteCount: Int
+    }
+
+    /// Reads the header of the vault at ``path`` with the same checks as ``open(with:)-(SecureBytes)``
+    /// before its KDF (permissions, magic, version, KDF range), without a passphrase.
+    public func inspect() throws -> HeaderInfo {
+        guard let file = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
+        let header = try file.withUnsafeBytes { try VaultFormat.Header.parse($0, path: path, policy: options.kdfPolicy) }
+        return HeaderInfo(
+            formatVersion: Int(VaultFormat.version), kdfParameters: header.parameters,
+            generation: header.generation, fileByteCount: file.count)
+    }
+}

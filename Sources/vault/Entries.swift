@@ -1,0 +1,195 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+
+/// Opens the vault named by `options`, asking for the passphrase only once the file is known to exist.
+func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
+    let store = options.makeStore()
+    guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
+    let passphrase = try options.passphrase()
+    try store.open(with: passphrase, createIfMissing: false)
+    return store
+}
+
+struct Put: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Store a value under NAME (the value is read from stdin, all bytes; a no-echo prompt on a terminal).")
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "The entry's name.")
+    var name: String
+
+    func validate() throws {
+        if options.passphraseFD == 0 { throw ValidationError("stdin carries the value: use another --passphrase-fd") }
+    }
+
+    func run() async throws {
+        try await reportingErrors(json: options.json) {
+            try SecureKeyValueStore.validate(key: name)
+            let store = try openStore(options)
+            defer { store.close() }
+            let value: SecureBytes
+            if isatty(0) == 1, let terminal = Terminal() {
+                value = try terminal.readSecret(prompt: "Value for '\(name)': ")
+            } else {
+                value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
+            }
+            try store.put(value, forKey: name)
+            if options.json { try writeJSON(["name": name, "stored": true]) }
+        }
+    }
+}
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the value stored under NAME, exactly as stored (no newline added).")
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "The entry's name.")
+    var name: String
+
+    func run() async throws {
+        try await reportingErrors(json: options.json) {
+            let store = try openStore(options)
+            defer { store.close() }
+            guard let value = try store.getBytes(name) else {
+                throw CLIError.noSuchEntry(name: name, path: store.path)
+            }
+            if options.json {
+                // JSON needs a copy in ordinary memory; the raw form writes straight from guarded memory.
+                let bytes = value.unprotectedBytes
+                if let text = String(validating: bytes, as: UTF8.self) {
+                    try writeJSON(["name": name, "value": text, "encoding": "utf8"])
+                } else {
+                    try writeJSON(["name": name, "value": Data(bytes).base64EncodedString(), "encoding": "base64"])
+                }
+            } else {
+                try value.withUnsafeBytes { try writeToStdout($0) }
+            }
+        }
+    }
+}
+
+struct Delete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete the entry NAME.")
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "The entry's name.")
+    var name: String
+
+    func run() async throws {
+        try await reportingErrors(json: options.json) {
+            let store = try openStore(options)
+            defer { store.close() }
+            guard try store.remove(name) else { throw CLIError.noSuchEntry(name: name, path: store.path) }
+            if options.json { try writeJSON(["name": name, "deleted": true]) }
+        }
+    }
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the entries' names, sorted, one a line.")
+
+    @OptionGroup var options: VaultOptions
+
+    func run() async throws {
+        try await reportingErrors(json: options.json) {
+            let store = try openStore(options)
+            defer { store.close() }
+            let names = try store.keys()
+            if options.json {
+                let formatter = ISO8601DateFormatter()
+                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                let entries: [[String: Any]] = try names.map { name in
+                    let attributes = try store.attributes(forKey: name)!
+                    return [
+                        "name": name, "size": attributes.byteCount,
+                        "created": formatter.string(from: attributes.created),
+                        "modified": formatter.string(from: attributes.modified),
+                    ]
+                }
+                try writeJSON(["entries": entries])
+            } else {
+                try writeToStdout(names.map { $0 + "\n" }.joined())
+            }
+        }
+    }
+}
+
+struct Passwd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Change the vault's passphrase (re-wraps the data key under a new salt; one atomic write).")
+
+    @OptionGroup var options: VaultOptions
+
+    @Option(
+        name: .customLong("new-passphrase-fd"),
+        help: ArgumentHelp("Read the new passphrase from this file descriptor (first line).", valueName: "n"))
+    var newPassphraseFD: Int32?
+
+    @Option(
+        name: .customLong("new-passphrase-file"),
+        help: ArgumentHelp("Read the new passphrase from the first line of this file.", valueName: "path"))
+    var newPassphraseFile: String?
+
+    func validate() throws {
+        if newPassphraseFD != nil && newPassphraseFile != nil {
+            throw ValidationError("--new-passphrase-fd and --new-passphrase-file cannot be used together")
+        }
+        if let fd = newPassphraseFD, fd == options.passphraseFD {
+            throw ValidationError("the current and the new passphrase need different descriptors")
+        }
+    }
+
+    func run() async throws {
+        try await reportingErrors(json: options.json) {
+            let store = try openStore(options)
+            defer { store.close() }
+            let newPassphrase: SecureBytes
+            if let fd = newPassphraseFD {
+                newPassphrase = try SecretInput.read(fd: fd, limit: 64 << 10, untilNewline: true, name: "--new-passphrase-fd \(fd)")
+            } else if let file = newPassphraseFile {
+                newPassphrase = try SecretInput.readFirstLine(ofFile: file)
+            } else {
+                newPassphrase = try VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
+            }
+            guard newPassphrase.count > 0 else { throw CLIError.emptyPassphrase }
+            try store.changeEncryptionKey(with: newPassphrase)
+            if options.json { try writeJSON(["changed": true, "path": store.path]) }
+            else { try writeToStdout("passphrase changed for vault '\(store.path)'\n") }
+        }
+    }
+}
+
+struct Info: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the vault's format and Argon2id parameters (no passphrase needed).")
+
+    @OptionGroup var options: VaultOptions
+
+    func run() async throws {
+        try await reportingErrors(json: options.json) {
+            let store = options.makeStore()
+            let info = try store.inspect()
+            if options.json {
+                try writeJSON([
+                    "path": store.path, "format_version": info.formatVersion, "kdf": "argon2id",
+                    "opslimit": info.kdfParameters.opsLimit, "memlimit": info.kdfParameters.memLimitBytes,
+                    "generation": info.generation, "file_size": info.fileByteCount,
+                ])
+            } else {
+                try writeToStdout("""
+                    vault:       \(store.path)
+                    format:      version \(info.formatVersion)
+                    kdf:         Argon2id v1.3, \(info.kdfParameters)
+                    generation:  \(info.generation)
+                    file size:   \(info.fileByteCount) bytes
+
+                    """)
+            }
+        }
+    }
+}

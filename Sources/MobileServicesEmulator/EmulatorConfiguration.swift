@@ -90,7 +90,8 @@ public enum UsersFile {
     public static func parse(_ text: String) throws(UsersFileError) -> [String: String] {
         var users: [String: String] = [:]
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character in Swift, so it is a separator of its own.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             lineNumber += 1
             var line = Substring(rawLine)
             if line.hasSuffix("\r") { line = line.dropLast() }

@@ -48,8 +48,10 @@ public struct BasicChallenge: Hashable, Sendable {
     }
 
     /// The first `Basic` challenge among `headerValues` (all `WWW-Authenticate` values of one response), or `nil`.
+    /// A `Basic` challenge in token68 form is malformed and skipped.
     public static func first(in headerValues: [String]) -> BasicChallenge? {
-        guard let challenge = AuthenticationChallenge.parse(headerValues).first(where: { $0.hasScheme("Basic") })
+        guard let challenge = AuthenticationChallenge.parse(headerValues)
+            .first(where: { $0.hasScheme("Basic") && $0.token68 == nil })
         else { return nil }
         return BasicChallenge(realm: challenge.parameters["realm"] ?? "", charset: challenge.parameters["charset"])
     }

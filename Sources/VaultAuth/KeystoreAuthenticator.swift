@@ -247,7 +247,7 @@ extension KeystoreAuthenticator {
 
             let challengedBy = response.url ?? url
             let challenges = AuthenticationChallenge.parse(response.wwwAuthenticate)
-            guard let basic = challenges.first(where: { $0.hasScheme("Basic") }) else {
+            guard let basic = challenges.first(where: { $0.hasScheme("Basic") && $0.token68 == nil }) else {
                 throw AuthenticationError.unsupportedChallenge(url: challengedBy, schemes: challenges.map(\.scheme))
             }
             guard Origin(challengedBy) == origin else {

@@ -1,0 +1,194 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import VaultCore
+@testable import VaultAuth
+
+/// Exact bounds against a real HTTP server on 127.0.0.1 through URLSession (swift-corelibs-foundation on Linux).
+@Suite("AuthenticatingHTTPClient against a counting server")
+struct AuthenticatingHTTPClientTests {
+    static let loopback = KeystoreAuthenticator.Options(allowInsecureLoopbackHTTP: true)
+
+    func basic(_ user: String, _ password: String) -> String {
+        Credential(username: user, password: password).authorizationHeaderValue()
+    }
+
+    func space(_ server: CountingServer) -> ProtectionSpace {
+        ProtectionSpace(origin: Origin(scheme: "http", host: "127.0.0.1", port: server.port), realm: "counting")
+    }
+
+    @Test func a401WithoutPromptCompletesAtOnceInsteadOfHanging() async throws {
+        let server = try CountingServer()
+        let client = AuthenticatingHTTPClient(
+            authenticator: KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: nil, options: Self.loopback),
+            timeout: 10)
+        let url = server.url("/protected")
+        let started = Date()
+        let result = try await withTimeout(20) {
+            do {
+                _ = try await client.data(for: URLRequest(url: url))
+                return "no error"
+            } catch { return "\(error)" }
+        }
+        #expect(result == "\(AuthenticationError.noPromptAvailable(space: space(server), detail: "no credential is stored and no prompt is configured"))")
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(try await server.requests() == [.init(path: "/protected", authorization: nil)])
+    }
+
+    @Test func staleStoredCredentialChain() async throws {
+        let server = try CountingServer()
+        try await server.setPassword("new", for: "alice")
+        let store = InMemoryCredentialStore([space(server): Credential(username: "alice", password: "old")])
+        let prompt = ScriptedPrompt([Credential(username: "alice", password: "new")])
+        let client = AuthenticatingHTTPClient(
+            authenticator: KeystoreAuthenticator(store: store, prompt: prompt, options: Self.loopback), timeout: 10)
+        let url = server.url("/protected")
+        let (data, response) = try await withTimeout(30) { try await client.data(for: URLRequest(url: url)) }
+        #expect(response.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self) == "hello")
+        #expect(try await server.requests().map(\.authorization) == [nil, basic("alice", "old"), basic("alice", "new")])
+        #expect(prompt.count == 1)
+        #expect(prompt.reasons == [.storedCredentialRejected(username: "alice")])
+        #expect(password(of: try store.credential(for: space(server))) == "new")
+
+        // Known space now: one request, stored credential sent first.
+        _ = try await withTimeout(30) { try await client.data(for: URLRequest(url: url)) }
+        #expect(try await server.requests().count == 4)
+        #expect(prompt.count == 1)
+    }
+
+    @Test func rejectedChainIsBoundedAndStoresNothing() async throws {
+        let server = try CountingServer()
+        try await server.setPassword("right", for: "alice")
+        let store = InMemoryCredentialStore()
+        let prompt = ScriptedPrompt(Array(repeating: Credential(username: "alice", password: "wrong"), count: 5))
+        let client = AuthenticatingHTTPClient(
+            authenticator: KeystoreAuthenticator(store: store, prompt: prompt, options: Self.loopback), timeout: 10)
+        let url = server.url("/protected")
+        let outcome = try await withTimeout(30) {
+            do { _ = try await client.data(for: URLRequest(url: url)); return "no error" } catch { return "\(error)" }
+        }
+        #expect(outcome == "\(AuthenticationError.credentialsRejected(space: space(server), username: "alice"))")
+        #expect(try await server.requests().count == 3)
+        #expect(prompt.count == 2)
+        #expect(store.storeCount == 0)
+        #expect(try store.storedSpaces().isEmpty)
+    }
+
+    @Test func forbiddenErasesNothing() async throws {
+        let server = try CountingServer()
+        try await server.setPassword("right", for: "alice")
+        let store = InMemoryCredentialStore([space(server): Credential(username: "alice", password: "right")])
+        let client = AuthenticatingHTTPClient(
+            authenticator: KeystoreAuthenticator(store: store, prompt: nil, options: Self.loopback), timeout: 10)
+        let url = server.url("/forbidden")
+        let (data, response) = try await withTimeout(30) { try await client.data(for: URLRequest(url: url)) }
+        #expect(response.statusCode == 403)
+        #expect(String(decoding: data, as: UTF8.self) == "forbidden")
+        #expect(try await server.requests().count == 2)
+        #expect(store.removeCount == 0)
+        #expect(password(of: try store.credential(for: space(server))) == "right")
+    }
+
+    @Test func noAuthorizationAfterACrossOriginRedirect() async throws {
+        let first = try CountingServer()
+        let second = try CountingServer()
+        try await first.setPassword("right", for: "alice")
+        try await second.setPassword("right", for: "alice")
+        let store = InMemoryCredentialStore([space(first): Credential(username: "alice", password: "right")])
+        let authenticator = KeystoreAuthenticator(store: store, prompt: nil, options: Self.loopback)
+        authenticator.rememberProtectionSpace(space(first))  // sends the credential with the first request
+        let client = AuthenticatingHTTPClient(authenticator: authenticator, timeout: 10)
+
+        // Same origin: the credential follows.
+        let same = first.url("/redirect?to=%2Fprotected")
+        let (_, sameResponse) = try await withTimeout(30) { try await client.data(for: URLRequest(url: same)) }
+        #expect(sameResponse.statusCode == 200)
+        #expect(try await first.requests().map(\.authorization) == [basic("alice", "right"), basic("alice", "right")])
+
+        // Other port, then other host name (localhost): another origin, no Authorization.
+        for target in [second.url("/protected"), URL(string: "http://localhost:\(first.port)/protected")!] {
+            let encoded = target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let url = first.url("/redirect?to=" + encoded)
+            let outcome = try await withTimeout(30) {
+                do { _ = try await client.data(for: URLRequest(url: url)); return "no error" } catch { return "\(error)" }
+            }
+            #expect(outcome == "\(AuthenticationError.crossOriginChallenge(requested: url, challengedBy: target))")
+        }
+        #expect(try await second.requests() == [.init(path: "/protected", authorization: nil)])
+        let firstLog = try await first.requests()
+        #expect(firstLog.count == 5)
+        #expect(firstLog.last == .init(path: "/protected", authorization: nil))  // via localhost
+    }
+
+    @Test func plainHTTPWithoutOptInSendsNoCredential() async throws {
+        let server = try CountingServer()
+        try await server.setPassword("right", for: "alice")
+        let store = InMemoryCredentialStore([space(server): Credential(username: "alice", password: "right")])
+        let prompt = ScriptedPrompt([Credential(username: "alice", password: "right")])
+        let authenticator = KeystoreAuthenticator(store: store, prompt: prompt)  // no loopback opt-in
+        authenticator.rememberProtectionSpace(space(server))
+        let client = AuthenticatingHTTPClient(authenticator: authenticator, timeout: 10)
+        let url = server.url("/protected")
+        let outcome = try await withTimeout(30) {
+            do { _ = try await client.data(for: URLRequest(url: url)); return "no error" } catch { return "\(error)" }
+        }
+        #expect(outcome == "\(AuthenticationError.insecureTransport(url: url))")
+        #expect(try await server.requests() == [.init(path: "/protected", authorization: nil)])
+        #expect(prompt.count == 0)
+    }
+
+    @Test func bearerOnlyChallengeIsReportedNotHung() async throws {
+        let server = try CountingServer()
+        let client = AuthenticatingHTTPClient(
+            authenticator: KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: ScriptedPrompt([]), options: Self.loopback),
+            timeout: 10)
+        let url = server.url("/bearer")
+        let outcome = try await withTimeout(30) {
+            do { _ = try await client.data(for: URLRequest(url: url)); return "no error" } catch { return "\(error)" }
+        }
+        #expect(outcome == "\(AuthenticationError.unsupportedChallenge(url: url, schemes: ["Bearer"]))")
+        #expect(try await server.requests().count == 1)
+    }
+
+    @Test func aServerThatNeverAnswersTimesOut() async throws {
+        // A listening socket that never accepts: the request must end with the client's timeout.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(listen(fd, 1) == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let url = URL(string: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/")!
+        let client = AuthenticatingHTTPClient(
+            authenticator: KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: nil, options: Self.loopback),
+            timeout: 1)
+        let outcome = try await withTimeout(20) {
+            do { _ = try await client.data(for: URLRequest(url: url)); return "no error" } catch { return "\(error)" }
+        }
+        #expect(outcome.hasPrefix("request to '\(url.absoluteString)' failed"))
+    }
+
+    @Test func redirectFilterUnit() {
+        var request = URLRequest(url: URL(string: "https://b.example.com/x")!)
+        request.setValue("Basic abc", forHTTPHeaderField: "Authorization")
+        request.setValue("kept", forHTTPHeaderField: "X-Other")
+        let cross = SessionDelegate.redirect(request, from: URL(string: "https://a.example.com/")!)
+        #expect(cross.value(forHTTPHeaderField: "Authorization") == nil)
+        #expect(cross.value(forHTTPHeaderField: "X-Other") == "kept")
+        let downgrade = SessionDelegate.redirect(request, from: URL(string: "http://b.example.com:443/")!)
+        #expect(downgrade.value(forHTTPHeaderField: "Authorization") == nil)
+        let same = SessionDelegate.redirect(request, from: URL(string: "https://B.example.com:443/other")!)
+        #expect(same.value(forHTTPHeaderField: "Authorization") == "Basic abc")
+    }
+}

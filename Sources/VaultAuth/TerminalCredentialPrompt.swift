@@ -76,8 +76,11 @@ public struct TerminalCredentialPrompt: CredentialPrompting {
         if username.isEmpty, let suggestedUsername { username = suggestedUsername }
         if username.isEmpty { return nil }
 
-        try writeText(fd, "Password for '\(username)': ")
-        let password = try withEchoOff(fd) { try readLine(fd, secret: true) }
+        // Echo goes off before the prompt appears, so nothing typed after it is ever echoed.
+        let password = try withEchoOff(fd) { () throws -> SecureBytes? in
+            try writeText(fd, "Password for '\(username)': ")
+            return try readLine(fd, secret: true)
+        }
         try writeText(fd, "\n")  // the user's newline was not echoed
         guard let password else { return nil }
         return Credential(username: username, password: password)

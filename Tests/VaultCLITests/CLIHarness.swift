@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+/// Runs the built `vault` binary (next to the test bundle) and captures stdout, stderr and the exit code.
+struct CLIResult {
+    var status: Int32
+    var stdout: Data
+    var stderr: String
+    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+enum CLI {
+    /// The directory of the test executable: SwiftPM puts the package's executables there too.
+    static let binDirectory: URL = {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        // The test binary may sit inside a .xctest bundle directory.
+        while dir.path != "/" && !FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("vault").path) {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir
+    }()
+
+    static var vault: String { binDirectory.appendingPathComponent("vault").path }
+
+    /// Runs `executable` with `arguments`; `stdin` is written then closed. The environment is minimal and
+    /// explicit; the process is started in a new session (`setsid`) so it never has a controlling terminal.
+    static func run(
+        _ arguments: [String], stdin: Data = Data(), environment: [String: String] = [:]
+    ) throws -> CLIResult {
+        try exec(vault, arguments, stdin: stdin, environment: environment)
+    }
+
+    static func exec(
+        _ executable: String, _ arguments: [String], stdin: Data = Data(),
+        environment: [String: String] = [:], timeout: TimeInterval = 60
+    ) throws -> CLIResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+        process.arguments = ["-w", executable] + arguments
+        var env = ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8"]
+        env.merge(environment) { $1 }
+        process.environment = env
+        let input = Pipe(), output = Pipe(), error = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        input.fileHandleForWriting.write(stdin)
+        try input.fileHandleForWriting.close()
+        // Drain both pipes concurrently so a chatty child cannot block.
+        nonisolated(unsafe) var errData = Data()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async {
+            errData = error.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        if group.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            Issue.record("process timed out: \(arguments)")
+        }
+        process.waitUntilExit()
+        return CLIResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// `/bin/sh -c script` with `$VAULT` set to the binary.
+    static func shell(_ script: String, stdin: Data = Data(), environment: [String: String] = [:]) throws -> CLIResult {
+        var env = environment
+        env["VAULT"] = vault
+        return try exec("/bin/sh", ["-c", script], stdin: stdin, environment: env)
+    }
+}
+
+/// A private temporary directory (0700) with a vault path and a passphrase file inside, removed at deinit.
+final class Sandbox {
+    let directory: String
+    let vaultPath: String
+    let passphraseFile: String
+
+    init(passphrase: String = "correct horse battery staple") throws {
+        var template = Array((NSTemporaryDirectory() + "/vault-cli-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw CocoaError(.fileWriteUnknown) }
+        directory = String(cString: template)
+        vaultPath = directory + "/vaults/test.vault"
+        passphraseFile = directory + "/passphrase"
+        try write(passphrase + "\n", to: passphraseFile)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    func write(_ text: String, to path: String, mode: Int = 0o600) throws {
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+    }
+
+    /// The environment for the CLI: this sandbox's vault, the cheap test KDF.
+    var environment: [String: String] {
+        ["VAULT_PATH": vaultPath, "VAULT_TESTING_INSECURE_KDF": "1"]
+    }
+
+    /// Runs `vault` with the sandbox's vault and passphrase file.
+    @discardableResult
+    func vault(_ arguments: [String], stdin: Data = Data(), passphrase: Bool = true, extraEnvironment: [String: String] = [:]) throws -> CLIResult {
+        var args = arguments
+        if passphrase { args += ["--passphrase-file", passphraseFile] }
+        return try CLI.run(args, stdin: stdin, environment: environment.merging(extraEnvironment) { $1 })
+    }
+
+    func initVault() throws {
+        let result = try vault(["init"])
+        #expect(result.status == 0, "init failed: \(result.stderr)")
+    }
+}

@@ -138,10 +138,10 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
     private let lock = NSLock()
     private var challengeResponses: [Int: HTTPURLResponse] = [:]  // guarded by `lock`
 
-    /// Challenges that ask for a user's credential: answered by the authenticator, never by URLSession.
-    static let credentialMethods: Set<String> = [
-        NSURLAuthenticationMethodHTTPBasic, NSURLAuthenticationMethodHTTPDigest, NSURLAuthenticationMethodDefault,
-        NSURLAuthenticationMethodNTLM, NSURLAuthenticationMethodNegotiate, NSURLAuthenticationMethodHTMLForm,
+    /// Challenges left to the system (spelled out: the constants are unavailable in swift-corelibs-foundation,
+    /// which never sends them).
+    static let systemMethods: Set<String> = [
+        "NSURLAuthenticationMethodServerTrust", "NSURLAuthenticationMethodClientCertificate",
     ]
 
     func takeChallengeResponse(for taskIdentifier: Int) -> HTTPURLResponse? {
@@ -152,11 +152,13 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
         _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        guard Self.credentialMethods.contains(challenge.protectionSpace.authenticationMethod) else {
+        if Self.systemMethods.contains(challenge.protectionSpace.authenticationMethod) {
             // Server trust and client certificates: the system's evaluation; never blanket trust.
             completionHandler(.performDefaultHandling, nil)
             return
         }
+        // Every other challenge (Basic, Digest, anything unknown) is cancelled: `.performDefaultHandling` on a
+        // 401 waits forever in swift-corelibs-foundation.
         if let response = challenge.failureResponse as? HTTPURLResponse {
             lock.withLock { challengeResponses[task.taskIdentifier] = response }
         }

@@ -195,6 +195,7 @@ extension KeystoreAuthenticator {
         let origin: Origin
         var lastSent: Sent?
         var pendingPrompt: ProtectionSpace?
+        var lastRejected: Sent?
         var rejections = 0
         var finished = false
 
@@ -281,6 +282,7 @@ extension KeystoreAuthenticator {
                     ? .storedCredentialRejected(username: sent.credential.username)
                     : .enteredCredentialRejected(username: sent.credential.username)
                 lastSent = nil
+                lastRejected = sent
                 pendingPrompt = space
                 return .prompt(space, reason, suggestedUsername: sent.credential.username)
             }
@@ -299,13 +301,24 @@ extension KeystoreAuthenticator {
             return .prompt(space, .noStoredCredential, suggestedUsername: nil)
         }
 
-        /// Takes the prompt's answer: `nil` (declined) fails with
-        /// ``AuthenticationError/promptCancelled(space:)``; a credential is sent next.
+        /// Takes the prompt's answer; a credential is sent next.
+        ///
+        /// `nil` (declined) fails with ``AuthenticationError/promptCancelled(space:)`` when nothing was rejected
+        /// yet, and otherwise with the rejection it answered: ``AuthenticationError/storedCredentialRejected(space:username:)``
+        /// or ``AuthenticationError/credentialsRejected(space:username:)`` (so a script that supplies one
+        /// credential gets "rejected", not "cancelled").
         public mutating func handlePromptResult(_ credential: Credential?) throws -> Step {
             guard let space = pendingPrompt else { preconditionFailure("handlePromptResult(_:) follows a .prompt step") }
             pendingPrompt = nil
             guard let credential else {
                 finished = true
+                if let rejected = lastRejected {
+                    throw rejected.source == .stored
+                        ? AuthenticationError.storedCredentialRejected(
+                            space: rejected.space, username: rejected.credential.username)
+                        : AuthenticationError.credentialsRejected(
+                            space: rejected.space, username: rejected.credential.username)
+                }
                 throw AuthenticationError.promptCancelled(space: space)
             }
             try credential.validate()

@@ -140,16 +140,17 @@ struct AuthenticatingHTTPClientTests {
         #expect(prompt.count == 0)
     }
 
-    @Test func bearerOnlyChallengeIsReportedNotHung() async throws {
+    @Test(arguments: [("/bearer", "Bearer"), ("/digest", "Digest")])
+    func otherSchemesAreReportedNotHung(path: String, scheme: String) async throws {
         let server = try CountingServer()
         let client = AuthenticatingHTTPClient(
             authenticator: KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: ScriptedPrompt([]), options: Self.loopback),
             timeout: 10)
-        let url = server.url("/bearer")
+        let url = server.url(path)
         let outcome = try await withTimeout(30) {
             do { _ = try await client.data(for: URLRequest(url: url)); return "no error" } catch { return "\(error)" }
         }
-        #expect(outcome == "\(AuthenticationError.unsupportedChallenge(url: url, schemes: ["Bearer"]))")
+        #expect(outcome == "\(AuthenticationError.unsupportedChallenge(url: url, schemes: [scheme]))")
         #expect(try await server.requests().count == 1)
     }
 

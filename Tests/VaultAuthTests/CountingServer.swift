@@ -10,7 +10,7 @@ import FoundationNetworking
 /// - `/protected`: 200 `hello` with a valid credential, else 401 with a Basic challenge;
 /// - `/forbidden`: 403 with a valid credential, else 401;
 /// - `/redirect?to=URL`: 302 to URL;
-/// - `/bearer`: 401 with only a Bearer challenge;
+/// - `/bearer`, `/digest`: 401 with only a Bearer or Digest challenge;
 /// - `/_control/...`: the test's own calls, not counted.
 final class CountingServer: @unchecked Sendable {
     struct Request: Decodable, Equatable {
@@ -70,6 +70,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(403, b'forbidden') if self.authorized() else self.challenge()
         if url.path == '/redirect':
             return self.reply(302, b'', [('Location', query['to'][0])])
+        if url.path == '/digest':
+            return self.reply(401, b'digest only', [('WWW-Authenticate', 'Digest realm="d", nonce="abc", qop="auth"')])
         if url.path == '/bearer':
             return self.reply(401, b'bearer only', [('WWW-Authenticate', 'Bearer realm="api"')])
         return self.reply(404, b'not found')

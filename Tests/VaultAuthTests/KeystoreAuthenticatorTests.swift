@@ -205,6 +205,25 @@ struct KeystoreAuthenticatorTests {
         #expect(store.storeCount == 0)
     }
 
+    @Test func decliningAfterARejectionReportsTheRejection() async throws {
+        // A script that supplies one credential: the second prompt declines.
+        let server = FakeServer(users: ["alice": "right"])
+        let store = InMemoryCredentialStore()
+        let prompt = ScriptedPrompt([Credential(username: "alice", password: "wrong"), nil])
+        await #expect(throws: AuthenticationError.credentialsRejected(space: Self.space, username: "alice")) {
+            try await perform(KeystoreAuthenticator(store: store, prompt: prompt), server)
+        }
+        #expect(prompt.count == 2)
+        #expect(server.requestCount == 2)
+        #expect(store.storeCount == 0)
+
+        // Stored credential rejected, user declines: reported as stale.
+        let stale = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "old")])
+        await #expect(throws: AuthenticationError.storedCredentialRejected(space: Self.space, username: "alice")) {
+            try await perform(KeystoreAuthenticator(store: stale, prompt: ScriptedPrompt([nil])), server)
+        }
+    }
+
     @Test func invalidUsernameFromPromptIsRefusedBeforeSending() async throws {
         let server = FakeServer(users: [:])
         let prompt = ScriptedPrompt([Credential(username: "a:b", password: "p")])

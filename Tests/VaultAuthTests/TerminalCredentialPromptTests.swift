@@ -25,7 +25,7 @@ struct TerminalCredentialPromptTests {
             guard master >= 0, c_grantpt(master) == 0, c_unlockpt(master) == 0,
                   c_ptsname_r(master, &name, name.count) == 0
             else { throw POSIXError(.ENODEV) }
-            slavePath = String(cString: name)
+            slavePath = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
 
         deinit { close(master) }

@@ -72,12 +72,17 @@ public enum Argon2id {
         byteCount: Int = 32
     ) throws -> SecureBytes {
         precondition(salt.count == saltByteCount, "Argon2id salt must be \(saltByteCount) bytes")
+        // memlimit is a size_t: a value that does not fit is refused like any other libsodium cannot honour
+        // (`Int(_:)` would trap).
+        guard let memLimit = Int(exactly: parameters.memLimitBytes) else {
+            throw VaultError.cryptoFailure(function: "crypto_pwhash")
+        }
         return try SecureBytes(count: byteCount) { (output) throws in
             try passphrase.withUnsafeBytes { (pass) throws in
                 try salt.withUnsafeBytes { (saltBytes) throws in
                     try Sodium.argon2id(
                         into: output, passphrase: pass, salt: saltBytes,
-                        opsLimit: parameters.opsLimit, memLimit: Int(parameters.memLimitBytes)
+                        opsLimit: parameters.opsLimit, memLimit: memLimit
                     )
                 }
             }

@@ -90,6 +90,10 @@ enum VaultFile {
 
     /// Reads the whole vault file, or returns `nil` when there is none. Symlinks are never followed.
     static func read(path: String) throws -> [UInt8]? {
+        // No directory, no vault: `open(with:)` then creates both, `open(with:createIfMissing: false)` reports
+        // vaultNotFound. (Without this, a missing directory was an `io` error and the seed behaviour failed.)
+        var directoryInfo = stat()
+        if lstat(split(path).directory, &directoryInfo) != 0 && errno == ENOENT { return nil }
         let dirfd = try openDirectory(of: path)
         defer { close(dirfd) }
         let name = split(path).name

@@ -1,0 +1,492 @@
+import Foundation
+import Testing
+
+@testable import VaultCore
+
+@Suite("SecureKeyValueStore")
+struct SecureKeyValueStoreTests {
+    let directory = TemporaryDirectory()
+    var path: String { directory.file("test.vault") }
+
+    // MARK: Round trips
+
+    @Test("strings round-trip, in memory and after reopening")
+    func stringRoundTrip() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        let values = ["username": "alice", "empty": "", "unicode": "pässwörd ✓ 🔑", "newline": "a\nb\0c"]
+        for (key, value) in values { try store.put(value, forKey: key) }
+        for (key, value) in values { #expect(try store.getString(key) == value) }
+        #expect(try store.getString("missing") == nil)
+        store.close()
+
+        let reopened = testStore(path)
+        try reopened.open(with: testPassphrase)
+        for (key, value) in values { #expect(try reopened.getString(key) == value) }
+        #expect(try reopened.count == values.count)
+    }
+
+    @Test("binary values: all 256 byte values, the empty value, Data, [UInt8] and SecureBytes")
+    func binaryRoundTrip() throws {
+        let everyByte = [UInt8]((0...255).map { UInt8($0) })
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put(everyByte, forKey: "all-bytes")
+        try store.put(Data(everyByte.reversed()), forKey: "reversed")
+        try store.put([UInt8](), forKey: "empty")
+        try store.put(SecureBytes([0xFF, 0x00, 0xFE]), forKey: "secure")
+        store.close()
+
+        let reopened = testStore(path)
+        try reopened.open(with: testPassphrase)
+        #expect(try reopened.getData("all-bytes") == Data(everyByte))
+        #expect(try reopened.getData("reversed") == Data(everyByte.reversed()))
+        #expect(try reopened.getData("empty") == Data())
+        #expect(try reopened.getBytes("empty")?.count == 0)
+        #expect(try reopened.getBytes("secure") == SecureBytes([0xFF, 0x00, 0xFE]))
+        #expect(try reopened.getBytes("all-bytes")?.unprotectedBytes == everyByte)
+        #expect(try reopened.getData("missing") == nil)
+        #expect(try reopened.getBytes("missing") == nil)
+        #expect(try reopened.attributes(forKey: "all-bytes")?.byteCount == 256)
+    }
+
+    struct Account: Codable, Equatable {
+        var user: String
+        var port: Int
+        var scopes: [String]
+        var expires: Date?
+    }
+
+    @Test("Codable values round-trip through put(_:forKey:) and get(_:as:)")
+    func codableRoundTrip() throws {
+        let account = Account(user: "alice", port: 8443, scopes: ["read", "write"], expires: nil)
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put(account, forKey: "account")
+        try store.put(42, forKey: "answer")
+        try store.put(["a": 1, "b": 2], forKey: "map")
+        store.close()
+
+        let reopened = testStore(path)
+        try reopened.open(with: testPassphrase)
+        #expect(try reopened.get("account", as: Account.self) == account)
+        #expect(try reopened.get("answer", as: Int.self) == 42)
+        #expect(try reopened.get("map", as: [String: Int].self) == ["a": 1, "b": 2])
+        #expect(try reopened.get("missing", as: Account.self) == nil)
+        // Stored as JSON with sorted keys.
+        #expect(try reopened.getString("map") == #"{"a":1,"b":2}"#)
+        #expect(throws: VaultError.typeMismatch(key: "answer", reason: "does not decode as Account")) {
+            try reopened.get("answer", as: Account.self)
+        }
+    }
+
+    @Test("a put replaces the value and keeps the creation time")
+    func overwrite() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("one", forKey: "k")
+        let first = try #require(try store.attributes(forKey: "k"))
+        Thread.sleep(forTimeInterval: 0.01)
+        try store.put("two", forKey: "k")
+        let second = try #require(try store.attributes(forKey: "k"))
+        #expect(try store.getString("k") == "two")
+        #expect(try store.keys() == ["k"])
+        #expect(second.created == first.created)
+        #expect(second.modified > first.modified)
+        #expect(second.byteCount == 3)
+    }
+
+    @Test("getString on a value that is not UTF-8 throws typeMismatch")
+    func getStringOnBinary() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put([0xC3, 0x28, 0xFF], forKey: "binary")
+        #expect(throws: VaultError.typeMismatch(key: "binary", reason: "the value is not valid UTF-8")) {
+            try store.getString("binary")
+        }
+        #expect(try store.getData("binary") == Data([0xC3, 0x28, 0xFF]))
+    }
+
+    // MARK: keys, remove, removeAll, update
+
+    @Test("keys() is sorted whatever the insertion order")
+    func keysSorted() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        for key in ["zulu", "alpha", "Mike", "bravo", "ä-umlaut", "10", "9"] { try store.put("v", forKey: key) }
+        let expected = ["10", "9", "Mike", "alpha", "bravo", "zulu", "ä-umlaut"]
+        #expect(try store.keys() == expected)
+        store.close()
+        let reopened = testStore(path)
+        try reopened.open(with: testPassphrase)
+        #expect(try reopened.keys() == expected)
+    }
+
+    @Test("remove returns whether there was an entry; removing a missing key writes nothing")
+    func remove() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("v", forKey: "a")
+        try store.put("w", forKey: "b")
+        let generation = try #require(store.generation)
+        #expect(try store.remove("missing") == false)
+        #expect(store.generation == generation)
+        #expect(try store.remove("a") == true)
+        #expect(store.generation == generation + 1)
+        #expect(try store.remove("a") == false)
+        #expect(try store.keys() == ["b"])
+        #expect(try store.contains("a") == false)
+        store.close()
+        let reopened = testStore(path)
+        try reopened.open(with: testPassphrase)
+        #expect(try reopened.keys() == ["b"])
+    }
+
+    @Test("removeAll leaves an empty vault that still opens with the same passphrase")
+    func removeAll() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        for index in 0..<20 { try store.put("value \(index)", forKey: "key\(index)") }
+        try store.removeAll()
+        #expect(try store.keys() == [])
+        #expect(try store.count == 0)
+        store.close()
+        #expect(try readBytes(path).count == Layout.emptyFileByteCount)
+        let reopened = testStore(path)
+        try reopened.open(with: testPassphrase, createIfMissing: false)
+        #expect(try reopened.keys() == [])
+        #expect(openError(path, passphrase: otherPassphrase) == .wrongPassphrase(path: path))
+    }
+
+    @Test("update applies several puts and removes in one write")
+    func batchUpdate() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("old", forKey: "gone")
+        let generation = try #require(store.generation)
+        try store.update { changes in
+            try changes.put("alice", forKey: "user")
+            try changes.put(SecureBytes(string: "s3cret"), forKey: "password")
+            changes.remove("gone")
+            try changes.put("first", forKey: "twice")
+            try changes.put("second", forKey: "twice")
+        }
+        #expect(store.generation == generation + 1)
+        #expect(try store.keys() == ["password", "twice", "user"])
+        #expect(try store.getString("twice") == "second")
+    }
+
+    @Test("canonically equivalent names are one entry (names compare as Swift Strings)")
+    func canonicalEquivalence() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("precomposed", forKey: "caf\u{E9}")
+        try store.put("decomposed", forKey: "cafe\u{301}")
+        #expect(try store.keys().count == 1)
+        #expect(try store.getString("caf\u{E9}") == "decomposed")
+        // The name keeps the bytes it was first stored with.
+        #expect(try store.keys().first?.utf8.elementsEqual("caf\u{E9}".utf8) == true)
+    }
+
+    // MARK: Entry names
+
+    @Test("invalid entry names are refused with invalidKey and nothing is written")
+    func invalidKeys() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        let generation = store.generation
+        let bad: [(String, String)] = [
+            ("", "the name is empty"),
+            ("line\nbreak", "the name contains a control character"),
+            ("nul\0byte", "the name contains a control character"),
+            ("tab\tname", "the name contains a control character"),
+            ("del\u{7F}", "the name contains a control character"),
+            (String(repeating: "x", count: 4097), "the name is longer than 4096 bytes"),
+            (String(repeating: "é", count: 2049), "the name is longer than 4096 bytes"),  // 4098 bytes
+        ]
+        for (name, reason) in bad {
+            #expect(throws: VaultError.invalidKey(reason: reason)) { try store.put("v", forKey: name) }
+            #expect(throws: VaultError.invalidKey(reason: reason)) { try store.update { try $0.put("v", forKey: name) } }
+        }
+        #expect(store.generation == generation)
+        // The limits themselves are fine.
+        let longest = String(repeating: "x", count: 4096)
+        try store.put("v", forKey: longest)
+        try store.put("v", forKey: "🔑 name with spaces / and slashes")
+        #expect(try store.keys() == ["x" + String(repeating: "x", count: 4095), "🔑 name with spaces / and slashes"])
+    }
+
+    // MARK: Open, create, close
+
+    @Test("open(with:) creates a missing vault (the tutorials' behaviour) and opens it next time")
+    func openCreatesMissingVault() throws {
+        let store = testStore(path)
+        #expect(store.exists == false)
+        try store.open(with: testPassphrase)
+        #expect(store.isOpen)
+        #expect(store.exists)
+        #expect(store.generation == 1)
+        #expect(store.kdfParameters == .insecureForTesting)
+        try store.put("v", forKey: "k")
+        store.close()
+        #expect(!store.isOpen)
+
+        let again = testStore(path)
+        try again.open(with: testPassphrase)
+        #expect(try again.getString("k") == "v")
+    }
+
+    @Test("open(with:) creates the vault and its directory when the directory does not exist")
+    func openCreatesMissingDirectory() throws {
+        let nested = directory.file("new/sub/test.vault")
+        let store = testStore(nested)
+        try store.open(with: testPassphrase)
+        #expect(store.isOpen)
+        #expect(permissions(directory.file("new")) == 0o700)
+        #expect(permissions(directory.file("new/sub")) == 0o700)
+        #expect(permissions(nested) == 0o600)
+    }
+
+    @Test("open(with:createIfMissing: false) throws vaultNotFound and creates nothing")
+    func openWithoutCreate() throws {
+        let store = testStore(path)
+        #expect(throws: VaultError.vaultNotFound(path: path)) {
+            try store.open(with: testPassphrase, createIfMissing: false)
+        }
+        #expect(!store.isOpen)
+        #expect(directory.listing() == [])
+        // Also when the directory itself is missing.
+        let nested = directory.file("missing/test.vault")
+        #expect(throws: VaultError.vaultNotFound(path: nested)) {
+            try testStore(nested).open(with: testPassphrase, createIfMissing: false)
+        }
+    }
+
+    @Test("create on an existing vault throws vaultAlreadyExists and leaves the file alone")
+    func createExisting() throws {
+        try makeVault(path, entries: [("k", "v")])
+        let before = try readBytes(path)
+        let store = testStore(path)
+        #expect(throws: VaultError.vaultAlreadyExists(path: path)) { try store.create(with: otherPassphrase) }
+        #expect(!store.isOpen)
+        #expect(try readBytes(path) == before)
+    }
+
+    @Test("a wrong passphrase throws exactly wrongPassphrase(path:)")
+    func wrongPassphraseError() throws {
+        try makeVault(path, entries: [("k", "v")])
+        let store = testStore(path)
+        #expect(throws: VaultError.wrongPassphrase(path: path)) { try store.open(with: otherPassphrase) }
+        #expect(throws: VaultError.wrongPassphrase(path: path)) { try store.open(with: SecureBytes(string: "")) }
+        #expect(throws: VaultError.wrongPassphrase(path: path)) { try store.open(with: "correct horse battery") }
+        #expect(!store.isOpen)
+        try store.open(with: "correct horse battery staple")  // the String overload
+        #expect(try store.getString("k") == "v")
+    }
+
+    @Test("the error text names the path and never contains the passphrase")
+    func errorTextHasNoSecret() throws {
+        try makeVault(path)
+        let error = try #require(openError(path, passphrase: otherPassphrase))
+        #expect(error.description == "cannot open vault '\(path)': incorrect passphrase (or the file was tampered with)")
+        #expect(!error.description.contains("stapler"))
+        #expect(error.hint != nil)
+    }
+
+    @Test("a closed or never-opened store throws notOpen for every operation")
+    func notOpen() throws {
+        try makeVault(path, entries: [("k", "v")])
+        let store = testStore(path)
+        try store.open(with: testPassphrase)
+        store.close()
+        let never = testStore(path)
+        for candidate in [store, never] {
+            #expect(throws: VaultError.notOpen) { try candidate.getString("k") }
+            #expect(throws: VaultError.notOpen) { try candidate.getData("k") }
+            #expect(throws: VaultError.notOpen) { try candidate.getBytes("k") }
+            #expect(throws: VaultError.notOpen) { try candidate.get("k", as: Int.self) }
+            #expect(throws: VaultError.notOpen) { try candidate.keys() }
+            #expect(throws: VaultError.notOpen) { try candidate.contains("k") }
+            #expect(throws: VaultError.notOpen) { try candidate.count }
+            #expect(throws: VaultError.notOpen) { try candidate.attributes(forKey: "k") }
+            #expect(throws: VaultError.notOpen) { try candidate.put("v", forKey: "k") }
+            #expect(throws: VaultError.notOpen) { try candidate.remove("k") }
+            #expect(throws: VaultError.notOpen) { try candidate.removeAll() }
+            #expect(throws: VaultError.notOpen) { try candidate.changeEncryptionKey(with: otherPassphrase) }
+            #expect(candidate.generation == nil)
+            #expect(candidate.kdfParameters == nil)
+        }
+    }
+
+    @Test("init(databaseFileName:) refuses names that are not plain file names")
+    func databaseFileName() throws {
+        for name in ["", ".", "..", "a/b", "/abs.vault"] {
+            #expect(throws: VaultError.invalidKey(reason: "database file name must be a plain file name")) {
+                try SecureKeyValueStore(databaseFileName: name, options: .insecureForTesting)
+            }
+        }
+        let store = try SecureKeyValueStore(databaseFileName: "app.vault", options: .insecureForTesting)
+        #expect(store.path == SecureKeyValueStore.defaultDirectory + "/app.vault")
+        #expect(SecureKeyValueStore.defaultDirectory.hasSuffix("/vault"))
+    }
+
+    // MARK: changeEncryptionKey
+
+    @Test("changeEncryptionKey: old passphrase fails, new works, entries and creation times intact, generation + 1")
+    func changeEncryptionKey() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("alice", forKey: "user")
+        try store.put([0, 1, 2, 255], forKey: "binary")
+        let created = try #require(try store.attributes(forKey: "user")?.created)
+        let generation = try #require(store.generation)
+        let before = try readBytes(path)
+
+        try store.changeEncryptionKey(with: otherPassphrase)
+        #expect(store.generation == generation + 1)
+        #expect(try store.getString("user") == "alice")  // still open
+        store.close()
+
+        let after = try readBytes(path)
+        #expect(after[Layout.salt] != before[Layout.salt])  // new salt
+        #expect(after[Layout.wrappedKey] != before[Layout.wrappedKey])
+        #expect(load(after, at: Layout.generation, as: UInt64.self) == generation + 1)
+
+        #expect(openError(path, passphrase: testPassphrase) == .wrongPassphrase(path: path))
+        let reopened = testStore(path)
+        try reopened.open(with: otherPassphrase, createIfMissing: false)
+        #expect(try reopened.keys() == ["binary", "user"])
+        #expect(try reopened.getString("user") == "alice")
+        #expect(try reopened.getData("binary") == Data([0, 1, 2, 255]))
+        #expect(try reopened.attributes(forKey: "user")?.created == created)
+        #expect(reopened.generation == generation + 1)
+
+        // The String overload (the tutorials' signature), back to the first passphrase.
+        try reopened.changeEncryptionKey(with: "correct horse battery staple")
+        #expect(openError(path, passphrase: otherPassphrase) == .wrongPassphrase(path: path))
+        #expect(openError(path, passphrase: testPassphrase) == nil)
+    }
+
+    @Test("changeEncryptionKey can change the KDF parameters, within the policy only")
+    func changeEncryptionKeyParameters() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("v", forKey: "k")
+        let cheap2 = Argon2id.Parameters(opsLimit: 2, memLimitBytes: 16 << 10)
+        try store.changeEncryptionKey(with: otherPassphrase, parameters: cheap2)
+        #expect(store.kdfParameters == cheap2)
+        let bytes = try readBytes(path)
+        #expect(load(bytes, at: Layout.opsLimit, as: UInt64.self) == 2)
+        #expect(load(bytes, at: Layout.memLimit, as: UInt64.self) == 16 << 10)
+
+        let tooBig = Argon2id.Parameters(opsLimit: 5, memLimitBytes: 16 << 10)
+        let generation = store.generation
+        #expect(throws: VaultError.kdfParametersOutOfRange(path: path, opsLimit: 5, memLimitBytes: 16 << 10)) {
+            try store.changeEncryptionKey(with: testPassphrase, parameters: tooBig)
+        }
+        #expect(store.generation == generation)
+        #expect(openError(path, passphrase: otherPassphrase) == nil)
+    }
+
+    // MARK: Several stores on one file
+
+    @Test("two stores on the same file: interleaved puts lose nothing")
+    func noLostUpdates() throws {
+        try makeVault(path)
+        let first = testStore(path)
+        let second = testStore(path)
+        try first.open(with: testPassphrase)
+        try second.open(with: testPassphrase)
+        for index in 0..<10 {
+            try first.put("first \(index)", forKey: "a\(index)")
+            try second.put("second \(index)", forKey: "b\(index)")
+        }
+        // Reads do not re-read the file: first has not seen second's last put yet...
+        #expect(try first.contains("b9") == false)
+        // ...until its next write, which re-reads under the lock.
+        try first.put("again", forKey: "a0")
+        #expect(try first.contains("b9"))
+        #expect(try first.remove("b0") == true)
+
+        let fresh = testStore(path)
+        try fresh.open(with: testPassphrase)
+        let expected = ((0..<10).map { "a\($0)" } + (1..<10).map { "b\($0)" }).sorted()
+        #expect(try fresh.keys() == expected)
+        #expect(try fresh.getString("a0") == "again")
+        #expect(try fresh.getString("b5") == "second 5")
+        #expect(fresh.generation == 1 + 20 + 2)
+    }
+
+    @Test("a store keeps writing after another store changed the passphrase")
+    func writeAfterPassphraseChangeElsewhere() throws {
+        try makeVault(path, entries: [("k", "v")])
+        let first = testStore(path)
+        let second = testStore(path)
+        try first.open(with: testPassphrase)
+        try second.open(with: testPassphrase)
+        try second.changeEncryptionKey(with: otherPassphrase)
+        try first.put("w", forKey: "k2")  // the data key is unchanged, so first can still write
+        #expect(openError(path, passphrase: testPassphrase) == .wrongPassphrase(path: path))
+        let fresh = testStore(path)
+        try fresh.open(with: otherPassphrase)
+        #expect(try fresh.keys() == ["k", "k2"])
+    }
+
+    @Test("a store refuses to write over a different vault that replaced its file")
+    func replacedByAnotherVault() throws {
+        try makeVault(path, entries: [("k", "v")])
+        let store = testStore(path)
+        try store.open(with: testPassphrase)
+        let otherPath = directory.file("other.vault")
+        try makeVault(otherPath, entries: [("x", "y")])
+        #expect(rename(otherPath, path) == 0)
+        let replaced = try readBytes(path)
+        #expect(throws: VaultError.wrongPassphrase(path: path)) { try store.put("w", forKey: "k2") }
+        #expect(try readBytes(path) == replaced)
+    }
+
+    // MARK: Options and presets
+
+    @Test("Options() defaults: moderate for new vaults, the standard policy, a 10 s lock timeout")
+    func defaultOptions() {
+        let options = SecureKeyValueStore.Options()
+        #expect(options.kdfParametersForNewVaults == .moderate)
+        #expect(options.kdfPolicy == .standard)
+        #expect(options.lockTimeoutSeconds == 10)
+        #expect(SecureKeyValueStore(path: "/nonexistent/x.vault").options.kdfParametersForNewVaults == .moderate)
+        let testing = SecureKeyValueStore.Options.insecureForTesting
+        #expect(testing.kdfParametersForNewVaults == .insecureForTesting)
+        #expect(testing.kdfPolicy == .insecureForTesting)
+    }
+
+    @Test("a vault made with the interactive preset opens with the standard policy")
+    func interactivePreset() throws {
+        let store = SecureKeyValueStore(path: path, options: .init(kdfParametersForNewVaults: .interactive))
+        try store.create(with: testPassphrase)
+        try store.put("v", forKey: "k")
+        store.close()
+        let bytes = try readBytes(path)
+        #expect(load(bytes, at: Layout.opsLimit, as: UInt64.self) == 2)
+        #expect(load(bytes, at: Layout.memLimit, as: UInt64.self) == 64 << 20)
+
+        let reopened = SecureKeyValueStore(path: path)  // Options(): the standard policy
+        try reopened.open(with: testPassphrase, createIfMissing: false)
+        #expect(reopened.kdfParameters == .interactive)
+        #expect(try reopened.getString("k") == "v")
+    }
+
+    @Test("the standard policy refuses a vault made with the insecure test parameters, before the KDF")
+    func standardPolicyRefusesTestParameters() throws {
+        try makeVault(path, entries: [("k", "v")])
+        #expect(
+            openError(path, options: SecureKeyValueStore.Options())
+                == .kdfParametersOutOfRange(path: path, opsLimit: 1, memLimitBytes: 8 << 10))
+        // Nor can the standard options create one.
+        let other = directory.file("other.vault")
+        let store = SecureKeyValueStore(path: other)
+        #expect(throws: VaultError.kdfParametersOutOfRange(path: other, opsLimit: 1, memLimitBytes: 8 << 10)) {
+            try store.create(with: testPassphrase, parameters: .insecureForTesting)
+        }
+        #expect(!store.exists)
+    }
+}

@@ -52,7 +52,7 @@ public enum SecretInput {
 
     /// Reads the first line of the file at `path` (a passphrase file). Refuses a file others can read.
     public static func readFirstLine(ofFile path: String) throws -> SecureBytes {
-        let fd = VaultFile.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+        var fd = VaultFile.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
         guard fd >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
         defer { close(fd) }
         var info = stat()
@@ -61,8 +61,12 @@ public enum SecretInput {
             throw VaultError.io(operation: "cannot read", path: path, errno: EINVAL)
         }
         if (info.st_mode & S_IFMT) == S_IFIFO {
-            // A named pipe (e.g. bash's <(...)): back to blocking reads.
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+            // A named pipe (e.g. bash's <(...)): open it again, blocking, so we wait for its writer
+            // (a non-blocking open of a FIFO with no writer yet would read an empty passphrase).
+            let blocking = VaultFile.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC) }
+            guard blocking >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
+            close(fd)
+            fd = blocking
         } else if info.st_mode & 0o077 != 0 {
             throw VaultError.unsafePermissions(
                 path: path, reason: "the passphrase file is accessible by group or others (mode \(octal(info.st_mode & 0o7777)))",

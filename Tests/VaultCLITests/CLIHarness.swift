@@ -46,6 +46,11 @@ enum CLI {
         process.standardOutput = output
         process.standardError = error
         try process.run()
+        // A hung child must fail the test, not hang the suite: kill it after `timeout`.
+        let pid = process.processIdentifier
+        let killer = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+        defer { killer.cancel() }
         input.fileHandleForWriting.write(stdin)
         try input.fileHandleForWriting.close()
         // Drain both pipes concurrently so a chatty child cannot block.
@@ -57,11 +62,11 @@ enum CLI {
             group.leave()
         }
         let outData = output.fileHandleForReading.readDataToEndOfFile()
-        if group.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
-            Issue.record("process timed out: \(arguments)")
-        }
+        group.wait()
         process.waitUntilExit()
+        if process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL {
+            Issue.record("process timed out after \(timeout) s: \(arguments)")
+        }
         return CLIResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
     }
 

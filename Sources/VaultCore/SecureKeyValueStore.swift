@@ -69,6 +69,14 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         public mutating func remove(_ key: String) {
             list.append((key, .remove))
         }
+
+        /// Removes every entry in the file as it is when the batch is written (then applies the rest).
+        public mutating func removeAll() {
+            list.removeAll()
+            removesAll = true
+        }
+
+        var removesAll = false
     }
 
     /// Creation and modification times of an entry.
@@ -289,37 +297,53 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         header.encoded().withUnsafeBytes { Sodium.blake2b256($0) }
     }
 
-    /// Runs `body` with the open state under the vault's lock, after bringing the state up to date with the
-    /// file on disk (another process may have written since we read it), and stores what `body` returns.
-    private func modify(
-        _ body: (OpenState) throws -> OpenState
-    ) throws {
+    /// The open state brought up to date with the file on disk: another process may have written since we
+    /// read it. Costs one read of the file; decrypts only if the file changed (no KDF: the data key survives
+    /// a passphrase change, so the body of a file another process wrote opens with the key we hold, while
+    /// a file from a different vault does not).
+    private func refreshed(_ current: OpenState) throws -> OpenState {
+        guard let file = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
+        let identity = current.fileIdentity
+        if file.count >= identity.count && file[0..<identity.count].elementsEqual(identity) { return current }
+        let header = try file.withUnsafeBytes { (bytes) throws in
+            try VaultFormat.Header.parse(bytes, path: path, policy: options.kdfPolicy)
+        }
+        return try decryptBody(file, header: header, dataKey: current.dataKey)
+    }
+
+    /// Runs `body` with the up-to-date open state under the vault's lock, and keeps what `body` returns.
+    private func modify(_ body: (OpenState) throws -> OpenState) throws {
         try mutex.withLock { () throws in
-            guard var current = state else { throw VaultError.notOpen }
+            guard let current = state else { throw VaultError.notOpen }
             let lock = try VaultLock(vaultPath: path, timeoutSeconds: options.lockTimeoutSeconds)
             defer { lock.release() }
-            guard let file = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
-            if file.count < current.fileIdentity.count || !file[0..<current.fileIdentity.count].elementsEqual(current.fileIdentity) {
-                let header = try file.withUnsafeBytes { (bytes) throws in
-                    try VaultFormat.Header.parse(bytes, path: path, policy: options.kdfPolicy)
-                }
-                // The data key survives a passphrase change, so the body of a file another process wrote
-                // opens with the key we hold; a file from a different vault does not.
-                current = try decryptBody(file, header: header, dataKey: current.dataKey)
-            }
-            state = try body(current)
+            state = try body(try refreshed(current))
         }
     }
 
-    /// Applies `changes` to the open state and writes the result as the next generation.
+    /// Writes `current` with `changes` applied as the next generation. The caller holds the lock.
+    private func next(_ current: OpenState, applying changes: Changes) throws -> OpenState {
+        var list = changes.list
+        if changes.removesAll {
+            list = current.contents.order.map { ($0, VaultContents.Change.remove) } + list
+        }
+        var header = current.header
+        header.generation += 1
+        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        let contents = try current.contents.applying(list, headerHash: Self.hash(header), now: now, path: path)
+        return try write(header: header, contents: contents, dataKey: current.dataKey)
+    }
+
     private func apply(_ changes: Changes) throws {
-        try modify { (current) throws in
-            var header = current.header
-            header.generation += 1
-            let hash = Self.hash(header)
-            let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-            let contents = try current.contents.applying(changes.list, headerHash: hash, now: now, path: path)
-            return try write(header: header, contents: contents, dataKey: current.dataKey)
+        try modify { try next($0, applying: changes) }
+    }
+
+    /// Re-reads the vault file so that reads see what other processes wrote since this store opened it or
+    /// last wrote (writes always start from the file on disk). No KDF runs.
+    public func reload() throws {
+        try mutex.withLock { () throws in
+            guard let current = state else { throw VaultError.notOpen }
+            state = try refreshed(current)
         }
     }
 
@@ -370,20 +394,26 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         try put(SecureBytes(try encoder.encode(value)), forKey: key)
     }
 
-    /// Removes the entry under `key`. Returns whether there was one; removing a missing key writes nothing.
+    /// Removes the entry under `key`. Returns whether there was one (in the file as it is under the lock,
+    /// whatever this store read before); removing a missing key writes nothing.
     @discardableResult
     public func remove(_ key: String) throws -> Bool {
-        guard try contains(key) else { return false }
-        var changes = Changes()
-        changes.remove(key)
-        try apply(changes)
-        return true
+        var existed = false
+        try modify { current in
+            guard current.contents.entries[key] != nil else { return current }
+            existed = true
+            var changes = Changes()
+            changes.remove(key)
+            return try next(current, applying: changes)
+        }
+        return existed
     }
 
-    /// Removes every entry (the vault and its passphrase stay).
+    /// Removes every entry, including those other processes added since this store read the file (the vault
+    /// and its passphrase stay).
     public func removeAll() throws {
         var changes = Changes()
-        for key in try keys() { changes.remove(key) }
+        changes.removeAll()
         try apply(changes)
     }
 

@@ -30,8 +30,6 @@ public enum VaultError: Error, Equatable, Sendable {
     case io(operation: String, path: String, errno: Int32)
     /// libsodium reported a failure in `function` (e.g. out of memory in `crypto_pwhash`).
     case cryptoFailure(function: String)
-    /// The vault file was replaced by an older copy (its generation went backwards).
-    case rollbackDetected(path: String, seenGeneration: UInt64, fileGeneration: UInt64)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -69,9 +67,6 @@ extension VaultError: CustomStringConvertible {
             return "\(operation) '\(path)' failed: \(errnoDescription(code))"
         case .cryptoFailure(let function):
             return "cryptographic operation failed in \(function)"
-        case .rollbackDetected(let path, let seen, let found):
-            return "vault '\(path)' is older than one already seen here (generation \(found) < \(seen)): "
-                + "it may have been replaced by an old copy"
         }
     }
 
@@ -84,8 +79,6 @@ extension VaultError: CustomStringConvertible {
         case .busy: return "another vault command is running; try again"
         case .kdfParametersOutOfRange:
             return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"
-        case .rollbackDetected:
-            return "if you restored this copy on purpose, pass --accept-rollback once"
         default: return nil
         }
     }

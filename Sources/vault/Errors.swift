@@ -58,7 +58,6 @@ enum Exit {
             case .unsupportedVersion: (exitCode, code) = (corrupt, "unsupported_version")
             case .unsupportedKDF: (exitCode, code) = (corrupt, "unsupported_kdf")
             case .kdfParametersOutOfRange: (exitCode, code) = (corrupt, "kdf_parameters_out_of_range")
-            case .rollbackDetected: (exitCode, code) = (corrupt, "rollback_detected")
             case .unsafePermissions: (exitCode, code) = (permissions, "unsafe_permissions")
             case .busy: (exitCode, code) = (busy, "busy")
             case .invalidKey: (exitCode, code) = (usage, "invalid_name")

@@ -25,7 +25,6 @@ struct AuthenticatingHTTPClientTests {
             authenticator: KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: nil, options: Self.loopback),
             timeout: 10)
         let url = server.url("/protected")
-        let started = Date()
         let result = try await withTimeout(20) {
             do {
                 _ = try await client.data(for: URLRequest(url: url))
@@ -33,7 +32,8 @@ struct AuthenticatingHTTPClientTests {
             } catch { return "\(error)" }
         }
         #expect(result == "\(AuthenticationError.noPromptAvailable(space: space(server), detail: "no credential is stored and no prompt is configured"))")
-        #expect(Date().timeIntervalSince(started) < 5)
+        // A hang would end in the client's 10 s timeout (transportFailed), not in noPromptAvailable: the
+        // error case is the proof, without a wall-clock bound that flakes on a loaded machine.
         #expect(try await server.requests() == [.init(path: "/protected", authorization: nil)])
     }
 

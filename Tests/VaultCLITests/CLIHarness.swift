@@ -48,7 +48,10 @@ enum CLI {
         try process.run()
         // A hung child must fail the test, not hang the suite: kill it after `timeout`.
         let pid = process.processIdentifier
-        let killer = DispatchWorkItem { kill(pid, SIGKILL) }
+        let killer = DispatchWorkItem {
+            kill(-pid, SIGKILL)  // setsid made the child a process-group leader: take its children too
+            kill(pid, SIGKILL)
+        }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
         defer { killer.cancel() }
         input.fileHandleForWriting.write(stdin)
@@ -79,7 +82,7 @@ enum CLI {
 }
 
 /// A private temporary directory (0700) with a vault path and a passphrase file inside, removed at deinit.
-final class Sandbox {
+final class Sandbox: @unchecked Sendable {
     let directory: String
     let vaultPath: String
     let passphraseFile: String

@@ -217,11 +217,17 @@ import Testing
     @Test func heldLockMakesWritersFailBusy() throws {
         let box = try Sandbox()
         try box.initVault()
+        // `flock -x LOCK cat` holds the lock until we close cat's stdin.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        holder.arguments = ["-x", box.vaultPath + ".lock", "sleep", "30"]
+        holder.arguments = ["-x", box.vaultPath + ".lock", "cat"]
+        let holderInput = Pipe()
+        holder.standardInput = holderInput
         try holder.run()
-        defer { holder.terminate(); holder.waitUntilExit() }
+        defer {
+            try? holderInput.fileHandleForWriting.close()
+            holder.waitUntilExit()
+        }
         // Wait until the holder has the lock.
         for _ in 0..<100 {
             if try CLI.exec("/usr/bin/flock", ["-n", box.vaultPath + ".lock", "true"]).status != 0 { break }
@@ -234,15 +240,25 @@ import Testing
         #expect(try box.vault(["list"]).status == 0)
     }
 
-    @Test func concurrentWritersLoseNothing() throws {
+    @Test func concurrentWritersLoseNothing() async throws {
         let box = try Sandbox()
         try box.initVault()
-        let script = (1...4).map { writer in
-            "(for i in $(seq 1 50); do printf v | \"$VAULT\" put w\(writer)-$i --passphrase-file '\(box.passphraseFile)' || echo FAIL; done) &"
-        }.joined(separator: "\n") + "\nwait"
-        let result = try CLI.shell(script, environment: box.environment)
-        #expect(result.status == 0)
-        #expect(!result.stdoutText.contains("FAIL"), "\(result.stderr)")
+        // Four writer processes, 50 puts each, all at once. (Each writer is its own shell loop started from
+        // here: the test runner's threads block SIGCHLD, which children inherit, so `sh`'s `wait` would hang.)
+        let results = try await withThrowingTaskGroup(of: CLIResult.self) { group in
+            for writer in 1...4 {
+                group.addTask {
+                    try CLI.shell(
+                        "for i in $(seq 1 50); do printf v | \"$VAULT\" put w\(writer)-$i --passphrase-file '\(box.passphraseFile)' || echo FAIL; done",
+                        environment: box.environment)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for result in results {
+            #expect(result.status == 0)
+            #expect(!result.stdoutText.contains("FAIL"), "\(result.stderr)")
+        }
         let list = try box.vault(["list"])
         let expected = (1...4).flatMap { w in (1...50).map { "w\(w)-\($0)" } }.sorted()
         #expect(list.stdoutText.split(separator: "\n").map(String.init) == expected)

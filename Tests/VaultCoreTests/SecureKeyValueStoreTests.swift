@@ -417,6 +417,27 @@ struct SecureKeyValueStoreTests {
         #expect(fresh.generation == 1 + 20 + 2)
     }
 
+    @Test("remove, removeAll and reload see what another store wrote since this one read the file")
+    func staleStateAcrossStores() throws {
+        try makeVault(path)
+        let first = testStore(path)
+        let second = testStore(path)
+        try first.open(with: testPassphrase)
+        try second.open(with: testPassphrase)
+        try second.put("v", forKey: "theirs")
+        #expect(try first.contains("theirs") == false)
+        // remove decides under the lock, on the file as it is now.
+        #expect(try first.remove("theirs") == true)
+        try second.put("w", forKey: "again")
+        try first.reload()
+        #expect(try first.keys() == ["again"])
+        try second.put("x", forKey: "late")
+        try first.removeAll()
+        let fresh = testStore(path)
+        try fresh.open(with: testPassphrase)
+        #expect(try fresh.keys() == [])
+    }
+
     @Test("a store keeps writing after another store changed the passphrase")
     func writeAfterPassphraseChangeElsewhere() throws {
         try makeVault(path, entries: [("k", "v")])

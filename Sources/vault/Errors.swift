@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VaultAuth
 import VaultCore
 
 /// Failures of the CLI itself (the library's are ``VaultError``).
@@ -78,6 +79,10 @@ enum Exit {
             case .noSuchEntry: return (notFound, "no_such_entry", error.description, error.hint)
             case .message(_, let exitCode): return (exitCode, "error", error.description, error.hint)
             }
+        case let error as AuthCLIError:
+            return error.classification
+        case let error as AuthenticationError:
+            return classifyAuthentication(error, url: nil)
         default:
             return (failure, "error", String(describing: error), nil)
         }

@@ -26,9 +26,11 @@ struct Vault: AsyncParsableCommand {
 
             EXIT CODES
               0   success
-              1   other failure (I/O error, no vault, no passphrase source, ...)
-              2   no such entry
-              3   wrong passphrase, or authentication failure
+              1   other failure (I/O error, no vault, no passphrase source, HTTP error status,
+                  network failure or timeout, plain http refused, ...)
+              2   no such entry (logout: no credential stored for the origin)
+              3   wrong passphrase, or authentication failure (credentials rejected, stored
+                  credential stale, none stored and no terminal to ask on)
               4   unsafe permissions, owner or symlink
               5   vault busy (another process held the lock past the timeout)
               6   corrupt, truncated or unsupported file (incl. KDF parameters out of range)
@@ -36,7 +38,7 @@ struct Vault: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self,
+            Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self, Login.self, Fetch.self, Logout.self, CredentialHelper.self,
         ]
     )
 }

@@ -30,8 +30,8 @@ struct Put: AsyncParsableCommand {
             let store = try openStore(options)
             defer { store.close() }
             let value: SecureBytes
-            if isatty(0) == 1, let terminal = Terminal() {
-                value = try terminal.readSecret(prompt: "Value for '\(name)': ")
+            if isatty(0) == 1, let terminal = Terminal.controlling() {
+                value = try terminal.readSecret(prompt: "Value for '\(name)': ") ?? SecureBytes([])
             } else {
                 value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
             }

@@ -70,10 +70,10 @@ struct VaultOptions: ParsableArguments {
 
     /// Asks on the terminal (no echo); with `confirm`, asks twice and compares. No terminal: fails at once.
     static func promptTwiceIfNeeded(prompt: String, confirm: Bool) throws -> SecureBytes {
-        guard let terminal = Terminal() else { throw CLIError.noPassphraseSource }
-        let first = try terminal.readSecret(prompt: prompt)
+        guard let terminal = Terminal.controlling() else { throw CLIError.noPassphraseSource }
+        guard let first = try terminal.readSecret(prompt: prompt) else { throw CLIError.emptyPassphrase }
         if confirm {
-            let second = try terminal.readSecret(prompt: "Repeat to confirm: ")
+            let second = try terminal.readSecret(prompt: "Repeat to confirm: ") ?? SecureBytes([])
             guard first == second else { throw CLIError.passphrasesDiffer }
         }
         return first

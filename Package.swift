@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultCore"]),
         .testTarget(name: "VaultAuthTests", dependencies: ["VaultAuth", "VaultCore"]),
-        .testTarget(name: "MobileServicesTests", dependencies: ["MobileServices", "VaultAuth", "VaultCore"]),
+        .testTarget(name: "MobileServicesTests", dependencies: ["MobileServices", "VaultAuth", "VaultCore", "MobileServicesEmulator"]),
         .testTarget(
             name: "MobileServicesEmulatorTests",
             dependencies: [

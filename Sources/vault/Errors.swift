@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MobileServices
 import VaultAuth
 import VaultCore
 
@@ -81,6 +82,8 @@ enum Exit {
             }
         case let error as AuthCLIError:
             return error.classification
+        case let error as MobileServicesError:
+            return classifyMobileServices(error)
         case let error as AuthenticationError:
             return classifyAuthentication(error, url: nil)
         default:

@@ -29,6 +29,7 @@ struct Vault: AsyncParsableCommand {
               1   other failure (I/O error, no vault, no passphrase source, HTTP error status,
                   network failure or timeout, plain http refused, ...)
               2   no such entry (logout: no credential stored for the origin)
+                  (device: not registered, or the server removed the registration)
               3   wrong passphrase, or authentication failure (credentials rejected, stored
                   credential stale, none stored and no terminal to ask on)
               4   unsafe permissions, owner or symlink
@@ -38,7 +39,7 @@ struct Vault: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self, Login.self, Fetch.self, Logout.self, CredentialHelper.self,
+            Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self, Login.self, Fetch.self, Logout.self, CredentialHelper.self, Device.self,
         ]
     )
 }

@@ -36,7 +36,7 @@ struct TerminalCredentialPromptTests {
 
         /// Reads until `text` has appeared in the output (bounded by `seconds`), without blocking a thread of the
         /// cooperative pool (the prompt needs one to deliver its answer).
-        func waitFor(_ text: String, seconds: Double = 10) async throws -> String {
+        func waitFor(_ text: String, seconds: Double = 60) async throws -> String {
             let deadline = Date().addingTimeInterval(seconds)
             while !String(decoding: transcript, as: UTF8.self).contains(text) {
                 guard Date() < deadline else { throw TimedOut(seconds: seconds) }
@@ -77,7 +77,7 @@ struct TerminalCredentialPromptTests {
         _ = try await pty.waitFor("Password for 'alice': ")
         #expect(!pty.echoIsOn)  // off before the password prompt appeared
         pty.type("s3cret-pw\n")
-        let credential = try await withTimeout(10) { try await answer.value }
+        let credential = try await withTimeout(60) { try await answer.value }
         #expect(credential?.username == "alice")
         #expect(password(of: credential) == "s3cret-pw")
         _ = try? await pty.waitFor("\n", seconds: 0.3)
@@ -99,7 +99,7 @@ struct TerminalCredentialPromptTests {
         pty.type("\n")  // take the suggestion
         _ = try await pty.waitFor("Password for 'bob': ")
         pty.type("\u{04}")  // ^D: end of input, the user declines
-        let credential = try await withTimeout(10) { try await answer.value }
+        let credential = try await withTimeout(60) { try await answer.value }
         #expect(credential == nil)
         #expect(pty.echoIsOn)
     }
@@ -130,7 +130,7 @@ struct TerminalCredentialPromptTests {
         #expect(interruptCount.pointee == 1)  // re-raised to the previous handler
         #expect(pty.echoIsOn)  // the handler restored the terminal first
         pty.type("x\n")
-        _ = try await withTimeout(10) { try await answer.value }
+        _ = try await withTimeout(60) { try await answer.value }
         #expect(pty.echoIsOn)
         // The previous handler is back in place.
         var current = sigaction()

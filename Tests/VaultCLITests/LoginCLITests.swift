@@ -5,7 +5,7 @@ import Testing
 ///
 /// The CLI runs without a controlling terminal (`setsid`), so no prompt is ever possible: every path that would
 /// need one must fail at once with its documented exit code.
-@Suite(.timeLimit(.minutes(3))) struct LoginCLITests {
+@Suite(.timeLimit(.minutes(5))) struct LoginCLITests {
     let box: Sandbox
     let nginx: NginxFixture
 

@@ -3,7 +3,7 @@ import Testing
 
 /// `vault login` and `vault fetch` asking on a terminal: the binary runs on a pseudo-terminal (Python's `pty`),
 /// which answers each prompt. The answers go to Python on its stdin, never on a command line.
-@Suite(.timeLimit(.minutes(2))) struct LoginTerminalTests {
+@Suite(.timeLimit(.minutes(5))) struct LoginTerminalTests {
     /// Runs `argv` on a new pseudo-terminal; reads pairs of lines (username, password) from stdin and types each
     /// pair at the next `Username` / `Password` prompt; prints everything the terminal showed; exits with the
     /// child's status.
@@ -15,7 +15,7 @@ import Testing
         pid, fd = pty.fork()
         if pid == 0:
             os.execv(sys.argv[1], sys.argv[1:])
-        deadline = time.time() + 30
+        deadline = time.time() + 90
         out = b""
         def fail(why):
             os.kill(pid, signal.SIGKILL)

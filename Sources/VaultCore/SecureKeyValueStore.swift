@@ -32,6 +32,12 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         public var kdfPolicy: Argon2id.KDFPolicy
         /// How long a writer waits for another process's lock before failing with ``VaultError/busy(path:timeoutSeconds:)``.
         public var lockTimeoutSeconds: Double
+        /// Rollback protection: where to remember the highest generation seen of each vault, so that an older
+        /// copy put back is refused with ``VaultError/rollbackDetected(path:seenGeneration:fileGeneration:)``.
+        /// `nil` (the library's default) turns it off; the `vault` CLI uses ``RollbackProtection/standard``.
+        public var rollbackProtection: RollbackProtection? = nil
+        /// Opens a vault older than the recorded generation anyway, and lowers the record (a restored backup).
+        public var acceptRollback = false
 
         /// - Parameter allowInsecureKDFForTesting: the explicit test hook: accept and create vaults with
         ///   libsodium's minimum Argon2id cost. Never set it outside tests.
@@ -254,7 +260,7 @@ public final class SecureKeyValueStore: @unchecked Sendable {
 
     /// Decrypts the body of `file` (whose header is `header`) with `dataKey` and checks the binding to the header.
     private func decryptBody(
-        _ file: [UInt8], header: VaultFormat.Header, dataKey: SecureBytes
+        _ file: [UInt8], header: VaultFormat.Header, dataKey: SecureBytes, rollbackRetries: Int = 3
     ) throws -> OpenState {
         let bodyStart = VaultFormat.headerByteCount + VaultFormat.nonceByteCount
         let plaintext = try file.withUnsafeBytes { (bytes) throws in
@@ -267,6 +273,22 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         }
         let hash = file.withUnsafeBytes { Sodium.blake2b256(UnsafeRawBufferPointer(rebasing: $0[0..<VaultFormat.headerByteCount])) }
         let contents = try VaultContents(plaintext: plaintext, headerHash: hash, path: path)
+        if let protection = options.rollbackProtection {
+            do {
+                try RollbackGuard.checkAndRecord(
+                    path: path, generation: header.generation, dataKey: dataKey, protection: protection,
+                    accept: options.acceptRollback)
+            } catch let error as VaultError where rollbackRetries > 0 {
+                // A writer may have replaced the file and raised the record since we read it: if the file on
+                // disk changed, decrypt the new one (same data key) and check again; if not, it is a rollback.
+                guard case .rollbackDetected = error, let again = try VaultFile.read(path: path), again != file
+                else { throw error }
+                let newHeader = try again.withUnsafeBytes { (bytes) throws in
+                    try VaultFormat.Header.parse(bytes, path: path, policy: options.kdfPolicy)
+                }
+                return try decryptBody(again, header: newHeader, dataKey: dataKey, rollbackRetries: rollbackRetries - 1)
+            }
+        }
         return OpenState(
             dataKey: dataKey, header: header, fileIdentity: Array(file[0..<bodyStart]), contents: contents)
     }
@@ -289,6 +311,9 @@ public final class SecureKeyValueStore: @unchecked Sendable {
             }
         }
         try VaultFile.writeAtomically(file, to: path)
+        if let protection = options.rollbackProtection {
+            RollbackGuard.record(path: path, generation: header.generation, dataKey: dataKey, protection: protection)
+        }
         return OpenState(
             dataKey: dataKey, header: header, fileIdentity: Array(file[0..<bodyStart]), contents: contents)
     }

@@ -30,6 +30,9 @@ public enum VaultError: Error, Equatable, Sendable {
     case io(operation: String, path: String, errno: Int32)
     /// libsodium reported a failure in `function` (e.g. out of memory in `crypto_pwhash`).
     case cryptoFailure(function: String)
+    /// The vault's authenticated generation is lower than the highest this user has seen at this path: an older
+    /// copy was put back (see ``SecureKeyValueStore/Options/rollbackProtection``).
+    case rollbackDetected(path: String, seenGeneration: UInt64, fileGeneration: UInt64)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -67,6 +70,9 @@ extension VaultError: CustomStringConvertible {
             return "\(operation) '\(path)' failed: \(errnoDescription(code))"
         case .cryptoFailure(let function):
             return "cryptographic operation failed in \(function)"
+        case .rollbackDetected(let path, let seen, let file):
+            return "refusing to open vault '\(path)': it is older than the last version seen "
+                + "(generation \(file), but \(seen) was seen): an older copy may have been put back"
         }
     }
 
@@ -77,6 +83,8 @@ extension VaultError: CustomStringConvertible {
         case .vaultNotFound: return "create one with 'vault init', or pass --vault PATH"
         case .wrongPassphrase: return "check the passphrase; a damaged file gives the same error"
         case .busy: return "another vault command is running; try again"
+        case .rollbackDetected:
+            return "if you restored this copy on purpose (a backup), pass --accept-rollback once"
         case .kdfParametersOutOfRange:
             return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"
         default: return nil

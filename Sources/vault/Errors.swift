@@ -70,6 +70,7 @@ enum Exit {
             case .typeMismatch: (exitCode, code) = (failure, "type_mismatch")
             case .io: (exitCode, code) = (failure, "io_error")
             case .cryptoFailure: (exitCode, code) = (failure, "crypto_failure")
+            case .rollbackDetected: (exitCode, code) = (corrupt, "rollback_detected")
             }
             return (exitCode, code, error.description, error.hint)
         case let error as CLIError:

@@ -20,6 +20,11 @@ struct VaultOptions: ParsableArguments {
     @Flag(help: "Machine-readable output (and errors as one JSON object on stderr).")
     var json = false
 
+    @Flag(
+        name: .customLong("accept-rollback"),
+        help: "Open the vault even if it is older than the last version seen here (a restored backup).")
+    var acceptRollback = false
+
     func validate() throws {
         if passphraseFD != nil && passphraseFile != nil {
             throw ValidationError("--passphrase-fd and --passphrase-file cannot be used together")
@@ -45,6 +50,9 @@ struct VaultOptions: ParsableArguments {
         if let timeout = environment["VAULT_LOCK_TIMEOUT"].flatMap(Double.init), timeout >= 0 {
             options.lockTimeoutSeconds = timeout
         }
+        // Rollback protection is on in the CLI: the last generation seen is kept in $XDG_STATE_HOME/vault.
+        options.rollbackProtection = .standard
+        options.acceptRollback = acceptRollback
         return options
     }
 

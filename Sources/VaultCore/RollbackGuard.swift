@@ -1,0 +1,174 @@
+import CSodium
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where a store remembers the highest generation it has seen of each vault, to refuse an older copy put back
+/// in its place (a rollback). See SECURITY.md ("Rollback") for what this does and does not catch.
+///
+/// One small file per vault in ``stateDirectory`` (mode 0600, directory 0700), named by a hash of the vault's
+/// absolute path, holding the path, a vault id (a keyed BLAKE2b of the data key: stable across passphrase
+/// changes, different for every vault, reveals nothing of the key) and the highest generation seen.
+public struct RollbackProtection: Sendable, Equatable {
+    /// The directory of the records.
+    public var stateDirectory: String
+
+    public init(stateDirectory: String) {
+        self.stateDirectory = stateDirectory
+    }
+
+    /// `$XDG_STATE_HOME/vault`, or `~/.local/state/vault` when `XDG_STATE_HOME` is unset or not absolute.
+    public static var defaultStateDirectory: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/vault" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.local/state/vault"
+    }
+
+    /// Records in ``defaultStateDirectory`` (what the `vault` CLI uses).
+    public static var standard: RollbackProtection { RollbackProtection(stateDirectory: defaultStateDirectory) }
+}
+
+/// The record of one vault: checked after every successful decryption, updated after it and after every write.
+enum RollbackGuard {
+    struct Record: Equatable {
+        var path: String
+        var vaultID: String
+        var generation: UInt64
+    }
+
+    /// The vault's id: BLAKE2b-128 keyed with the data key over a fixed label.
+    static func vaultID(dataKey: SecureBytes) -> String {
+        let label = Array("vault rollback id v1".utf8)
+        var out = [UInt8](repeating: 0, count: 16)
+        let result = out.withUnsafeMutableBytes { outBytes in
+            dataKey.withUnsafeBytes { key in
+                crypto_generichash(
+                    outBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), 16, label, UInt64(label.count),
+                    key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
+            }
+        }
+        precondition(result == 0, "crypto_generichash cannot fail with these arguments")
+        return out.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The vault path made absolute with its directory resolved (the record is per file, wherever it is named from).
+    static func canonicalPath(_ path: String) -> String {
+        let (directory, name) = VaultFile.split(path)
+        guard let resolved = realpath(directory, nil) else { return path }
+        defer { free(resolved) }
+        let real = String(cString: resolved)
+        return (real == "/" ? "" : real) + "/" + name
+    }
+
+    static func recordName(for canonicalPath: String) -> String {
+        let digest = Array(canonicalPath.utf8).withUnsafeBytes { Sodium.blake2b256($0) }
+        return digest.prefix(16).map { String(format: "%02x", $0) }.joined() + ".generation"
+    }
+
+    /// Refuses `generation` if a record of the same vault at this path says a later one was seen (unless
+    /// `accept`), then records `generation` (lowering the record when accepting a rollback).
+    static func checkAndRecord(
+        path: String, generation: UInt64, dataKey: SecureBytes, protection: RollbackProtection, accept: Bool
+    ) throws {
+        let canonical = canonicalPath(path)
+        let id = vaultID(dataKey: dataKey)
+        try update(protection: protection, canonicalPath: canonical) { old in
+            if let old, old.vaultID == id, old.path == canonical, generation < old.generation {
+                guard accept else {
+                    throw VaultError.rollbackDetected(path: path, seenGeneration: old.generation, fileGeneration: generation)
+                }
+                return Record(path: canonical, vaultID: id, generation: generation)
+            }
+            return newer(old, Record(path: canonical, vaultID: id, generation: generation))
+        }
+    }
+
+    /// Records a generation this process wrote (never lowers the record of the same vault).
+    static func record(path: String, generation: UInt64, dataKey: SecureBytes, protection: RollbackProtection) {
+        let canonical = canonicalPath(path)
+        let id = vaultID(dataKey: dataKey)
+        try? update(protection: protection, canonicalPath: canonical) { old in
+            newer(old, Record(path: canonical, vaultID: id, generation: generation))
+        }
+    }
+
+    /// The record to keep: `new`, unless `old` is of the same vault with a higher generation.
+    private static func newer(_ old: Record?, _ new: Record) -> Record? {
+        if let old, old.vaultID == new.vaultID, old.path == new.path, old.generation >= new.generation { return nil }
+        return new
+    }
+
+    /// Reads the record under an exclusive `flock` of the state directory, and writes what `decide` returns
+    /// (nil: nothing to write) with a temporary file and `rename`. State that cannot be read counts as none;
+    /// state that cannot be written is skipped (the check is best effort, never a reason a vault cannot open).
+    private static func update(
+        protection: RollbackProtection, canonicalPath: String, _ decide: (Record?) throws -> Record?
+    ) throws {
+        let directory = protection.stateDirectory
+        guard let dirfd = openStateDirectory(directory) else {
+            _ = try decide(nil)
+            return
+        }
+        defer { close(dirfd) }
+        while flock(dirfd, LOCK_EX) != 0 && errno == EINTR {}
+        let name = recordName(for: canonicalPath)
+        let old = readRecord(dirfd: dirfd, name: name)
+        guard let new = try decide(old) else { return }
+        let text = "vault-rollback 1\npath \(new.path)\nid \(new.vaultID)\ngeneration \(new.generation)\n"
+        let tempName = ".\(name).\(Sodium.randomBytes(count: 8).map { String(format: "%02x", $0) }.joined()).tmp"
+        let fd = openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let ok = written == bytes.count && fchmod(fd, 0o600) == 0 && fsync(fd) == 0
+        close(fd)
+        if !ok || renameat(dirfd, tempName, dirfd, name) != 0 { unlinkat(dirfd, tempName, 0) }
+    }
+
+    /// Creates the state directory (0700) if missing; refuses a symlink or one others can write.
+    private static func openStateDirectory(_ directory: String) -> Int32? {
+        var info = stat()
+        if lstat(directory, &info) != 0 {
+            var partial = ""
+            for component in directory.split(separator: "/") {
+                partial += "/" + component
+                if lstat(partial, &info) != 0 {
+                    guard mkdir(partial, 0o700) == 0 || errno == EEXIST else { return nil }
+                    _ = chmod(partial, 0o700)
+                }
+            }
+        }
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        guard fstat(fd, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    private static func readRecord(dirfd: Int32, name: String) -> Record? {
+        let fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        var fields = [String: String]()
+        for line in String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n") {
+            guard let space = line.firstIndex(of: " ") else { continue }
+            fields[String(line[..<space])] = String(line[line.index(after: space)...])
+        }
+        guard fields["vault-rollback"] == "1", let path = fields["path"], let id = fields["id"],
+            let generation = fields["generation"].flatMap({ UInt64($0) })
+        else { return nil }
+        return Record(path: path, vaultID: id, generation: generation)
+    }
+}

@@ -38,7 +38,7 @@ let package = Package(
         .executableTarget(
             name: "vault",
             dependencies: [
-                "VaultCore", "VaultAuth", "MobileServices", "CVaultSystem",
+                "VaultCore", "VaultAuth", "MobileServices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

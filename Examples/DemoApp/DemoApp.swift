@@ -221,6 +221,7 @@ final class GivenCredentialPrompt: CredentialPrompting, @unchecked Sendable {
 @main
 enum DemoAppMain {
     static func main() async {
+        ProcessHardening.apply()  // it holds the user's password: no core dumps, no ptrace
         await DemoApp.main()  // from an async context: the async entry point of AsyncParsableCommand
     }
 }

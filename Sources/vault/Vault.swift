@@ -1,13 +1,12 @@
 import ArgumentParser
-import CVaultSystem
 import VaultCore
 
 /// `vault`: an encrypted credential vault for Linux.
 @main
 struct VaultMain {
     static func main() async {
-        // No core dumps, no ptrace by the same user: secrets in memory stay in this process.
-        _ = vault_harden_process()
+        // No core dumps, no ptrace by the same user, signals deliverable: secrets stay in this process.
+        ProcessHardening.apply()
         await Vault.main()
     }
 }

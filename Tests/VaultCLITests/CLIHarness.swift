@@ -48,10 +48,7 @@ enum CLI {
         try process.run()
         // A hung child must fail the test, not hang the suite: kill it after `timeout`.
         let pid = process.processIdentifier
-        let killer = DispatchWorkItem {
-            kill(-pid, SIGKILL)  // setsid made the child a process-group leader: take its children too
-            kill(pid, SIGKILL)
-        }
+        let killer = DispatchWorkItem { killTree(pid) }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
         defer { killer.cancel() }
         input.fileHandleForWriting.write(stdin)
@@ -120,4 +117,14 @@ final class Sandbox: @unchecked Sendable {
         let result = try vault(["init"])
         #expect(result.status == 0, "init failed: \(result.stderr)")
     }
+}
+
+/// Kills `pid` and everything below it. `setsid` forks when it is started as a process-group leader (as
+/// Process starts it), so the real child sits in a session of its own: walk /proc's children lists, deepest
+/// first, and kill each process and its group.
+func killTree(_ pid: pid_t) {
+    let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+    for child in children.split(separator: " ").compactMap({ pid_t($0) }) { killTree(child) }
+    kill(-pid, SIGKILL)
+    kill(pid, SIGKILL)
 }

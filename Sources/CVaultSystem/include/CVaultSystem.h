@@ -11,4 +11,8 @@ int vault_harden_process(void);
 /// Returns the current value of prctl(PR_GET_DUMPABLE), or -1 with errno set.
 int vault_get_dumpable(void);
 
+/// Unblocks every signal in the calling thread: a parent may hand us a blocked mask (posix_spawn from a
+/// thread that blocks signals), and then Ctrl-C or SIGTERM would not reach us. Returns 0 or -1.
+int vault_unblock_signals(void);
+
 #endif

@@ -47,10 +47,8 @@ struct VaultOptions: ParsableArguments {
     /// --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal (twice when `confirm`).
     func passphrase(confirm: Bool) throws -> SecureBytes {
         let secret: SecureBytes
-        if let fd = passphraseFD {
-            secret = try SecretInput.read(fd: fd, limit: 64 << 10, untilNewline: true, name: "--passphrase-fd \(fd)")
-        } else if let file = passphraseFile {
-            secret = try SecretInput.readFirstLine(ofFile: file)
+        if let given = try SecretInput.read(fd: passphraseFD, file: passphraseFile, option: "passphrase") {
+            secret = given
         } else if let value = ProcessInfo.processInfo.environment["VAULT_PASSPHRASE"] {
             secret = SecureBytes(string: value)
         } else {
@@ -155,10 +153,8 @@ struct DemoApp: AsyncParsableCommand {
         }
         var prompt: any CredentialPrompting = TerminalCredentialPrompt()
         if let username, passwordFD != nil || passwordFile != nil {
-            let password = try passwordFD.map {
-                try SecretInput.read(fd: $0, limit: 64 << 10, untilNewline: true, name: "--password-fd \($0)")
-            } ?? SecretInput.readFirstLine(ofFile: passwordFile!)
-            prompt = GivenCredentialPrompt(credential: Credential(username: username, password: password))
+            let password = try SecretInput.read(fd: passwordFD, file: passwordFile, option: "password")!
+            prompt = OnceCredentialPrompt(Credential(username: username, password: password))
         }
 
         let store = SecureKeyValueStore(path: vault.resolvedPath, options: vault.storeOptions)
@@ -198,23 +194,6 @@ struct DemoApp: AsyncParsableCommand {
                 column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
             }.joined(separator: "  ")
         }.joined(separator: "\n") + "\n"
-    }
-}
-
-/// Answers the first prompt with the credential from the command line, then declines.
-final class GivenCredentialPrompt: CredentialPrompting, @unchecked Sendable {
-    private let lock = NSLock()
-    private var credential: Credential?
-
-    init(credential: Credential) {
-        self.credential = credential
-    }
-
-    func credential(for space: ProtectionSpace, reason: CredentialPromptReason, suggestedUsername: String?) async throws -> Credential? {
-        lock.withLock {
-            defer { credential = nil }
-            return credential
-        }
     }
 }
 

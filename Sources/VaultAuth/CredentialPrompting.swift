@@ -1,3 +1,4 @@
+import Foundation
 /// Why the user is asked for credentials.
 public enum CredentialPromptReason: Equatable, Sendable {
     /// No credential is stored for the protection space.
@@ -41,5 +42,25 @@ public struct ClosureCredentialPrompt: CredentialPrompting {
         for space: ProtectionSpace, reason: CredentialPromptReason, suggestedUsername: String?
     ) async throws -> Credential? {
         try await handler(space, reason, suggestedUsername)
+    }
+}
+
+/// Answers the first prompt with a credential given up front (a script's `--username` and `--password-fd`),
+/// then declines: a rejected credential is reported as rejected, never asked for again.
+public final class OnceCredentialPrompt: CredentialPrompting, @unchecked Sendable {
+    private let lock = NSLock()
+    private var credential: Credential?  // guarded by `lock`
+
+    public init(_ credential: Credential) {
+        self.credential = credential
+    }
+
+    public func credential(
+        for space: ProtectionSpace, reason: CredentialPromptReason, suggestedUsername: String?
+    ) async throws -> Credential? {
+        lock.withLock {
+            defer { credential = nil }
+            return credential
+        }
     }
 }

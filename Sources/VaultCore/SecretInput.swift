@@ -51,6 +51,16 @@ public enum SecretInput {
         }
     }
 
+    /// The secret given by a `--…-fd N` / `--…-file PATH` pair of options: the first line of descriptor `fd`
+    /// or of the file at `file`; `nil` when neither is given. `option` names the pair in messages.
+    public static func read(fd: Int32?, file: String?, option: String) throws -> SecureBytes? {
+        if let fd {
+            return try read(fd: fd, limit: 64 << 10, untilNewline: true, name: "--\(option)-fd \(fd)")
+        }
+        if let file { return try readFirstLine(ofFile: file) }
+        return nil
+    }
+
     /// Reads the first line of the file at `path` (a passphrase file). Refuses a file others can read.
     public static func readFirstLine(ofFile path: String) throws -> SecureBytes {
         var fd = VaultFile.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }

@@ -114,12 +114,7 @@ struct DeviceRegister: AsyncParsableCommand {
             var prompt: any CredentialPrompting = SuggestingTerminalPrompt(username: username)
             var authenticatorOptions = device.authenticatorOptions
             if let username, passwordFD != nil || passwordFile != nil {
-                let password: SecureBytes
-                if let fd = passwordFD {
-                    password = try SecretInput.read(fd: fd, limit: 64 << 10, untilNewline: true, name: "--password-fd \(fd)")
-                } else {
-                    password = try SecretInput.readFirstLine(ofFile: passwordFile!)
-                }
+                let password = try SecretInput.read(fd: passwordFD, file: passwordFile, option: "password")!
                 prompt = OnceCredentialPrompt(Credential(username: username, password: password))
                 authenticatorOptions.useStoredCredentials = false  // log in with exactly what was given
             }
@@ -223,29 +218,6 @@ struct DeviceUnregister: AsyncParsableCommand {
                     ? "unregistered from \(client.configuration.server)\n"
                     : "the server no longer knew this registration; removed the appcid\n")
             }
-        }
-    }
-}
-
-/// Answers the first prompt with the credential given on the command line, then declines (a rejected one is
-/// reported as rejected, not asked again).
-struct OnceCredentialPrompt: CredentialPrompting {
-    private let box: Box
-
-    private final class Box: @unchecked Sendable {
-        let lock = NSLock()
-        var credential: Credential?
-        init(_ credential: Credential) { self.credential = credential }
-    }
-
-    init(_ credential: Credential) {
-        box = Box(credential)
-    }
-
-    func credential(for space: ProtectionSpace, reason: CredentialPromptReason, suggestedUsername: String?) async throws -> Credential? {
-        box.lock.withLock {
-            defer { box.credential = nil }
-            return box.credential
         }
     }
 }

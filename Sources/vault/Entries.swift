@@ -148,14 +148,8 @@ struct Passwd: AsyncParsableCommand {
         try await reportingErrors(json: options.json) {
             let store = try openStore(options)
             defer { store.close() }
-            let newPassphrase: SecureBytes
-            if let fd = newPassphraseFD {
-                newPassphrase = try SecretInput.read(fd: fd, limit: 64 << 10, untilNewline: true, name: "--new-passphrase-fd \(fd)")
-            } else if let file = newPassphraseFile {
-                newPassphrase = try SecretInput.readFirstLine(ofFile: file)
-            } else {
-                newPassphrase = try VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
-            }
+            let newPassphrase = try SecretInput.read(fd: newPassphraseFD, file: newPassphraseFile, option: "new-passphrase")
+                ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
             guard newPassphrase.count > 0 else { throw CLIError.emptyPassphrase }
             try store.changeEncryptionKey(with: newPassphrase)
             if options.json { try writeJSON(["changed": true, "path": store.path]) }

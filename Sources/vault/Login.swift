@@ -238,12 +238,7 @@ struct Login: AsyncParsableCommand {
             if let username { try Credential(username: username, password: SecureBytes(string: "")).validate() }
             let vault = try openStore(options)
             defer { vault.close() }
-            var password: SecureBytes?
-            if let fd = passwordFD {
-                password = try SecretInput.read(fd: fd, limit: 64 << 10, untilNewline: true, name: "--password-fd \(fd)")
-            } else if let file = passwordFile {
-                password = try SecretInput.readFirstLine(ofFile: file)
-            }
+            let password = try SecretInput.read(fd: passwordFD, file: passwordFile, option: "password")
             let prompt = CLICredentialPrompt(username: username, password: password, terminal: terminalAvailable())
             let authenticator = KeystoreAuthenticator(
                 store: VaultCredentialStore(store: vault), prompt: prompt,

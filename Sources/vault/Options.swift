@@ -63,10 +63,8 @@ struct VaultOptions: ParsableArguments {
     /// The passphrase from --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal, in that order.
     func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws -> SecureBytes {
         let secret: SecureBytes
-        if let fd = passphraseFD {
-            secret = try SecretInput.read(fd: fd, limit: 64 << 10, untilNewline: true, name: "--passphrase-fd \(fd)")
-        } else if let file = passphraseFile {
-            secret = try SecretInput.readFirstLine(ofFile: file)
+        if let given = try SecretInput.read(fd: passphraseFD, file: passphraseFile, option: "passphrase") {
+            secret = given
         } else if let value = ProcessInfo.processInfo.environment["VAULT_PASSPHRASE"] {
             secret = SecureBytes(string: value)
         } else {

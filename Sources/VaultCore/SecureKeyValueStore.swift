@@ -297,18 +297,22 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     private func write(
         header: VaultFormat.Header, contents: VaultContents, dataKey: SecureBytes
     ) throws -> OpenState {
-        var file = header.encoded()
-        file += Sodium.randomBytes(count: VaultFormat.nonceByteCount)
-        let bodyStart = file.count
-        file += [UInt8](repeating: 0, count: contents.plaintext.count + VaultFormat.macByteCount)
-        try file.withUnsafeMutableBytes { (bytes) throws in
-            let nonce = UnsafeRawBufferPointer(rebasing: bytes[VaultFormat.headerByteCount..<bodyStart])
+        // Header, fresh body nonce, then the box sealed in place: one allocation, no zero-fill, no copy.
+        let encodedHeader = header.encoded()
+        let bodyStart = VaultFormat.headerByteCount + VaultFormat.nonceByteCount
+        let fileCount = bodyStart + contents.plaintext.count + VaultFormat.macByteCount
+        let file = try [UInt8](unsafeUninitializedCapacity: fileCount) { (buffer, initialized) throws in
+            let bytes = UnsafeMutableRawBufferPointer(buffer)
+            encodedHeader.withUnsafeBytes { bytes.copyMemory(from: $0) }
+            let nonce = UnsafeMutableRawBufferPointer(rebasing: bytes[VaultFormat.headerByteCount..<bodyStart])
+            Sodium.fillRandom(nonce)
             let out = UnsafeMutableRawBufferPointer(rebasing: bytes[bodyStart...])
             try contents.plaintext.withUnsafeBytes { (plaintext) throws in
                 try dataKey.withUnsafeBytes { (key) throws in
-                    try Sodium.secretBoxSeal(plaintext, nonce: nonce, key: key, into: out)
+                    try Sodium.secretBoxSeal(plaintext, nonce: UnsafeRawBufferPointer(nonce), key: key, into: out)
                 }
             }
+            initialized = fileCount
         }
         try VaultFile.writeAtomically(file, to: path)
         if let protection = options.rollbackProtection {
@@ -327,8 +331,14 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     /// a passphrase change, so the body of a file another process wrote opens with the key we hold, while
     /// a file from a different vault does not).
     private func refreshed(_ current: OpenState) throws -> OpenState {
-        guard let file = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
+        // Only the first bytes are read when they show the file is the one we hold.
         let identity = current.fileIdentity
+        let file: [UInt8]
+        switch try VaultFile.read(path: path, unlessItStartsWith: identity) {
+        case .missing: throw VaultError.vaultNotFound(path: path)
+        case .unchanged: return current
+        case .contents(let bytes): file = bytes
+        }
         if file.count >= identity.count && file[0..<identity.count].elementsEqual(identity) { return current }
         let header = try file.withUnsafeBytes { (bytes) throws in
             try VaultFormat.Header.parse(bytes, path: path, policy: options.kdfPolicy)
@@ -500,7 +510,7 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     /// - Throws: ``VaultError/typeMismatch(key:reason:)`` if the value is not valid UTF-8.
     public func getString(_ key: String) throws -> String? {
         let value: String?? = try read { contents in
-            contents.withValue(key) { String(validating: $0.bindMemory(to: UInt8.self), as: UTF8.self) }
+            contents.withValue(key) { VaultContents.string(utf8: $0) }
         }
         guard let value else { return nil }
         guard let value else { throw VaultError.typeMismatch(key: key, reason: "the value is not valid UTF-8") }

@@ -12,13 +12,57 @@ struct VaultContents {
         var modified: Int64
     }
 
+    /// The index of entries by name (a view over `positions` and `records`).
+    struct Index {
+        fileprivate let positions: [String: Int]
+        fileprivate let records: [Entry]
+
+        subscript(name: String) -> Entry? {
+            guard let position = positions[name] else { return nil }
+            return records[position]
+        }
+    }
+
     /// The plaintext, starting with the header hash.
     let plaintext: SecureBytes
     /// Names in file order.
     private(set) var order: [String]
-    private(set) var entries: [String: Entry]
+    /// Each name's position in `order` and `records`. Kept as is (shared, not rebuilt) by writes that add
+    /// no name and remove none: then only `records` changes, and no name is hashed again.
+    private var positions: [String: Int]
+    /// The entries in file order.
+    private var records: [Entry]
+
+    var entries: Index { Index(positions: positions, records: records) }
 
     var count: Int { order.count }
+
+    /// Makes a `String` of UTF-8 bytes, or `nil` if they are not valid UTF-8.
+    ///
+    /// ASCII (the common case for names and values) takes a specialised path: `String(validating:as:)` goes
+    /// through an unspecialised generic in the standard library that looks up type metadata on every call,
+    /// which was most of the cost of parsing a large vault and of `getString`.
+    @inline(__always)
+    static func string(utf8 bytes: UnsafeRawBufferPointer) -> String? {
+        let utf8 = bytes.bindMemory(to: UInt8.self)
+        if isASCII(bytes) { return String(decoding: utf8, as: UTF8.self) }
+        return String(validating: utf8, as: UTF8.self)
+    }
+
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
+        let count = bytes.count
+        while index + 8 <= count {
+            if bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            index += 8
+        }
+        while index < count {
+            if bytes[index] & 0x80 != 0 { return false }
+            index += 1
+        }
+        return true
+    }
 
     /// Parses a decrypted plaintext. `headerHash` is the BLAKE2b-256 of the file's header.
     ///
@@ -26,8 +70,9 @@ struct VaultContents {
     init(plaintext: SecureBytes, headerHash: [UInt8], path: String) throws {
         self.plaintext = plaintext
         self.order = []
-        self.entries = [:]
-        let parsed = try plaintext.withUnsafeBytes { (buffer) throws -> ([String], [String: Entry]) in
+        self.positions = [:]
+        self.records = []
+        let parsed = try plaintext.withUnsafeBytes { (buffer) throws -> ([String], [String: Int], [Entry]) in
             func corrupt(_ reason: String) -> VaultError { .corrupt(path: path, reason: reason) }
             guard buffer.count >= VaultFormat.headerHashByteCount + 4 else { throw corrupt("plaintext too short") }
             var reader = ByteReader(buffer)
@@ -41,14 +86,16 @@ struct VaultContents {
             guard count <= reader.remaining / 23 else { throw corrupt("entry count \(count) exceeds the data") }
             var order = [String]()
             order.reserveCapacity(count)
-            var entries = [String: Entry](minimumCapacity: count)
+            var positions = [String: Int](minimumCapacity: count)
+            var records = [Entry]()
+            records.reserveCapacity(count)
             for index in 0..<count {
                 guard reader.remaining >= 2 else { throw corrupt("entry \(index) truncated") }
                 let nameCount = Int(reader.readUInt16())
                 guard nameCount >= 1, nameCount <= VaultFormat.maximumNameByteCount, reader.remaining >= nameCount
                 else { throw corrupt("entry \(index) has a bad name length") }
                 let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[reader.offset..<reader.offset + nameCount])
-                guard let name = String(validating: nameBytes.bindMemory(to: UInt8.self), as: UTF8.self) else {
+                guard let name = VaultContents.string(utf8: nameBytes) else {
                     throw corrupt("entry \(index) has a name that is not UTF-8")
                 }
                 reader.skip(nameCount)
@@ -62,22 +109,24 @@ struct VaultContents {
                 let entry = Entry(
                     valueOffset: valueOffset, valueCount: valueCount,
                     created: reader.readInt64(), modified: reader.readInt64())
-                guard entries.updateValue(entry, forKey: name) == nil else {
+                guard positions.updateValue(index, forKey: name) == nil else {
                     throw corrupt("duplicate entry name")
                 }
                 order.append(name)
+                records.append(entry)
             }
             guard reader.remaining < VaultFormat.paddingQuantum,
                 buffer[reader.offset...].allSatisfy({ $0 == 0 })
             else { throw corrupt("bad padding") }
-            return (order, entries)
+            return (order, positions, records)
         }
-        (self.order, self.entries) = parsed
+        (self.order, self.positions, self.records) = parsed
     }
 
     /// Calls `body` with the value stored under `name`, or returns `nil` when there is none.
     func withValue<R>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
-        guard let entry = entries[name] else { return nil }
+        guard let position = positions[name] else { return nil }
+        let entry = records[position]
         return try plaintext.withUnsafeBytes { buffer in
             try body(UnsafeRawBufferPointer(rebasing: buffer[entry.valueOffset..<entry.valueOffset + entry.valueCount]))
         }
@@ -92,91 +141,138 @@ struct VaultContents {
     /// Builds the plaintext for `headerHash` with `changes` applied, in one pass over the current entries.
     ///
     /// Existing entries keep their place (and their creation time); new ones are appended in the order given.
+    /// Runs of untouched entries are copied with one `memcpy` each and keep their index entries; the index
+    /// of names is rebuilt only when a name is removed (an added name is inserted into a copy of it).
     func applying(
         _ changes: [(name: String, change: Change)], headerHash: [UInt8], now: Int64, path: String
     ) throws -> VaultContents {
         var pending = [String: Change](minimumCapacity: changes.count)
         var appended = [String]()
         for (name, change) in changes {
-            if pending.updateValue(change, forKey: name) == nil, entries[name] == nil { appended.append(name) }
+            if pending.updateValue(change, forKey: name) == nil, positions[name] == nil { appended.append(name) }
         }
-        // Sources for each entry of the new file, in order.
-        enum Source { case old(Entry), new(SecureBytes, created: Int64) }
-        var layout = [(name: String, source: Source)]()
-        layout.reserveCapacity(order.count + appended.count)
-        for name in order {
-            let old = entries[name]!
-            switch pending[name] {
-            case nil: layout.append((name, .old(old)))
-            case .remove?: continue
-            case .put(let value)?: layout.append((name, .new(value, created: old.created)))
+        // What happens to existing entries, by position; and the new names, in order.
+        var replaced = [Int: SecureBytes]()
+        var removed = Set<Int>()
+        for (name, change) in pending {
+            guard let position = positions[name] else { continue }
+            switch change {
+            case .put(let value): replaced[position] = value
+            case .remove: removed.insert(position)
             }
         }
+        var added = [(name: String, value: SecureBytes)]()
         for name in appended {
-            if case .put(let value)? = pending[name] { layout.append((name, .new(value, created: now))) }
+            if case .put(let value)? = pending[name] { added.append((name, value)) }
         }
 
-        var size = VaultFormat.headerHashByteCount + 4
-        for (name, source) in layout {
-            let valueCount: Int
-            switch source {
-            case .old(let entry): valueCount = entry.valueCount
-            case .new(let value, _): valueCount = value.count
-            }
-            size += 2 + name.utf8.count + 4 + valueCount + 16
+        // Entry i spans [start(i), end(i)): its name length is at start(i), end(i) = value end + 16.
+        func end(_ entry: Entry) -> Int { entry.valueOffset + entry.valueCount + 16 }
+        let firstEntry = VaultFormat.headerHashByteCount + 4
+        let oldEnd = records.last.map(end) ?? firstEntry
+        var size = oldEnd
+        for position in removed {
+            let entryStart = position == 0 ? firstEntry : end(records[position - 1])
+            size -= end(records[position]) - entryStart
         }
+        for (position, value) in replaced { size += value.count - records[position].valueCount }
+        for (name, value) in added { size += 2 + name.utf8.count + 4 + value.count + 16 }
         let padded = (size + VaultFormat.paddingQuantum - 1) / VaultFormat.paddingQuantum * VaultFormat.paddingQuantum
         let paddedSize = max(padded, VaultFormat.paddingQuantum)
+        let newCount = records.count - removed.count + added.count
+        let changed = removed.union(replaced.keys).sorted()
 
-        var newOrder = [String]()
-        newOrder.reserveCapacity(layout.count)
-        var newEntries = [String: Entry](minimumCapacity: layout.count)
+        var newRecords = [Entry]()
+        newRecords.reserveCapacity(newCount)
         let newPlaintext = plaintext.withUnsafeBytes { oldBuffer in
             SecureBytes(count: paddedSize) { out in
-                out.initializeMemory(as: UInt8.self, repeating: 0)
                 var writer = ByteWriter(out)
                 headerHash.withUnsafeBytes { writer.write($0) }
-                writer.write(UInt32(layout.count))
-                for (name, source) in layout {
+                writer.write(UInt32(newCount))
+                // Old entries: copy each run of untouched ones at once, shifting their offsets.
+                var runStart = firstEntry  // where the pending run of untouched entries starts in the old buffer
+                var next = 0  // the first old entry not yet in newRecords
+                var shift = 0  // new offset - old offset for the entries of the pending run
+                func keepRun(upTo position: Int, endingAt runEnd: Int) {
+                    writer.write(UnsafeRawBufferPointer(rebasing: oldBuffer[runStart..<runEnd]))
+                    if shift == 0 {
+                        newRecords.append(contentsOf: records[next..<position])
+                    } else {
+                        for var entry in records[next..<position] {
+                            entry.valueOffset += shift
+                            newRecords.append(entry)
+                        }
+                    }
+                }
+                for position in changed {
+                    let entry = records[position]
+                    let entryStart = position == 0 ? firstEntry : end(records[position - 1])
+                    keepRun(upTo: position, endingAt: entryStart)
+                    if let newValue = replaced[position] {
+                        // Name length and name as they were, then the new value and times.
+                        writer.write(UnsafeRawBufferPointer(rebasing: oldBuffer[entryStart..<entry.valueOffset - 4]))
+                        writer.write(UInt32(newValue.count))
+                        let valueOffset = writer.offset
+                        newValue.withUnsafeBytes { writer.write($0) }
+                        writer.write(entry.created)
+                        writer.write(now)
+                        newRecords.append(
+                            Entry(valueOffset: valueOffset, valueCount: newValue.count, created: entry.created, modified: now))
+                    }
+                    runStart = end(entry)
+                    next = position + 1
+                    shift = writer.offset - runStart
+                }
+                keepRun(upTo: records.count, endingAt: oldEnd)
+                for (name, value) in added {
                     var name = name
                     name.withUTF8 { utf8 in
                         writer.write(UInt16(utf8.count))
                         writer.write(UnsafeRawBufferPointer(utf8))
                     }
-                    let created: Int64
-                    let modified: Int64
-                    let valueOffset: Int
-                    let valueCount: Int
-                    switch source {
-                    case .old(let entry):
-                        writer.write(UInt32(entry.valueCount))
-                        valueOffset = writer.offset
-                        valueCount = entry.valueCount
-                        writer.write(UnsafeRawBufferPointer(
-                            rebasing: oldBuffer[entry.valueOffset..<entry.valueOffset + entry.valueCount]))
-                        (created, modified) = (entry.created, entry.modified)
-                    case .new(let value, let createdAt):
-                        writer.write(UInt32(value.count))
-                        valueOffset = writer.offset
-                        valueCount = value.count
-                        value.withUnsafeBytes { writer.write($0) }
-                        (created, modified) = (createdAt, now)
-                    }
-                    writer.write(created)
-                    writer.write(modified)
-                    newOrder.append(name)
-                    newEntries[name] = Entry(
-                        valueOffset: valueOffset, valueCount: valueCount, created: created, modified: modified)
+                    writer.write(UInt32(value.count))
+                    let valueOffset = writer.offset
+                    value.withUnsafeBytes { writer.write($0) }
+                    writer.write(now)
+                    writer.write(now)
+                    newRecords.append(Entry(valueOffset: valueOffset, valueCount: value.count, created: now, modified: now))
                 }
+                precondition(writer.offset == size)
+                UnsafeMutableRawBufferPointer(rebasing: out[size...]).initializeMemory(as: UInt8.self, repeating: 0)
             }
         }
-        return VaultContents(plaintext: newPlaintext, order: newOrder, entries: newEntries)
+
+        var newOrder: [String]
+        var newPositions: [String: Int]
+        if removed.isEmpty {
+            newOrder = order
+            newPositions = positions
+            if !added.isEmpty {
+                newOrder.reserveCapacity(newCount)
+                newPositions.reserveCapacity(newCount)
+            }
+        } else {
+            newOrder = []
+            newOrder.reserveCapacity(newCount)
+            newPositions = [:]
+            newPositions.reserveCapacity(newCount)
+            for (position, name) in order.enumerated() where !removed.contains(position) {
+                newPositions[name] = newOrder.count
+                newOrder.append(name)
+            }
+        }
+        for (name, _) in added {
+            newPositions[name] = newOrder.count
+            newOrder.append(name)
+        }
+        return VaultContents(plaintext: newPlaintext, order: newOrder, positions: newPositions, records: newRecords)
     }
 
-    private init(plaintext: SecureBytes, order: [String], entries: [String: Entry]) {
+    private init(plaintext: SecureBytes, order: [String], positions: [String: Int], records: [Entry]) {
         self.plaintext = plaintext
         self.order = order
-        self.entries = entries
+        self.positions = positions
+        self.records = records
     }
 
     /// An empty vault's contents.
@@ -187,6 +283,6 @@ struct VaultContents {
             headerHash.withUnsafeBytes { writer.write($0) }
             writer.write(UInt32(0))
         }
-        return VaultContents(plaintext: plaintext, order: [], entries: [:])
+        return VaultContents(plaintext: plaintext, order: [], positions: [:], records: [])
     }
 }

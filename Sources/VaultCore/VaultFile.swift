@@ -90,10 +90,27 @@ enum VaultFile {
 
     /// Reads the whole vault file, or returns `nil` when there is none. Symlinks are never followed.
     static func read(path: String) throws -> [UInt8]? {
+        switch try read(path: path, unlessItStartsWith: []) {
+        case .missing: return nil
+        case .unchanged: return []  // not reached: every file starts with the empty prefix, and is read
+        case .contents(let bytes): return bytes
+        }
+    }
+
+    enum ReadResult {
+        case missing
+        /// The file starts with the given prefix: it was not read further.
+        case unchanged
+        case contents([UInt8])
+    }
+
+    /// Reads the vault file unless it starts with `prefix` (a non-empty prefix: the header and body nonce
+    /// of the file last read or written, which identify it). With an empty prefix, always reads the file.
+    static func read(path: String, unlessItStartsWith prefix: [UInt8]) throws -> ReadResult {
         // No directory, no vault: `open(with:)` then creates both, `open(with:createIfMissing: false)` reports
         // vaultNotFound. (Without this, a missing directory was an `io` error and the seed behaviour failed.)
         var directoryInfo = stat()
-        if lstat(split(path).directory, &directoryInfo) != 0 && errno == ENOENT { return nil }
+        if lstat(split(path).directory, &directoryInfo) != 0 && errno == ENOENT { return .missing }
         let dirfd = try openDirectory(of: path)
         defer { close(dirfd) }
         let name = split(path).name
@@ -101,7 +118,7 @@ enum VaultFile {
         let fd = retryingEINTR { openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
         if fd < 0 {
             let code = errno
-            if code == ENOENT { return nil }
+            if code == ENOENT { return .missing }
             if code == ELOOP { throw symlinkError(path, what: "vault") }
             throw VaultError.io(operation: "cannot open vault", path: path, errno: code)
         }
@@ -109,19 +126,45 @@ enum VaultFile {
         try checkOwnFile(fd, path: path, what: "vault")
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
-        // Read to end of file (the size is a hint: the file is never modified in place, only replaced).
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(Int(info.st_size) + 1)
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { buffer in
-                retryingEINTR { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+        // Read to end of file, straight into the array's storage (the size is a hint: the file is never
+        // modified in place, only replaced, so one read(2) past the size normally sees the end of the file).
+        // With a prefix, the first read(2) asks for the prefix only: an unchanged file is not read further.
+        let capacity = max(Int(info.st_size), 0) + 1
+        var failure: Int32 = 0
+        var unchanged = false
+        var filled = false
+        var bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            var wanted = prefix.isEmpty ? capacity : min(prefix.count, capacity)
+            while initialized < capacity {
+                let n = retryingEINTR { Glibc.read(fd, buffer.baseAddress! + initialized, wanted - initialized) }
+                if n < 0 { failure = errno; return }
+                if n == 0 { return }
+                initialized += n
+                if initialized == wanted && wanted < capacity {
+                    if UnsafeBufferPointer(rebasing: buffer[0..<initialized]).elementsEqual(prefix) {
+                        unchanged = true
+                        return
+                    }
+                    wanted = capacity
+                }
             }
-            if n < 0 { throw VaultError.io(operation: "cannot read vault", path: path, errno: errno) }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
+            filled = true
         }
-        return bytes
+        if failure != 0 { throw VaultError.io(operation: "cannot read vault", path: path, errno: failure) }
+        if unchanged { return .unchanged }
+        if filled {
+            // The file grew past its size: read the rest in chunks.
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { buffer in
+                    retryingEINTR { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+                }
+                if n < 0 { throw VaultError.io(operation: "cannot read vault", path: path, errno: errno) }
+                if n == 0 { break }
+                bytes += chunk[0..<n]
+            }
+        }
+        return .contents(bytes)
     }
 
     /// Whether something (a file, a link, anything) exists at `path`, without following a final symlink.
@@ -296,3 +339,4 @@ private func hex(_ byte: UInt8) -> String {
     let digits = Array("0123456789abcdef")
     return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
 }
+

@@ -50,8 +50,11 @@ for target in "${targets[@]}"; do
     mkdir -p "$corpus" "$work/artifacts"
     seeds=("$here/../Tests/Vectors/v1")
     [ "$target" = FuzzOpen ] && [ -d "$work/seeds-open" ] && seeds+=("$work/seeds-open")
-    regressions=("$here"/regressions/*)
-    if [ -e "${regressions[0]}" ]; then
+    regressions=()
+    for file in "$here"/regressions/*; do
+        case "$(basename "$file")" in README.md | '*') ;; *) regressions+=("$file") ;; esac
+    done
+    if [ ${#regressions[@]} -gt 0 ]; then
         echo "== $target: replaying ${#regressions[@]} regression inputs"
         "$bin/$target" -runs=1 "${regressions[@]}" > "$work/$target-regressions.log" 2>&1 || {
             echo "$target: a regression input fails again (see $work/$target-regressions.log)"; status=1; }

@@ -34,6 +34,7 @@ command -v gpg >/dev/null || need_apt+=(gnupg)
 [ -x /usr/bin/time ] || need_apt+=(time)
 command -v tree >/dev/null || need_apt+=(tree)
 pkg-config --exists libsodium || need_apt+=(libsodium-dev pkg-config)
+pkg-config --exists libcurl || need_apt+=(libcurl4-openssl-dev)  # static Foundation links libcurl
 if [ ${#need_apt[@]} -gt 0 ]; then
     say "apt-get install ${need_apt[*]}"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
@@ -41,9 +42,18 @@ fi
 python3 -c 'import pykeepass, nacl' 2>/dev/null || { say "pip install pykeepass pynacl"; pip install -q pykeepass pynacl; }
 
 # --- builds ----------------------------------------------------------------------------------------
-say "swift build -c release (vault)"
-swift build -c release -q --package-path "$ROOT" --scratch-path "$ROOT/.build-bench-main" --product vault >&2
-VAULT_BIN="$ROOT/.build-bench-main/release/vault"
+# VAULT_LINK=static (default): --static-swift-stdlib, the Swift runtime and Foundation linked in (the dynamic
+# loader's symbol resolution over ~50 shared libraries costs ~12 ms of CPU per run); VAULT_LINK=dynamic: plain.
+VAULT_LINK=${VAULT_LINK:-static}
+if [ "$VAULT_LINK" = static ]; then
+    say "swift build -c release --static-swift-stdlib (vault)"
+    swift build -c release -q --static-swift-stdlib --package-path "$ROOT" --scratch-path "$ROOT/.build-bench-static" --product vault >&2
+    VAULT_BIN="$ROOT/.build-bench-static/release/vault"
+else
+    say "swift build -c release (vault)"
+    swift build -c release -q --package-path "$ROOT" --scratch-path "$ROOT/.build-bench-main" --product vault >&2
+    VAULT_BIN="$ROOT/.build-bench-main/release/vault"
+fi
 
 WORK=$(mktemp -d /tmp/vault-compare.XXXXXX)
 chmod 700 "$WORK"
@@ -131,4 +141,4 @@ for n in sizes:
 EOF
 echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "versions: $("$VAULT_BIN" --version) (git $(git -C "$ROOT" rev-parse --short HEAD)), keepassxc-cli $(keepassxc-cli --version), pass $(pass version | grep -o 'v[0-9.]*' | head -1), $(gpg --version | head -1), $(hyperfine --version)"
+echo "versions: vault $("$VAULT_BIN" --version) ($VAULT_LINK) (git $(git -C "$ROOT" rev-parse --short HEAD)), keepassxc-cli $(keepassxc-cli --version), pass $(pass version | grep -o 'v[0-9.]*' | head -1), $(gpg --version | head -1), $(hyperfine --version)"

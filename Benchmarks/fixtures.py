@@ -36,14 +36,25 @@ def write_vault(path, count, passphrase):
     with os.fdopen(fd, "wb") as f: f.write(header + body_nonce + body)
 
 def write_kdbx(path, count, passphrase):
+    # pykeepass's add_entry takes ~50 ms an entry at 10,000 entries: the entries are put into the XML tree of a
+    # new KDBX 4 database with lxml instead (the same elements a KeePass XML export holds), then saved.
+    import base64, uuid
+    from lxml import etree
+    from xml.sax.saxutils import escape
     from pykeepass import create_database
     from pykeepass.kdbx_parsing.kdbx4 import kdf_uuids
     kp = create_database(path, password=passphrase.decode())
     params = kp.kdbx.header.value.dynamic_header.kdf_parameters.data.dict
     params["$UUID"].value = kdf_uuids["argon2id"]
     params["I"].value, params["M"].value, params["P"].value = 2, 64 << 20, 1
-    for i in range(count):
-        kp.add_entry(kp.root_group, name(i), "user", value(i))
+    def u(): return base64.b64encode(uuid.uuid4().bytes).decode()
+    entries = "".join(
+        f"<Entry><UUID>{u()}</UUID><String><Key>Title</Key><Value>{escape(name(i))}</Value></String>"
+        f"<String><Key>UserName</Key><Value>user</Value></String>"
+        f"<String><Key>Password</Key><Value>{escape(value(i))}</Value></String></Entry>" for i in range(count))
+    root = kp.root_group._element
+    for entry in etree.fromstring(f"<Entries>{entries}</Entries>"):
+        root.append(entry)
     kp.save()
 
 def write_plain(directory, count):

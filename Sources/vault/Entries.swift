@@ -164,17 +164,26 @@ struct Info: AsyncParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
+    @Flag(help: "Also measure what an unlock costs here: one Argon2id with the vault's parameters (takes that long).")
+    var measure = false
+
     func run() async throws {
         try await reportingErrors(json: options.json) {
             let store = options.makeStore()
             let info = try store.inspect()
+            let unlockSeconds = measure ? try KDFCalibration.measure(info.kdfParameters) : nil
             if options.json {
-                try writeJSON([
+                var object: [String: Any] = [
                     "path": store.path, "format_version": info.formatVersion, "kdf": "argon2id",
                     "opslimit": info.kdfParameters.opsLimit, "memlimit": info.kdfParameters.memLimitBytes,
                     "generation": info.generation, "file_size": info.fileByteCount,
-                ])
+                ]
+                if let unlockSeconds { object["unlock_ms"] = Int((unlockSeconds * 1000).rounded()) }
+                try writeJSON(object)
             } else {
+                let unlock = unlockSeconds.map {
+                    "unlock cost: \(Int(($0 * 1000).rounded())) ms here (one Argon2id with these parameters, measured)\n"
+                } ?? ""
                 try writeToStdout("""
                     vault:       \(store.path)
                     format:      version \(info.formatVersion)
@@ -182,7 +191,7 @@ struct Info: AsyncParsableCommand {
                     generation:  \(info.generation)
                     file size:   \(info.fileByteCount) bytes
 
-                    """)
+                    """ + unlock)
             }
         }
     }

@@ -9,11 +9,11 @@ import VaultCore
 @_silgen_name("unlockpt") private func c_unlockpt(_ fd: Int32) -> Int32
 @_silgen_name("ptsname_r") private func c_ptsname_r(_ fd: Int32, _ buffer: UnsafeMutablePointer<CChar>, _ length: Int) -> Int32
 
-/// Counts SIGINTs that reach the handler the test installs (so the signal does not end the test process).
-nonisolated(unsafe) private let interruptCount = UnsafeMutablePointer<sig_atomic_t>.allocate(capacity: 1)
-private func countingInterruptHandler(_ signal: Int32) { interruptCount.pointee += 1 }
-
 /// The terminal prompt on a pseudo-terminal: the test plays the user on the master side.
+///
+/// Ctrl-C while the password is typed is tested on the `vault` binary (VaultCLITests, `TerminalPromptTests` and
+/// `LoginTerminalTests`), not here: signal dispositions are process-wide, and the in-process servers of the other
+/// suites (HummingbirdTesting's ServiceGroup) set SIGINT to SIG_IGN while they run.
 @Suite("TerminalCredentialPrompt on a pseudo-terminal", .serialized)
 struct TerminalCredentialPromptTests {
     static let space = ProtectionSpace(origin: Origin(scheme: "https", host: "example.com", port: 443), realm: "R")
@@ -102,41 +102,6 @@ struct TerminalCredentialPromptTests {
         let credential = try await withTimeout(60) { try await answer.value }
         #expect(credential == nil)
         #expect(pty.echoIsOn)
-    }
-
-    @Test func interruptWhileTypingThePasswordRestoresTheTerminalAndChainsToThePreviousHandler() async throws {
-        // The previous SIGINT disposition here is a counting handler instead of "terminate", so the test
-        // process survives and can look at the terminal afterwards.
-        interruptCount.pointee = 0
-        var counting = sigaction()
-        counting.__sigaction_handler.sa_handler = countingInterruptHandler
-        sigemptyset(&counting.sa_mask)
-        var original = sigaction()
-        sigaction(SIGINT, &counting, &original)
-        defer { sigaction(SIGINT, &original, nil) }
-
-        let pty = try PseudoTerminal()
-        let prompt = TerminalCredentialPrompt(ttyPath: pty.slavePath)
-        let answer = Task {
-            try await prompt.credential(for: Self.space, reason: .noStoredCredential, suggestedUsername: nil)
-        }
-        _ = try await pty.waitFor("Username: ")
-        pty.type("carol\n")
-        _ = try await pty.waitFor("Password for 'carol': ")
-        #expect(!pty.echoIsOn)
-        kill(getpid(), SIGINT)
-        let deadline = Date().addingTimeInterval(10)
-        while interruptCount.pointee == 0 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(interruptCount.pointee == 1)  // re-raised to the previous handler
-        #expect(pty.echoIsOn)  // the handler restored the terminal first
-        pty.type("x\n")
-        _ = try await withTimeout(60) { try await answer.value }
-        #expect(pty.echoIsOn)
-        // The previous handler is back in place.
-        var current = sigaction()
-        sigaction(SIGINT, nil, &current)
-        #expect(unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
-            == unsafeBitCast(counting.__sigaction_handler.sa_handler, to: Int.self))
     }
 
     @Test func noTerminalFailsAtOnce() async throws {

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+/// Runs a program on a new pseudo-terminal (Python's `pty`) and plays the user: the script of steps goes to
+/// Python as JSON on its stdin (never on a command line), one `[marker, keys]` pair per step: wait until
+/// `marker` has appeared on the terminal, then type `keys` (`"\u{03}"` is Ctrl-C, which the terminal turns
+/// into SIGINT for the program, as for a user). Each marker is lower-cased in the transcript once it has been
+/// answered, so the next step waits for the next prompt.
+///
+/// The result's stdout is everything the terminal showed, then one line with the terminal's echo flag after
+/// the program ended (`[echo on]` / `[echo off]`); its status is the program's exit code, or 128 + the signal
+/// that ended it (as a shell reports it).
+enum PseudoTerminal {
+    static let driver = #"""
+        import json, os, pty, select, signal, sys, termios, time
+        # The test runner's threads block signals and children inherit the mask: unblock them here.
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        steps = json.load(sys.stdin)
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(sys.argv[1], sys.argv[1:])
+        deadline = time.time() + 90
+        out = b""
+        def fail(why):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            sys.stderr.write("%s; the terminal showed %r\n" % (why, out))
+            sys.exit(124)
+        def read_some():
+            global out
+            ready, _, _ = select.select([fd], [], [], max(0, deadline - time.time()))
+            if not ready:
+                fail("timed out")
+            try:
+                chunk = os.read(fd, 1024)
+            except OSError:
+                chunk = b""
+            out += chunk
+            return chunk
+        for marker, keys in steps:
+            marker = marker.encode()
+            while marker not in out:
+                if not read_some():
+                    fail("end of output before %r" % marker)
+            os.write(fd, keys.encode())
+            out = out.replace(marker, marker.lower(), 1)
+        while read_some():
+            pass
+        _, status = os.waitpid(pid, 0)
+        echo = termios.tcgetattr(fd)[3] & termios.ECHO
+        code = os.waitstatus_to_exitcode(status)
+        sys.stdout.write(out.decode("utf-8", "replace").replace("\r\n", "\n"))
+        sys.stdout.write("[echo %s]\n" % ("on" if echo else "off"))
+        sys.exit(128 - code if code < 0 else code)
+        """#
+
+    /// Runs `executable arguments` on a pseudo-terminal, playing `steps` (marker, keys).
+    static func run(
+        _ executable: String, _ arguments: [String], steps: [(marker: String, keys: String)],
+        environment: [String: String]
+    ) throws -> CLIResult {
+        let script = try JSONSerialization.data(withJSONObject: steps.map { [$0.marker, $0.keys] })
+        return try CLI.exec(
+            "/usr/bin/python3", ["-c", driver, executable] + arguments, stdin: script, environment: environment)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+/// The passphrase and value prompts on a real pseudo-terminal (``PseudoTerminal``): what the user sees, that
+/// nothing secret is echoed, and that Ctrl-C while a secret is typed ends the program by SIGINT (the previous
+/// disposition, exit status 130 in a shell) after turning echo back on, and changes nothing.
+@Suite(.timeLimit(.minutes(5))) struct TerminalPromptTests {
+    static let sigint: Int32 = 128 + SIGINT
+
+    /// Runs `vault arguments` on a terminal with the sandbox's vault and no passphrase source, so it asks.
+    func onTerminal(_ box: Sandbox, _ arguments: [String], _ steps: [(marker: String, keys: String)]) throws -> CLIResult {
+        try PseudoTerminal.run(CLI.vault, arguments, steps: steps, environment: box.environment)
+    }
+
+    @Test func passphraseAndValueAreAskedWithoutEcho() throws {
+        let box = try Sandbox()
+        let created = try onTerminal(
+            box, ["init"], [("New passphrase", "typed on a tty\n"), ("Repeat to confirm", "typed on a tty\n")])
+        #expect(created.status == 0)
+        #expect(created.stdoutText == """
+            new passphrase: 
+            repeat to confirm: 
+            created vault '\(box.vaultPath)' (Argon2id opslimit 1, memlimit 8 KiB)
+            [echo on]
+
+            """)
+        let put = try onTerminal(box, ["put", "api-token"], [("Passphrase", "typed on a tty\n"), ("Value for", "s3cr3t-value\n")])
+        #expect(put.status == 0)
+        #expect(put.stdoutText == "passphrase: \nvalue for 'api-token': \n[echo on]\n")
+        let got = try onTerminal(box, ["get", "api-token"], [("Passphrase", "typed on a tty\n")])
+        #expect(got.status == 0)
+        #expect(got.stdoutText == "passphrase: \ns3cr3t-value[echo on]\n")  // the value, as stored: no newline added
+
+        let wrong = try onTerminal(box, ["get", "api-token"], [("Passphrase", "typed on a TTY\n")])
+        #expect(wrong.status == 3)
+        #expect(wrong.stdoutText.hasPrefix("passphrase: \nvault: cannot open vault '\(box.vaultPath)': incorrect passphrase"))
+        #expect(!wrong.stdoutText.contains("typed on a"))
+    }
+
+    @Test func confirmationThatDiffersCreatesNothing() throws {
+        let box = try Sandbox()
+        let result = try onTerminal(box, ["init"], [("New passphrase", "first one\n"), ("Repeat to confirm", "first 0ne\n")])
+        #expect(result.status == 64)
+        #expect(result.stdoutText == "new passphrase: \nrepeat to confirm: \nvault: the passphrases do not match\n[echo on]\n")
+        #expect(!FileManager.default.fileExists(atPath: box.vaultPath))
+    }
+
+    @Test func interruptAtThePassphrasePromptRestoresEchoAndEndsBySIGINT() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let result = try onTerminal(box, ["get", "anything"], [("Passphrase", "half-typ\u{03}")])
+        #expect(result.status == Self.sigint)
+        #expect(result.stdoutText == "passphrase: [echo on]\n")
+        #expect(result.stderr == "")
+    }
+
+    @Test func interruptWhileConfirmingANewPassphraseKeepsTheOldOne() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        try box.vault(["put", "k"], stdin: Data("v".utf8))
+        let before = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        let result = try onTerminal(
+            box, ["passwd", "--passphrase-file", box.passphraseFile],
+            [("New passphrase", "replacement\n"), ("Repeat to confirm", "replace\u{03}")])
+        #expect(result.status == Self.sigint)
+        #expect(result.stdoutText == "new passphrase: \nrepeat to confirm: [echo on]\n")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before)
+        #expect(try box.vault(["get", "k"]).stdoutText == "v")
+    }
+
+    @Test func interruptWhileTypingAValueStoresNothing() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let result = try onTerminal(
+            box, ["put", "k", "--passphrase-file", box.passphraseFile], [("Value for", "partial val\u{03}")])
+        #expect(result.status == Self.sigint)
+        #expect(result.stdoutText == "value for 'k': [echo on]\n")
+        #expect(try box.vault(["list"]).stdoutText == "")
+    }
+}

@@ -84,3 +84,45 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
     public var description: String { "SecureBytes(\(count) bytes, redacted)" }
     public var debugDescription: String { description }
 }
+
+/// Growable guarded memory that bytes are appended to: the values of a batch of changes.
+///
+/// One `sodium_malloc` region, replaced by one at least twice as large when full (the old one is zeroed and
+/// freed), so a batch of 100,000 values costs a handful of mappings rather than one per value (the kernel
+/// refuses more than `vm.max_map_count`, 65,530 by default). Appended bytes never move within the arena, so
+/// a range returned by ``append(_:)`` stays valid.
+final class GuardedArena {
+    private var pointer: UnsafeMutableRawPointer?
+    private var capacity = 0
+    /// The number of bytes appended.
+    private(set) var count = 0
+
+    /// Copies `bytes` to the end and returns where they are.
+    func append(_ bytes: UnsafeRawBufferPointer) -> Range<Int> {
+        let start = count
+        if bytes.count > capacity - count {
+            let newCapacity = max(count + bytes.count, capacity * 2, 4096)
+            let grown = Sodium.allocate(byteCount: newCapacity)
+            if let pointer {
+                grown.copyMemory(from: pointer, byteCount: count)
+                Sodium.free(pointer)
+            }
+            pointer = grown
+            capacity = newCapacity
+        }
+        if let base = bytes.baseAddress, bytes.count > 0 {
+            (pointer! + start).copyMemory(from: base, byteCount: bytes.count)
+        }
+        count += bytes.count
+        return start..<count
+    }
+
+    /// Calls `body` with the appended bytes. The pointer must not escape the closure.
+    func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    deinit {
+        if let pointer { Sodium.free(pointer) }
+    }
+}

@@ -57,19 +57,30 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     }
 
     /// A batch of puts and removes written in one atomic replacement of the file.
+    ///
+    /// The values are copied into one growable guarded region as they are added, so a batch may hold any
+    /// number of entries (one guarded mapping per value would hit the kernel's limit on mappings).
     public struct Changes {
         var list: [(name: String, change: VaultContents.Change)] = []
+        /// The values of the puts in `list`; a copy of the batch shares it (it is only appended to).
+        let values = GuardedArena()
+        var removesAll = false
 
         public mutating func put(_ value: SecureBytes, forKey key: String) throws {
-            try SecureKeyValueStore.validate(key: key)
-            guard value.count <= VaultFormat.maximumValueByteCount else {
-                throw VaultError.valueTooLarge(key: key, byteCount: value.count)
-            }
-            list.append((key, .put(value)))
+            try value.withUnsafeBytes { try put(bytes: $0, forKey: key) }
         }
 
         public mutating func put(_ value: String, forKey key: String) throws {
-            try put(SecureBytes(string: value), forKey: key)
+            var value = value
+            try value.withUTF8 { try put(bytes: UnsafeRawBufferPointer($0), forKey: key) }
+        }
+
+        private mutating func put(bytes: UnsafeRawBufferPointer, forKey key: String) throws {
+            try SecureKeyValueStore.validate(key: key)
+            guard bytes.count <= VaultFormat.maximumValueByteCount else {
+                throw VaultError.valueTooLarge(key: key, byteCount: bytes.count)
+            }
+            list.append((key, .put(values.append(bytes))))
         }
 
         public mutating func remove(_ key: String) {
@@ -81,8 +92,6 @@ public final class SecureKeyValueStore: @unchecked Sendable {
             list.removeAll()
             removesAll = true
         }
-
-        var removesAll = false
     }
 
     /// Creation and modification times of an entry.
@@ -365,7 +374,9 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         var header = current.header
         header.generation += 1
         let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-        let contents = try current.contents.applying(list, headerHash: Self.hash(header), now: now, path: path)
+        let contents = try changes.values.withUnsafeBytes { values in
+            try current.contents.applying(list, values: values, headerHash: Self.hash(header), now: now, path: path)
+        }
         return try write(header: header, contents: contents, dataKey: current.dataKey)
     }
 
@@ -470,7 +481,7 @@ public final class SecureKeyValueStore: @unchecked Sendable {
                 current.dataKey, passphrase: newPassphrase,
                 parameters: parameters ?? current.header.parameters, generation: current.header.generation + 1)
             let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-            let contents = try current.contents.applying([], headerHash: Self.hash(header), now: now, path: path)
+            let contents = try current.contents.applying([], values: UnsafeRawBufferPointer(start: nil, count: 0), headerHash: Self.hash(header), now: now, path: path)
             return try write(header: header, contents: contents, dataKey: current.dataKey)
         }
     }

@@ -132,38 +132,41 @@ struct VaultContents {
         }
     }
 
-    /// A pending change to one entry.
+    /// A pending change to one entry: a put names where its value is in the batch's values.
     enum Change {
-        case put(SecureBytes)
+        case put(Range<Int>)
         case remove
     }
 
     /// Builds the plaintext for `headerHash` with `changes` applied, in one pass over the current entries.
+    /// `values` holds the values of the puts (each `.put` gives its range).
     ///
     /// Existing entries keep their place (and their creation time); new ones are appended in the order given.
     /// Runs of untouched entries are copied with one `memcpy` each and keep their index entries; the index
     /// of names is rebuilt only when a name is removed (an added name is inserted into a copy of it).
     func applying(
-        _ changes: [(name: String, change: Change)], headerHash: [UInt8], now: Int64, path: String
+        _ changes: [(name: String, change: Change)], values: UnsafeRawBufferPointer, headerHash: [UInt8],
+        now: Int64, path: String
     ) throws -> VaultContents {
+        func value(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: values[range]) }
         var pending = [String: Change](minimumCapacity: changes.count)
         var appended = [String]()
         for (name, change) in changes {
             if pending.updateValue(change, forKey: name) == nil, positions[name] == nil { appended.append(name) }
         }
         // What happens to existing entries, by position; and the new names, in order.
-        var replaced = [Int: SecureBytes]()
+        var replaced = [Int: UnsafeRawBufferPointer]()
         var removed = Set<Int>()
         for (name, change) in pending {
             guard let position = positions[name] else { continue }
             switch change {
-            case .put(let value): replaced[position] = value
+            case .put(let range): replaced[position] = value(range)
             case .remove: removed.insert(position)
             }
         }
-        var added = [(name: String, value: SecureBytes)]()
+        var added = [(name: String, value: UnsafeRawBufferPointer)]()
         for name in appended {
-            if case .put(let value)? = pending[name] { added.append((name, value)) }
+            if case .put(let range)? = pending[name] { added.append((name, value(range))) }
         }
 
         // Entry i spans [start(i), end(i)): its name length is at start(i), end(i) = value end + 16.
@@ -213,7 +216,7 @@ struct VaultContents {
                         writer.write(UnsafeRawBufferPointer(rebasing: oldBuffer[entryStart..<entry.valueOffset - 4]))
                         writer.write(UInt32(newValue.count))
                         let valueOffset = writer.offset
-                        newValue.withUnsafeBytes { writer.write($0) }
+                        writer.write(newValue)
                         writer.write(entry.created)
                         writer.write(now)
                         newRecords.append(
@@ -232,7 +235,7 @@ struct VaultContents {
                     }
                     writer.write(UInt32(value.count))
                     let valueOffset = writer.offset
-                    value.withUnsafeBytes { writer.write($0) }
+                    writer.write(value)
                     writer.write(now)
                     writer.write(now)
                     newRecords.append(Entry(valueOffset: valueOffset, valueCount: value.count, created: now, modified: now))

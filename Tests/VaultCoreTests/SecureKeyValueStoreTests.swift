@@ -176,6 +176,26 @@ struct SecureKeyValueStoreTests {
         #expect(try store.getString("twice") == "second")
     }
 
+    @Test("one batch of 100,000 puts is one write (more values than the kernel allows mappings)")
+    func largeBatch() throws {
+        // One guarded mapping per pending value made this abort past vm.max_map_count (65,530 by default).
+        let count = 100_000
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("kept", forKey: "existing")
+        try store.update { changes in
+            for index in 0..<count { try changes.put("value-\(index)", forKey: "entry-\(index)") }
+            try changes.put("replaced", forKey: "existing")
+        }
+        let reopened = testStore(path)
+        try reopened.open(with: testPassphrase, createIfMissing: false)
+        #expect(try reopened.keys().count == count + 1)
+        #expect(try reopened.getString("entry-0") == "value-0")
+        #expect(try reopened.getString("entry-65531") == "value-65531")
+        #expect(try reopened.getString("entry-\(count - 1)") == "value-\(count - 1)")
+        #expect(try reopened.getString("existing") == "replaced")
+    }
+
     @Test("canonically equivalent names are one entry (names compare as Swift Strings)")
     func canonicalEquivalence() throws {
         let store = testStore(path)

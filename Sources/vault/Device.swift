@@ -81,26 +81,10 @@ struct DeviceRegister: AsyncParsableCommand {
     @Option(name: .customLong("app-id"), help: ArgumentHelp("The application id (default: the remembered one).", valueName: "id"))
     var appId: String?
 
-    @Option(help: ArgumentHelp("The user to log in as.", valueName: "name"))
-    var username: String?
-
-    @Option(name: .customLong("password-fd"), help: ArgumentHelp("Read the password from this file descriptor (first line).", valueName: "n"))
-    var passwordFD: Int32?
-
-    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file.", valueName: "path"))
-    var passwordFile: String?
+    @OptionGroup var credential: CredentialOptions
 
     func validate() throws {
-        if passwordFD != nil && passwordFile != nil {
-            throw ValidationError("--password-fd and --password-file cannot be used together")
-        }
-        if (passwordFD != nil || passwordFile != nil) && username == nil {
-            throw ValidationError("--password-fd and --password-file need --username")
-        }
-        if let fd = passwordFD, fd < 0 { throw ValidationError("--password-fd must be a file descriptor (0 or more)") }
-        if let fd = passwordFD, fd == options.passphraseFD {
-            throw ValidationError("--password-fd and --passphrase-fd must be different file descriptors")
-        }
+        try credential.validate(against: options)
         if (server == nil) != (appId == nil) { throw ValidationError("--server and --app-id go together") }
     }
 
@@ -111,10 +95,9 @@ struct DeviceRegister: AsyncParsableCommand {
                 configuration = try MobileServicesConfiguration(server: server, applicationId: appId)
             }
             // The password is read before the vault's passphrase prompt, so a pipe is drained first.
-            var prompt: any CredentialPrompting = SuggestingTerminalPrompt(username: username)
+            var prompt: any CredentialPrompting = SuggestingTerminalPrompt(username: credential.username)
             var authenticatorOptions = device.authenticatorOptions
-            if let username, passwordFD != nil || passwordFile != nil {
-                let password = try SecretInput.read(fd: passwordFD, file: passwordFile, option: "password")!
+            if let username = credential.username, let password = try credential.password() {
                 prompt = OnceCredentialPrompt(Credential(username: username, password: password))
                 authenticatorOptions.useStoredCredentials = false  // log in with exactly what was given
             }

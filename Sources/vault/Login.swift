@@ -40,6 +40,44 @@ struct HTTPOptions: ParsableArguments {
     }
 }
 
+/// `--username` with `--password-fd`/`--password-file`: the credential of `login` and `device register` for
+/// scripts (without them, the terminal is asked).
+struct CredentialOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The username (the password is still asked for on the terminal unless given by --password-fd/--password-file).", valueName: "name"))
+    var username: String?
+
+    @Option(name: .customLong("password-fd"), help: ArgumentHelp("Read the password from this file descriptor (first line).", valueName: "n"))
+    var passwordFD: Int32?
+
+    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file (mode 0600).", valueName: "path"))
+    var passwordFile: String?
+
+    /// Whether the password comes from a descriptor or a file.
+    var passwordGiven: Bool { passwordFD != nil || passwordFile != nil }
+
+    func validate() throws {
+        if passwordFD != nil && passwordFile != nil {
+            throw ValidationError("--password-fd and --password-file cannot be used together")
+        }
+        if passwordGiven && username == nil {
+            throw ValidationError("--password-fd and --password-file need --username")
+        }
+        if let fd = passwordFD, fd < 0 { throw ValidationError("--password-fd must be a file descriptor (0 or more)") }
+    }
+
+    /// The vault's passphrase is read from its own descriptor: the two must differ.
+    func validate(against vault: VaultOptions) throws {
+        if let fd = passwordFD, fd == vault.passphraseFD {
+            throw ValidationError("the passphrase and the password need different descriptors")
+        }
+    }
+
+    /// The password from --password-fd or --password-file, or `nil` when neither was given.
+    func password() throws -> SecureBytes? {
+        try SecretInput.read(fd: passwordFD, file: passwordFile, option: "password")
+    }
+}
+
 /// Failures of the auth verbs that are not ``AuthenticationError``s.
 enum AuthCLIError: Error, CustomStringConvertible {
     /// The final response had an error status (400 or more).
@@ -208,37 +246,20 @@ struct Login: AsyncParsableCommand {
     @Argument(help: "The http(s) URL of a protected resource.")
     var url: String
 
-    @Option(help: ArgumentHelp("The username (the password is still asked for on the terminal unless given by --password-fd/--password-file).", valueName: "name"))
-    var username: String?
-
-    @Option(name: .customLong("password-fd"), help: ArgumentHelp("Read the password from this file descriptor (first line).", valueName: "n"))
-    var passwordFD: Int32?
-
-    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file (mode 0600).", valueName: "path"))
-    var passwordFile: String?
+    @OptionGroup var credential: CredentialOptions
 
     func validate() throws {
-        if passwordFD != nil && passwordFile != nil {
-            throw ValidationError("--password-fd and --password-file cannot be used together")
-        }
-        if (passwordFD != nil || passwordFile != nil) && username == nil {
-            throw ValidationError("--password-fd and --password-file need --username")
-        }
-        if let fd = passwordFD {
-            if fd < 0 { throw ValidationError("--password-fd must be a file descriptor (0 or more)") }
-            if fd == options.passphraseFD {
-                throw ValidationError("the passphrase and the password need different descriptors")
-            }
-        }
+        try credential.validate(against: options)
     }
 
     func run() async throws {
         try await reportingErrors(json: options.json) {
             let target = try http.target(url)
+            let username = credential.username
             if let username { try Credential(username: username, password: SecureBytes(string: "")).validate() }
             let vault = try openStore(options)
             defer { vault.close() }
-            let password = try SecretInput.read(fd: passwordFD, file: passwordFile, option: "password")
+            let password = try credential.password()
             let prompt = CLICredentialPrompt(username: username, password: password, terminal: terminalAvailable())
             let authenticator = KeystoreAuthenticator(
                 store: VaultCredentialStore(store: vault), prompt: prompt,

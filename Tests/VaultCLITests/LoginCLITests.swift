@@ -277,4 +277,28 @@ import Testing
         #expect(noUser.status == 64)
         #expect(noUser.stderr.hasPrefix("Error: --password-fd and --password-file need --username\n"))
     }
+
+    /// `login` and `device register` share the credential options and their checks, all before anything is read
+    /// or sent.
+    @Test(arguments: [
+        (["--username", "u", "--password-fd", "3", "--password-file", "/nonexistent"],
+         "Error: --password-fd and --password-file cannot be used together\n"),
+        (["--password-fd", "3"], "Error: --password-fd and --password-file need --username\n"),
+        (["--username", "u", "--password-fd=-1"], "Error: --password-fd must be a file descriptor (0 or more)\n"),
+        (["--username", "u", "--password-fd", "0", "--passphrase-fd", "0"],
+         "Error: the passphrase and the password need different descriptors\n"),
+    ])
+    func credentialOptionsAreCheckedFirst(arguments: [String], message: String) throws {
+        try box.initVault()
+        let login = try CLI.run(["login", nginx.url("/private/"), "--allow-insecure-http"] + arguments, environment: box.environment)
+        let register = try CLI.run(
+            ["device", "register", "--server", "https://ms.example", "--app-id", "com.example.app"] + arguments,
+            environment: box.environment)
+        for result in [login, register] {
+            #expect(result.status == 64)
+            #expect(result.stdout.isEmpty)
+            #expect(result.stderr.hasPrefix(message), "\(result.stderr)")
+        }
+        #expect(nginx.accessLog() == [])
+    }
 }

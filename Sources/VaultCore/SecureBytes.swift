@@ -11,6 +11,10 @@ public final class SecureBytes: @unchecked Sendable {
     private let pointer: UnsafeMutableRawPointer
     /// The number of secret bytes.
     public let count: Int
+    /// The size of the guarded region, `count` or more: a region can be recycled for bytes of another size.
+    let capacity: Int
+    /// Set when the region has moved to another instance (``recycling(_:count:slack:initializer:)``).
+    private var regionMoved = false
 
     /// Allocates `count` guarded bytes and lets `initializer` fill them.
     public init<E: Error>(
@@ -19,9 +23,45 @@ public final class SecureBytes: @unchecked Sendable {
     ) throws(E) {
         precondition(count >= 0)
         self.count = count
+        self.capacity = count
         self.pointer = Sodium.allocate(byteCount: count)
         // If the initializer throws, the instance is already fully initialised, so deinit frees the region.
         try initializer(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+    }
+
+    private init(region pointer: UnsafeMutableRawPointer, count: Int, capacity: Int) {
+        self.pointer = pointer
+        self.count = count
+        self.capacity = capacity
+    }
+
+    /// `count` bytes filled by `initializer`, in the region of `spare` when it is large enough and nobody else
+    /// holds it (`spare` is then emptied), else in a new region with `slack` extra bytes of capacity.
+    ///
+    /// A new guarded region costs `mmap`, `mprotect` and an `mlock` that faults in every page, and freeing it
+    /// `munlock` and `munmap`: for a vault rewritten on every put that was a third of the cost of a put.
+    /// The bytes of the region past `count` are zeroed.
+    static func recycling<E: Error>(
+        _ spare: inout SecureBytes?, count: Int, slack: Int,
+        initializer: (UnsafeMutableRawBufferPointer) throws(E) -> Void
+    ) throws(E) -> SecureBytes {
+        precondition(count >= 0)
+        let bytes: SecureBytes
+        if var region = spare.take(), isKnownUniquelyReferenced(&region), region.capacity >= count {
+            region.regionMoved = true
+            bytes = SecureBytes(region: region.pointer, count: count, capacity: region.capacity)
+        } else {
+            let capacity = count + slack
+            bytes = SecureBytes(region: Sodium.allocate(byteCount: capacity), count: count, capacity: capacity)
+        }
+        if bytes.capacity > count { Sodium.zero(bytes.pointer + count, byteCount: bytes.capacity - count) }
+        try initializer(UnsafeMutableRawBufferPointer(start: bytes.pointer, count: count))
+        return bytes
+    }
+
+    /// Zeroes the whole region. Only for an instance nobody else holds (a spare kept for ``recycling``).
+    func wipe() {
+        Sodium.zero(pointer, byteCount: capacity)
     }
 
     /// Copies `bytes` into guarded memory. The caller remains responsible for wiping its own copy.
@@ -50,7 +90,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     deinit {
-        Sodium.free(pointer)  // sodium_free zeroes before unmapping.
+        if !regionMoved { Sodium.free(pointer) }  // sodium_free zeroes before unmapping.
     }
 
     /// Calls `body` with the secret bytes. The pointer must not escape the closure.
@@ -115,6 +155,12 @@ final class GuardedArena {
         }
         count += bytes.count
         return start..<count
+    }
+
+    /// Zeroes the appended bytes and empties the arena, keeping its region.
+    func wipe() {
+        if let pointer, count > 0 { Sodium.zero(pointer, byteCount: count) }
+        count = 0
     }
 
     /// Calls `body` with the appended bytes. The pointer must not escape the closure.

@@ -63,8 +63,12 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     public struct Changes {
         var list: [(name: String, change: VaultContents.Change)] = []
         /// The values of the puts in `list`; a copy of the batch shares it (it is only appended to).
-        let values = GuardedArena()
+        var values: GuardedArena
         var removesAll = false
+
+        init(values: GuardedArena = GuardedArena()) {
+            self.values = values
+        }
 
         public mutating func put(_ value: SecureBytes, forKey key: String) throws {
             try value.withUnsafeBytes { try put(bytes: $0, forKey: key) }
@@ -116,6 +120,10 @@ public final class SecureKeyValueStore: @unchecked Sendable {
 
     private let mutex = NSLock()
     private var state: OpenState?
+    /// The zeroed region of the plaintext the last write replaced, for the next write to reuse.
+    private var spare: SecureBytes?
+    /// The wiped region of the last batch's values, for the next batch.
+    private var spareArena: GuardedArena?
 
     /// A store for the vault file at `path`. Nothing is read until ``open(with:)-(SecureBytes)``.
     public init(path: String, options: Options = Options()) {
@@ -205,7 +213,11 @@ public final class SecureKeyValueStore: @unchecked Sendable {
 
     /// Closes the store: drops the data key and all decrypted values (their memory is zeroed).
     public func close() {
-        mutex.withLock { state = nil }
+        mutex.withLock {
+            state = nil
+            spare = nil
+            spareArena = nil
+        }
     }
 
     private func createLocked(
@@ -358,11 +370,26 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     /// Runs `body` with the up-to-date open state under the vault's lock, and keeps what `body` returns.
     private func modify(_ body: (OpenState) throws -> OpenState) throws {
         try mutex.withLock { () throws in
-            guard let current = state else { throw VaultError.notOpen }
-            let lock = try VaultLock(vaultPath: path, timeoutSeconds: options.lockTimeoutSeconds)
-            defer { lock.release() }
-            state = try body(try refreshed(current))
+            keepAsSpare(try modifyLocked(body))
         }
+    }
+
+    /// Returns the plaintext that the new state replaced, if any.
+    private func modifyLocked(_ body: (OpenState) throws -> OpenState) throws -> SecureBytes? {
+        guard let current = state else { throw VaultError.notOpen }
+        let lock = try VaultLock(vaultPath: path, timeoutSeconds: options.lockTimeoutSeconds)
+        defer { lock.release() }
+        let fresh = try refreshed(current)
+        let next = try body(fresh)
+        state = next
+        return fresh.contents.plaintext === next.contents.plaintext ? nil : fresh.contents.plaintext
+    }
+
+    /// Zeroes a replaced plaintext region and keeps it for the next write, when nothing else holds it.
+    private func keepAsSpare(_ replaced: consuming SecureBytes?) {
+        guard var region = replaced.take(), isKnownUniquelyReferenced(&region) else { return }
+        region.wipe()
+        spare = region
     }
 
     /// Writes `current` with `changes` applied as the next generation. The caller holds the lock.
@@ -375,7 +402,8 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         header.generation += 1
         let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
         let contents = try changes.values.withUnsafeBytes { values in
-            try current.contents.applying(list, values: values, headerHash: Self.hash(header), now: now, path: path)
+            try current.contents.applying(
+                list, values: values, headerHash: Self.hash(header), now: now, path: path, reusing: &spare)
         }
         return try write(header: header, contents: contents, dataKey: current.dataKey)
     }
@@ -404,21 +432,30 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     /// }
     /// ```
     public func update(_ body: (inout Changes) throws -> Void) throws {
-        var changes = Changes()
+        var changes = Changes(values: mutex.withLock { spareArena.take() } ?? GuardedArena())
+        defer { keepArena(of: &changes) }
         try body(&changes)
         try apply(changes)
     }
 
+    /// Wipes the values of a written (or failed) batch and keeps their region for the next batch, unless a
+    /// copy of the batch still holds it.
+    private func keepArena(of changes: inout Changes) {
+        var arena = GuardedArena()
+        swap(&arena, &changes.values)
+        guard isKnownUniquelyReferenced(&arena) else { return }
+        arena.wipe()
+        mutex.withLock { spareArena = arena }
+    }
+
     /// Stores secret bytes under `key`, replacing any previous value. One durable write.
     public func put(_ value: SecureBytes, forKey key: String) throws {
-        var changes = Changes()
-        try changes.put(value, forKey: key)
-        try apply(changes)
+        try update { try $0.put(value, forKey: key) }
     }
 
     /// Stores the UTF-8 bytes of `value` under `key`.
     public func put(_ value: String, forKey key: String) throws {
-        try put(SecureBytes(string: value), forKey: key)
+        try update { try $0.put(value, forKey: key) }
     }
 
     /// Stores `value` under `key`.
@@ -481,7 +518,9 @@ public final class SecureKeyValueStore: @unchecked Sendable {
                 current.dataKey, passphrase: newPassphrase,
                 parameters: parameters ?? current.header.parameters, generation: current.header.generation + 1)
             let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-            let contents = try current.contents.applying([], values: UnsafeRawBufferPointer(start: nil, count: 0), headerHash: Self.hash(header), now: now, path: path)
+            let contents = try current.contents.applying(
+                [], values: UnsafeRawBufferPointer(start: nil, count: 0), headerHash: Self.hash(header), now: now,
+                path: path, reusing: &spare)
             return try write(header: header, contents: contents, dataKey: current.dataKey)
         }
     }

@@ -139,14 +139,16 @@ struct VaultContents {
     }
 
     /// Builds the plaintext for `headerHash` with `changes` applied, in one pass over the current entries.
-    /// `values` holds the values of the puts (each `.put` gives its range).
+    /// `values` holds the values of the puts (each `.put` gives its range). The new plaintext goes into the
+    /// region of `spare` when it fits (the region of a plaintext that was replaced), else into a new region with
+    /// an eighth more room, so that a vault that grows a little reuses it on the next write.
     ///
     /// Existing entries keep their place (and their creation time); new ones are appended in the order given.
     /// Runs of untouched entries are copied with one `memcpy` each and keep their index entries; the index
     /// of names is rebuilt only when a name is removed (an added name is inserted into a copy of it).
     func applying(
         _ changes: [(name: String, change: Change)], values: UnsafeRawBufferPointer, headerHash: [UInt8],
-        now: Int64, path: String
+        now: Int64, path: String, reusing spare: inout SecureBytes?
     ) throws -> VaultContents {
         func value(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: values[range]) }
         var pending = [String: Change](minimumCapacity: changes.count)
@@ -188,7 +190,7 @@ struct VaultContents {
         var newRecords = [Entry]()
         newRecords.reserveCapacity(newCount)
         let newPlaintext = plaintext.withUnsafeBytes { oldBuffer in
-            SecureBytes(count: paddedSize) { out in
+            SecureBytes.recycling(&spare, count: paddedSize, slack: max(4096, paddedSize / 8)) { out in
                 var writer = ByteWriter(out)
                 headerHash.withUnsafeBytes { writer.write($0) }
                 writer.write(UInt32(newCount))

@@ -196,6 +196,47 @@ struct SecureKeyValueStoreTests {
         #expect(try reopened.getString("existing") == "replaced")
     }
 
+    @Test("random puts, batches and removes match a dictionary, in memory and after reopening")
+    func randomOperationsMatchAModel() throws {
+        // Writes reuse the region of the plaintext they replace and the region of the last batch's values: values
+        // that grow past the spare region, shrink, and vanish must still read back exactly.
+        var random = SplitMix64(seed: 0x5eed_2026)
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        var model = [String: [UInt8]]()
+        func randomValue() -> [UInt8] {
+            let sizes = [0, 1, 31, 255, 4_000, 20_000]
+            return (0..<sizes[Int(random.next() % UInt64(sizes.count))]).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        }
+        for step in 0..<300 {
+            let name = "entry-\(random.next() % 40)"
+            switch random.next() % 4 {
+            case 0, 1:
+                let value = randomValue()
+                try store.put(value, forKey: name)
+                model[name] = value
+            case 2:
+                #expect(try store.remove(name) == (model.removeValue(forKey: name) != nil))
+            default:
+                let other = "entry-\(random.next() % 40)", first = randomValue(), second = randomValue()
+                try store.update { changes in
+                    try changes.put(SecureBytes(first), forKey: name)
+                    changes.remove(other)
+                    try changes.put(SecureBytes(second), forKey: "batch-\(step % 7)")
+                }
+                model[name] = first
+                model[other] = nil
+                model["batch-\(step % 7)"] = second
+            }
+            #expect(try store.keys() == model.keys.sorted(), "step \(step)")
+            for (key, value) in model { #expect(try store.getBytes(key)?.unprotectedBytes == value, "step \(step), \(key)") }
+        }
+        let reopened = testStore(path)
+        try reopened.open(with: testPassphrase, createIfMissing: false)
+        #expect(try reopened.keys() == model.keys.sorted())
+        for (key, value) in model { #expect(try reopened.getBytes(key)?.unprotectedBytes == value) }
+    }
+
     @Test("canonically equivalent names are one entry (names compare as Swift Strings)")
     func canonicalEquivalence() throws {
         let store = testStore(path)
@@ -529,5 +570,18 @@ struct SecureKeyValueStoreTests {
             try store.create(with: testPassphrase, parameters: .insecureForTesting)
         }
         #expect(!store.exists)
+    }
+}
+
+/// A small seeded generator (SplitMix64), so a failing sequence can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

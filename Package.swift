@@ -66,10 +66,14 @@ let package = Package(
             path: "Examples/DemoApp"
         ),
 
+        // Test support shared by the test targets (a real nginx, running tools, free ports).
+        .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport"),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore"]),
-        .testTarget(name: "VaultCLITests", dependencies: ["VaultCore"]),
-        .testTarget(name: "VaultAuthTests", dependencies: ["VaultAuth", "VaultCore"]),
-        .testTarget(name: "MobileServicesTests", dependencies: ["MobileServices", "VaultAuth", "VaultCore", "MobileServicesEmulator"]),
+        .testTarget(name: "VaultCLITests", dependencies: ["VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "VaultAuthTests", dependencies: ["VaultAuth", "VaultCore", "VaultTestSupport"]),
+        .testTarget(
+            name: "MobileServicesTests",
+            dependencies: ["MobileServices", "VaultAuth", "VaultCore", "MobileServicesEmulator", "VaultTestSupport"]),
         .testTarget(
             name: "MobileServicesEmulatorTests",
             dependencies: [

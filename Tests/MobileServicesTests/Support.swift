@@ -2,6 +2,7 @@ import Foundation
 import MobileServices
 import MobileServicesEmulator
 import Testing
+import VaultTestSupport
 import VaultAuth
 import VaultCore
 
@@ -227,42 +228,15 @@ threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=Tr
 server.serve_forever()
 """#
 
-    private let process = Process()
-    private let stdinPipe = Pipe()
-    private let scriptPath: String
-    let port: Int
+    private let python: PythonServer
+    var port: Int { python.port }
 
     init(status: Int, body: Data) throws {
-        scriptPath = NSTemporaryDirectory() + "/scripted-server-\(UUID().uuidString).py"
-        try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", scriptPath, String(status), body.map { String(format: "%02x", $0) }.joined()]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardInput = stdinPipe
-        try process.run()
-        var line = Data()
-        while true {  // "PORT n"; EOF (the script died) ends the read too
-            let byte = stdout.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        guard let port = String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap({ Int($0) }) else {
-            throw TestFailure("the scripted server did not start (is python3 installed?)")
-        }
-        self.port = port
+        python = try PythonServer(
+            script: Self.script, arguments: [String(status), body.map { String(format: "%02x", $0) }.joined()])
     }
 
-    deinit { stop() }
+    var server: String { python.origin }
 
-    var server: String { "http://127.0.0.1:\(port)" }
-
-    func stop() {
-        if process.isRunning {
-            try? stdinPipe.fileHandleForWriting.close()
-            process.terminate()
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(atPath: scriptPath)
-    }
+    func stop() { python.stop() }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -86,44 +87,15 @@ threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=Tr
 server.serve_forever()
 """#
 
-    let process = Process()
-    let port: Int
-    private let stdinPipe = Pipe()
-    private let directory: TemporaryDirectory
+    private let python: PythonServer
+    var port: Int { python.port }
 
     /// Starts the server; it stops in ``stop()`` or when the test process's end closes its stdin.
     init() throws {
-        directory = try TemporaryDirectory()
-        let scriptPath = directory.path + "/counting_server.py"
-        try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
-        guard let python = which("python3") else { throw POSIXError(.ENOENT) }
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [scriptPath]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardInput = stdinPipe
-        try process.run()
-        // The first line is "PORT n"; EOF (the script died) ends the read too.
-        var line = Data()
-        while true {
-            let byte = stdout.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        guard let port = String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap({ Int($0) })
-        else { throw POSIXError(.EIO) }
-        self.port = port
+        python = try PythonServer(script: Self.script)
     }
 
-    deinit { stop() }
-
-    func stop() {
-        if process.isRunning {
-            try? stdinPipe.fileHandleForWriting.close()
-            process.terminate()
-            process.waitUntilExit()
-        }
-    }
+    func stop() { python.stop() }
 
     func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
+import VaultTestSupport
 
 /// `vault device ...` and `DemoApp` end to end, against the built `mobile-services-emulator` on loopback.
 /// Every process runs with `setsid` (no terminal): nothing can prompt.
@@ -404,41 +405,14 @@ threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=Tr
 server.serve_forever()
 """#
 
-    private let process = Process()
-    private let stdinPipe = Pipe()
-    private let scriptPath = NSTemporaryDirectory() + "/malformed-registration-\(UUID().uuidString).py"
-    let port: Int
+    private let python: PythonServer
+    var port: Int { python.port }
 
     init(body: String) throws {
-        try Self.script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", scriptPath, body]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardInput = stdinPipe
-        try process.run()
-        var line = Data()
-        while true {
-            let byte = stdout.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        guard let port = String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap({ Int($0) }) else {
-            throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "python3 server did not start"])
-        }
-        self.port = port
+        python = try PythonServer(script: Self.script, arguments: [body])
     }
 
-    deinit { stop() }
+    var server: String { python.origin }
 
-    var server: String { "http://127.0.0.1:\(port)" }
-
-    func stop() {
-        if process.isRunning {
-            try? stdinPipe.fileHandleForWriting.close()
-            process.terminate()
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(atPath: scriptPath)
-    }
+    func stop() { python.stop() }
 }

@@ -121,9 +121,11 @@ import VaultCore
                 stdin: Data("counted".utf8), environment: setup.box.environment)
             var counts = [String: Int]()
             for line in try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n") {
-                let fields = line.split(separator: " ", maxSplits: 1)
-                guard fields.count == 2, let paren = fields[1].firstIndex(of: "(") else { continue }
-                counts[String(fields[1][..<paren]), default: 0] += 1
+                // "PID  name(args) = result": strace pads the PID to 5 columns, so a PID under 10000 is followed
+                // by two spaces (PIDs wrap around on a long-running machine).
+                let call = line.drop { $0.isNumber }.drop { $0 == " " }
+                guard let paren = call.firstIndex(of: "("), call.first?.isLetter == true else { continue }
+                counts[String(call[..<paren]), default: 0] += 1
             }
             return counts
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// `vault login`, `vault fetch`, `vault logout` through the built binary, against a real nginx with auth_basic.
 ///

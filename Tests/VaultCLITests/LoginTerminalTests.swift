@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// `vault login` and `vault fetch` asking on a terminal: the binary runs on a pseudo-terminal (``PseudoTerminal``),
 /// which answers each prompt.

@@ -1,26 +1,21 @@
 import Foundation
-import Testing
 
-// A real nginx for the CLI's end-to-end tests; adapted from Tests/VaultAuthTests/NginxTests.swift (test targets
-// cannot import each other).
+// Support shared by the test targets (which cannot import each other): a real nginx, running tools, free ports.
 
 /// A real nginx on 127.0.0.1 with `auth_basic` on `/private/` and an htpasswd file, in a temporary directory.
 ///
 /// Installs `nginx-light` and `apache2-utils` with apt-get when `nginx` or `htpasswd` is missing.
 /// Paths: `/private/` (auth_basic, body "secret area\n"), `/` (public, "public\n"), `/boom` (500).
-final class NginxFixture: @unchecked Sendable {
-    static let realm = "Vault Test"
-    let directory: String
-    let port: Int
+public final class NginxFixture: @unchecked Sendable {
+    public static let realm = "Vault Test"
+    public let directory: String
+    public let port: Int
     let process = Process()
     let htpasswd: String
 
     static let installLock = NSLock()
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
-    }
+    typealias Failure = TestSupportError
 
     static func tools() throws -> (nginx: String, htpasswd: String) {
         try installLock.withLock {
@@ -42,7 +37,8 @@ final class NginxFixture: @unchecked Sendable {
         }
     }
 
-    init(users: [String: String]) throws {
+    /// Starts nginx with these users (name: password) in its htpasswd file.
+    public init(users: [String: String]) throws {
         let (nginx, htpasswd) = try Self.tools()
         self.htpasswd = htpasswd
         var template = Array((NSTemporaryDirectory() + "/vault-nginx-XXXXXX").utf8CString)
@@ -109,7 +105,7 @@ final class NginxFixture: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    func stop() {
+    public func stop() {
         if process.isRunning {
             process.terminate()  // SIGTERM: nginx's fast shutdown
             process.waitUntilExit()
@@ -131,7 +127,7 @@ final class NginxFixture: @unchecked Sendable {
     }
 
     /// Rewrites the user's line in the htpasswd file, then reloads nginx (SIGHUP) and waits for the new worker.
-    func setPassword(_ password: String, for user: String) throws {
+    public func setPassword(_ password: String, for user: String) throws {
         let file = directory + "/htpasswd"
         // The password goes to htpasswd on stdin (-i), not on its command line.
         var arguments = ["-i", "-m"]
@@ -145,11 +141,11 @@ final class NginxFixture: @unchecked Sendable {
         }
     }
 
-    var origin: String { "http://127.0.0.1:\(port)" }
-    func url(_ path: String) -> String { origin + path }
+    public var origin: String { "http://127.0.0.1:\(port)" }
+    public func url(_ path: String) -> String { origin + path }
 
     /// The access log: one `status remote_user uri` line per request.
-    func accessLog() -> [String] {
+    public func accessLog() -> [String] {
         usleep(100_000)  // nginx writes the line after sending the response
         let text = (try? String(contentsOfFile: directory + "/access.log", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").map(String.init)
@@ -158,7 +154,7 @@ final class NginxFixture: @unchecked Sendable {
 
 /// Runs a tool to completion; returns its exit status and combined output. stdin is written then closed.
 @discardableResult
-func runTool(
+public func runTool(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data = Data()
 ) throws -> (Int32, String) {
     let process = Process()
@@ -178,7 +174,7 @@ func runTool(
 }
 
 /// The full path of `name` on PATH (plus the sbin directories), or nil.
-func findTool(_ name: String) -> String? {
+public func findTool(_ name: String) -> String? {
     let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/sbin:/sbin:/usr/local/sbin"
     for directory in path.split(separator: ":") {
         let candidate = "\(directory)/\(name)"
@@ -188,7 +184,7 @@ func findTool(_ name: String) -> String? {
 }
 
 /// A free TCP port on 127.0.0.1 (bound to port 0, read back, closed).
-func freeTCPPort() throws -> Int {
+public func freeTCPPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw POSIXError(.EIO) }
     defer { close(fd) }
@@ -205,4 +201,57 @@ func freeTCPPort() throws -> Int {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
     return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A failure of the test support itself (a tool missing, a server that did not start).
+public struct TestSupportError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// An HTTP server written in Python for one test, on 127.0.0.1: the script prints `PORT n` as its first line
+/// and stops when its stdin closes (``stop()``, or the end of the test process).
+public final class PythonServer: @unchecked Sendable {
+    private let process = Process()
+    private let stdinPipe = Pipe()
+    private let scriptPath = NSTemporaryDirectory() + "/vault-test-server-\(UUID().uuidString).py"
+    public let port: Int
+
+    public init(script: String, arguments: [String] = []) throws {
+        try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        guard let python = findTool("python3") else { throw TestSupportError("python3 is not installed") }
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [scriptPath] + arguments
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardInput = stdinPipe
+        try process.run()
+        var line = Data()
+        while true {  // "PORT n"; EOF (the script died) ends the read too
+            let byte = stdout.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
+        }
+        guard let port = String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap({ Int($0) }) else {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: scriptPath)
+            throw TestSupportError("the Python test server did not start")
+        }
+        self.port = port
+    }
+
+    deinit { stop() }
+
+    /// `http://127.0.0.1:PORT`.
+    public var origin: String { "http://127.0.0.1:\(port)" }
+
+    public func stop() {
+        if process.isRunning {
+            try? stdinPipe.fileHandleForWriting.close()
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: scriptPath)
+    }
 }

@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// The arrows go one way: CSodium → VaultCore → VaultAuth → MobileServices → vault.
+// The arrows go one way: CSodium → VaultCore → VaultAuth → MobileServices → vault-net; VaultCore → VaultCommands → vault.
 // The emulator depends on nothing of ours but the wire format.
 let package = Package(
     name: "vault",
@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
         .executable(name: "vault", targets: ["vault"]),
+        .executable(name: "vault-net", targets: ["vault-net"]),
         .executable(name: "mobile-services-emulator", targets: ["mobile-services-emulator"]),
         .executable(name: "DemoApp", targets: ["DemoApp"]),
     ],
@@ -34,11 +35,23 @@ let package = Package(
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
 
-        // The CLI.
+        // The CLI: `vault` runs the vault's own verbs and links no networking (libcurl would cost every start
+        // ~8 ms); it executes `vault-net`, installed next to it, for the verbs that talk HTTP.
+        .target(
+            name: "VaultCommands",
+            dependencies: ["VaultCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .executableTarget(
             name: "vault",
             dependencies: [
-                "VaultCore", "VaultAuth", "MobileServices",
+                "VaultCore", "VaultCommands",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "vault-net",
+            dependencies: [
+                "VaultCore", "VaultAuth", "MobileServices", "VaultCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -47,11 +47,15 @@ python3 -c 'import pykeepass, nacl' 2>/dev/null || { say "pip install pykeepass 
 VAULT_LINK=${VAULT_LINK:-static}
 if [ "$VAULT_LINK" = static ]; then
     say "swift build -c release --static-swift-stdlib (vault)"
-    swift build -c release -q --static-swift-stdlib --package-path "$ROOT" --scratch-path "$ROOT/.build-bench-static" --product vault >&2
+    for product in vault-net vault; do
+        swift build -c release -q --static-swift-stdlib --package-path "$ROOT" --scratch-path "$ROOT/.build-bench-static" --product $product >&2
+    done
     VAULT_BIN="$ROOT/.build-bench-static/release/vault"
 else
     say "swift build -c release (vault)"
-    swift build -c release -q --package-path "$ROOT" --scratch-path "$ROOT/.build-bench-main" --product vault >&2
+    for product in vault-net vault; do
+        swift build -c release -q --package-path "$ROOT" --scratch-path "$ROOT/.build-bench-main" --product $product >&2
+    done
     VAULT_BIN="$ROOT/.build-bench-main/release/vault"
 fi
 

@@ -1,12 +1,19 @@
 import ArgumentParser
+import Foundation
+import VaultCommands
 import VaultCore
 
 /// `vault`: an encrypted credential vault for Linux.
+///
+/// The verbs that talk HTTP (and those sharing their code) run in `vault-net`, which this binary executes in
+/// its place, same arguments, environment and file descriptors: this binary links no FoundationNetworking, so
+/// `get`, `put` and `list` do not load libcurl (see ``NetworkVerb``).
 @main
 struct VaultMain {
     static func main() async {
         // No core dumps, no ptrace by the same user, signals deliverable: secrets stay in this process.
         ProcessHardening.apply()
+        if NetworkVerb.requested(by: CommandLine.arguments) != nil { NetworkBinary.execute(CommandLine.arguments) }
         await Vault.main()
     }
 }
@@ -14,31 +21,50 @@ struct VaultMain {
 struct Vault: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vault",
-        abstract: "An encrypted credential vault (libsodium: Argon2id + XSalsa20-Poly1305).",
-        discussion: """
-            Secrets never come from the command line: values are read from stdin (or a no-echo prompt),
-            the passphrase from the terminal, --passphrase-fd N, --passphrase-file PATH, or the
-            VAULT_PASSPHRASE environment variable (weaker: other processes of yours may read it).
-
-            The vault is --vault PATH, else $VAULT_PATH, else $XDG_DATA_HOME/vault/default.vault
-            (~/.local/share/vault/default.vault).
-
-            EXIT CODES
-              0   success
-              1   other failure (I/O error, no vault, no passphrase source, HTTP error status,
-                  network failure or timeout, plain http refused, ...)
-              2   no such entry (logout: no credential stored for the origin)
-                  (device: not registered, or the server removed the registration)
-              3   wrong passphrase, or authentication failure (credentials rejected, stored
-                  credential stale, none stored and no terminal to ask on)
-              4   unsafe permissions, owner or symlink
-              5   vault busy (another process held the lock past the timeout)
-              6   corrupt, truncated or unsupported file (incl. KDF parameters out of range)
-              64  usage error
-            """,
-        version: "0.1.0",
+        abstract: Root.abstract,
+        discussion: Root.discussion,
+        version: Root.version,
         subcommands: [
-            Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self, Login.self, Fetch.self, Logout.self, CredentialHelper.self, Device.self,
+            Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self,
+            LoginVerb.self, FetchVerb.self, LogoutVerb.self, CredentialVerb.self, DeviceVerb.self,
         ]
     )
 }
+
+/// Runs `vault-net` in place of this process.
+enum NetworkBinary {
+    /// `vault-net` in the directory of this executable.
+    static var path: String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("vault-net").path
+    }
+
+    static func execute(_ arguments: [String]) -> Never {
+        let path = Self.path
+        let argv = ([path] + arguments.dropFirst()).map { strdup($0) } + [nil]
+        execv(path, argv)
+        let reason = String(cString: strerror(errno))
+        FileHandle.standardError.write(Data("vault: cannot run '\(path)': \(reason)\nhint: vault-net must be installed next to vault\n".utf8))
+        exit(Exit.failure)
+    }
+}
+
+/// The network verbs as `vault --help` lists them; their arguments and help are `vault-net`'s, which runs them.
+protocol NetworkVerbCommand: ParsableCommand {
+    static var verb: NetworkVerb { get }
+}
+
+extension NetworkVerbCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: verb.rawValue, abstract: verb.abstract)
+    }
+
+    func run() throws { NetworkBinary.execute(CommandLine.arguments) }
+}
+
+struct LoginVerb: NetworkVerbCommand { static let verb = NetworkVerb.login }
+struct FetchVerb: NetworkVerbCommand { static let verb = NetworkVerb.fetch }
+struct LogoutVerb: NetworkVerbCommand { static let verb = NetworkVerb.logout }
+struct CredentialVerb: NetworkVerbCommand { static let verb = NetworkVerb.credential }
+struct DeviceVerb: NetworkVerbCommand { static let verb = NetworkVerb.device }

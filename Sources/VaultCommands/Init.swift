@@ -2,8 +2,10 @@ import ArgumentParser
 import Foundation
 import VaultCore
 
-struct Init: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Init: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         abstract: "Create a new, empty vault.",
         discussion: """
             The passphrase is asked twice on the terminal, or read once from --passphrase-fd/--passphrase-file/VAULT_PASSPHRASE.
@@ -53,7 +55,7 @@ struct Init: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors(json: options.json) {
             let store = options.makeStore()
             if store.exists { throw VaultError.vaultAlreadyExists(path: store.path) }
@@ -77,13 +79,13 @@ struct Init: AsyncParsableCommand {
 }
 
 /// Picks Argon2id parameters that take about a given time on this machine, and measures one derivation.
-enum KDFCalibration {
+package enum KDFCalibration {
     /// The range a vault accepts (docs/FORMAT.md, step 6).
-    static let minimum = Argon2id.Parameters.interactive
-    static let maximum = Argon2id.Parameters.sensitive
+    package static let minimum = Argon2id.Parameters.interactive
+    package static let maximum = Argon2id.Parameters.sensitive
 
     /// Seconds one Argon2id with `parameters` takes here (one run, wall clock).
-    static func measure(_ parameters: Argon2id.Parameters) throws -> Double {
+    package static func measure(_ parameters: Argon2id.Parameters) throws -> Double {
         let salt = [UInt8](repeating: 0x5A, count: Argon2id.saltByteCount)
         let passphrase = SecureBytes(string: "calibration")
         let start = DispatchTime.now().uptimeNanoseconds
@@ -91,7 +93,7 @@ enum KDFCalibration {
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
 
-    static func progressOnStderr(_ line: String) {
+    package static func progressOnStderr(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
@@ -99,7 +101,7 @@ enum KDFCalibration {
     /// memory) that fits the target with 2 passes; only when memory is at its maximum, more passes (up to 4).
     /// Argon2id's time is close to proportional to passes × memory, so one measurement predicts the next;
     /// each prediction is measured, and the estimate refined, before it is kept.
-    static func calibrate(targetSeconds: Double, progress: (String) -> Void) throws -> Argon2id.Parameters {
+    package static func calibrate(targetSeconds: Double, progress: (String) -> Void) throws -> Argon2id.Parameters {
         let mib: UInt64 = 1 << 20
         let memoryCap = min(maximum.memLimitBytes, max(minimum.memLimitBytes, availableMemoryBytes() / 2 / mib * mib))
         var candidate = Argon2id.Parameters(opsLimit: minimum.opsLimit, memLimitBytes: minimum.memLimitBytes)
@@ -128,7 +130,7 @@ enum KDFCalibration {
     }
 
     /// MemAvailable from /proc/meminfo, or 1 GiB when it cannot be read.
-    static func availableMemoryBytes() -> UInt64 {
+    package static func availableMemoryBytes() -> UInt64 {
         guard let text = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8) else { return 1 << 30 }
         for line in text.split(separator: "\n") where line.hasPrefix("MemAvailable:") {
             if let kib = line.split(separator: " ").dropFirst().first.flatMap({ UInt64($0) }) { return kib * 1024 }

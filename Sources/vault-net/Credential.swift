@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VaultAuth
+import VaultCommands
 import VaultCore
 
 /// `vault credential get|store|erase`: a git credential helper (git-credential(1), "CUSTOM HELPERS").
@@ -14,7 +15,7 @@ import VaultCore
 struct CredentialHelper: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "credential",
-        abstract: "A git credential helper: git config credential.helper '!vault credential --passphrase-file PATH'.",
+        abstract: NetworkVerb.credential.abstract,
         discussion: """
             Reads git's key=value lines from stdin up to a blank line or end of input. `get` prints
             username=, password= (and password_expiry_utc=) of a stored credential, or nothing;

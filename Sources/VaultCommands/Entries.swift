@@ -3,7 +3,7 @@ import Foundation
 import VaultCore
 
 /// Opens the vault named by `options`, asking for the passphrase only once the file is known to exist.
-func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
+package func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
     let store = options.makeStore()
     guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
     let passphrase = try options.passphrase()
@@ -11,20 +11,22 @@ func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
     return store
 }
 
-struct Put: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Put: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         abstract: "Store a value under NAME (the value is read from stdin, all bytes; a no-echo prompt on a terminal).")
 
     @OptionGroup var options: VaultOptions
 
     @Argument(help: "The entry's name.")
-    var name: String
+    package var name: String
 
-    func validate() throws {
+    package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries the value: use another --passphrase-fd") }
     }
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors(json: options.json) {
             try SecureKeyValueStore.validate(key: name)
             let store = try openStore(options)
@@ -41,16 +43,18 @@ struct Put: AsyncParsableCommand {
     }
 }
 
-struct Get: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Get: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         abstract: "Print the value stored under NAME, exactly as stored (no newline added).")
 
     @OptionGroup var options: VaultOptions
 
     @Argument(help: "The entry's name.")
-    var name: String
+    package var name: String
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors(json: options.json) {
             let store = try openStore(options)
             defer { store.close() }
@@ -72,15 +76,17 @@ struct Get: AsyncParsableCommand {
     }
 }
 
-struct Delete: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Delete the entry NAME.")
+package struct Delete: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(abstract: "Delete the entry NAME.")
 
     @OptionGroup var options: VaultOptions
 
     @Argument(help: "The entry's name.")
-    var name: String
+    package var name: String
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors(json: options.json) {
             let store = try openStore(options)
             defer { store.close() }
@@ -90,12 +96,14 @@ struct Delete: AsyncParsableCommand {
     }
 }
 
-struct List: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the entries' names, sorted, one a line.")
+package struct List: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(abstract: "List the entries' names, sorted, one a line.")
 
     @OptionGroup var options: VaultOptions
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors(json: options.json) {
             let store = try openStore(options)
             defer { store.close() }
@@ -119,8 +127,10 @@ struct List: AsyncParsableCommand {
     }
 }
 
-struct Passwd: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Passwd: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         abstract: "Change the vault's passphrase (re-wraps the data key under a new salt; one atomic write).")
 
     @OptionGroup var options: VaultOptions
@@ -128,14 +138,14 @@ struct Passwd: AsyncParsableCommand {
     @Option(
         name: .customLong("new-passphrase-fd"),
         help: ArgumentHelp("Read the new passphrase from this file descriptor (first line).", valueName: "n"))
-    var newPassphraseFD: Int32?
+    package var newPassphraseFD: Int32?
 
     @Option(
         name: .customLong("new-passphrase-file"),
         help: ArgumentHelp("Read the new passphrase from the first line of this file.", valueName: "path"))
-    var newPassphraseFile: String?
+    package var newPassphraseFile: String?
 
-    func validate() throws {
+    package func validate() throws {
         if newPassphraseFD != nil && newPassphraseFile != nil {
             throw ValidationError("--new-passphrase-fd and --new-passphrase-file cannot be used together")
         }
@@ -144,7 +154,7 @@ struct Passwd: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors(json: options.json) {
             let store = try openStore(options)
             defer { store.close() }
@@ -158,16 +168,18 @@ struct Passwd: AsyncParsableCommand {
     }
 }
 
-struct Info: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Info: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         abstract: "Show the vault's format and Argon2id parameters (no passphrase needed).")
 
     @OptionGroup var options: VaultOptions
 
     @Flag(help: "Also measure what an unlock costs here: one Argon2id with the vault's parameters (takes that long).")
-    var measure = false
+    package var measure = false
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors(json: options.json) {
             let store = options.makeStore()
             let info = try store.inspect()

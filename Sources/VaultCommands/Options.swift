@@ -3,29 +3,31 @@ import Foundation
 import VaultCore
 
 /// The options every verb that opens the vault takes.
-struct VaultOptions: ParsableArguments {
+package struct VaultOptions: ParsableArguments {
+    package init() {}
+
     @Option(name: .customLong("vault"), help: ArgumentHelp("The vault file.", valueName: "path"))
-    var vaultPath: String?
+    package var vaultPath: String?
 
     @Option(
         name: .customLong("passphrase-fd"),
         help: ArgumentHelp("Read the passphrase from this file descriptor (first line).", valueName: "n"))
-    var passphraseFD: Int32?
+    package var passphraseFD: Int32?
 
     @Option(
         name: .customLong("passphrase-file"),
         help: ArgumentHelp("Read the passphrase from the first line of this file (mode 0600).", valueName: "path"))
-    var passphraseFile: String?
+    package var passphraseFile: String?
 
     @Flag(help: "Machine-readable output (and errors as one JSON object on stderr).")
-    var json = false
+    package var json = false
 
     @Flag(
         name: .customLong("accept-rollback"),
         help: "Open the vault even if it is older than the last version seen here (a restored backup).")
-    var acceptRollback = false
+    package var acceptRollback = false
 
-    func validate() throws {
+    package func validate() throws {
         if passphraseFD != nil && passphraseFile != nil {
             throw ValidationError("--passphrase-fd and --passphrase-file cannot be used together")
         }
@@ -34,7 +36,7 @@ struct VaultOptions: ParsableArguments {
     }
 
     /// The vault path: --vault, $VAULT_PATH, or the default.
-    var resolvedPath: String {
+    package var resolvedPath: String {
         let environment = ProcessInfo.processInfo.environment
         let path = vaultPath ?? environment["VAULT_PATH"].flatMap { $0.isEmpty ? nil : $0 }
             ?? SecureKeyValueStore.defaultDirectory + "/default.vault"
@@ -43,7 +45,7 @@ struct VaultOptions: ParsableArguments {
 
     /// Store options. `VAULT_TESTING_INSECURE_KDF=1` is the explicit test hook (cheap Argon2id); see SECURITY.md.
     /// `VAULT_LOCK_TIMEOUT` (seconds) overrides how long a writer waits for another's lock.
-    var storeOptions: SecureKeyValueStore.Options {
+    package var storeOptions: SecureKeyValueStore.Options {
         let environment = ProcessInfo.processInfo.environment
         var options = environment["VAULT_TESTING_INSECURE_KDF"] == "1"
             ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
@@ -56,12 +58,12 @@ struct VaultOptions: ParsableArguments {
         return options
     }
 
-    func makeStore() -> SecureKeyValueStore {
+    package func makeStore() -> SecureKeyValueStore {
         SecureKeyValueStore(path: resolvedPath, options: storeOptions)
     }
 
     /// The passphrase from --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal, in that order.
-    func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws -> SecureBytes {
+    package func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws -> SecureBytes {
         let secret: SecureBytes
         if let given = try SecretInput.read(fd: passphraseFD, file: passphraseFile, option: "passphrase") {
             secret = given
@@ -75,7 +77,7 @@ struct VaultOptions: ParsableArguments {
     }
 
     /// Asks on the terminal (no echo); with `confirm`, asks twice and compares. No terminal: fails at once.
-    static func promptTwiceIfNeeded(prompt: String, confirm: Bool) throws -> SecureBytes {
+    package static func promptTwiceIfNeeded(prompt: String, confirm: Bool) throws -> SecureBytes {
         guard let terminal = Terminal.controlling() else { throw CLIError.noPassphraseSource }
         guard let first = try terminal.readSecret(prompt: prompt) else { throw CLIError.emptyPassphrase }
         if confirm {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import MobileServices
 import VaultAuth
+import VaultCommands
 import VaultCore
 
 // `vault device register|status|unregister`: device registration with the mobile-services API
@@ -9,7 +10,7 @@ import VaultCore
 
 struct Device: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Register this device with a mobile-services server, check or remove the registration.",
+        abstract: NetworkVerb.device.abstract,
         discussion: """
             The server URL and application id given to 'register' are remembered in the vault
             (mobileservices.server, mobileservices.appid); username, password and the application

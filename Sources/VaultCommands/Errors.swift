@@ -1,18 +1,16 @@
 import ArgumentParser
 import Foundation
-import MobileServices
-import VaultAuth
 import VaultCore
 
 /// Failures of the CLI itself (the library's are ``VaultError``).
-enum CLIError: Error, CustomStringConvertible {
+package enum CLIError: Error, CustomStringConvertible {
     case noPassphraseSource
     case emptyPassphrase
     case passphrasesDiffer
     case noSuchEntry(name: String, path: String)
     case message(String, exitCode: Int32)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .noPassphraseSource:
             return "no passphrase: there is no terminal to ask on"
@@ -27,7 +25,7 @@ enum CLIError: Error, CustomStringConvertible {
         }
     }
 
-    var hint: String? {
+    package var hint: String? {
         switch self {
         case .noPassphraseSource:
             return "pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE"
@@ -40,17 +38,21 @@ enum CLIError: Error, CustomStringConvertible {
 }
 
 /// The fixed exit codes listed in `vault --help`.
-enum Exit {
-    static let failure: Int32 = 1
-    static let notFound: Int32 = 2
-    static let authentication: Int32 = 3
-    static let permissions: Int32 = 4
-    static let busy: Int32 = 5
-    static let corrupt: Int32 = 6
-    static let usage: Int32 = 64
+package enum Exit {
+    package static let failure: Int32 = 1
+    package static let notFound: Int32 = 2
+    package static let authentication: Int32 = 3
+    package static let permissions: Int32 = 4
+    package static let busy: Int32 = 5
+    package static let corrupt: Int32 = 6
+    package static let usage: Int32 = 64
+
+    /// Classifies the errors of libraries this module does not link (the network verbs' in `vault-net`); set
+    /// once at start-up, before any command runs.
+    package nonisolated(unsafe) static var classifyOther: ((Error) -> (exitCode: Int32, code: String, message: String, hint: String?)?)?
 
     /// The exit code, a stable snake_case code for `--json`, the message and a hint for `error`.
-    static func classify(_ error: Error) -> (exitCode: Int32, code: String, message: String, hint: String?) {
+    package static func classify(_ error: Error) -> (exitCode: Int32, code: String, message: String, hint: String?) {
         switch error {
         case let error as VaultError:
             let (exitCode, code): (Int32, String)
@@ -81,20 +83,15 @@ enum Exit {
             case .noSuchEntry: return (notFound, "no_such_entry", error.description, error.hint)
             case .message(_, let exitCode): return (exitCode, "error", error.description, error.hint)
             }
-        case let error as AuthCLIError:
-            return error.classification
-        case let error as MobileServicesError:
-            return classifyMobileServices(error)
-        case let error as AuthenticationError:
-            return classifyAuthentication(error, url: nil)
         default:
+            if let classified = classifyOther?(error) { return classified }
             return (failure, "error", String(describing: error), nil)
         }
     }
 }
 
 /// Runs a verb's work; any error is reported on stderr (text or JSON) and turned into its exit code.
-func reportingErrors(json: Bool, _ body: () async throws -> Void) async throws {
+package func reportingErrors(json: Bool, _ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let exit as ExitCode {
@@ -116,7 +113,7 @@ func reportingErrors(json: Bool, _ body: () async throws -> Void) async throws {
 }
 
 /// Writes bytes to stdout exactly, from wherever they are (guarded memory included).
-func writeToStdout(_ bytes: UnsafeRawBufferPointer) throws {
+package func writeToStdout(_ bytes: UnsafeRawBufferPointer) throws {
     var offset = 0
     while offset < bytes.count {
         let n = write(1, bytes.baseAddress! + offset, bytes.count - offset)
@@ -128,12 +125,12 @@ func writeToStdout(_ bytes: UnsafeRawBufferPointer) throws {
     }
 }
 
-func writeToStdout(_ text: String) throws {
+package func writeToStdout(_ text: String) throws {
     try Array(text.utf8).withUnsafeBytes { try writeToStdout($0) }
 }
 
 /// One JSON value on stdout with sorted keys and a newline.
-func writeJSON(_ object: Any) throws {
+package func writeJSON(_ object: Any) throws {
     let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
     try data.withUnsafeBytes { try writeToStdout($0) }
     try writeToStdout("\n")

@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import VaultAuth
+import VaultCommands
 import VaultCore
 
 // `vault login`, `vault fetch`, `vault logout`: HTTP Basic authentication with credentials from the vault
@@ -231,7 +232,7 @@ final class CLICredentialPrompt: CredentialPrompting, @unchecked Sendable {
 
 struct Login: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Log in to URL with HTTP Basic authentication and store the credential once the server accepts it.",
+        abstract: NetworkVerb.login.abstract,
         discussion: """
             Requests URL; when the server asks for credentials, the username and password come from
             --username with --password-fd/--password-file (scripts), else from a prompt on the terminal
@@ -292,7 +293,7 @@ struct Login: AsyncParsableCommand {
 
 struct Fetch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "GET URL, answering HTTP Basic challenges with the stored credential; the body goes to stdout exactly.",
+        abstract: NetworkVerb.fetch.abstract,
         discussion: """
             Like `curl --fail`: an HTTP error status (400 or more) prints a message on stderr, nothing on
             stdout, and exits 1. Exit 3 when the credentials were rejected (a stored credential the server
@@ -360,7 +361,7 @@ struct Fetch: AsyncParsableCommand {
 
 struct Logout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Forget the stored credentials of URL's origin (every realm, and the git credential helper's).",
+        abstract: NetworkVerb.logout.abstract,
         discussion: "Exit 2 when none is stored.")
 
     @OptionGroup var options: VaultOptions

@@ -1,0 +1,60 @@
+import ArgumentParser
+
+/// What `vault --help` says, and the verbs that the `vault-net` binary runs: both binaries use it.
+///
+/// `vault` does not link FoundationNetworking: libcurl and the ~30 shared libraries behind it cost ~8 ms of every
+/// start (Benchmarks/README.md), which every `get` would pay. The verbs that need them (and those that share
+/// their code) are in `vault-net`, next to `vault`, which `vault` executes for them, as git does with
+/// `git-remote-https`.
+package enum Root {
+    package static let abstract = "An encrypted credential vault (libsodium: Argon2id + XSalsa20-Poly1305)."
+    package static let version = "0.1.0"
+    package static let discussion = """
+            Secrets never come from the command line: values are read from stdin (or a no-echo prompt),
+            the passphrase from the terminal, --passphrase-fd N, --passphrase-file PATH, or the
+            VAULT_PASSPHRASE environment variable (weaker: other processes of yours may read it).
+
+            The vault is --vault PATH, else $VAULT_PATH, else $XDG_DATA_HOME/vault/default.vault
+            (~/.local/share/vault/default.vault).
+
+            EXIT CODES
+              0   success
+              1   other failure (I/O error, no vault, no passphrase source, HTTP error status,
+                  network failure or timeout, plain http refused, ...)
+              2   no such entry (logout: no credential stored for the origin)
+                  (device: not registered, or the server removed the registration)
+              3   wrong passphrase, or authentication failure (credentials rejected, stored
+                  credential stale, none stored and no terminal to ask on)
+              4   unsafe permissions, owner or symlink
+              5   vault busy (another process held the lock past the timeout)
+              6   corrupt, truncated or unsupported file (incl. KDF parameters out of range)
+              64  usage error
+            """
+}
+
+/// The verbs `vault` hands to `vault-net`, with the one-line summary `vault --help` shows for each.
+package enum NetworkVerb: String, CaseIterable, Sendable {
+    case login, fetch, logout, credential, device
+
+    package var abstract: String {
+        switch self {
+        case .login:
+            return "Log in to URL with HTTP Basic authentication and store the credential once the server accepts it."
+        case .fetch:
+            return "GET URL, answering HTTP Basic challenges with the stored credential; the body goes to stdout exactly."
+        case .logout:
+            return "Forget the stored credentials of URL's origin (every realm, and the git credential helper's)."
+        case .credential:
+            return "A git credential helper: git config credential.helper '!vault credential --passphrase-file PATH'."
+        case .device:
+            return "Register this device with a mobile-services server, check or remove the registration."
+        }
+    }
+
+    /// The verb `arguments` (a full argv) asks for, also as `vault help VERB`; nil for the other verbs.
+    package static func requested(by arguments: [String]) -> NetworkVerb? {
+        guard arguments.count > 1 else { return nil }
+        if arguments[1] == "help", arguments.count > 2 { return NetworkVerb(rawValue: arguments[2]) }
+        return NetworkVerb(rawValue: arguments[1])
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+/// `vault` links no networking and executes `vault-net`, next to it, for the verbs that talk HTTP.
+@Suite struct NetworkBinaryTests {
+    /// The shared libraries the dynamic loader maps for `binary` (`ldd`).
+    func sharedLibraries(_ binary: String) throws -> String {
+        let result = try CLI.exec("/usr/bin/ldd", [binary])
+        #expect(result.status == 0)
+        return result.stdoutText
+    }
+
+    @Test func vaultDoesNotLoadLibcurlButVaultNetDoes() throws {
+        let vaultNet = CLI.binDirectory.appendingPathComponent("vault-net").path
+        #expect(!(try sharedLibraries(CLI.vault)).contains("libcurl"))
+        #expect(try sharedLibraries(vaultNet).contains("libcurl"))
+    }
+
+    @Test func networkVerbsRunInVaultNetWithTheSameArgumentsAndExitCode() throws {
+        let box = try Sandbox()
+        // A usage error of `vault-net login`: its own message and exit code come back through `vault`.
+        let login = try box.vault(["login", "ftp://example.com/"])
+        #expect(login.status == 64)
+        #expect(login.stderr == "vault: unsupported URL 'ftp://example.com/': only absolute http and https URLs are supported\n")
+        let help = try CLI.run(["help", "device"])
+        #expect(help.status == 0)
+        #expect(help.stdoutText.contains("SUBCOMMANDS"), "\(help.stdoutText)")
+        #expect(help.stdoutText.contains("register"))
+    }
+
+    @Test func withoutVaultNetTheNetworkVerbsSayWhatIsMissing() throws {
+        let box = try Sandbox()
+        try FileManager.default.createDirectory(atPath: box.directory + "/bin", withIntermediateDirectories: true)
+        let directory = String(cString: realpath(box.directory + "/bin", nil))  // as /proc/self/exe names it
+        try FileManager.default.copyItem(atPath: CLI.vault, toPath: directory + "/vault")
+        let result = try CLI.exec(directory + "/vault", ["fetch", "https://example.com/"], environment: box.environment)
+        #expect(result.status == 1)
+        #expect(result.stderr == """
+            vault: cannot run '\(directory)/vault-net': No such file or directory
+            hint: vault-net must be installed next to vault
+
+            """)
+        // The vault's own verbs need nothing else.
+        let list = try CLI.exec(directory + "/vault", ["list", "--help"], environment: box.environment)
+        #expect(list.status == 0)
+    }
+}

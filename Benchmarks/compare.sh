@@ -117,6 +117,16 @@ for n in $SIZES; do
     hf "pass-get-$n" "PASSWORD_STORE_DIR=$WORK/p$n pass show entry-000000 >/dev/null"
     hf "pass-put-$n" "PASSWORD_STORE_DIR=$WORK/p$n pass insert -m -f entry-000000 < $WORK/value >/dev/null"
     hf "pass-list-$n" "PASSWORD_STORE_DIR=$WORK/p$n pass ls >/dev/null"
+    # Paired: the floor and vault alternated run by run (Benchmarks/paired.py), the ratio taken per pair.
+    for op in get put list; do
+        case $op in
+            get) args="get $O entry-000000"; input="" ;;
+            put) args="put $O entry-000000"; input="$WORK/value" ;;
+            list) args="list $O"; input="" ;;
+        esac
+        python3 "$ROOT/Benchmarks/paired.py" "$RUNS" "$WORK/argon2_floor $OPS $MEM" "$VAULT_BIN $args" $input \
+            > "$WORK/paired-$op-$n.json"
+    done
     /usr/bin/time -v $VAULT_BIN get $O entry-000000 2> "$WORK/rss-$n.txt" >/dev/null
     # put must still leave every store readable
     "$VAULT_BIN" get --vault "$WORK/v$n/bench.vault" --passphrase-file "$WORK/passphrase" entry-000000 | grep -q pw-999999
@@ -144,6 +154,13 @@ for op in ("get", "put", "list"):
         v, k, p = (median(f"{tool}-{op}-{n}") for tool in ("vault", "keepassxc", "pass"))
         print(f"{op:<5} {int(n):>7} | {v*1000:>9.1f} {v/local[n]:>7.2f} | {k*1000:>12.1f} {k/floor:>7.2f} | "
               f"{p*1000:>8.1f} {p/floor:>7.2f} | {k/v:>15.2f}")
+print()
+print("paired (the floor and vault alternated run by run; median of the per-pair ratios):")
+for op in ("get", "put", "list"):
+    for n in sizes:
+        paired = json.load(open(f"{work}/paired-{op}-{n}.json"))
+        print(f"{op:<5} {int(n):>7} | vault {paired['median'] * 1000:6.1f} ms, floor {paired['floor_median'] * 1000:6.1f} ms"
+              f" | ×floor {paired['ratio_median']:.2f}")
 print()
 for n in sizes:
     text = open(f"{work}/rss-{n}.txt").read()

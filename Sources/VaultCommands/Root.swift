@@ -7,6 +7,18 @@ import ArgumentParser
 /// their code) are in `vault-net`, next to `vault`, which `vault` executes for them, as git does with
 /// `git-remote-https`.
 package enum Root {
+    /// The verbs both binaries run themselves.
+    package static let vaultVerbs: [ParsableCommand.Type] = [
+        Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self,
+    ]
+
+    /// The root command's configuration: the vault's verbs, then `networkVerbs`.
+    package static func configuration(networkVerbs: [ParsableCommand.Type]) -> CommandConfiguration {
+        CommandConfiguration(
+            commandName: "vault", abstract: abstract, discussion: discussion, version: version,
+            subcommands: vaultVerbs + networkVerbs)
+    }
+
     package static let abstract = "An encrypted credential vault (libsodium: Argon2id + XSalsa20-Poly1305)."
     package static let version = "0.1.0"
     package static let discussion = """

@@ -40,7 +40,7 @@ public final class SecureBytes: @unchecked Sendable {
     ///
     /// A new guarded region costs `mmap`, `mprotect` and an `mlock` that faults in every page, and freeing it
     /// `munlock` and `munmap`: for a vault rewritten on every put that was a third of the cost of a put.
-    /// The bytes of the region past `count` are zeroed.
+    /// A spare is zeroed when it is kept (``wipe()``), so nothing past `count` is left from earlier contents.
     static func recycling<E: Error>(
         _ spare: inout SecureBytes?, count: Int, slack: Int,
         initializer: (UnsafeMutableRawBufferPointer) throws(E) -> Void
@@ -54,7 +54,6 @@ public final class SecureBytes: @unchecked Sendable {
             let capacity = count + slack
             bytes = SecureBytes(region: Sodium.allocate(byteCount: capacity), count: count, capacity: capacity)
         }
-        if bytes.capacity > count { Sodium.zero(bytes.pointer + count, byteCount: bytes.capacity - count) }
         try initializer(UnsafeMutableRawBufferPointer(start: bytes.pointer, count: count))
         return bytes
     }

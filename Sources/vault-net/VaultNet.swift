@@ -23,14 +23,6 @@ struct VaultNetMain {
 }
 
 struct VaultNet: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "vault",
-        abstract: Root.abstract,
-        discussion: Root.discussion,
-        version: Root.version,
-        subcommands: [
-            Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self,
-            Login.self, Fetch.self, Logout.self, CredentialHelper.self, Device.self,
-        ]
-    )
+    static let configuration = Root.configuration(
+        networkVerbs: [Login.self, Fetch.self, Logout.self, CredentialHelper.self, Device.self])
 }

@@ -19,16 +19,8 @@ struct VaultMain {
 }
 
 struct Vault: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "vault",
-        abstract: Root.abstract,
-        discussion: Root.discussion,
-        version: Root.version,
-        subcommands: [
-            Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self,
-            LoginVerb.self, FetchVerb.self, LogoutVerb.self, CredentialVerb.self, DeviceVerb.self,
-        ]
-    )
+    static let configuration = Root.configuration(
+        networkVerbs: [LoginVerb.self, FetchVerb.self, LogoutVerb.self, CredentialVerb.self, DeviceVerb.self])
 }
 
 /// Runs `vault-net` in place of this process.

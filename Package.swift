@@ -1,11 +1,15 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// The arrows go one way: CSodium → VaultCore → VaultAuth → MobileServices → vault-net; VaultCore → VaultCommands → vault.
+// The arrows go one way:
+//   CSodium → VaultSodium → VaultCore → VaultAuth → MobileServices → vault-net
+//   CVaultSystem → VaultTerminal (→ VaultCore) → VaultCommands → vault, vault-net, DemoApp
 // The emulator depends on nothing of ours but the wire format.
+//
+// Linux only (Glibc, prctl, SO_PEERCRED): no `platforms` line, because SwiftPM cannot say "Linux" there and a
+// macOS minimum would claim a build that does not exist.
 let package = Package(
     name: "vault",
-    platforms: [.macOS(.v14)],
     products: [
         .library(name: "VaultCore", targets: ["VaultCore"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
@@ -27,11 +31,16 @@ let package = Package(
             providers: [.apt(["libsodium-dev"])]
         ),
         .target(name: "CVaultSystem"),
+        // The only importer of CSodium (`internal import`): every libsodium call of the package goes through it.
+        .target(name: "VaultSodium", dependencies: ["CSodium"]),
 
         // The encrypted store.
-        .target(name: "VaultCore", dependencies: ["CSodium", "CVaultSystem"]),
+        .target(name: "VaultCore", dependencies: ["VaultSodium"]),
+        // What executables and prompts need and a store library must not carry: the terminal (no-echo prompts,
+        // signal handlers), secrets from descriptors and files, process hardening.
+        .target(name: "VaultTerminal", dependencies: ["VaultCore", "CVaultSystem"]),
         // HTTP Basic authentication from the vault.
-        .target(name: "VaultAuth", dependencies: ["VaultCore"]),
+        .target(name: "VaultAuth", dependencies: ["VaultCore", "VaultTerminal"]),
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
 
@@ -39,19 +48,19 @@ let package = Package(
         // ~8 ms); it executes `vault-net`, installed next to it, for the verbs that talk HTTP.
         .target(
             name: "VaultCommands",
-            dependencies: ["VaultCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["VaultCore", "VaultTerminal", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "vault",
             dependencies: [
-                "VaultCore", "VaultCommands",
+                "VaultCore", "VaultTerminal", "VaultCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "vault-net",
             dependencies: [
-                "VaultCore", "VaultAuth", "MobileServices", "VaultCommands",
+                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -73,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "DemoApp",
             dependencies: [
-                "VaultCore", "VaultAuth", "MobileServices",
+                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/DemoApp"
@@ -81,9 +90,10 @@ let package = Package(
 
         // Test support shared by the test targets (a real nginx, running tools, free ports).
         .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport"),
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore"]),
-        .testTarget(name: "VaultCLITests", dependencies: ["VaultCore", "VaultTestSupport"]),
-        .testTarget(name: "VaultAuthTests", dependencies: ["VaultAuth", "VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium"]),
+        .testTarget(name: "VaultCLITests", dependencies: ["VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
+        .testTarget(
+            name: "VaultAuthTests", dependencies: ["VaultAuth", "VaultCore", "VaultTerminal", "VaultTestSupport"]),
         .testTarget(
             name: "MobileServicesTests",
             dependencies: ["MobileServices", "VaultAuth", "VaultCore", "MobileServicesEmulator", "VaultTestSupport"]),

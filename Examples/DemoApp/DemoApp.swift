@@ -3,6 +3,8 @@ import Foundation
 import MobileServices
 import VaultAuth
 import VaultCore
+import VaultTerminal
+import VaultCommands
 
 // The seeds' DemoApp on a terminal: on start it opens the vault, checks a stored registration once (or logs in
 // and registers), then lists the back end's travel agencies as a table. The second run asks nothing.
@@ -47,7 +49,7 @@ struct VaultOptions: ParsableArguments {
     /// --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal (twice when `confirm`).
     func passphrase(confirm: Bool) throws -> SecureBytes {
         let secret: SecureBytes
-        if let given = try SecretInput.read(fd: passphraseFD, file: passphraseFile, option: "passphrase") {
+        if let given = try SecretInput.read(fd: passphraseFD, file: passphraseFile) {
             secret = given
         } else if let value = ProcessInfo.processInfo.environment["VAULT_PASSPHRASE"] {
             secret = SecureBytes(string: value)
@@ -136,7 +138,7 @@ struct DemoApp: AsyncParsableCommand {
             try await start()
         } catch {
             var text = "DemoApp: \(error)\n"
-            if let error = error as? VaultError, let hint = error.hint { text += "hint: \(hint)\n" }
+            if let hint = (error as? any CLIReportable)?.hint { text += "hint: \(hint)\n" }
             if case AuthenticationError.noPromptAvailable = error {
                 text = "DemoApp: " + String(describing: error).components(separatedBy: "\nhint: ")[0] + "\n"
                     + "hint: pass --username NAME with --password-fd N or --password-file PATH, or run on a terminal\n"
@@ -153,7 +155,7 @@ struct DemoApp: AsyncParsableCommand {
         }
         var prompt: any CredentialPrompting = TerminalCredentialPrompt()
         if let username, passwordFD != nil || passwordFile != nil {
-            let password = try SecretInput.read(fd: passwordFD, file: passwordFile, option: "password")!
+            let password = try SecretInput.read(fd: passwordFD, file: passwordFile)!
             prompt = OnceCredentialPrompt(Credential(username: username, password: password))
         }
 

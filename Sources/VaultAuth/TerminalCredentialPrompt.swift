@@ -5,6 +5,7 @@ import Glibc
 import Darwin
 #endif
 import VaultCore
+import VaultTerminal
 
 /// A ``CredentialPrompting`` on the controlling terminal, `/dev/tty`: the username is echoed, the password is not.
 ///

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VaultCore
+import VaultTerminal
 
 /// Opens the vault named by `options`, asking for the passphrase only once the file is known to exist.
 package func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
@@ -158,7 +159,7 @@ package struct Passwd: AsyncParsableCommand {
         try await reportingErrors(json: options.json) {
             let store = try openStore(options)
             defer { store.close() }
-            let newPassphrase = try SecretInput.read(fd: newPassphraseFD, file: newPassphraseFile, option: "new-passphrase")
+            let newPassphrase = try SecretInput.read(fd: newPassphraseFD, file: newPassphraseFile)
                 ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
             guard newPassphrase.count > 0 else { throw CLIError.emptyPassphrase }
             try store.changeEncryptionKey(with: newPassphrase)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VaultCore
+import VaultTerminal
 
 /// Failures of the CLI itself (the library's are ``VaultError``).
 package enum CLIError: Error, CustomStringConvertible {
@@ -46,48 +47,125 @@ package enum Exit {
     package static let busy: Int32 = 5
     package static let corrupt: Int32 = 6
     package static let usage: Int32 = 64
+}
 
-    /// Classifies the errors of libraries this module does not link (the network verbs' in `vault-net`); set
-    /// once at start-up, before any command runs.
-    package nonisolated(unsafe) static var classifyOther: ((Error) -> (exitCode: Int32, code: String, message: String, hint: String?)?)?
+/// How the command line presents an error: the words for users live here, at the CLI edge, not in the
+/// libraries (age's `errorWithHint`). One conformance per error type; `vault-net` adds the network ones.
+package protocol CLIReportable: Error {
+    /// The exit code (``Exit``).
+    var exitCode: Int32 { get }
+    /// A stable snake_case code for `--json`.
+    var code: String { get }
+    /// One line that starts with what failed and quotes the object.
+    var message: String { get }
+    /// What the user can do, when there is something.
+    var hint: String? { get }
+}
 
-    /// The exit code, a stable snake_case code for `--json`, the message and a hint for `error`.
-    package static func classify(_ error: Error) -> (exitCode: Int32, code: String, message: String, hint: String?) {
-        switch error {
-        case let error as VaultError:
-            let (exitCode, code): (Int32, String)
-            switch error {
-            case .wrongPassphrase: (exitCode, code) = (authentication, "wrong_passphrase")
-            case .corrupt: (exitCode, code) = (corrupt, "corrupt")
-            case .unsupportedVersion: (exitCode, code) = (corrupt, "unsupported_version")
-            case .unsupportedKDF: (exitCode, code) = (corrupt, "unsupported_kdf")
-            case .kdfParametersOutOfRange: (exitCode, code) = (corrupt, "kdf_parameters_out_of_range")
-            case .unsafePermissions: (exitCode, code) = (permissions, "unsafe_permissions")
-            case .busy: (exitCode, code) = (busy, "busy")
-            case .invalidKey: (exitCode, code) = (usage, "invalid_name")
-            case .vaultNotFound: (exitCode, code) = (failure, "no_vault")
-            case .vaultAlreadyExists: (exitCode, code) = (failure, "vault_exists")
-            case .notOpen: (exitCode, code) = (failure, "not_open")
-            case .valueTooLarge: (exitCode, code) = (failure, "value_too_large")
-            case .typeMismatch: (exitCode, code) = (failure, "type_mismatch")
-            case .io: (exitCode, code) = (failure, "io_error")
-            case .cryptoFailure: (exitCode, code) = (failure, "crypto_failure")
-            case .rollbackDetected: (exitCode, code) = (corrupt, "rollback_detected")
-            }
-            return (exitCode, code, error.description, error.hint)
-        case let error as CLIError:
-            switch error {
-            case .noPassphraseSource: return (failure, "no_passphrase_source", error.description, error.hint)
-            case .emptyPassphrase: return (usage, "empty_passphrase", error.description, error.hint)
-            case .passphrasesDiffer: return (usage, "passphrases_differ", error.description, error.hint)
-            case .noSuchEntry: return (notFound, "no_such_entry", error.description, error.hint)
-            case .message(_, let exitCode): return (exitCode, "error", error.description, error.hint)
-            }
-        default:
-            if let classified = classifyOther?(error) { return classified }
-            return (failure, "error", String(describing: error), nil)
+extension CLIReportable where Self: CustomStringConvertible {
+    package var message: String { description }
+}
+
+extension VaultError: CLIReportable {
+    package var exitCode: Int32 {
+        switch self {
+        case .wrongPassphrase: return Exit.authentication
+        case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected:
+            return Exit.corrupt
+        case .unsafePermissions: return Exit.permissions
+        case .busy: return Exit.busy
+        case .invalidEntryName, .invalidFileName: return Exit.usage
+        case .vaultNotFound, .vaultAlreadyExists, .notOpen, .valueTooLarge, .typeMismatch, .io, .cryptoFailure:
+            return Exit.failure
         }
     }
+
+    package var code: String {
+        switch self {
+        case .wrongPassphrase: return "wrong_passphrase"
+        case .corrupt: return "corrupt"
+        case .unsupportedVersion: return "unsupported_version"
+        case .unsupportedKDF: return "unsupported_kdf"
+        case .kdfParametersOutOfRange: return "kdf_parameters_out_of_range"
+        case .unsafePermissions: return "unsafe_permissions"
+        case .busy: return "busy"
+        case .invalidEntryName: return "invalid_name"
+        case .invalidFileName: return "invalid_file_name"
+        case .vaultNotFound: return "no_vault"
+        case .vaultAlreadyExists: return "vault_exists"
+        case .notOpen: return "not_open"
+        case .valueTooLarge: return "value_too_large"
+        case .typeMismatch: return "type_mismatch"
+        case .io: return "io_error"
+        case .cryptoFailure: return "crypto_failure"
+        case .rollbackDetected: return "rollback_detected"
+        }
+    }
+
+    package var hint: String? {
+        switch self {
+        case .unsafePermissions(_, _, let hint): return hint
+        case .vaultNotFound: return "create one with 'vault init', or pass --vault PATH"
+        case .wrongPassphrase: return "check the passphrase; a damaged file gives the same error"
+        case .busy: return "another vault command is running; try again"
+        case .rollbackDetected:
+            return "if you restored this copy on purpose (a backup), pass --accept-rollback once"
+        case .kdfParametersOutOfRange:
+            return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"
+        default: return nil
+        }
+    }
+}
+
+extension CLIError: CLIReportable {
+    package var exitCode: Int32 {
+        switch self {
+        case .noPassphraseSource: return Exit.failure
+        case .emptyPassphrase, .passphrasesDiffer: return Exit.usage
+        case .noSuchEntry: return Exit.notFound
+        case .message(_, let exitCode): return exitCode
+        }
+    }
+
+    package var code: String {
+        switch self {
+        case .noPassphraseSource: return "no_passphrase_source"
+        case .emptyPassphrase: return "empty_passphrase"
+        case .passphrasesDiffer: return "passphrases_differ"
+        case .noSuchEntry: return "no_such_entry"
+        case .message: return "error"
+        }
+    }
+}
+
+extension SecretInputError: CLIReportable {
+    package var exitCode: Int32 { Exit.failure }
+    package var code: String { "input_too_long" }
+    package var hint: String? { nil }
+}
+
+/// Writes `error` to stderr as the CLI presents errors: `vault: message` and `hint: …` lines, or with `json`
+/// one object `{"error":{"code","exit_code","message","hint"}}`. Returns the exit code.
+@discardableResult
+package func report(_ error: Error, json: Bool) -> Int32 {
+    let reportable = error as? any CLIReportable
+    let exitCode = reportable?.exitCode ?? Exit.failure
+    let message = reportable?.message ?? String(describing: error)
+    let hint = reportable?.hint
+    if json {
+        var object: [String: Any] = [
+            "code": reportable?.code ?? "error", "exit_code": Int(exitCode), "message": message,
+        ]
+        if let hint { object["hint"] = hint }
+        let data = (try? JSONSerialization.data(
+            withJSONObject: ["error": object], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        FileHandle.standardError.write(data + Data("\n".utf8))
+    } else {
+        var text = "vault: \(message)\n"
+        if let hint { text += "hint: \(hint)\n" }
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+    return exitCode
 }
 
 /// Runs a verb's work; any error is reported on stderr (text or JSON) and turned into its exit code.
@@ -97,32 +175,14 @@ package func reportingErrors(json: Bool, _ body: () async throws -> Void) async 
     } catch let exit as ExitCode {
         throw exit
     } catch {
-        let (exitCode, code, message, hint) = Exit.classify(error)
-        if json {
-            var object: [String: Any] = ["code": code, "exit_code": Int(exitCode), "message": message]
-            if let hint { object["hint"] = hint }
-            let data = (try? JSONSerialization.data(withJSONObject: ["error": object], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-            FileHandle.standardError.write(data + Data("\n".utf8))
-        } else {
-            var text = "vault: \(message)\n"
-            if let hint { text += "hint: \(hint)\n" }
-            FileHandle.standardError.write(Data(text.utf8))
-        }
-        throw ExitCode(exitCode)
+        throw ExitCode(report(error, json: json))
     }
 }
 
 /// Writes bytes to stdout exactly, from wherever they are (guarded memory included).
 package func writeToStdout(_ bytes: UnsafeRawBufferPointer) throws {
-    var offset = 0
-    while offset < bytes.count {
-        let n = write(1, bytes.baseAddress! + offset, bytes.count - offset)
-        if n < 0 {
-            if errno == EINTR { continue }
-            throw VaultError.io(operation: "cannot write", path: "stdout", errno: errno)
-        }
-        offset += n
-    }
+    let code = Posix.writeAll(1, bytes)
+    guard code == 0 else { throw VaultError.io(operation: "cannot write", path: "stdout", errno: code) }
 }
 
 package func writeToStdout(_ text: String) throws {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VaultCore
+import VaultTerminal
 
 /// The options every verb that opens the vault takes.
 package struct VaultOptions: ParsableArguments {
@@ -65,7 +66,7 @@ package struct VaultOptions: ParsableArguments {
     /// The passphrase from --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal, in that order.
     package func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws -> SecureBytes {
         let secret: SecureBytes
-        if let given = try SecretInput.read(fd: passphraseFD, file: passphraseFile, option: "passphrase") {
+        if let given = try SecretInput.read(fd: passphraseFD, file: passphraseFile) {
             secret = given
         } else if let value = ProcessInfo.processInfo.environment["VAULT_PASSPHRASE"] {
             secret = SecureBytes(string: value)

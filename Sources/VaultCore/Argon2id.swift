@@ -1,3 +1,4 @@
+import VaultSodium
 /// Argon2id v1.3 key derivation (`crypto_pwhash`, libsodium's default algorithm), one lane.
 public enum Argon2id {
     /// The cost of one derivation: passes over memory and memory size.
@@ -80,10 +81,10 @@ public enum Argon2id {
         return try SecureBytes(count: byteCount) { (output) throws in
             try passphrase.withUnsafeBytes { (pass) throws in
                 try salt.withUnsafeBytes { (saltBytes) throws in
-                    try Sodium.argon2id(
+                    try sodium { try Sodium.argon2id(
                         into: output, passphrase: pass, salt: saltBytes,
                         opsLimit: parameters.opsLimit, memLimit: memLimit
-                    )
+                    ) }
                 }
             }
         }

@@ -1,8 +1,8 @@
+import VaultSodium
 /// Entry points for the libFuzzer targets in `Fuzz/` (not API: `@_spi(Fuzzing)`).
 ///
-/// They compose the same internal pieces the store uses to open a file — `VaultFormat.Header.parse`,
-/// `Sodium.secretBoxOpen`, the header hash and `VaultContents(plaintext:headerHash:path:)` — with a fixed
-/// data key instead of the KDF, so that a fuzzer spends its time in the parsers.
+/// They call the functions the store uses to open a file (``VaultEnvelope``), with a fixed data key instead
+/// of the KDF, so that a fuzzer spends its time in the parsers of the code that ships.
 @_spi(Fuzzing) public enum FuzzEntryPoints {
     static let path = "<fuzz>"
 
@@ -17,24 +17,14 @@
         if let standard { precondition(standard == header) }
     }
 
-    /// Opens `file` with `dataKey` (32 bytes): header, body box, binding to the header, entries; then reads
-    /// every value. Returns the number of entries.
+    /// Opens `file` with `dataKey` (32 bytes) through the store's own path (``VaultEnvelope``): header, body
+    /// box, binding to the header, entries; then reads every value. Returns the number of entries.
     @discardableResult
     public static func openBody(_ file: [UInt8], dataKey: [UInt8]) throws -> Int {
         precondition(dataKey.count == VaultFormat.dataKeyByteCount)
-        try Sodium.ensureInitialized()
-        _ = try file.withUnsafeBytes { try VaultFormat.Header.parse($0, path: path, policy: .insecureForTesting) }
-        let bodyStart = VaultFormat.headerByteCount + VaultFormat.nonceByteCount
-        let plaintext = try file.withUnsafeBytes { (bytes) throws in
-            let nonce = UnsafeRawBufferPointer(rebasing: bytes[VaultFormat.headerByteCount..<bodyStart])
-            let box = UnsafeRawBufferPointer(rebasing: bytes[bodyStart...])
-            return try SecureBytes(count: box.count - VaultFormat.macByteCount) { (out) throws in
-                let ok = dataKey.withUnsafeBytes { key in Sodium.secretBoxOpen(box, nonce: nonce, key: key, into: out) }
-                guard ok else { throw VaultError.wrongPassphrase(path: path) }
-            }
-        }
-        let hash = file.withUnsafeBytes { Sodium.blake2b256(UnsafeRawBufferPointer(rebasing: $0[0..<VaultFormat.headerByteCount])) }
-        let contents = try VaultContents(plaintext: plaintext, headerHash: hash, path: path)
+        try sodium { try Sodium.ensureInitialized() }
+        _ = try VaultEnvelope.parseHeader(file, path: path, policy: .insecureForTesting)
+        let contents = try VaultEnvelope.openBody(file, dataKey: SecureBytes(dataKey), path: path)
         for name in contents.order {
             guard contents.withValue(name, { $0.count }) != nil else { preconditionFailure("listed name missing") }
         }
@@ -68,6 +58,6 @@
                 }
             }
         }
-        return file
+        return file  // the input's own nonce (a fuzzer needs determinism), so not VaultEnvelope.seal
     }
 }

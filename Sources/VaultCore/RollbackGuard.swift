@@ -1,5 +1,5 @@
-import CSodium
 import Foundation
+import VaultSodium
 
 #if canImport(Glibc)
 import Glibc
@@ -44,16 +44,10 @@ enum RollbackGuard {
     /// The vault's id: BLAKE2b-128 keyed with the data key over a fixed label.
     static func vaultID(dataKey: SecureBytes) -> String {
         let label = Array("vault rollback id v1".utf8)
-        var out = [UInt8](repeating: 0, count: 16)
-        let result = out.withUnsafeMutableBytes { outBytes in
-            dataKey.withUnsafeBytes { key in
-                crypto_generichash(
-                    outBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), 16, label, UInt64(label.count),
-                    key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
-            }
+        let id = label.withUnsafeBytes { input in
+            dataKey.withUnsafeBytes { key in Sodium.blake2b(input, key: key, outputByteCount: 16) }
         }
-        precondition(result == 0, "crypto_generichash cannot fail with these arguments")
-        return out.map { String(format: "%02x", $0) }.joined()
+        return Posix.hex(id)
     }
 
     /// The vault path made absolute with its directory resolved (the record is per file, wherever it is named from).
@@ -67,7 +61,7 @@ enum RollbackGuard {
 
     static func recordName(for canonicalPath: String) -> String {
         let digest = Array(canonicalPath.utf8).withUnsafeBytes { Sodium.blake2b256($0) }
-        return digest.prefix(16).map { String(format: "%02x", $0) }.joined() + ".generation"
+        return Posix.hex(digest.prefix(16)) + ".generation"
     }
 
     /// Refuses `generation` if a record of the same vault at this path says a later one was seen (unless
@@ -115,19 +109,33 @@ enum RollbackGuard {
             return
         }
         defer { close(dirfd) }
-        while flock(dirfd, LOCK_EX) != 0 && errno == EINTR {}
+        // Bounded like the vault's own lock: a stuck holder makes the check best effort, never a hang.
+        guard lockWithTimeout(dirfd, seconds: 5) else {
+            _ = try decide(nil)
+            return
+        }
         let name = recordName(for: canonicalPath)
         let old = readRecord(dirfd: dirfd, name: name)
         guard let new = try decide(old) else { return }
         let text = "vault-rollback 1\npath \(new.path)\nid \(new.vaultID)\ngeneration \(new.generation)\n"
-        let tempName = ".\(name).\(Sodium.randomBytes(count: 8).map { String(format: "%02x", $0) }.joined()).tmp"
+        let tempName = ".\(name).\(Posix.hex(Sodium.randomBytes(count: 8))).tmp"
         let fd = openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
         let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let ok = written == bytes.count && fchmod(fd, 0o600) == 0 && fsync(fd) == 0
+        let written = bytes.withUnsafeBytes { Posix.writeAll(fd, $0) }
+        let ok = written == 0 && fchmod(fd, 0o600) == 0 && Posix.retryingEINTR({ fsync(fd) }) == 0
         close(fd)
         if !ok || renameat(dirfd, tempName, dirfd, name) != 0 { unlinkat(dirfd, tempName, 0) }
+    }
+
+    /// Takes an exclusive `flock` on `fd`, polling until `seconds` have passed; `false` if it could not.
+    private static func lockWithTimeout(_ fd: Int32, seconds: Double) -> Bool {
+        let deadline = Posix.monotonicSeconds() + seconds
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EINTR || errno == EWOULDBLOCK, Posix.monotonicSeconds() < deadline else { return false }
+            usleep(5_000)
+        }
+        return true
     }
 
     /// Creates the state directory (0700) if missing; refuses a symlink or one others can write.

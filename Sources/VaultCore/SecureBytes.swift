@@ -1,3 +1,4 @@
+import VaultSodium
 /// Secret bytes in libsodium-guarded memory, zeroed and freed when the last reference goes away.
 ///
 /// The region comes from `sodium_malloc`: guard pages around it, a canary before it, `mlock`ed where the
@@ -130,7 +131,9 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
 /// freed), so a batch of 100,000 values costs a handful of mappings rather than one per value (the kernel
 /// refuses more than `vm.max_map_count`, 65,530 by default). Appended bytes never move within the arena, so
 /// a range returned by ``append(_:)`` stays valid.
-final class GuardedArena {
+// Unchecked: mutable, with no lock of its own. A batch is filled by one thread; a store keeps a spare one only
+// under its own lock. Sendable so that the store's `Mutex` can hold the spare.
+final class GuardedArena: @unchecked Sendable {
     private var pointer: UnsafeMutableRawPointer?
     private var capacity = 0
     /// The number of bytes appended.
@@ -139,21 +142,44 @@ final class GuardedArena {
     /// Copies `bytes` to the end and returns where they are.
     func append(_ bytes: UnsafeRawBufferPointer) -> Range<Int> {
         let start = count
-        if bytes.count > capacity - count {
-            let newCapacity = max(count + bytes.count, capacity * 2, 4096)
-            let grown = Sodium.allocate(byteCount: newCapacity)
-            if let pointer {
-                grown.copyMemory(from: pointer, byteCount: count)
-                Sodium.free(pointer)
-            }
-            pointer = grown
-            capacity = newCapacity
-        }
+        reserve(bytes.count)
         if let base = bytes.baseAddress, bytes.count > 0 {
             (pointer! + start).copyMemory(from: base, byteCount: bytes.count)
         }
         count += bytes.count
         return start..<count
+    }
+
+    /// Lets `fill` write up to `byteCount` bytes at the end; keeps as many as it returns (`.success(n)`).
+    func append<Failure: Error>(
+        upTo byteCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Result<Int, Failure>
+    ) -> Result<Int, Failure> {
+        reserve(byteCount)
+        let result = fill(UnsafeMutableRawBufferPointer(start: pointer! + count, count: byteCount))
+        if case .success(let n) = result {
+            precondition(n >= 0 && n <= byteCount)
+            count += n
+        }
+        return result
+    }
+
+    /// Zeroes and drops the last `n` bytes.
+    func removeLast(_ n: Int) {
+        precondition(n <= count)
+        if let pointer, n > 0 { Sodium.zero(pointer + count - n, byteCount: n) }
+        count -= n
+    }
+
+    private func reserve(_ byteCount: Int) {
+        guard byteCount > capacity - count else { return }
+        let newCapacity = max(count + byteCount, capacity * 2, 4096)
+        let grown = Sodium.allocate(byteCount: newCapacity)
+        if let pointer {
+            grown.copyMemory(from: pointer, byteCount: count)
+            Sodium.free(pointer)
+        }
+        pointer = grown
+        capacity = newCapacity
     }
 
     /// Zeroes the appended bytes and empties the arena, keeping its region.
@@ -169,5 +195,36 @@ final class GuardedArena {
 
     deinit {
         if let pointer { Sodium.free(pointer) }
+    }
+}
+
+/// Guarded memory that a reader fills from a descriptor, for secrets of unknown length: the bytes go from the
+/// kernel straight into guarded memory, and ``secureBytes()`` makes the immutable ``SecureBytes``.
+package final class SecretBuffer {
+    private let arena = GuardedArena()
+
+    package init() {}
+
+    /// The number of bytes read so far.
+    package var count: Int { arena.count }
+
+    /// The last byte, if any.
+    package var last: UInt8? {
+        arena.withUnsafeBytes { $0.last }
+    }
+
+    /// Lets `fill` write up to `byteCount` bytes at the end; keeps as many as it returns.
+    package func append<Failure: Error>(
+        upTo byteCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Result<Int, Failure>
+    ) -> Result<Int, Failure> {
+        arena.append(upTo: byteCount, fill)
+    }
+
+    /// Zeroes and drops the last byte.
+    package func removeLast() { arena.removeLast(1) }
+
+    /// A copy of the bytes (the buffer's own region is zeroed when it is released).
+    package func secureBytes() -> SecureBytes {
+        arena.withUnsafeBytes { bytes in SecureBytes(count: bytes.count) { $0.copyMemory(from: bytes) } }
     }
 }

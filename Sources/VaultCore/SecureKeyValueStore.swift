@@ -1,4 +1,6 @@
 import Foundation
+import Synchronization
+import VaultSodium
 
 /// An encrypted key-value store in one file, unlocked with a passphrase.
 ///
@@ -14,7 +16,10 @@ import Foundation
 ///   re-reading the file: writers in several processes never lose each other's updates.
 /// - The passphrase, keys and decrypted values live in libsodium-guarded memory, zeroed when released.
 ///
-/// `docs/FORMAT.md` specifies the file. All methods are thread-safe.
+/// `docs/FORMAT.md` specifies the file. All methods are thread-safe, and all of them block: reads and writes
+/// of the file, `fsync`, waiting for another process's lock (up to ``Options/lockTimeoutSeconds``) and, in
+/// ``open(with:)-(SecureBytes)`` and ``changePassphrase(to:parameters:)``, Argon2id (up to 1 GiB and seconds).
+/// From `async` code use the ``AsyncSecureKeyValueStore`` face, which runs them off the cooperative pool.
 ///
 /// ```swift
 /// let store = SecureKeyValueStore(path: "/home/me/.local/share/vault/app.vault")
@@ -23,93 +28,22 @@ import Foundation
 /// let user = try store.getString("username")  // "alice"
 /// store.close()                             // zeroes all key material
 /// ```
-public final class SecureKeyValueStore: @unchecked Sendable {
-    /// How the store treats new vaults, KDF parameters and the lock.
-    public struct Options: Sendable {
-        /// The Argon2id parameters of vaults this store creates. Default ``Argon2id/Parameters/moderate``.
-        public var kdfParametersForNewVaults: Argon2id.Parameters
-        /// Which parameters a vault may ask for when opened.
-        public var kdfPolicy: Argon2id.KDFPolicy
-        /// How long a writer waits for another process's lock before failing with ``VaultError/busy(path:timeoutSeconds:)``.
-        public var lockTimeoutSeconds: Double
-        /// Rollback protection: where to remember the highest generation seen of each vault, so that an older
-        /// copy put back is refused with ``VaultError/rollbackDetected(path:seenGeneration:fileGeneration:)``.
-        /// `nil` (the library's default) turns it off; the `vault` CLI uses ``RollbackProtection/standard``.
-        public var rollbackProtection: RollbackProtection? = nil
-        /// Opens a vault older than the recorded generation anyway, and lowers the record (a restored backup).
-        public var acceptRollback = false
-
-        /// - Parameter allowInsecureKDFForTesting: the explicit test hook: accept and create vaults with
-        ///   libsodium's minimum Argon2id cost. Never set it outside tests.
-        public init(
-            kdfParametersForNewVaults: Argon2id.Parameters = .moderate,
-            allowInsecureKDFForTesting: Bool = false,
-            lockTimeoutSeconds: Double = 10
-        ) {
-            self.kdfParametersForNewVaults = kdfParametersForNewVaults
-            self.kdfPolicy = allowInsecureKDFForTesting ? .insecureForTesting : .standard
-            self.lockTimeoutSeconds = lockTimeoutSeconds
-        }
-
-        /// Cheap Argon2id for tests: creates and opens vaults with ``Argon2id/Parameters/insecureForTesting``.
-        public static let insecureForTesting = Options(
-            kdfParametersForNewVaults: .insecureForTesting, allowInsecureKDFForTesting: true)
-    }
-
-    /// A batch of puts and removes written in one atomic replacement of the file.
-    ///
-    /// The values are copied into one growable guarded region as they are added, so a batch may hold any
-    /// number of entries (one guarded mapping per value would hit the kernel's limit on mappings).
-    public struct Changes {
-        var list: [(name: String, change: VaultContents.Change)] = []
-        /// The values of the puts in `list`; a copy of the batch shares it (it is only appended to).
-        var values: GuardedArena
-        var removesAll = false
-
-        init(values: GuardedArena = GuardedArena()) {
-            self.values = values
-        }
-
-        public mutating func put(_ value: SecureBytes, forKey key: String) throws {
-            try value.withUnsafeBytes { try put(bytes: $0, forKey: key) }
-        }
-
-        public mutating func put(_ value: String, forKey key: String) throws {
-            var value = value
-            try value.withUTF8 { try put(bytes: UnsafeRawBufferPointer($0), forKey: key) }
-        }
-
-        private mutating func put(bytes: UnsafeRawBufferPointer, forKey key: String) throws {
-            try SecureKeyValueStore.validate(key: key)
-            guard bytes.count <= VaultFormat.maximumValueByteCount else {
-                throw VaultError.valueTooLarge(key: key, byteCount: bytes.count)
-            }
-            list.append((key, .put(values.append(bytes))))
-        }
-
-        public mutating func remove(_ key: String) {
-            list.append((key, .remove))
-        }
-
-        /// Removes every entry in the file as it is when the batch is written (then applies the rest).
-        public mutating func removeAll() {
-            list.removeAll()
-            removesAll = true
-        }
-    }
-
-    /// Creation and modification times of an entry.
-    public struct EntryAttributes: Sendable, Equatable {
-        public var created: Date
-        public var modified: Date
-        public var byteCount: Int
-    }
-
+public final class SecureKeyValueStore: Sendable {
     /// The vault file's path.
     public let path: String
     public let options: Options
 
-    private struct OpenState {
+    /// Everything that changes, behind one lock (held across file I/O: readers in this process wait for a
+    /// write's `fsync`, which keeps every reader's view a file that was on disk).
+    private let state = Mutex(State())
+
+    private struct State: ~Copyable, Sendable {
+        var open: OpenState?
+        /// Zeroed regions kept for the next write (``RegionPool``).
+        var regions = RegionPool()
+    }
+
+    struct OpenState: Sendable {
         var dataKey: SecureBytes
         var header: VaultFormat.Header
         /// The first bytes of the file as last read or written (header and body nonce): if the file on disk
@@ -117,13 +51,6 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         var fileIdentity: [UInt8]
         var contents: VaultContents
     }
-
-    private let mutex = NSLock()
-    private var state: OpenState?
-    /// The zeroed region of the plaintext the last write replaced, for the next write to reuse.
-    private var spare: SecureBytes?
-    /// The wiped region of the last batch's values, for the next batch.
-    private var spareArena: GuardedArena?
 
     /// A store for the vault file at `path`. Nothing is read until ``open(with:)-(SecureBytes)``.
     public init(path: String, options: Options = Options()) {
@@ -133,11 +60,11 @@ public final class SecureKeyValueStore: @unchecked Sendable {
 
     /// A store for `databaseFileName` in ``defaultDirectory``, like the tutorials' `SecureKeyValueStore(databaseFileName:)`.
     ///
-    /// - Throws: ``VaultError/invalidKey(reason:)`` if the name contains `/` or is empty or `.`/`..`.
+    /// - Throws: ``VaultError/invalidFileName(_:)`` if the name contains `/` or is empty or `.`/`..`.
     public convenience init(databaseFileName: String, options: Options = Options()) throws {
         guard !databaseFileName.isEmpty, !databaseFileName.contains("/"), databaseFileName != ".",
             databaseFileName != ".."
-        else { throw VaultError.invalidKey(reason: "database file name must be a plain file name") }
+        else { throw VaultError.invalidFileName(databaseFileName) }
         self.init(path: Self.defaultDirectory + "/" + databaseFileName, options: options)
     }
 
@@ -152,16 +79,16 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     }
 
     /// Whether the store is open (unlocked).
-    public var isOpen: Bool { mutex.withLock { state != nil } }
+    public var isOpen: Bool { state.withLock { $0.open != nil } }
 
     /// Whether a file exists at ``path`` (it may still be unreadable or not a vault).
     public var exists: Bool { VaultFile.exists(path) }
 
     /// The Argon2id parameters of the open vault.
-    public var kdfParameters: Argon2id.Parameters? { mutex.withLock { state?.header.parameters } }
+    public var kdfParameters: Argon2id.Parameters? { state.withLock { $0.open?.header.parameters } }
 
     /// The open vault's generation: 1 when created, one more on every write.
-    public var generation: UInt64? { mutex.withLock { state?.header.generation } }
+    public var generation: UInt64? { state.withLock { $0.open?.header.generation } }
 
     // MARK: Open, create, close
 
@@ -184,20 +111,20 @@ public final class SecureKeyValueStore: @unchecked Sendable {
 
     /// Opens the vault; when none exists, creates one if `createIfMissing`, else throws ``VaultError/vaultNotFound(path:)``.
     public func open(with passphrase: SecureBytes, createIfMissing: Bool) throws {
-        try mutex.withLock { () throws in
-            if let bytes = try VaultFile.read(path: path) {
-                state = try unlock(bytes, passphrase: passphrase)
-                return
-            }
+        let opened: OpenState
+        if let bytes = try VaultFile.read(path: path) {
+            opened = try unlock(bytes, passphrase: passphrase)
+        } else {
             guard createIfMissing else { throw VaultError.vaultNotFound(path: path) }
             do {
-                state = try createLocked(passphrase: passphrase, parameters: options.kdfParametersForNewVaults)
+                opened = try createNew(passphrase: passphrase, parameters: options.kdfParametersForNewVaults)
             } catch VaultError.vaultAlreadyExists {
                 // Another process created it between our read and our lock: open theirs.
                 guard let bytes = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
-                state = try unlock(bytes, passphrase: passphrase)
+                opened = try unlock(bytes, passphrase: passphrase)
             }
         }
+        state.withLock { $0.open = opened }
     }
 
     /// Creates a new, empty vault at ``path`` and leaves it open.
@@ -205,146 +132,86 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     /// - Parameter parameters: Argon2id cost; default ``Options/kdfParametersForNewVaults``.
     /// - Throws: ``VaultError/vaultAlreadyExists(path:)`` if a file is already there.
     public func create(with passphrase: SecureBytes, parameters: Argon2id.Parameters? = nil) throws {
-        try mutex.withLock { () throws in
-            state = try createLocked(
-                passphrase: passphrase, parameters: parameters ?? options.kdfParametersForNewVaults)
-        }
+        let created = try createNew(passphrase: passphrase, parameters: parameters ?? options.kdfParametersForNewVaults)
+        state.withLock { $0.open = created }
     }
 
     /// Closes the store: drops the data key and all decrypted values (their memory is zeroed).
     public func close() {
-        mutex.withLock {
-            state = nil
-            spare = nil
-            spareArena = nil
+        state.withLock {
+            $0.open = nil
+            $0.regions = RegionPool()
         }
     }
 
-    private func createLocked(
-        passphrase: SecureBytes, parameters: Argon2id.Parameters
-    ) throws -> OpenState {
+    /// Creates the file. The data key is wrapped (Argon2id) before the lock is taken.
+    private func createNew(passphrase: SecureBytes, parameters: Argon2id.Parameters) throws -> OpenState {
         guard options.kdfPolicy.accepts(parameters) else {
             throw VaultError.kdfParametersOutOfRange(
                 path: path, opsLimit: parameters.opsLimit, memLimitBytes: parameters.memLimitBytes)
         }
-        try Sodium.ensureInitialized()
+        try sodium { try Sodium.ensureInitialized() }
         try VaultFile.createDirectory(for: path)
+        let dataKey = SecureBytes.random(count: VaultFormat.dataKeyByteCount)
+        let header = try VaultEnvelope.wrap(dataKey, passphrase: passphrase, parameters: parameters, generation: 1)
+        let contents = VaultContents.empty(headerHash: VaultEnvelope.hash(header))
         let lock = try VaultLock(vaultPath: path, timeoutSeconds: options.lockTimeoutSeconds)
         defer { lock.release() }
         if VaultFile.exists(path) { throw VaultError.vaultAlreadyExists(path: path) }
-        let dataKey = SecureBytes.random(count: VaultFormat.dataKeyByteCount)
-        let header = try wrap(dataKey, passphrase: passphrase, parameters: parameters, generation: 1)
-        let hash = Self.hash(header)
-        let contents = VaultContents.empty(headerHash: hash)
         return try write(header: header, contents: contents, dataKey: dataKey)
-    }
-
-    /// Derives the key-encryption key with a fresh salt and wraps `dataKey` under it.
-    private func wrap(
-        _ dataKey: SecureBytes, passphrase: SecureBytes, parameters: Argon2id.Parameters, generation: UInt64
-    ) throws -> VaultFormat.Header {
-        let salt = Sodium.randomBytes(count: Argon2id.saltByteCount)
-        let kek = try Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters)
-        let keyNonce = Sodium.randomBytes(count: VaultFormat.nonceByteCount)
-        var wrapped = [UInt8](repeating: 0, count: VaultFormat.wrappedKeyByteCount)
-        try wrapped.withUnsafeMutableBytes { (out) throws in
-            try dataKey.withUnsafeBytes { (key) throws in
-                try kek.withUnsafeBytes { (kekBytes) throws in
-                    try keyNonce.withUnsafeBytes { (nonce) throws in
-                        try Sodium.secretBoxSeal(key, nonce: nonce, key: kekBytes, into: out)
-                    }
-                }
-            }
-        }
-        return VaultFormat.Header(
-            parameters: parameters, salt: salt, generation: generation, keyNonce: keyNonce, wrappedKey: wrapped)
     }
 
     /// Parses, derives, unwraps and decrypts a vault file.
     private func unlock(_ file: [UInt8], passphrase: SecureBytes) throws -> OpenState {
-        let header = try file.withUnsafeBytes { (bytes) throws in
-            try VaultFormat.Header.parse(bytes, path: path, policy: options.kdfPolicy)
-        }
-        let kek = try Argon2id.deriveKey(from: passphrase, salt: header.salt, parameters: header.parameters)
-        let dataKey = try SecureBytes(count: VaultFormat.dataKeyByteCount) { (out) throws in
-            let ok = header.wrappedKey.withUnsafeBytes { wrapped in
-                kek.withUnsafeBytes { kekBytes in
-                    header.keyNonce.withUnsafeBytes { nonce in
-                        Sodium.secretBoxOpen(wrapped, nonce: nonce, key: kekBytes, into: out)
-                    }
-                }
-            }
-            guard ok else { throw VaultError.wrongPassphrase(path: path) }
-        }
-        return try decryptBody(file, header: header, dataKey: dataKey)
+        let header = try VaultEnvelope.parseHeader(file, path: path, policy: options.kdfPolicy)
+        let dataKey = try VaultEnvelope.unwrapDataKey(of: header, passphrase: passphrase, path: path)
+        return try decrypt(file, header: header, dataKey: dataKey)
     }
 
-    /// Decrypts the body of `file` (whose header is `header`) with `dataKey` and checks the binding to the header.
-    private func decryptBody(
-        _ file: [UInt8], header: VaultFormat.Header, dataKey: SecureBytes, rollbackRetries: Int = 3
-    ) throws -> OpenState {
-        let bodyStart = VaultFormat.headerByteCount + VaultFormat.nonceByteCount
-        let plaintext = try file.withUnsafeBytes { (bytes) throws in
-            let nonce = UnsafeRawBufferPointer(rebasing: bytes[VaultFormat.headerByteCount..<bodyStart])
-            let box = UnsafeRawBufferPointer(rebasing: bytes[bodyStart...])
-            return try SecureBytes(count: box.count - VaultFormat.macByteCount) { (out) throws in
-                let ok = dataKey.withUnsafeBytes { key in Sodium.secretBoxOpen(box, nonce: nonce, key: key, into: out) }
-                guard ok else { throw VaultError.wrongPassphrase(path: path) }
-            }
+    /// Decrypts `file` with `dataKey`, then checks it against the rollback record (``checkRollback``).
+    private func decrypt(_ file: [UInt8], header: VaultFormat.Header, dataKey: SecureBytes) throws -> OpenState {
+        var file = file
+        var header = header
+        var retries = 3
+        while true {
+            let contents = try VaultEnvelope.openBody(file, dataKey: dataKey, path: path)
+            let opened = OpenState(
+                dataKey: dataKey, header: header, fileIdentity: Array(file[0..<VaultEnvelope.bodyStart]),
+                contents: contents)
+            guard let newer = try checkRollback(opened, file: file, retries: &retries) else { return opened }
+            (file, header) = newer
         }
-        let hash = file.withUnsafeBytes { Sodium.blake2b256(UnsafeRawBufferPointer(rebasing: $0[0..<VaultFormat.headerByteCount])) }
-        let contents = try VaultContents(plaintext: plaintext, headerHash: hash, path: path)
-        if let protection = options.rollbackProtection {
-            do {
-                try RollbackGuard.checkAndRecord(
-                    path: path, generation: header.generation, dataKey: dataKey, protection: protection,
-                    accept: options.acceptRollback)
-            } catch let error as VaultError where rollbackRetries > 0 {
-                // A writer may have replaced the file and raised the record since we read it: if the file on
-                // disk changed, decrypt the new one (same data key) and check again; if not, it is a rollback.
-                guard case .rollbackDetected = error, let again = try VaultFile.read(path: path), again != file
-                else { throw error }
-                let newHeader = try again.withUnsafeBytes { (bytes) throws in
-                    try VaultFormat.Header.parse(bytes, path: path, policy: options.kdfPolicy)
-                }
-                return try decryptBody(again, header: newHeader, dataKey: dataKey, rollbackRetries: rollbackRetries - 1)
-            }
+    }
+
+    /// Checks `opened` against the rollback record. Returns a newer file to decrypt instead when a writer
+    /// replaced the file (and raised the record) since it was read; throws when it is a rollback.
+    private func checkRollback(
+        _ opened: OpenState, file: [UInt8], retries: inout Int
+    ) throws -> ([UInt8], VaultFormat.Header)? {
+        guard let protection = options.rollbackProtection else { return nil }
+        do {
+            try RollbackGuard.checkAndRecord(
+                path: path, generation: opened.header.generation, dataKey: opened.dataKey, protection: protection,
+                accept: options.acceptRollback)
+            return nil
+        } catch VaultError.rollbackDetected(let path, let seen, let fileGeneration) where retries > 0 {
+            retries -= 1
+            let error = VaultError.rollbackDetected(path: path, seenGeneration: seen, fileGeneration: fileGeneration)
+            guard let again = try VaultFile.read(path: path), again != file else { throw error }
+            return (again, try VaultEnvelope.parseHeader(again, path: path, policy: options.kdfPolicy))
         }
-        return OpenState(
-            dataKey: dataKey, header: header, fileIdentity: Array(file[0..<bodyStart]), contents: contents)
     }
 
     /// Seals `contents` under `dataKey` behind `header` and replaces the file. The caller holds the lock.
-    private func write(
-        header: VaultFormat.Header, contents: VaultContents, dataKey: SecureBytes
-    ) throws -> OpenState {
-        // Header, fresh body nonce, then the box sealed in place: one allocation, no zero-fill, no copy.
-        let encodedHeader = header.encoded()
-        let bodyStart = VaultFormat.headerByteCount + VaultFormat.nonceByteCount
-        let fileCount = bodyStart + contents.plaintext.count + VaultFormat.macByteCount
-        let file = try [UInt8](unsafeUninitializedCapacity: fileCount) { (buffer, initialized) throws in
-            let bytes = UnsafeMutableRawBufferPointer(buffer)
-            encodedHeader.withUnsafeBytes { bytes.copyMemory(from: $0) }
-            let nonce = UnsafeMutableRawBufferPointer(rebasing: bytes[VaultFormat.headerByteCount..<bodyStart])
-            Sodium.fillRandom(nonce)
-            let out = UnsafeMutableRawBufferPointer(rebasing: bytes[bodyStart...])
-            try contents.plaintext.withUnsafeBytes { (plaintext) throws in
-                try dataKey.withUnsafeBytes { (key) throws in
-                    try Sodium.secretBoxSeal(plaintext, nonce: UnsafeRawBufferPointer(nonce), key: key, into: out)
-                }
-            }
-            initialized = fileCount
-        }
+    private func write(header: VaultFormat.Header, contents: VaultContents, dataKey: SecureBytes) throws -> OpenState {
+        let file = try VaultEnvelope.seal(header: header, plaintext: contents.plaintext, dataKey: dataKey)
         try VaultFile.writeAtomically(file, to: path)
         if let protection = options.rollbackProtection {
             RollbackGuard.record(path: path, generation: header.generation, dataKey: dataKey, protection: protection)
         }
         return OpenState(
-            dataKey: dataKey, header: header, fileIdentity: Array(file[0..<bodyStart]), contents: contents)
-    }
-
-    private static func hash(_ header: VaultFormat.Header) -> [UInt8] {
-        header.encoded().withUnsafeBytes { Sodium.blake2b256($0) }
+            dataKey: dataKey, header: header, fileIdentity: Array(file[0..<VaultEnvelope.bodyStart]),
+            contents: contents)
     }
 
     /// The open state brought up to date with the file on disk: another process may have written since we
@@ -361,63 +228,66 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         case .contents(let bytes): file = bytes
         }
         if file.count >= identity.count && file[0..<identity.count].elementsEqual(identity) { return current }
-        let header = try file.withUnsafeBytes { (bytes) throws in
-            try VaultFormat.Header.parse(bytes, path: path, policy: options.kdfPolicy)
-        }
-        return try decryptBody(file, header: header, dataKey: current.dataKey)
+        let header = try VaultEnvelope.parseHeader(file, path: path, policy: options.kdfPolicy)
+        return try decrypt(file, header: header, dataKey: current.dataKey)
     }
 
-    /// Runs `body` with the up-to-date open state under the vault's lock, and keeps what `body` returns.
-    private func modify(_ body: (OpenState) throws -> OpenState) throws {
-        try mutex.withLock { () throws in
-            keepAsSpare(try modifyLocked(body))
+    /// Runs `body` with the up-to-date open state under the vault's lock (the file's and this object's), and
+    /// keeps what `body` returns; the plaintext it replaced is zeroed and kept for the next write.
+    private func modify(_ body: (OpenState, inout RegionPool) throws -> OpenState) throws {
+        try state.withLock { (state) throws in
+            var replaced = try modifyLocked(&state, body)
+            state.regions.keep(replaced.take())
         }
     }
 
-    /// Returns the plaintext that the new state replaced, if any.
-    private func modifyLocked(_ body: (OpenState) throws -> OpenState) throws -> SecureBytes? {
-        guard let current = state else { throw VaultError.notOpen }
+    /// Returns the plaintext that the new state replaced, if any (once nothing else holds it, it can be reused).
+    private func modifyLocked(
+        _ state: inout State, _ body: (OpenState, inout RegionPool) throws -> OpenState
+    ) throws -> SecureBytes? {
+        guard let current = state.open else { throw VaultError.notOpen }
         let lock = try VaultLock(vaultPath: path, timeoutSeconds: options.lockTimeoutSeconds)
         defer { lock.release() }
         let fresh = try refreshed(current)
-        let next = try body(fresh)
-        state = next
+        let next = try body(fresh, &state.regions)
+        state.open = next
         return fresh.contents.plaintext === next.contents.plaintext ? nil : fresh.contents.plaintext
     }
 
-    /// Zeroes a replaced plaintext region and keeps it for the next write, when nothing else holds it.
-    private func keepAsSpare(_ replaced: consuming SecureBytes?) {
-        guard var region = replaced.take(), isKnownUniquelyReferenced(&region) else { return }
-        region.wipe()
-        spare = region
-    }
-
-    /// Writes `current` with `changes` applied as the next generation. The caller holds the lock.
-    private func next(_ current: OpenState, applying changes: Changes) throws -> OpenState {
+    /// `current` with `changes` applied, written as the next generation. The caller holds the lock.
+    private func next(_ current: OpenState, applying changes: Changes, regions: inout RegionPool) throws -> OpenState {
         var list = changes.list
         if changes.removesAll {
             list = current.contents.order.map { ($0, VaultContents.Change.remove) } + list
         }
         var header = current.header
         header.generation += 1
-        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-        let contents = try changes.values.withUnsafeBytes { values in
+        return try rewrite(current, as: header, applying: list, values: changes.values, regions: &regions)
+    }
+
+    /// `current` under `header` with `list` applied (values in `values`), written. The caller holds the lock.
+    private func rewrite(
+        _ current: OpenState, as header: VaultFormat.Header, applying list: [(name: String, change: VaultContents.Change)],
+        values: GuardedArena?, regions: inout RegionPool
+    ) throws -> OpenState {
+        let contents = try (values ?? GuardedArena()).withUnsafeBytes { values in
             try current.contents.applying(
-                list, values: values, headerHash: Self.hash(header), now: now, path: path, reusing: &spare)
+                list, values: values, headerHash: VaultEnvelope.hash(header), now: Self.nowMilliseconds(),
+                path: path, reusing: &regions.spare)
         }
         return try write(header: header, contents: contents, dataKey: current.dataKey)
     }
 
-    private func apply(_ changes: Changes) throws {
-        try modify { try next($0, applying: changes) }
+    private static func nowMilliseconds() -> Int64 {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded())
     }
 
     /// Re-reads the vault file so that reads see what other processes wrote since this store opened it or
     /// last wrote (writes always start from the file on disk). No KDF runs.
     public func reload() throws {
-        try mutex.withLock { () throws in
-            guard let current = state else { throw VaultError.notOpen }
-            state = try refreshed(current)
+        try state.withLock { (state) throws in
+            guard let current = state.open else { throw VaultError.notOpen }
+            state.open = try refreshed(current)
         }
     }
 
@@ -432,20 +302,18 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     /// }
     /// ```
     public func update(_ body: (inout Changes) throws -> Void) throws {
-        var changes = Changes(values: mutex.withLock { spareArena.take() } ?? GuardedArena())
-        defer { keepArena(of: &changes) }
+        var changes = Changes(values: state.withLock { $0.regions.takeArena() })
+        defer {
+            var arena: GuardedArena? = changes.detachValues()
+            state.withLock { $0.regions.keep(arena.take()) }
+        }
         try body(&changes)
-        try apply(changes)
+        try write(changes)
     }
 
-    /// Wipes the values of a written (or failed) batch and keeps their region for the next batch, unless a
-    /// copy of the batch still holds it.
-    private func keepArena(of changes: inout Changes) {
-        var arena = GuardedArena()
-        swap(&arena, &changes.values)
-        guard isKnownUniquelyReferenced(&arena) else { return }
-        arena.wipe()
-        mutex.withLock { spareArena = arena }
+    /// Writes a batch made elsewhere (``Changes/init()``) in one atomic, durable write.
+    public func write(_ changes: Changes) throws {
+        try modify { try next($0, applying: changes, regions: &$1) }
     }
 
     /// Stores secret bytes under `key`, replacing any previous value. One durable write.
@@ -453,7 +321,7 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         try update { try $0.put(value, forKey: key) }
     }
 
-    /// Stores the UTF-8 bytes of `value` under `key`.
+    /// Stores the UTF-8 bytes of `value` under `key` (the tutorials' `put(_:forKey:)`).
     public func put(_ value: String, forKey key: String) throws {
         try update { try $0.put(value, forKey: key) }
     }
@@ -468,10 +336,11 @@ public final class SecureKeyValueStore: @unchecked Sendable {
         try put(SecureBytes(value), forKey: key)
     }
 
-    /// Stores `value` under `key` as JSON (read it back with ``get(_:as:)``).
+    /// Stores `value` under `key` as JSON (read it back with ``getJSON(_:as:)``).
     ///
-    /// The encoder's output passes through an ordinary `Data` before it reaches guarded memory.
-    public func put<T: Encodable>(_ value: T, forKey key: String) throws {
+    /// A separate name, not a `put` overload: a generic `put` would also catch an `Optional<String>` and store
+    /// it as the JSON text `"…"`, quotes included. The encoder's output passes through an ordinary `Data`.
+    public func putJSON<T: Encodable>(_ value: T, forKey key: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try put(SecureBytes(try encoder.encode(value)), forKey: key)
@@ -482,12 +351,12 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     @discardableResult
     public func remove(_ key: String) throws -> Bool {
         var existed = false
-        try modify { current in
+        try modify { current, regions in
             guard current.contents.entries[key] != nil else { return current }
             existed = true
             var changes = Changes()
             changes.remove(key)
-            return try next(current, applying: changes)
+            return try next(current, applying: changes, regions: &regions)
         }
         return existed
     }
@@ -497,45 +366,50 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     public func removeAll() throws {
         var changes = Changes()
         changes.removeAll()
-        try apply(changes)
+        try write(changes)
     }
 
     /// Re-wraps the data key under a key derived from `newPassphrase` with a new salt, in one atomic write.
     ///
     /// Entries are not re-encrypted under a new key (the data key stays); the body is sealed again with a
-    /// fresh nonce because it is bound to the header. The old passphrase stops working at once.
+    /// fresh nonce because it is bound to the header. The old passphrase stops working at once. Argon2id runs
+    /// before the vault's lock is taken, so other writers do not wait for it.
     ///
     /// - Parameter parameters: new Argon2id parameters, or `nil` to keep the vault's.
-    public func changeEncryptionKey(
-        with newPassphrase: SecureBytes, parameters: Argon2id.Parameters? = nil
-    ) throws {
+    public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters? = nil) throws {
         if let parameters, !options.kdfPolicy.accepts(parameters) {
             throw VaultError.kdfParametersOutOfRange(
                 path: path, opsLimit: parameters.opsLimit, memLimitBytes: parameters.memLimitBytes)
         }
-        try modify { (current) throws in
-            let header = try wrap(
-                current.dataKey, passphrase: newPassphrase,
-                parameters: parameters ?? current.header.parameters, generation: current.header.generation + 1)
-            let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-            let contents = try current.contents.applying(
-                [], values: UnsafeRawBufferPointer(start: nil, count: 0), headerHash: Self.hash(header), now: now,
-                path: path, reusing: &spare)
-            return try write(header: header, contents: contents, dataKey: current.dataKey)
+        guard let held = state.withLock({ $0.open }) else { throw VaultError.notOpen }
+        // The data key never changes, so a key wrapped now is still right for the file found under the lock.
+        let wrapped = try VaultEnvelope.wrap(
+            held.dataKey, passphrase: newPassphrase, parameters: parameters ?? held.header.parameters,
+            generation: held.header.generation + 1)
+        try modify { current, regions in
+            var header = wrapped
+            header.generation = current.header.generation + 1
+            return try rewrite(current, as: header, applying: [], values: nil, regions: &regions)
         }
     }
 
-    /// ``changeEncryptionKey(with:parameters:)-(SecureBytes,_)`` with a `String` (the tutorials' signature).
+    /// ``changePassphrase(to:parameters:)`` under the tutorials' name (it changes the passphrase; the data
+    /// key that encrypts the entries stays).
+    public func changeEncryptionKey(with newPassphrase: SecureBytes, parameters: Argon2id.Parameters? = nil) throws {
+        try changePassphrase(to: newPassphrase, parameters: parameters)
+    }
+
+    /// ``changePassphrase(to:parameters:)`` with a `String` (the tutorials' signature).
     public func changeEncryptionKey(with newPassphrase: String) throws {
-        try changeEncryptionKey(with: SecureBytes(string: newPassphrase))
+        try changePassphrase(to: SecureBytes(string: newPassphrase))
     }
 
     // MARK: Reading entries
 
     private func read<R>(_ body: (VaultContents) throws -> R) throws -> R {
-        try mutex.withLock { () throws in
-            guard let state else { throw VaultError.notOpen }
-            return try body(state.contents)
+        try state.withLock { (state) throws in
+            guard let open = state.open else { throw VaultError.notOpen }
+            return try body(open.contents)
         }
     }
 
@@ -569,7 +443,7 @@ public final class SecureKeyValueStore: @unchecked Sendable {
 
     /// The value under `key` decoded from JSON as `type`, or `nil` if there is none.
     /// - Throws: ``VaultError/typeMismatch(key:reason:)`` if it does not decode.
-    public func get<T: Decodable>(_ key: String, as type: T.Type) throws -> T? {
+    public func getJSON<T: Decodable>(_ key: String, as type: T.Type) throws -> T? {
         guard let data = try getData(key) else { return nil }
         do {
             return try JSONDecoder().decode(type, from: data)
@@ -603,32 +477,12 @@ public final class SecureKeyValueStore: @unchecked Sendable {
     /// Checks an entry name: 1 to 4,096 bytes of UTF-8, no control characters.
     public static func validate(key: String) throws {
         let byteCount = key.utf8.count
-        guard byteCount > 0 else { throw VaultError.invalidKey(reason: "the name is empty") }
+        guard byteCount > 0 else { throw VaultError.invalidEntryName(reason: "the name is empty") }
         guard byteCount <= VaultFormat.maximumNameByteCount else {
-            throw VaultError.invalidKey(reason: "the name is longer than \(VaultFormat.maximumNameByteCount) bytes")
+            throw VaultError.invalidEntryName(reason: "the name is longer than \(VaultFormat.maximumNameByteCount) bytes")
         }
         guard !key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw VaultError.invalidKey(reason: "the name contains a control character")
+            throw VaultError.invalidEntryName(reason: "the name contains a control character")
         }
-    }
-}
-
-extension SecureKeyValueStore {
-    /// What a vault's header says, read without the passphrase (nothing of it is authenticated yet).
-    public struct HeaderInfo: Sendable, Equatable {
-        public var formatVersion: Int
-        public var kdfParameters: Argon2id.Parameters
-        public var generation: UInt64
-        public var fileByteCount: Int
-    }
-
-    /// Reads the header of the vault at ``path`` with the same checks as ``open(with:)-(SecureBytes)``
-    /// before its KDF (permissions, magic, version, KDF range), without a passphrase.
-    public func inspect() throws -> HeaderInfo {
-        guard let file = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
-        let header = try file.withUnsafeBytes { try VaultFormat.Header.parse($0, path: path, policy: options.kdfPolicy) }
-        return HeaderInfo(
-            formatVersion: Int(VaultFormat.version), kdfParameters: header.parameters,
-            generation: header.generation, fileByteCount: file.count)
     }
 }

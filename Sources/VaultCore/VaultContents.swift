@@ -1,11 +1,12 @@
+import VaultSodium
 /// The decrypted entries of a vault: one guarded buffer holding the plaintext as the file stores it, and an
 /// index from names to the places of their values in that buffer.
 ///
 /// Keeping all values in one `sodium_malloc` region (rather than one region per value) keeps the cost of a
 /// vault with 100,000 entries at one allocation, not 100,000 mappings with guard pages.
 /// Entry names are held as ordinary `String`s in the index: they are not secret in memory (they are in the file).
-struct VaultContents {
-    struct Entry {
+struct VaultContents: Sendable {
+    struct Entry: Sendable {
         var valueOffset: Int
         var valueCount: Int
         var created: Int64

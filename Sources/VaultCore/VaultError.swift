@@ -1,4 +1,8 @@
-/// Every failure of the vault library. No case ever carries a passphrase, a key or a value.
+/// Every failure of the vault library. No case ever carries a passphrase, a key or a value; entry names and
+/// paths do appear (they are not secret to the user who typed them, but SECURITY.md lists names as assets:
+/// an embedder that logs errors should know).
+///
+/// The cases say what failed; what to tell a user (a hint, an exit code) is the command line's business.
 public enum VaultError: Error, Equatable, Sendable {
     /// The passphrase is wrong, or the file's authenticated parts were altered; the two cannot be told apart.
     case wrongPassphrase(path: String)
@@ -20,8 +24,10 @@ public enum VaultError: Error, Equatable, Sendable {
     case busy(path: String, timeoutSeconds: Double)
     /// The store is not open; call `open(with:)` first.
     case notOpen
-    /// An entry name is empty, too long, or not valid UTF-8.
-    case invalidKey(reason: String)
+    /// An entry name is empty, too long, or holds a control character.
+    case invalidEntryName(reason: String)
+    /// A database file name (``SecureKeyValueStore/init(databaseFileName:options:)``) is not a plain file name.
+    case invalidFileName(String)
     /// A value is larger than the format allows.
     case valueTooLarge(key: String, byteCount: Int)
     /// A stored value is not valid UTF-8 (asked for as a `String`) or does not decode as the requested type.
@@ -60,8 +66,10 @@ extension VaultError: CustomStringConvertible {
             return "vault '\(path)' is busy: another process held its lock for more than \(formatSeconds(timeout))"
         case .notOpen:
             return "the vault is not open"
-        case .invalidKey(let reason):
+        case .invalidEntryName(let reason):
             return "invalid entry name: \(reason)"
+        case .invalidFileName(let name):
+            return "invalid database file name '\(name)': it must be a plain file name"
         case .valueTooLarge(let key, let count):
             return "value for '\(key)' is too large (\(count) bytes)"
         case .typeMismatch(let key, let reason):
@@ -75,33 +83,23 @@ extension VaultError: CustomStringConvertible {
                 + "(generation \(file), but \(seen) was seen): an older copy may have been put back"
         }
     }
-
-    /// A hint for the user, when there is something they can do.
-    public var hint: String? {
-        switch self {
-        case .unsafePermissions(_, _, let hint): return hint
-        case .vaultNotFound: return "create one with 'vault init', or pass --vault PATH"
-        case .wrongPassphrase: return "check the passphrase; a damaged file gives the same error"
-        case .busy: return "another vault command is running; try again"
-        case .rollbackDetected:
-            return "if you restored this copy on purpose (a backup), pass --accept-rollback once"
-        case .kdfParametersOutOfRange:
-            return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"
-        default: return nil
-        }
-    }
 }
 
 private func formatSeconds(_ seconds: Double) -> String {
     seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
 }
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import VaultSodium
 
 func errnoDescription(_ code: Int32) -> String {
-    String(cString: strerror(code))
+    Posix.describe(errno: code)
+}
+
+/// Runs a libsodium wrapper, turning its failure into ``VaultError/cryptoFailure(function:)``.
+func sodium<R>(_ body: () throws -> R) throws -> R {
+    do {
+        return try body()
+    } catch let failure as SodiumFailure {
+        throw VaultError.cryptoFailure(function: failure.function)
+    }
 }

@@ -3,26 +3,18 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import VaultSodium
 
 /// File-system operations on a vault path: safe reads, atomic durable writes, the lock, permission checks.
 ///
 /// Thin wrappers over POSIX calls in the style of swift-system: `EINTR` is retried in one helper, every
-/// failure becomes a ``VaultError`` naming the operation and the path.
+/// failure becomes a ``VaultError`` naming the operation and the path (``Posix``).
 enum VaultFile {
     /// Splits `path` into its directory and last component.
     static func split(_ path: String) -> (directory: String, name: String) {
         guard let slash = path.lastIndex(of: "/") else { return (".", path) }
         let directory = String(path[..<slash])
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
-    }
-
-    /// Calls `body` until it does not fail with `EINTR`.
-    static func retryingEINTR<T: BinaryInteger>(_ body: () -> T) -> T {
-        while true {
-            let result = body()
-            if result == -1 && errno == EINTR { continue }
-            return result
-        }
     }
 
     // MARK: Permission checks
@@ -38,7 +30,7 @@ enum VaultFile {
         if (info.st_mode & S_IFMT) == S_IFLNK {
             throw VaultError.unsafePermissions(
                 path: directory, reason: "the vault's directory is a symbolic link",
-                hint: "pass the real path: --vault \"$(realpath '\(directory)')/\(split(path).name)\"")
+                hint: "use the vault by its real path (see: realpath '\(directory)')")
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw VaultError.io(operation: "cannot use directory", path: directory, errno: ENOTDIR)
@@ -51,10 +43,10 @@ enum VaultFile {
         if info.st_mode & 0o022 != 0 {
             throw VaultError.unsafePermissions(
                 path: directory,
-                reason: "the vault's directory is writable by group or others (mode \(octal(info.st_mode & 0o7777)))",
+                reason: "the vault's directory is writable by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
                 hint: "run: chmod go-w '\(directory)'  (or keep the vault in a private directory)")
         }
-        let fd = retryingEINTR { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        let fd = Posix.retryingEINTR { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { throw VaultError.io(operation: "cannot open directory", path: directory, errno: errno) }
         return fd
     }
@@ -75,7 +67,7 @@ enum VaultFile {
         if info.st_mode & 0o077 != 0 {
             throw VaultError.unsafePermissions(
                 path: path,
-                reason: "the \(what) is accessible by group or others (mode \(octal(info.st_mode & 0o7777)))",
+                reason: "the \(what) is accessible by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
                 hint: "run: chmod 600 '\(path)'")
         }
     }
@@ -115,7 +107,7 @@ enum VaultFile {
         defer { close(dirfd) }
         let name = split(path).name
         // O_NONBLOCK: a FIFO planted at the path must not make us hang; it fails the regular-file check.
-        let fd = retryingEINTR { openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
+        let fd = Posix.retryingEINTR { openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
         if fd < 0 {
             let code = errno
             if code == ENOENT { return .missing }
@@ -136,7 +128,7 @@ enum VaultFile {
         var bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
             var wanted = prefix.isEmpty ? capacity : min(prefix.count, capacity)
             while initialized < capacity {
-                let n = retryingEINTR { Glibc.read(fd, buffer.baseAddress! + initialized, wanted - initialized) }
+                let n = Posix.retryingEINTR { Glibc.read(fd, buffer.baseAddress! + initialized, wanted - initialized) }
                 if n < 0 { failure = errno; return }
                 if n == 0 { return }
                 initialized += n
@@ -157,7 +149,7 @@ enum VaultFile {
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
             while true {
                 let n = chunk.withUnsafeMutableBytes { buffer in
-                    retryingEINTR { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+                    Posix.retryingEINTR { Glibc.read(fd, buffer.baseAddress, buffer.count) }
                 }
                 if n < 0 { throw VaultError.io(operation: "cannot read vault", path: path, errno: errno) }
                 if n == 0 { break }
@@ -200,9 +192,9 @@ enum VaultFile {
         defer { close(dirfd) }
         let name = split(path).name
         removeStrayTemporaryFiles(in: dirfd, for: name)
-        let tempName = ".\(name).\(Sodium.randomBytes(count: 8).map { hex($0) }.joined()).tmp"
+        let tempName = ".\(name).\(Posix.hex(Sodium.randomBytes(count: 8))).tmp"
         let tempPath = split(path).directory + "/" + tempName
-        let fd = retryingEINTR {
+        let fd = Posix.retryingEINTR {
             openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         }
         guard fd >= 0 else { throw VaultError.io(operation: "cannot create temporary file", path: tempPath, errno: errno) }
@@ -213,17 +205,9 @@ enum VaultFile {
             guard fchmod(fd, 0o600) == 0 else {
                 throw VaultError.io(operation: "cannot set permissions of", path: tempPath, errno: errno)
             }
-            try bytes.withUnsafeBytes { (buffer) throws in
-                var offset = 0
-                while offset < buffer.count {
-                    let n = retryingEINTR { write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
-                    guard n > 0 else {
-                        throw VaultError.io(operation: "cannot write", path: tempPath, errno: n < 0 ? errno : EIO)
-                    }
-                    offset += n
-                }
-            }
-            guard retryingEINTR({ fsync(fd) }) == 0 else {
+            let code = bytes.withUnsafeBytes { Posix.writeAll(fd, $0) }
+            guard code == 0 else { throw VaultError.io(operation: "cannot write", path: tempPath, errno: code) }
+            guard Posix.retryingEINTR({ fsync(fd) }) == 0 else {
                 throw VaultError.io(operation: "cannot fsync", path: tempPath, errno: errno)
             }
         }
@@ -231,7 +215,7 @@ enum VaultFile {
             throw VaultError.io(operation: "cannot rename temporary file over", path: path, errno: errno)
         }
         renamed = true
-        guard retryingEINTR({ fsync(dirfd) }) == 0 else {
+        guard Posix.retryingEINTR({ fsync(dirfd) }) == 0 else {
             throw VaultError.io(operation: "cannot fsync directory of", path: path, errno: errno)
         }
     }
@@ -267,76 +251,3 @@ enum VaultFile {
         }
     }
 }
-
-/// An exclusive `flock` on `<vault>.lock`, held from creation until ``release()`` or deinit.
-///
-/// Writers take it across read-modify-write; readers never need it (writes replace the file by rename).
-/// The kernel drops the lock when its holder dies, so a killed writer never leaves the vault locked.
-final class VaultLock {
-    private var fd: Int32
-
-    init(vaultPath path: String, timeoutSeconds: Double) throws {
-        let lockPath = path + ".lock"
-        let dirfd = try VaultFile.openDirectory(of: path)
-        defer { close(dirfd) }
-        let name = VaultFile.split(lockPath).name
-        let fd = VaultFile.retryingEINTR {
-            openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
-        }
-        guard fd >= 0 else {
-            let code = errno
-            if code == ELOOP {
-                throw VaultError.unsafePermissions(
-                    path: lockPath, reason: "the lock file is a symbolic link",
-                    hint: "remove '\(lockPath)'; vault recreates it")
-            }
-            throw VaultError.io(operation: "cannot open lock file", path: lockPath, errno: code)
-        }
-        self.fd = fd
-        do {
-            try VaultFile.checkOwnFile(fd, path: lockPath, what: "lock file")
-        } catch {
-            close(fd)
-            throw error
-        }
-        let deadline = monotonicSeconds() + timeoutSeconds
-        var pause: UInt32 = 2_000
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            if code == EINTR { continue }
-            guard code == EWOULDBLOCK else {
-                close(fd)
-                throw VaultError.io(operation: "cannot lock", path: lockPath, errno: code)
-            }
-            if monotonicSeconds() >= deadline {
-                close(fd)
-                throw VaultError.busy(path: path, timeoutSeconds: timeoutSeconds)
-            }
-            usleep(pause)
-            pause = min(pause * 2, 50_000)
-        }
-    }
-
-    func release() {
-        if fd >= 0 {
-            close(fd)  // closing the only descriptor releases the flock
-            fd = -1
-        }
-    }
-
-    deinit { release() }
-}
-
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
-func octal(_ mode: mode_t) -> String { "0" + String(mode, radix: 8) }
-
-private func hex(_ byte: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
-}
-

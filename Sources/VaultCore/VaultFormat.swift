@@ -27,7 +27,7 @@ enum VaultFormat {
     static let maximumValueByteCount = 64 << 20
 
     /// The parsed, not yet authenticated header.
-    struct Header: Equatable {
+    struct Header: Equatable, Sendable {
         var parameters: Argon2id.Parameters
         var salt: [UInt8]
         var generation: UInt64

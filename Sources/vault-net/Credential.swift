@@ -3,6 +3,7 @@ import Foundation
 import VaultAuth
 import VaultCommands
 import VaultCore
+import VaultTerminal
 
 /// `vault credential get|store|erase`: a git credential helper (git-credential(1), "CUSTOM HELPERS").
 ///

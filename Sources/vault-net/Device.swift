@@ -4,6 +4,7 @@ import MobileServices
 import VaultAuth
 import VaultCommands
 import VaultCore
+import VaultTerminal
 
 // `vault device register|status|unregister`: device registration with the mobile-services API
 // (MobileServices; see docs/MOBILE-SERVICES.md).

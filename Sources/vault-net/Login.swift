@@ -6,6 +6,7 @@ import FoundationNetworking
 import VaultAuth
 import VaultCommands
 import VaultCore
+import VaultTerminal
 
 // `vault login`, `vault fetch`, `vault logout`: HTTP Basic authentication with credentials from the vault
 // (VaultAuth; see docs/AUTH.md).
@@ -75,7 +76,7 @@ struct CredentialOptions: ParsableArguments {
 
     /// The password from --password-fd or --password-file, or `nil` when neither was given.
     func password() throws -> SecureBytes? {
-        try SecretInput.read(fd: passwordFD, file: passwordFile, option: "password")
+        try SecretInput.read(fd: passwordFD, file: passwordFile)
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import VaultCommands
 import VaultCore
+import VaultTerminal
 
 /// `vault`: an encrypted credential vault for Linux.
 ///

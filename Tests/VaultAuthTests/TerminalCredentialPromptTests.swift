@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+import VaultTerminal
 @testable import VaultAuth
 
 // Glibc declares these only with _XOPEN_SOURCE, which the Swift module map does not set.

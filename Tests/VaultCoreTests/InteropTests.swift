@@ -50,7 +50,7 @@ struct InteropTests {
             try changes.put("line1\nline2", forKey: #"quote"and\backslash"#)
             try changes.put("to be removed", forKey: "removed")
         }
-        try store.put(Account(user: "alice", port: 8443), forKey: "json")
+        try store.putJSON(Account(user: "alice", port: 8443), forKey: "json")
         try store.put("overwritten", forKey: "username")
         #expect(try store.remove("removed"))
         try store.put(String(repeating: "x", count: 1000), forKey: "long")

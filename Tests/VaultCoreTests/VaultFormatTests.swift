@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import VaultCore
+import VaultSodium
 
 /// The file format v1 (docs/FORMAT.md): layout, padding, confidentiality of names and values, nonces, and what
 /// a reader does with every damaged or forged file.

@@ -1,18 +1,23 @@
-import CSodium
+internal import CSodium
 
-/// The one place that calls libsodium.
+/// A libsodium call that reported failure; `function` names it. Callers turn it into their library's error.
+package struct SodiumFailure: Error, Equatable, Sendable {
+    package let function: String
+}
+
+/// The one place that calls libsodium: this module is the only importer of `CSodium` (an `internal import`,
+/// so no other module can reach the C functions, as swift-crypto's `CryptoBoringWrapper` does for BoringSSL).
 ///
-/// Every other file of the project goes through these wrappers, which turn libsodium's `-1` into a
-/// ``VaultError`` case at the call site and never hand out a pointer that outlives its closure.
-/// (The same idea as swift-crypto's `CryptoBoringWrapper`.)
-enum Sodium {
+/// The wrappers turn libsodium's `-1` into ``SodiumFailure`` at the call site and never hand out a pointer
+/// that outlives its closure.
+package enum Sodium {
     /// Initialises libsodium once per process; safe to call from several threads (`sodium_init` is).
-    static let initialized: Bool = {
+    package static let initialized: Bool = {
         sodium_init() >= 0
     }()
 
-    static func ensureInitialized() throws {
-        guard initialized else { throw VaultError.cryptoFailure(function: "sodium_init") }
+    package static func ensureInitialized() throws(SodiumFailure) {
+        guard initialized else { throw SodiumFailure(function: "sodium_init") }
     }
 
     // MARK: Guarded memory
@@ -20,7 +25,7 @@ enum Sodium {
     /// Allocates `byteCount` bytes of guarded memory (guard pages, canary, `mlock`, excluded from core dumps).
     ///
     /// The corresponding libsodium function is `sodium_malloc`.
-    static func allocate(byteCount: Int) -> UnsafeMutableRawPointer {
+    package static func allocate(byteCount: Int) -> UnsafeMutableRawPointer {
         precondition(initialized, "libsodium failed to initialise")
         // sodium_malloc(0) is valid; we still ask for one byte so the pointer is never NULL for an empty secret.
         guard let pointer = sodium_malloc(max(byteCount, 1)) else {
@@ -32,21 +37,21 @@ enum Sodium {
     /// Zeroes and frees memory returned by ``allocate(byteCount:)``.
     ///
     /// The corresponding libsodium function is `sodium_free` (which calls `sodium_memzero`).
-    static func free(_ pointer: UnsafeMutableRawPointer) {
+    package static func free(_ pointer: UnsafeMutableRawPointer) {
         sodium_free(pointer)
     }
 
     /// Zeroes `byteCount` bytes in a way the compiler may not optimise away.
     ///
     /// The corresponding libsodium function is `sodium_memzero`.
-    static func zero(_ pointer: UnsafeMutableRawPointer, byteCount: Int) {
+    package static func zero(_ pointer: UnsafeMutableRawPointer, byteCount: Int) {
         sodium_memzero(pointer, byteCount)
     }
 
     /// Compares two buffers of equal length in constant time.
     ///
     /// The corresponding libsodium function is `sodium_memcmp`.
-    static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    package static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         guard a.count == b.count else { return false }
         if a.count == 0 { return true }
         return sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
@@ -57,13 +62,13 @@ enum Sodium {
     /// Fills `buffer` with bytes from the kernel's CSPRNG.
     ///
     /// The corresponding libsodium function is `randombytes_buf`.
-    static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
         precondition(initialized, "libsodium failed to initialise")
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         randombytes_buf(base, buffer.count)
     }
 
-    static func randomBytes(count: Int) -> [UInt8] {
+    package static func randomBytes(count: Int) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         bytes.withUnsafeMutableBytes { fillRandom($0) }
         return bytes
@@ -71,21 +76,21 @@ enum Sodium {
 
     // MARK: crypto_secretbox (XSalsa20-Poly1305)
 
-    static let secretBoxKeyByteCount = Int(crypto_secretbox_keybytes())
-    static let secretBoxNonceByteCount = Int(crypto_secretbox_noncebytes())
-    static let secretBoxMACByteCount = Int(crypto_secretbox_macbytes())
+    package static let secretBoxKeyByteCount = Int(crypto_secretbox_keybytes())
+    package static let secretBoxNonceByteCount = Int(crypto_secretbox_noncebytes())
+    package static let secretBoxMACByteCount = Int(crypto_secretbox_macbytes())
 
     /// Encrypts and authenticates `plaintext` under `key` with `nonce`, writing MAC then ciphertext into `output`.
     ///
     /// `output.count` must be `plaintext.count + secretBoxMACByteCount`.
     ///
     /// The corresponding libsodium function is `crypto_secretbox_easy`.
-    static func secretBoxSeal(
+    package static func secretBoxSeal(
         _ plaintext: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer,
         key: UnsafeRawBufferPointer,
         into output: UnsafeMutableRawBufferPointer
-    ) throws {
+    ) throws(SodiumFailure) {
         precondition(key.count == secretBoxKeyByteCount && nonce.count == secretBoxNonceByteCount)
         precondition(output.count == plaintext.count + secretBoxMACByteCount)
         let result = crypto_secretbox_easy(
@@ -95,7 +100,7 @@ enum Sodium {
             nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
             key.baseAddress!.assumingMemoryBound(to: UInt8.self)
         )
-        guard result == 0 else { throw VaultError.cryptoFailure(function: "crypto_secretbox_easy") }
+        guard result == 0 else { throw SodiumFailure(function: "crypto_secretbox_easy") }
     }
 
     /// Verifies and decrypts a box (MAC then ciphertext) into `output`.
@@ -103,7 +108,7 @@ enum Sodium {
     /// Returns `false` when the MAC does not verify (wrong key or tampered data); `output` is then zeroed.
     ///
     /// The corresponding libsodium function is `crypto_secretbox_open_easy`.
-    static func secretBoxOpen(
+    package static func secretBoxOpen(
         _ box: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer,
         key: UnsafeRawBufferPointer,
@@ -126,21 +131,21 @@ enum Sodium {
 
     // MARK: crypto_pwhash (Argon2id v1.3)
 
-    static let argon2idAlgorithm = Int32(crypto_pwhash_ALG_ARGON2ID13)
-    static let argon2idSaltByteCount = Int(crypto_pwhash_saltbytes())
+    package static let argon2idAlgorithm = Int32(crypto_pwhash_ALG_ARGON2ID13)
+    package static let argon2idSaltByteCount = Int(crypto_pwhash_saltbytes())
 
     /// Derives `output.count` bytes from `passphrase` and `salt` with Argon2id v1.3.
     ///
-    /// - Throws: ``VaultError/cryptoFailure(function:)`` when libsodium refuses (out of memory, limits).
+    /// - Throws: ``SodiumFailure`` when libsodium refuses (out of memory, limits).
     ///
     /// The corresponding libsodium function is `crypto_pwhash` with `crypto_pwhash_ALG_ARGON2ID13`.
-    static func argon2id(
+    package static func argon2id(
         into output: UnsafeMutableRawBufferPointer,
         passphrase: UnsafeRawBufferPointer,
         salt: UnsafeRawBufferPointer,
         opsLimit: UInt64,
         memLimit: Int
-    ) throws {
+    ) throws(SodiumFailure) {
         try ensureInitialized()
         precondition(salt.count == argon2idSaltByteCount)
         let result = crypto_pwhash(
@@ -153,17 +158,17 @@ enum Sodium {
             memLimit,
             argon2idAlgorithm
         )
-        guard result == 0 else { throw VaultError.cryptoFailure(function: "crypto_pwhash") }
+        guard result == 0 else { throw SodiumFailure(function: "crypto_pwhash") }
     }
 
     // MARK: crypto_generichash (BLAKE2b)
 
-    static let hashByteCount = Int(crypto_generichash_BYTES)
+    package static let hashByteCount = Int(crypto_generichash_BYTES)
 
     /// Unkeyed BLAKE2b with a 32-byte output.
     ///
     /// The corresponding libsodium function is `crypto_generichash`.
-    static func blake2b256(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func blake2b256(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         precondition(initialized, "libsodium failed to initialise")
         var digest = [UInt8](repeating: 0, count: hashByteCount)
         let result = digest.withUnsafeMutableBytes { out in
@@ -175,6 +180,35 @@ enum Sodium {
         }
         precondition(result == 0, "crypto_generichash cannot fail with these arguments")
         return digest
+    }
+
+    /// Keyed BLAKE2b of `input` with `outputByteCount` bytes of output (16 to 64).
+    ///
+    /// The corresponding libsodium function is `crypto_generichash`.
+    package static func blake2b(
+        _ input: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, outputByteCount: Int
+    ) -> [UInt8] {
+        precondition(initialized, "libsodium failed to initialise")
+        precondition(outputByteCount >= Int(crypto_generichash_BYTES_MIN) && outputByteCount <= Int(crypto_generichash_BYTES_MAX))
+        precondition(key.count >= Int(crypto_generichash_KEYBYTES_MIN) && key.count <= Int(crypto_generichash_KEYBYTES_MAX))
+        var digest = [UInt8](repeating: 0, count: outputByteCount)
+        let result = digest.withUnsafeMutableBytes { out in
+            crypto_generichash(
+                out.baseAddress!.assumingMemoryBound(to: UInt8.self), outputByteCount,
+                input.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput, UInt64(input.count),
+                key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count
+            )
+        }
+        precondition(result == 0, "crypto_generichash cannot fail with these arguments")
+        return digest
+    }
+
+    /// A uniformly random integer in `0..<upperBound` (no modulo bias).
+    ///
+    /// The corresponding libsodium function is `randombytes_uniform`.
+    package static func uniformRandom(below upperBound: UInt32) -> UInt32 {
+        precondition(initialized, "libsodium failed to initialise")
+        return randombytes_uniform(upperBound)
     }
 
     // Valid addresses for zero-length inputs (libsodium dereferences nothing when the length is 0).

@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The POSIX helpers every syscall site of the package uses (swift-system's `valueOrErrno` idea): `EINTR`
+/// is retried in one place and `errno` is captured at the moment of failure.
+package enum Posix {
+    /// A C error number, as a Swift error.
+    package struct Errno: Error, Equatable, Sendable {
+        package let code: Int32
+    }
+
+    /// Calls `body` until it does not fail with `EINTR`; on failure (`-1`) returns the `errno` it set.
+    package static func valueOrErrno<T: BinaryInteger>(_ body: () -> T) -> Result<T, Errno> {
+        while true {
+            let result = body()
+            if result != -1 { return .success(result) }
+            let code = errno
+            if code != EINTR { return .failure(Errno(code: code)) }
+        }
+    }
+
+    /// Calls `body` until it does not fail with `EINTR` and returns its result (`errno` is left as it set it).
+    package static func retryingEINTR<T: BinaryInteger>(_ body: () -> T) -> T {
+        while true {
+            let result = body()
+            if result == -1 && errno == EINTR { continue }
+            return result
+        }
+    }
+
+    /// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`. Returns `0` or the `errno` of the
+    /// failure (`EIO` for a write that wrote nothing).
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+        var offset = 0
+        while offset < bytes.count {
+            switch valueOrErrno({ write(fd, bytes.baseAddress! + offset, bytes.count - offset) }) {
+            case .success(0): return EIO
+            case .success(let n): offset += n
+            case .failure(let error): return error.code
+            }
+        }
+        return 0
+    }
+
+    /// Seconds on `CLOCK_MONOTONIC` (for timeouts: never goes back, stops during suspend).
+    package static func monotonicSeconds() -> Double {
+        seconds(of: CLOCK_MONOTONIC)
+    }
+
+    /// Seconds on `CLOCK_BOOTTIME` (like the monotonic clock, but it keeps counting through suspend).
+    package static func bootTimeSeconds() -> Double {
+        seconds(of: CLOCK_BOOTTIME)
+    }
+
+    private static func seconds(of clock: clockid_t) -> Double {
+        var now = timespec()
+        clock_gettime(clock, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// A file mode as `0600`.
+    package static func octal(_ mode: mode_t) -> String { "0" + String(mode, radix: 8) }
+
+    /// Lowercase hexadecimal of `bytes`.
+    package static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `strerror(code)`.
+    package static func describe(errno code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}

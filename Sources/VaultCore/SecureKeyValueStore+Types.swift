@@ -1,0 +1,116 @@
+import Foundation
+
+extension SecureKeyValueStore {
+    /// How the store treats new vaults, KDF parameters and the lock.
+    public struct Options: Sendable {
+        /// The Argon2id parameters of vaults this store creates. Default ``Argon2id/Parameters/moderate``.
+        public var kdfParametersForNewVaults: Argon2id.Parameters
+        /// Which parameters a vault may ask for when opened.
+        public var kdfPolicy: Argon2id.KDFPolicy
+        /// How long a writer waits for another process's lock before failing with ``VaultError/busy(path:timeoutSeconds:)``.
+        public var lockTimeoutSeconds: Double
+        /// Rollback protection: where to remember the highest generation seen of each vault, so that an older
+        /// copy put back is refused with ``VaultError/rollbackDetected(path:seenGeneration:fileGeneration:)``.
+        /// `nil` (the library's default) turns it off; the `vault` CLI uses ``RollbackProtection/standard``.
+        public var rollbackProtection: RollbackProtection? = nil
+        /// Opens a vault older than the recorded generation anyway, and lowers the record (a restored backup).
+        public var acceptRollback = false
+
+        /// - Parameter allowInsecureKDFForTesting: the explicit test hook: accept and create vaults with
+        ///   libsodium's minimum Argon2id cost. Never set it outside tests.
+        public init(
+            kdfParametersForNewVaults: Argon2id.Parameters = .moderate,
+            allowInsecureKDFForTesting: Bool = false,
+            lockTimeoutSeconds: Double = 10
+        ) {
+            self.kdfParametersForNewVaults = kdfParametersForNewVaults
+            self.kdfPolicy = allowInsecureKDFForTesting ? .insecureForTesting : .standard
+            self.lockTimeoutSeconds = lockTimeoutSeconds
+        }
+
+        /// Cheap Argon2id for tests: creates and opens vaults with ``Argon2id/Parameters/insecureForTesting``.
+        public static let insecureForTesting = Options(
+            kdfParametersForNewVaults: .insecureForTesting, allowInsecureKDFForTesting: true)
+    }
+
+    /// A batch of puts and removes written in one atomic replacement of the file.
+    ///
+    /// The values are copied into one growable guarded region as they are added, so a batch may hold any
+    /// number of entries (one guarded mapping per value would hit the kernel's limit on mappings).
+    public struct Changes {
+        var list: [(name: String, change: VaultContents.Change)] = []
+        /// The values of the puts in `list`; a copy of the batch shares it (it is only appended to).
+        var values: GuardedArena
+        var removesAll = false
+
+        /// An empty batch, to fill and pass to ``SecureKeyValueStore/write(_:)`` (or to an agent).
+        public init() {
+            self.values = GuardedArena()
+        }
+
+        init(values: GuardedArena) {
+            self.values = values
+        }
+
+        /// Takes the values' region out of the batch (for the store to wipe and keep), leaving it empty.
+        mutating func detachValues() -> GuardedArena {
+            var arena = GuardedArena()
+            swap(&arena, &values)
+            return arena
+        }
+
+        public mutating func put(_ value: SecureBytes, forKey key: String) throws {
+            try value.withUnsafeBytes { try put(bytes: $0, forKey: key) }
+        }
+
+        public mutating func put(_ value: String, forKey key: String) throws {
+            var value = value
+            try value.withUTF8 { try put(bytes: UnsafeRawBufferPointer($0), forKey: key) }
+        }
+
+        private mutating func put(bytes: UnsafeRawBufferPointer, forKey key: String) throws {
+            try SecureKeyValueStore.validate(key: key)
+            guard bytes.count <= VaultFormat.maximumValueByteCount else {
+                throw VaultError.valueTooLarge(key: key, byteCount: bytes.count)
+            }
+            list.append((key, .put(values.append(bytes))))
+        }
+
+        public mutating func remove(_ key: String) {
+            list.append((key, .remove))
+        }
+
+        /// Removes every entry in the file as it is when the batch is written (then applies the rest).
+        public mutating func removeAll() {
+            list.removeAll()
+            removesAll = true
+        }
+    }
+
+    /// Creation and modification times of an entry.
+    public struct EntryAttributes: Sendable, Equatable {
+        public var created: Date
+        public var modified: Date
+        public var byteCount: Int
+    }
+}
+
+extension SecureKeyValueStore {
+    /// What a vault's header says, read without the passphrase (nothing of it is authenticated yet).
+    public struct HeaderInfo: Sendable, Equatable {
+        public var formatVersion: Int
+        public var kdfParameters: Argon2id.Parameters
+        public var generation: UInt64
+        public var fileByteCount: Int
+    }
+
+    /// Reads the header of the vault at ``path`` with the same checks as ``open(with:)-(SecureBytes)``
+    /// before its KDF (permissions, magic, version, KDF range), without a passphrase.
+    public func inspect() throws -> HeaderInfo {
+        guard let file = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
+        let header = try VaultEnvelope.parseHeader(file, path: path, policy: options.kdfPolicy)
+        return HeaderInfo(
+            formatVersion: Int(VaultFormat.version), kdfParameters: header.parameters,
+            generation: header.generation, fileByteCount: file.count)
+    }
+}

@@ -1,0 +1,95 @@
+import VaultSodium
+
+/// The cryptographic envelope of a vault file (docs/FORMAT.md): the data key wrapped under a key derived from
+/// the passphrase, and the body sealed under the data key and bound to the header. No I/O and no state: the
+/// store (``SecureKeyValueStore``) and the fuzzers call the same functions.
+enum VaultEnvelope {
+    /// Where the sealed body starts: after the header and the body nonce.
+    static let bodyStart = VaultFormat.headerByteCount + VaultFormat.nonceByteCount
+
+    /// Parses the header of `file` (every check that needs no key: magic, version, lengths, KDF range).
+    static func parseHeader(_ file: [UInt8], path: String, policy: Argon2id.KDFPolicy) throws -> VaultFormat.Header {
+        try file.withUnsafeBytes { try VaultFormat.Header.parse($0, path: path, policy: policy) }
+    }
+
+    /// Derives the key-encryption key with a fresh salt and wraps `dataKey` under it.
+    static func wrap(
+        _ dataKey: SecureBytes, passphrase: SecureBytes, parameters: Argon2id.Parameters, generation: UInt64
+    ) throws -> VaultFormat.Header {
+        let salt = Sodium.randomBytes(count: Argon2id.saltByteCount)
+        let kek = try Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters)
+        let keyNonce = Sodium.randomBytes(count: VaultFormat.nonceByteCount)
+        var wrapped = [UInt8](repeating: 0, count: VaultFormat.wrappedKeyByteCount)
+        try wrapped.withUnsafeMutableBytes { (out) throws in
+            try dataKey.withUnsafeBytes { (key) throws in
+                try kek.withUnsafeBytes { (kekBytes) throws in
+                    try keyNonce.withUnsafeBytes { (nonce) throws in
+                        try sodium { try Sodium.secretBoxSeal(key, nonce: nonce, key: kekBytes, into: out) }
+                    }
+                }
+            }
+        }
+        return VaultFormat.Header(
+            parameters: parameters, salt: salt, generation: generation, keyNonce: keyNonce, wrappedKey: wrapped)
+    }
+
+    /// Derives the key-encryption key from `passphrase` and unwraps the data key of `header`.
+    ///
+    /// - Throws: ``VaultError/wrongPassphrase(path:)`` when the wrapped key does not open.
+    static func unwrapDataKey(of header: VaultFormat.Header, passphrase: SecureBytes, path: String) throws -> SecureBytes {
+        let kek = try Argon2id.deriveKey(from: passphrase, salt: header.salt, parameters: header.parameters)
+        return try SecureBytes(count: VaultFormat.dataKeyByteCount) { (out) throws in
+            let ok = header.wrappedKey.withUnsafeBytes { wrapped in
+                kek.withUnsafeBytes { kekBytes in
+                    header.keyNonce.withUnsafeBytes { nonce in
+                        Sodium.secretBoxOpen(wrapped, nonce: nonce, key: kekBytes, into: out)
+                    }
+                }
+            }
+            guard ok else { throw VaultError.wrongPassphrase(path: path) }
+        }
+    }
+
+    /// Opens the body of `file` (whose header has been parsed) with `dataKey`, checks its binding to the header
+    /// and parses the entries.
+    ///
+    /// - Throws: ``VaultError/wrongPassphrase(path:)`` when the body does not open (another vault's key, or a
+    ///   tampered file); ``VaultError/corrupt(path:reason:)`` for a body that opens but does not parse.
+    static func openBody(_ file: [UInt8], dataKey: SecureBytes, path: String) throws -> VaultContents {
+        let plaintext = try file.withUnsafeBytes { (bytes) throws in
+            let nonce = UnsafeRawBufferPointer(rebasing: bytes[VaultFormat.headerByteCount..<bodyStart])
+            let box = UnsafeRawBufferPointer(rebasing: bytes[bodyStart...])
+            return try SecureBytes(count: box.count - VaultFormat.macByteCount) { (out) throws in
+                let ok = dataKey.withUnsafeBytes { key in Sodium.secretBoxOpen(box, nonce: nonce, key: key, into: out) }
+                guard ok else { throw VaultError.wrongPassphrase(path: path) }
+            }
+        }
+        let hash = file.withUnsafeBytes { Sodium.blake2b256(UnsafeRawBufferPointer(rebasing: $0[0..<VaultFormat.headerByteCount])) }
+        return try VaultContents(plaintext: plaintext, headerHash: hash, path: path)
+    }
+
+    /// The file: `header`, a fresh body nonce, then `plaintext` sealed under `dataKey`, in one allocation
+    /// with no zero-fill and no copy.
+    static func seal(header: VaultFormat.Header, plaintext: SecureBytes, dataKey: SecureBytes) throws -> [UInt8] {
+        let encodedHeader = header.encoded()
+        let fileCount = bodyStart + plaintext.count + VaultFormat.macByteCount
+        return try [UInt8](unsafeUninitializedCapacity: fileCount) { (buffer, initialized) throws in
+            let bytes = UnsafeMutableRawBufferPointer(buffer)
+            encodedHeader.withUnsafeBytes { bytes.copyMemory(from: $0) }
+            let nonce = UnsafeMutableRawBufferPointer(rebasing: bytes[VaultFormat.headerByteCount..<bodyStart])
+            Sodium.fillRandom(nonce)
+            let out = UnsafeMutableRawBufferPointer(rebasing: bytes[bodyStart...])
+            try plaintext.withUnsafeBytes { (plaintext) throws in
+                try dataKey.withUnsafeBytes { (key) throws in
+                    try sodium { try Sodium.secretBoxSeal(plaintext, nonce: UnsafeRawBufferPointer(nonce), key: key, into: out) }
+                }
+            }
+            initialized = fileCount
+        }
+    }
+
+    /// The hash that binds a body to `header`.
+    static func hash(_ header: VaultFormat.Header) -> [UInt8] {
+        header.encoded().withUnsafeBytes { Sodium.blake2b256($0) }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A secret input that could not be read as one.
+public enum SecretInputError: Error, Equatable, Sendable {
+    /// The input from `source` (a descriptor, a file, the terminal) is longer than `limit` bytes.
+    case tooLong(source: String, limit: Int)
+}
+
+extension SecretInputError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .tooLong(let source, let limit): return "the input from \(source) is longer than \(limit) bytes"
+        }
+    }
+}
+
+/// Reading secrets (passphrases, passwords, values) from descriptors and files straight into guarded memory,
+/// so that they never pass through a `String` or an ordinary array.
+public enum SecretInput {
+    /// Reads from `fd` into guarded memory: up to end of file, or up to (not including) the first newline
+    /// when `untilNewline` (a trailing `\r` is dropped too). Nothing after that newline is consumed.
+    ///
+    /// - Parameter name: names the input in errors (`stdin`, a path).
+    /// - Throws: ``VaultCore/VaultError/io(operation:path:errno:)`` on a read error;
+    ///   ``SecretInputError/tooLong(source:limit:)`` beyond `limit` bytes.
+    public static func read(
+        fd: Int32, limit: Int = 64 << 20, untilNewline: Bool, name: String = "input"
+    ) throws -> SecureBytes {
+        let buffer = SecretBuffer()
+        while true {
+            guard buffer.count < limit else { throw SecretInputError.tooLong(source: name, limit: limit) }
+            // One byte at a time when stopping at a newline, so nothing beyond it is consumed.
+            let want = untilNewline ? 1 : min(64 << 10, limit - buffer.count)
+            let result = buffer.append(upTo: want) { space in
+                Posix.valueOrErrno { Glibc.read(fd, space.baseAddress, space.count) }
+            }
+            switch result {
+            case .failure(let error): throw VaultError.io(operation: "cannot read", path: name, errno: error.code)
+            case .success(0): return buffer.secureBytes()
+            case .success:
+                if untilNewline, buffer.last == UInt8(ascii: "\n") {
+                    buffer.removeLast()
+                    if buffer.last == UInt8(ascii: "\r") { buffer.removeLast() }
+                    return buffer.secureBytes()
+                }
+            }
+        }
+    }
+
+    /// The first line of descriptor `fd` or of the file at `file` (at most 64 KiB); `nil` when neither is given.
+    public static func read(fd: Int32?, file: String?) throws -> SecureBytes? {
+        if let fd {
+            return try read(fd: fd, limit: 64 << 10, untilNewline: true, name: "file descriptor \(fd)")
+        }
+        if let file { return try readFirstLine(ofFile: file) }
+        return nil
+    }
+
+    /// Reads the first line of the file at `path` (a passphrase file). Refuses a file others can read.
+    public static func readFirstLine(ofFile path: String) throws -> SecureBytes {
+        var fd = Posix.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+        guard fd >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG || (info.st_mode & S_IFMT) == S_IFIFO else {
+            throw VaultError.io(operation: "cannot read", path: path, errno: EINVAL)
+        }
+        if (info.st_mode & S_IFMT) == S_IFIFO {
+            // A named pipe (e.g. bash's <(...)): open it again, blocking, so we wait for its writer
+            // (a non-blocking open of a FIFO with no writer yet would read an empty passphrase).
+            let blocking = Posix.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC) }
+            guard blocking >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
+            close(fd)
+            fd = blocking
+        } else if info.st_mode & 0o077 != 0 {
+            throw VaultError.unsafePermissions(
+                path: path, reason: "the passphrase file is accessible by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
+                hint: "run: chmod 600 '\(path)'")
+        }
+        return try read(fd: fd, limit: 64 << 10, untilNewline: true, name: path)
+    }
+}
+

@@ -12,6 +12,14 @@ package func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
     return store
 }
 
+/// Runs `body` with the vault named by `options` unlocked, and locks it again after (the key and every
+/// decrypted value are zeroed).
+package func withVault<R>(_ options: VaultOptions, _ body: (any KeyValueVault) throws -> R) throws -> R {
+    let store = try openStore(options)
+    defer { store.close() }
+    return try body(store)
+}
+
 package struct Put: AsyncParsableCommand {
     package init() {}
 
@@ -30,15 +38,15 @@ package struct Put: AsyncParsableCommand {
     package func run() async throws {
         try await reportingErrors(json: options.json) {
             try SecureKeyValueStore.validate(key: name)
-            let store = try openStore(options)
-            defer { store.close() }
-            let value: SecureBytes
-            if isatty(0) == 1, let terminal = Terminal.controlling() {
-                value = try terminal.readSecret(prompt: "Value for '\(name)': ") ?? SecureBytes([])
-            } else {
-                value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
+            try withVault(options) { vault in
+                let value: SecureBytes
+                if isatty(0) == 1, let terminal = Terminal.controlling() {
+                    value = try terminal.readSecret(prompt: "Value for '\(name)': ") ?? SecureBytes([])
+                } else {
+                    value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
+                }
+                try vault.put(value, forKey: name)
             }
-            try store.put(value, forKey: name)
             if options.json { try writeJSON(["name": name, "stored": true]) }
         }
     }
@@ -57,21 +65,21 @@ package struct Get: AsyncParsableCommand {
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {
-            let store = try openStore(options)
-            defer { store.close() }
-            guard let value = try store.getBytes(name) else {
-                throw CLIError.noSuchEntry(name: name, path: store.path)
-            }
-            if options.json {
-                // JSON needs a copy in ordinary memory; the raw form writes straight from guarded memory.
-                let bytes = value.unprotectedBytes
-                if let text = String(validating: bytes, as: UTF8.self) {
-                    try writeJSON(["name": name, "value": text, "encoding": "utf8"])
-                } else {
-                    try writeJSON(["name": name, "value": Data(bytes).base64EncodedString(), "encoding": "base64"])
+            try withVault(options) { vault in
+                guard let value = try vault.getBytes(name) else {
+                    throw CLIError.noSuchEntry(name: name, path: vault.path)
                 }
-            } else {
-                try value.withUnsafeBytes { try writeToStdout($0) }
+                if options.json {
+                    // JSON needs a copy in ordinary memory; the raw form writes straight from guarded memory.
+                    let bytes = value.unprotectedBytes
+                    if let text = String(validating: bytes, as: UTF8.self) {
+                        try writeJSON(["name": name, "value": text, "encoding": "utf8"])
+                    } else {
+                        try writeJSON(["name": name, "value": Data(bytes).base64EncodedString(), "encoding": "base64"])
+                    }
+                } else {
+                    try value.withUnsafeBytes { try writeToStdout($0) }
+                }
             }
         }
     }
@@ -89,9 +97,9 @@ package struct Delete: AsyncParsableCommand {
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {
-            let store = try openStore(options)
-            defer { store.close() }
-            guard try store.remove(name) else { throw CLIError.noSuchEntry(name: name, path: store.path) }
+            try withVault(options) { vault in
+                guard try vault.remove(name) else { throw CLIError.noSuchEntry(name: name, path: vault.path) }
+            }
             if options.json { try writeJSON(["name": name, "deleted": true]) }
         }
     }
@@ -106,23 +114,23 @@ package struct List: AsyncParsableCommand {
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {
-            let store = try openStore(options)
-            defer { store.close() }
-            let names = try store.keys()
-            if options.json {
-                let formatter = ISO8601DateFormatter()
-                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                let entries: [[String: Any]] = try names.map { name in
-                    let attributes = try store.attributes(forKey: name)!
-                    return [
-                        "name": name, "size": attributes.byteCount,
-                        "created": formatter.string(from: attributes.created),
-                        "modified": formatter.string(from: attributes.modified),
-                    ]
+            try withVault(options) { store in
+                let names = try store.keys()
+                if options.json {
+                    let formatter = ISO8601DateFormatter()
+                    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                    let entries: [[String: Any]] = try names.map { name in
+                        let attributes = try store.attributes(forKey: name)!
+                        return [
+                            "name": name, "size": attributes.byteCount,
+                            "created": formatter.string(from: attributes.created),
+                            "modified": formatter.string(from: attributes.modified),
+                        ]
+                    }
+                    try writeJSON(["entries": entries])
+                } else {
+                    try writeToStdout(names.map { $0 + "\n" }.joined())
                 }
-                try writeJSON(["entries": entries])
-            } else {
-                try writeToStdout(names.map { $0 + "\n" }.joined())
             }
         }
     }
@@ -136,35 +144,25 @@ package struct Passwd: AsyncParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Option(
-        name: .customLong("new-passphrase-fd"),
-        help: ArgumentHelp("Read the new passphrase from this file descriptor (first line).", valueName: "n"))
-    package var newPassphraseFD: Int32?
-
-    @Option(
-        name: .customLong("new-passphrase-file"),
-        help: ArgumentHelp("Read the new passphrase from the first line of this file.", valueName: "path"))
-    package var newPassphraseFile: String?
+    @OptionGroup var newPassphrase: SecretSourceOptions<NewPassphraseSecret>
 
     package func validate() throws {
-        if newPassphraseFD != nil && newPassphraseFile != nil {
-            throw ValidationError("--new-passphrase-fd and --new-passphrase-file cannot be used together")
-        }
-        if let fd = newPassphraseFD, fd == options.passphraseFD {
+        if let fd = newPassphrase.fd, fd == options.passphraseFD {
             throw ValidationError("the current and the new passphrase need different descriptors")
         }
     }
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {
-            let store = try openStore(options)
-            defer { store.close() }
-            let newPassphrase = try SecretInput.read(fd: newPassphraseFD, file: newPassphraseFile)
-                ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
-            guard newPassphrase.count > 0 else { throw CLIError.emptyPassphrase }
-            try store.changeEncryptionKey(with: newPassphrase)
-            if options.json { try writeJSON(["changed": true, "path": store.path]) }
-            else { try writeToStdout("passphrase changed for vault '\(store.path)'\n") }
+            let path = try withVault(options) { vault in
+                let secret = try newPassphrase.read()
+                    ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
+                guard secret.count > 0 else { throw CLIError.emptyPassphrase }
+                try vault.changePassphrase(to: secret, parameters: nil)
+                return vault.path
+            }
+            if options.json { try writeJSON(["changed": true, "path": path]) }
+            else { try writeToStdout("passphrase changed for vault '\(path)'\n") }
         }
     }
 }
@@ -184,7 +182,7 @@ package struct Info: AsyncParsableCommand {
         try await reportingErrors(json: options.json) {
             let store = options.makeStore()
             let info = try store.inspect()
-            let unlockSeconds = measure ? try KDFCalibration.measure(info.kdfParameters) : nil
+            let unlockSeconds = measure ? try info.kdfParameters.measureSeconds() : nil
             if options.json {
                 var object: [String: Any] = [
                     "path": store.path, "format_version": info.formatVersion, "kdf": "argon2id",

@@ -10,15 +10,12 @@ package struct VaultOptions: ParsableArguments {
     @Option(name: .customLong("vault"), help: ArgumentHelp("The vault file.", valueName: "path"))
     package var vaultPath: String?
 
-    @Option(
-        name: .customLong("passphrase-fd"),
-        help: ArgumentHelp("Read the passphrase from this file descriptor (first line).", valueName: "n"))
-    package var passphraseFD: Int32?
+    @OptionGroup package var passphraseSource: SecretSourceOptions<PassphraseSecret>
 
-    @Option(
-        name: .customLong("passphrase-file"),
-        help: ArgumentHelp("Read the passphrase from the first line of this file (mode 0600).", valueName: "path"))
-    package var passphraseFile: String?
+    /// `--passphrase-fd`.
+    package var passphraseFD: Int32? { passphraseSource.fd }
+    /// `--passphrase-file`.
+    package var passphraseFile: String? { passphraseSource.file }
 
     @Flag(help: "Machine-readable output (and errors as one JSON object on stderr).")
     package var json = false
@@ -29,10 +26,6 @@ package struct VaultOptions: ParsableArguments {
     package var acceptRollback = false
 
     package func validate() throws {
-        if passphraseFD != nil && passphraseFile != nil {
-            throw ValidationError("--passphrase-fd and --passphrase-file cannot be used together")
-        }
-        if let fd = passphraseFD, fd < 0 { throw ValidationError("--passphrase-fd must be a file descriptor (0 or more)") }
         if let path = vaultPath, path.isEmpty { throw ValidationError("--vault needs a path") }
     }
 
@@ -66,7 +59,7 @@ package struct VaultOptions: ParsableArguments {
     /// The passphrase from --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal, in that order.
     package func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws -> SecureBytes {
         let secret: SecureBytes
-        if let given = try SecretInput.read(fd: passphraseFD, file: passphraseFile) {
+        if let given = try passphraseSource.read() {
             secret = given
         } else if let value = ProcessInfo.processInfo.environment["VAULT_PASSPHRASE"] {
             secret = SecureBytes(string: value)
@@ -86,5 +79,62 @@ package struct VaultOptions: ParsableArguments {
             guard first == second else { throw CLIError.passphrasesDiffer }
         }
         return first
+    }
+}
+
+/// The name of a secret given by a `--NAME-fd N` / `--NAME-file PATH` pair of options.
+package protocol SecretSourceName {
+    /// `passphrase` for `--passphrase-fd` and `--passphrase-file`.
+    static var optionName: String { get }
+    /// What the secret is, for help texts ("the passphrase").
+    static var secret: String { get }
+}
+
+package enum PassphraseSecret: SecretSourceName {
+    package static let optionName = "passphrase"
+    package static let secret = "the passphrase"
+}
+
+package enum NewPassphraseSecret: SecretSourceName {
+    package static let optionName = "new-passphrase"
+    package static let secret = "the new passphrase"
+}
+
+package enum PasswordSecret: SecretSourceName {
+    package static let optionName = "password"
+    package static let secret = "the password"
+}
+
+/// A secret from `--NAME-fd N` (first line of the descriptor) or `--NAME-file PATH` (first line of a file
+/// only its owner can read): one option group for every secret the CLI reads, so the options, their help and
+/// their checks are written once.
+package struct SecretSourceOptions<Name: SecretSourceName>: ParsableArguments {
+    package init() {}
+
+    @Option(
+        name: .customLong(Name.optionName + "-fd"),
+        help: ArgumentHelp("Read \(Name.secret) from this file descriptor (first line).", valueName: "n"))
+    package var fd: Int32?
+
+    @Option(
+        name: .customLong(Name.optionName + "-file"),
+        help: ArgumentHelp("Read \(Name.secret) from the first line of this file (mode 0600).", valueName: "path"))
+    package var file: String?
+
+    /// Whether either option was given.
+    package var isGiven: Bool { fd != nil || file != nil }
+
+    package func validate() throws {
+        if fd != nil && file != nil {
+            throw ValidationError("--\(Name.optionName)-fd and --\(Name.optionName)-file cannot be used together")
+        }
+        if let fd, fd < 0 {
+            throw ValidationError("--\(Name.optionName)-fd must be a file descriptor (0 or more)")
+        }
+    }
+
+    /// The secret, or `nil` when neither option was given.
+    package func read() throws -> SecureBytes? {
+        try SecretInput.read(fd: fd, file: file)
     }
 }

@@ -24,11 +24,6 @@ public enum Argon2id {
         /// opens only where ``KDFPolicy/allowsInsecureParametersForTesting`` is set.
         public static let insecureForTesting = Parameters(opsLimit: 1, memLimitBytes: 8 << 10)
 
-        /// The named presets, for the CLI.
-        public static let presets: [(name: String, parameters: Parameters)] = [
-            ("interactive", .interactive), ("moderate", .moderate), ("sensitive", .sensitive),
-        ]
-
         public var description: String {
             memLimitBytes % (1 << 20) == 0
                 ? "opslimit \(opsLimit), memlimit \(memLimitBytes >> 20) MiB"

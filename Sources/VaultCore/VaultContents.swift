@@ -74,8 +74,8 @@ struct VaultContents: Sendable {
         self.positions = [:]
         self.records = []
         let parsed = try plaintext.withUnsafeBytes { (buffer) throws -> ([String], [String: Int], [Entry]) in
-            func corrupt(_ reason: String) -> VaultError { .corrupt(path: path, reason: reason) }
-            guard buffer.count >= VaultFormat.headerHashByteCount + 4 else { throw corrupt("plaintext too short") }
+            func corrupt(_ reason: Corruption) -> VaultError { .corrupt(path: path, reason: reason) }
+            guard buffer.count >= VaultFormat.headerHashByteCount + 4 else { throw corrupt(.plaintextTooShort) }
             var reader = ByteReader(buffer)
             let storedHash = UnsafeRawBufferPointer(rebasing: buffer[0..<VaultFormat.headerHashByteCount])
             let matches = headerHash.withUnsafeBytes { Sodium.constantTimeEqual($0, storedHash) }
@@ -84,26 +84,26 @@ struct VaultContents: Sendable {
             reader.skip(VaultFormat.headerHashByteCount)
             let count = Int(reader.readUInt32())
             // Each entry takes at least 2 + 1 + 4 + 16 bytes: an absurd count cannot make us reserve memory.
-            guard count <= reader.remaining / 23 else { throw corrupt("entry count \(count) exceeds the data") }
+            guard count <= reader.remaining / 23 else { throw corrupt(.entryCountExceedsData(count: Int(count))) }
             var order = [String]()
             order.reserveCapacity(count)
             var positions = [String: Int](minimumCapacity: count)
             var records = [Entry]()
             records.reserveCapacity(count)
             for index in 0..<count {
-                guard reader.remaining >= 2 else { throw corrupt("entry \(index) truncated") }
+                guard reader.remaining >= 2 else { throw corrupt(.entryTruncated(index: index)) }
                 let nameCount = Int(reader.readUInt16())
                 guard nameCount >= 1, nameCount <= VaultFormat.maximumNameByteCount, reader.remaining >= nameCount
-                else { throw corrupt("entry \(index) has a bad name length") }
+                else { throw corrupt(.badNameLength(index: index)) }
                 let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[reader.offset..<reader.offset + nameCount])
                 guard let name = VaultContents.string(utf8: nameBytes) else {
-                    throw corrupt("entry \(index) has a name that is not UTF-8")
+                    throw corrupt(.nameNotUTF8(index: index))
                 }
                 reader.skip(nameCount)
-                guard reader.remaining >= 4 else { throw corrupt("entry \(index) truncated") }
+                guard reader.remaining >= 4 else { throw corrupt(.entryTruncated(index: index)) }
                 let valueCount = Int(reader.readUInt32())
                 guard valueCount <= VaultFormat.maximumValueByteCount, reader.remaining >= valueCount + 16 else {
-                    throw corrupt("entry \(index) has a bad value length")
+                    throw corrupt(.badValueLength(index: index))
                 }
                 let valueOffset = reader.offset
                 reader.skip(valueCount)
@@ -111,14 +111,14 @@ struct VaultContents: Sendable {
                     valueOffset: valueOffset, valueCount: valueCount,
                     created: reader.readInt64(), modified: reader.readInt64())
                 guard positions.updateValue(index, forKey: name) == nil else {
-                    throw corrupt("duplicate entry name")
+                    throw corrupt(.duplicateName)
                 }
                 order.append(name)
                 records.append(entry)
             }
             guard reader.remaining < VaultFormat.paddingQuantum,
                 buffer[reader.offset...].allSatisfy({ $0 == 0 })
-            else { throw corrupt("bad padding") }
+            else { throw corrupt(.badPadding) }
             return (order, positions, records)
         }
         (self.order, self.positions, self.records) = parsed

@@ -7,7 +7,7 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The passphrase is wrong, or the file's authenticated parts were altered; the two cannot be told apart.
     case wrongPassphrase(path: String)
     /// The file is not a vault or is damaged in a way its unkeyed structure shows (bad magic, truncation, lengths).
-    case corrupt(path: String, reason: String)
+    case corrupt(path: String, reason: Corruption)
     /// The file is a vault in a format version this build does not read.
     case unsupportedVersion(path: String, version: Int)
     /// The header asks for Argon2id parameters outside the accepted range; refused before the KDF runs.

@@ -61,12 +61,12 @@ enum VaultFormat {
         ) throws -> Header {
             guard file.count >= magic.count, file.prefix(magic.count).elementsEqual(magic) else {
                 if file.count < magic.count, file.elementsEqual(magic.prefix(file.count)) {
-                    throw VaultError.corrupt(path: path, reason: "truncated (\(file.count) bytes)")
+                    throw VaultError.corrupt(path: path, reason: .truncated(byteCount: file.count))
                 }
-                throw VaultError.corrupt(path: path, reason: "not a vault file (bad magic)")
+                throw VaultError.corrupt(path: path, reason: .badMagic)
             }
             guard file.count >= headerByteCount + nonceByteCount else {
-                throw VaultError.corrupt(path: path, reason: "truncated (\(file.count) bytes)")
+                throw VaultError.corrupt(path: path, reason: .truncated(byteCount: file.count))
             }
             var reader = ByteReader(file)
             reader.skip(magic.count)
@@ -77,17 +77,17 @@ enum VaultFormat {
             let kdf = reader.readUInt8()
             guard kdf == kdfArgon2id13 else { throw VaultError.unsupportedKDF(path: path, algorithm: Int(kdf)) }
             let flags = reader.readUInt8()
-            guard flags == 0 else { throw VaultError.corrupt(path: path, reason: "unknown flags 0x\(String(flags, radix: 16))") }
+            guard flags == 0 else { throw VaultError.corrupt(path: path, reason: .unknownFlags(flags)) }
             let parameters = Argon2id.Parameters(opsLimit: reader.readUInt64(), memLimitBytes: reader.readUInt64())
             guard policy.accepts(parameters) else {
                 throw VaultError.kdfParametersOutOfRange(
                     path: path, opsLimit: parameters.opsLimit, memLimitBytes: parameters.memLimitBytes)
             }
             guard file.count >= minimumFileByteCount else {
-                throw VaultError.corrupt(path: path, reason: "truncated (\(file.count) bytes)")
+                throw VaultError.corrupt(path: path, reason: .truncated(byteCount: file.count))
             }
             guard (file.count - headerByteCount - nonceByteCount - macByteCount) % paddingQuantum == 0 else {
-                throw VaultError.corrupt(path: path, reason: "truncated or extended (\(file.count) bytes)")
+                throw VaultError.corrupt(path: path, reason: .sizeMismatch(byteCount: file.count))
             }
             return Header(
                 parameters: parameters,

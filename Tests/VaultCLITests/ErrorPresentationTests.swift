@@ -13,7 +13,7 @@ import VaultTerminal
     @Test func exitCodesAndCodes() {
         let cases: [(any CLIReportable, Int32, String)] = [
             (VaultError.wrongPassphrase(path: "/v"), 3, "wrong_passphrase"),
-            (VaultError.corrupt(path: "/v", reason: "bad padding"), 6, "corrupt"),
+            (VaultError.corrupt(path: "/v", reason: .badPadding), 6, "corrupt"),
             (VaultError.invalidEntryName(reason: "the name is empty"), 64, "invalid_name"),
             (VaultError.unsafePermissions(path: "/v", reason: "r", hint: "h"), 4, "unsafe_permissions"),
             (VaultError.busy(path: "/v", timeoutSeconds: 1), 5, "busy"),

@@ -126,7 +126,7 @@ struct VaultFormatTests {
         case Layout.kdf:
             return { $0 == .unsupportedKDF(path: path, algorithm: Int(flipped[Layout.kdf])) }
         case Layout.flags:
-            return { $0 == .corrupt(path: path, reason: "unknown flags 0x\(String(flipped[Layout.flags], radix: 16))") }
+            return { $0 == .corrupt(path: path, reason: .unknownFlags(flipped[Layout.flags])) }
         case Layout.opsLimit..<Layout.memLimit + 8:
             let ops = load(flipped, at: Layout.opsLimit, as: UInt64.self)
             let mem = load(flipped, at: Layout.memLimit, as: UInt64.self)
@@ -183,7 +183,7 @@ struct VaultFormatTests {
         for length in 0..<original.count {
             try writeBytes(Array(original[0..<length]), to: target)
             let error = openError(target)
-            if error != .corrupt(path: target, reason: "truncated (\(length) bytes)") {
+            if error != .corrupt(path: target, reason: .truncated(byteCount: length)) {
                 failures.append("\(length) bytes: \(error.map { "\($0)" } ?? "opened")")
             }
         }
@@ -201,7 +201,7 @@ struct VaultFormatTests {
             try writeBytes(original + [UInt8](repeating: 0, count: extra), to: target)
             #expect(
                 openError(target)
-                    == .corrupt(path: target, reason: "truncated or extended (\(original.count + extra) bytes)"))
+                    == .corrupt(path: target, reason: .sizeMismatch(byteCount: original.count + extra)))
         }
         for extra in [256, 512] {
             try writeBytes(original + [UInt8](repeating: 0, count: extra), to: target)
@@ -215,13 +215,13 @@ struct VaultFormatTests {
     func notVaults() throws {
         let target = directory.file("x.vault")
         try writeBytes([], to: target)
-        #expect(openError(target) == .corrupt(path: target, reason: "truncated (0 bytes)"))
+        #expect(openError(target) == .corrupt(path: target, reason: .truncated(byteCount: 0)))
         try writeBytes(Array("hello, world\n".utf8), to: target)
-        #expect(openError(target) == .corrupt(path: target, reason: "not a vault file (bad magic)"))
+        #expect(openError(target) == .corrupt(path: target, reason: .badMagic))
         try writeBytes([0x89, 0x56, 0x41], to: target)
-        #expect(openError(target) == .corrupt(path: target, reason: "truncated (3 bytes)"))
+        #expect(openError(target) == .corrupt(path: target, reason: .truncated(byteCount: 3)))
         try writeBytes(Array("VAULT".utf8), to: target)
-        #expect(openError(target) == .corrupt(path: target, reason: "not a vault file (bad magic)"))
+        #expect(openError(target) == .corrupt(path: target, reason: .badMagic))
         // A well-formed header followed by random bytes.
         try makeVault(path)
         var forged = try readBytes(path)
@@ -254,7 +254,7 @@ struct VaultFormatTests {
             bytes[Layout.flags] = flags
             patch(&bytes, at: Layout.memLimit, UInt64(1) << 42)
             try writeBytes(bytes, to: target)
-            #expect(openError(target) == .corrupt(path: target, reason: "unknown flags 0x\(String(flags, radix: 16))"))
+            #expect(openError(target) == .corrupt(path: target, reason: .unknownFlags(flags)))
         }
         // A truncated file with an unsupported version: the version is reported once the fixed part is there.
         var short = Array(original[0..<Layout.bodyStart])
@@ -409,9 +409,12 @@ struct VaultFormatTests {
             try Self.parse(Self.plaintext(count: 1, good), hash: [UInt8](repeating: 0xAC, count: 32))
         }
         func expectCorrupt(_ plaintext: SecureBytes, _ reason: String, sourceLocation: SourceLocation = #_sourceLocation) {
-            #expect(throws: VaultError.corrupt(path: "p", reason: reason), sourceLocation: sourceLocation) {
-                try Self.parse(plaintext)
+            let error = #expect(throws: VaultError.self, sourceLocation: sourceLocation) { try Self.parse(plaintext) }
+            guard case .corrupt(let path, let actual)? = error else {
+                Issue.record("expected corrupt, got \(String(describing: error))", sourceLocation: sourceLocation)
+                return
             }
+            #expect(path == "p" && actual.description == reason, sourceLocation: sourceLocation)
         }
         expectCorrupt(SecureBytes([UInt8](repeating: 0xAB, count: 35)), "plaintext too short")
         expectCorrupt(Self.plaintext(count: 2, good + good), "duplicate entry name")

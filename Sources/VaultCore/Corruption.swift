@@ -1,0 +1,65 @@
+/// Why a file is refused as corrupt: a stable machine code (``code``) and the message text (``description``).
+///
+/// Every case is found by structure alone (lengths, magic, flags, padding), before or after decryption; none
+/// carries a secret.
+public enum Corruption: Equatable, Sendable, CustomStringConvertible {
+    /// The file is shorter than its fixed parts, or than the header says (`byteCount`: its size).
+    case truncated(byteCount: Int)
+    /// The file does not start with the vault magic.
+    case badMagic
+    /// The header sets flags this version does not know.
+    case unknownFlags(UInt8)
+    /// The file's size does not match what the header and the body's length allow.
+    case sizeMismatch(byteCount: Int)
+    /// The decrypted body is shorter than its fixed fields.
+    case plaintextTooShort
+    /// The body claims more entries than its bytes can hold.
+    case entryCountExceedsData(count: Int)
+    /// Entry `index` ends before its fields do.
+    case entryTruncated(index: Int)
+    /// Entry `index` has a name length of 0 or beyond the limit or the data.
+    case badNameLength(index: Int)
+    /// Entry `index` has a name that is not UTF-8.
+    case nameNotUTF8(index: Int)
+    /// Entry `index` has a value length beyond the limit or the data.
+    case badValueLength(index: Int)
+    /// Two entries have the same name (after Unicode normalisation).
+    case duplicateName
+    /// The padding after the entries is not all zero, or has the wrong length.
+    case badPadding
+
+    /// A stable snake_case code, for programs (JSON, logs): it does not change when the wording does.
+    public var code: String {
+        switch self {
+        case .truncated: return "truncated"
+        case .badMagic: return "bad_magic"
+        case .unknownFlags: return "unknown_flags"
+        case .sizeMismatch: return "size_mismatch"
+        case .plaintextTooShort: return "plaintext_too_short"
+        case .entryCountExceedsData: return "entry_count_exceeds_data"
+        case .entryTruncated: return "entry_truncated"
+        case .badNameLength: return "bad_name_length"
+        case .nameNotUTF8: return "name_not_utf8"
+        case .badValueLength: return "bad_value_length"
+        case .duplicateName: return "duplicate_name"
+        case .badPadding: return "bad_padding"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .truncated(let count): return "truncated (\(count) bytes)"
+        case .badMagic: return "not a vault file (bad magic)"
+        case .unknownFlags(let flags): return "unknown flags 0x\(String(flags, radix: 16))"
+        case .sizeMismatch(let count): return "truncated or extended (\(count) bytes)"
+        case .plaintextTooShort: return "plaintext too short"
+        case .entryCountExceedsData(let count): return "entry count \(count) exceeds the data"
+        case .entryTruncated(let index): return "entry \(index) truncated"
+        case .badNameLength(let index): return "entry \(index) has a bad name length"
+        case .nameNotUTF8(let index): return "entry \(index) has a name that is not UTF-8"
+        case .badValueLength(let index): return "entry \(index) has a bad value length"
+        case .duplicateName: return "duplicate entry name"
+        case .badPadding: return "bad padding"
+        }
+    }
+}

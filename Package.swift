@@ -5,7 +5,7 @@ import PackageDescription
 // The emulator depends on nothing of ours but the wire format.
 let package = Package(
     name: "vault",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "VaultCore", targets: ["VaultCore"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),

@@ -88,8 +88,8 @@ let package = Package(
             path: "Examples/DemoApp"
         ),
 
-        // Test support shared by the test targets (a real nginx, running tools, free ports).
-        .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport"),
+        // Test support shared by the test targets (a real nginx, the Python test server, running tools, free ports).
+        .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport", resources: [.copy("http_test_server.py")]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One device registration (an "application connection").
 public struct Registration: Sendable, Equatable {
@@ -63,7 +64,7 @@ public final class EmulatorState: Sendable {
         var counts: [EmulatorRoute: [Int: Int]] = [:]
     }
 
-    private let storage = Locked(Storage())
+    private let storage = Mutex(Storage())
 
     public init() {}
 
@@ -130,19 +131,5 @@ public final class EmulatorState: Sendable {
     /// Forgets all counters (registrations stay).
     public func resetRequestCounts() {
         storage.withLock { $0.counts = [:] }
-    }
-}
-
-/// A value behind a lock. (`Synchronization.Mutex` needs macOS 15; the package supports macOS 14.)
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

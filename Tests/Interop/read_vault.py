@@ -5,7 +5,7 @@
 
 Prints one JSON object {name: value} to stdout, sorted by name: a value that is valid UTF-8 as a string,
 any other as {"base64": "..."}. Exit codes as the CLI's: 3 wrong passphrase or tampered file, 6 not a
-vault, unsupported or corrupt, 1 anything else. VAULT_INSECURE_KDF_FOR_TESTING=1 is the test hook of step 6.
+vault, unsupported or corrupt, 1 anything else. VAULT_TESTING_INSECURE_KDF=1 is the test hook of step 6.
 """
 import base64, hmac, json, os, struct, sys, unicodedata
 from nacl import encoding, exceptions, hash, pwhash, secret
@@ -21,7 +21,7 @@ def read(file, passphrase):
     if version != 1: fail(6, f"unsupported format version {version}")                      # step 3
     if kdf != 2: fail(6, f"unsupported key-derivation algorithm {kdf}")                    # step 4
     if flags != 0: fail(6, f"unknown flags {flags:#x}")                                    # step 5
-    low_ops, low_mem = (1, 8192) if os.environ.get("VAULT_INSECURE_KDF_FOR_TESTING") == "1" else (2, 64 << 20)
+    low_ops, low_mem = (1, 8192) if os.environ.get("VAULT_TESTING_INSECURE_KDF") == "1" else (2, 64 << 20)
     if not (low_ops <= ops <= 4 and low_mem <= mem <= 1 << 30 and mem % 1024 == 0):        # step 6
         fail(6, f"Argon2id parameters out of range (opslimit {ops}, memlimit {mem})")
     if len(file) < 420 or (len(file) - 164) % 256: fail(6, "truncated or extended")      # step 7

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -148,9 +149,8 @@ struct AdminTests {
 }
 
 /// Lines collected from the request logger, which the server calls from its own tasks.
-final class LogLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-    func append(_ line: String) { lock.withLock { lines.append(line) } }
-    var all: [String] { lock.withLock { lines } }
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
 }

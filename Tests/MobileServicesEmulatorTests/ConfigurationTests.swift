@@ -62,4 +62,14 @@ struct ConfigurationTests {
         #expect(throws: EmulatorConfigurationError.invalidAdminToken) { try EmulatorConfiguration(appId: "a", users: ["u": "p"], adminToken: "a b") }
         #expect(throws: EmulatorConfigurationError.invalidMaxBodySize(0)) { try EmulatorConfiguration(appId: "a", users: ["u": "p"], maxBodySize: 0) }
     }
+
+    @Test("one loopback rule for the admin API's peers and the executable's --host")
+    func loopbackHosts() {
+        for host in ["localhost", "127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
+            #expect(isLoopbackHost(host), "\(host)")
+        }
+        for host in ["0.0.0.0", "10.0.0.1", "::", "::ffff:10.0.0.1", "localhost.example.com", "128.0.0.1", ""] {
+            #expect(!isLoopbackHost(host), "\(host)")
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -154,15 +155,18 @@ func temporaryDirectory() throws -> URL {
 }
 
 /// A child process with its stdout and stderr captured.
-final class RunningProcess: @unchecked Sendable {
+final class RunningProcess: Sendable {
+    private struct Output {
+        var stdoutBuffer = Data()
+        var stderrBuffer = Data()
+        var stdoutClosed = false
+        var stderrClosed = false
+    }
+
     private let process = Process()
     private let stdout = Pipe()
     private let stderr = Pipe()
-    private let lock = NSLock()
-    private var stdoutBuffer = Data()
-    private var stderrBuffer = Data()
-    private var stdoutClosed = false
-    private var stderrClosed = false
+    private let output = Mutex(Output())
 
     init(_ executable: URL, arguments: [String]) throws {
         process.executableURL = executable
@@ -172,15 +176,15 @@ final class RunningProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         stdout.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
-            self?.lock.withLock {
-                if data.isEmpty { self?.stdoutClosed = true } else { self?.stdoutBuffer.append(data) }
+            self?.output.withLock {
+                if data.isEmpty { $0.stdoutClosed = true } else { $0.stdoutBuffer.append(data) }
             }
             if data.isEmpty { handle.readabilityHandler = nil }
         }
         stderr.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
-            self?.lock.withLock {
-                if data.isEmpty { self?.stderrClosed = true } else { self?.stderrBuffer.append(data) }
+            self?.output.withLock {
+                if data.isEmpty { $0.stderrClosed = true } else { $0.stderrBuffer.append(data) }
             }
             if data.isEmpty { handle.readabilityHandler = nil }
         }
@@ -192,13 +196,13 @@ final class RunningProcess: @unchecked Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while clock.now < deadline {
-            let line: String?? = lock.withLock {
-                if let newline = stdoutBuffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: stdoutBuffer[stdoutBuffer.startIndex..<newline], as: UTF8.self)
-                    stdoutBuffer.removeSubrange(stdoutBuffer.startIndex...newline)
+            let line: String?? = output.withLock { output in
+                if let newline = output.stdoutBuffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: output.stdoutBuffer[output.stdoutBuffer.startIndex..<newline], as: UTF8.self)
+                    output.stdoutBuffer.removeSubrange(output.stdoutBuffer.startIndex...newline)
                     return .some(line)
                 }
-                return stdoutClosed ? .some(nil) : nil
+                return output.stdoutClosed ? .some(nil) : nil
             }
             if let line { return line }
             try await Task.sleep(for: .milliseconds(20))
@@ -221,12 +225,12 @@ final class RunningProcess: @unchecked Sendable {
             return -1
         }
         let drained = Date().addingTimeInterval(5)
-        while Date() < drained && !(lock.withLock { stdoutClosed && stderrClosed }) { Thread.sleep(forTimeInterval: 0.02) }
+        while Date() < drained && !(output.withLock { $0.stdoutClosed && $0.stderrClosed }) { Thread.sleep(forTimeInterval: 0.02) }
         return process.terminationStatus
     }
 
-    func remainingStdout() -> String { lock.withLock { String(decoding: stdoutBuffer, as: UTF8.self) } }
-    func stderrText() -> String { lock.withLock { String(decoding: stderrBuffer, as: UTF8.self) } }
+    func remainingStdout() -> String { output.withLock { String(decoding: $0.stdoutBuffer, as: UTF8.self) } }
+    func stderrText() -> String { output.withLock { String(decoding: $0.stderrBuffer, as: UTF8.self) } }
 
     /// Kills the process if it is still running (for `defer`).
     func stop() {

@@ -7,7 +7,7 @@ import Testing
 
 @Suite("Registration: POST/GET/DELETE Connections")
 struct RegistrationTests {
-    @Test("201 with the seed's entity shape, a Location header and the authenticated user")
+    @Test("201 with the tutorials' entity shape, a Location header and the authenticated user")
     func registerReturnsEntity() async throws {
         try await withEmulator { client, state in
             let response = try await client.execute(
@@ -41,7 +41,7 @@ struct RegistrationTests {
             let capability = try #require(d["Capability"] as? [String: Any])
             #expect((capability["results"] as? [Any])?.isEmpty == true)
 
-            // CreatedAt is "/Date(ms)/" with a time from this test run, written "\/Date(ms)\/" as in the seed.
+            // CreatedAt is "/Date(ms)/" with a time from this test run, written "\/Date(ms)\/" as in the tutorials.
             let createdAt = try #require(d["CreatedAt"] as? String)
             #expect(createdAt.hasPrefix("/Date(") && createdAt.hasSuffix(")/"))
             let ms = try #require(Int64(createdAt.dropFirst(6).dropLast(2)))

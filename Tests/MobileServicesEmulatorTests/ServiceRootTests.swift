@@ -73,7 +73,7 @@ struct ServiceRootTests {
         }
     }
 
-    @Test("an administrator's delete makes the service root answer 404 (seed 002)")
+    @Test("an administrator's delete makes the service root answer 404 (tutorial 002)")
     func adminDeleteThenServiceRoot404() async throws {
         try await withEmulator { client, state in
             let appcid = try await register(client)

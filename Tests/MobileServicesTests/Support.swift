@@ -188,52 +188,11 @@ func unusedLoopbackPort() throws -> Int {
 /// `Authorization` gets a 401 Basic challenge (realm `mobile-services`); every other request gets `status` with
 /// `body`. It counts requests.
 final class ScriptedServer: @unchecked Sendable {
-    static let script = #"""
-import http.server, sys, threading
-status = int(sys.argv[1])
-body = bytes.fromhex(sys.argv[2])
-count = [0]
-lock = threading.Lock()
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
-    def reply(self, code, payload, headers=()):
-        self.send_response(code)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header('Content-Length', str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-    def handle_any(self):
-        length = int(self.headers.get('Content-Length') or 0)
-        if length:
-            self.rfile.read(length)
-        if self.path == '/_count':
-            with lock:
-                return self.reply(200, str(count[0]).encode())
-        with lock:
-            count[0] += 1
-        if not self.headers.get('Authorization'):
-            return self.reply(401, b'', [('WWW-Authenticate', 'Basic realm="mobile-services", charset="UTF-8"')])
-        self.reply(status, body, [('Content-Type', 'application/json')])
-    do_GET = handle_any
-    do_POST = handle_any
-    do_DELETE = handle_any
-    def log_message(self, *args):
-        pass
-
-server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-print('PORT', server.server_address[1], flush=True)
-threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=True).start()
-server.serve_forever()
-"""#
-
     private let python: PythonServer
     var port: Int { python.port }
 
     init(status: Int, body: Data) throws {
-        python = try PythonServer(
-            script: Self.script, arguments: [String(status), body.map { String(format: "%02x", $0) }.joined()])
+        python = try PythonServer(.scripted(status: status, body: body))
     }
 
     var server: String { python.origin }

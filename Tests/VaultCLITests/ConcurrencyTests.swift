@@ -111,10 +111,13 @@ import VaultCore
 
         let waiterValue = box.directory + "/waiter"
         try box.write("waiter", to: waiterValue)
+        // Wait until the waiter opens the lock file (inotify: works for any user, unlike /proc/PID/fd of a
+        // non-dumpable process): it is then at the lock, retrying while the holder lives.
+        let lockOpened = try OpenWatch(path: box.vaultPath + ".lock")
         let waiter = try Adversarial.start(
             ["put", "k", "--passphrase-file", box.passphraseFile], stdinFile: waiterValue,
             environment: box.environment.merging(["VAULT_LOCK_TIMEOUT": "30"]) { $1 })
-        usleep(500_000)
+        #expect(lockOpened.wait(seconds: 30), "the waiter never opened the lock file")
         #expect(waiter.isRunning, "the waiter did not wait for the lock")
         // flock(1) forks `sleep`, which inherits the locked descriptor: kill the whole holder (both).
         let children = (try? String(contentsOfFile: "/proc/\(holder.processIdentifier)/task/\(holder.processIdentifier)/children", encoding: .utf8)) ?? ""
@@ -128,5 +131,27 @@ import VaultCore
         #expect(try Adversarial.contents(of: box.vaultPath) == ["k": "waiter"])
         holder.waitUntilExit()
         print("Concurrency: busy after \(String(format: "%.2f", waited)) s (timeout 1 s); lock free \(String(format: "%.3f", freedAfter)) s after kill -9 of the holder")
+    }
+}
+
+/// Reports when some process opens a file (inotify `IN_OPEN`); create it before starting that process.
+final class OpenWatch {
+    private let fd: Int32
+
+    init(path: String) throws {
+        fd = inotify_init1(0o2000000)  // IN_CLOEXEC
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        guard inotify_add_watch(fd, path, 0x20) >= 0 else {  // IN_OPEN
+            close(fd)
+            throw POSIXError(.ENOENT)
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// True once the file was opened, false if `seconds` passed first.
+    func wait(seconds: Double) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, Int32(seconds * 1000)) == 1
     }
 }

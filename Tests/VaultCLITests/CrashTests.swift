@@ -2,56 +2,6 @@ import Foundation
 import Testing
 import VaultCore
 
-/// Helpers shared by the adversarial CLI suites (crash, fault injection, concurrency, hygiene).
-enum Adversarial {
-    static let passphrase = "correct horse battery staple"
-
-    static func environmentInt(_ name: String, default value: Int) -> Int {
-        ProcessInfo.processInfo.environment[name].flatMap { Int($0) } ?? value
-    }
-
-    /// Opens the vault at `path` with the library (cheap test KDF) and returns its entries as strings.
-    static func contents(of path: String, passphrase: String = passphrase) throws -> [String: String] {
-        let store = SecureKeyValueStore(path: path, options: .insecureForTesting)
-        try store.open(with: SecureBytes(string: passphrase), createIfMissing: false)
-        defer { store.close() }
-        var out = [String: String]()
-        for key in try store.keys() { out[key] = try store.getString(key) }
-        return out
-    }
-
-    /// Temporary files of the vault's writers (`.NAME.<16 hex>.tmp`) in the vault's directory.
-    static func strayTemporaryFiles(_ vaultPath: String) -> [String] {
-        let url = URL(fileURLWithPath: vaultPath)
-        let prefix = "." + url.lastPathComponent + "."
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)) ?? []
-        return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".tmp") }.sorted()
-    }
-
-    /// Starts `vault` with `arguments`, stdin from `stdinFile` (or /dev/null), stdout and stderr discarded.
-    static func start(
-        _ arguments: [String], executable: String = CLI.vault, stdinFile: String? = nil,
-        environment: [String: String], stderrFile: String? = nil
-    ) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        var env = ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8"]
-        env.merge(environment) { $1 }
-        process.environment = env
-        process.standardInput = stdinFile.flatMap { FileHandle(forReadingAtPath: $0) } ?? FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        if let stderrFile {
-            FileManager.default.createFile(atPath: stderrFile, contents: nil)
-            process.standardError = FileHandle(forWritingAtPath: stderrFile)
-        } else {
-            process.standardError = FileHandle.nullDevice
-        }
-        try process.run()
-        return process
-    }
-}
-
 /// kill -9 at random moments of `vault put`: the vault always opens with the correct passphrase and holds the
 /// old or the new value; temporary files a killed writer leaves are removed by the next write.
 ///
@@ -132,10 +82,4 @@ enum Adversarial {
         #expect(try box.vault(["put", "k"], stdin: Data("final".utf8)).status == 0)
         #expect(try Adversarial.contents(of: box.vaultPath)["k"] == "final")
     }
-}
-
-func monotonicNow() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

@@ -92,7 +92,7 @@ import VaultTestSupport
     }
 
     @Test func demoAppTwiceTheSecondRunAsksNothingAndChecksOnce() async throws {
-        let box = try Sandbox()  // no vault yet: the DemoApp creates it, as the seeds' app does
+        let box = try Sandbox()  // no vault yet: the DemoApp creates it, as the tutorials' app does
         let passwordFile = box.directory + "/password"
         try box.write(Self.password + "\n", to: passwordFile)
         let emulator = try EmulatorProcess(directory: box.directory)
@@ -375,41 +375,11 @@ final class EmulatorProcess: @unchecked Sendable {
 /// Python's `http.server` answering every request without `Authorization` with a Basic challenge and every
 /// other one with `201` and a fixed (malformed) body.
 final class MalformedRegistrationServer: @unchecked Sendable {
-    static let script = #"""
-import http.server, sys, threading
-body = sys.argv[1].encode()
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
-    def do_POST(self):
-        length = int(self.headers.get('Content-Length') or 0)
-        if length:
-            self.rfile.read(length)
-        if not self.headers.get('Authorization'):
-            self.send_response(401)
-            self.send_header('WWW-Authenticate', 'Basic realm="mobile-services", charset="UTF-8"')
-            self.send_header('Content-Length', '0')
-            self.end_headers()
-            return
-        self.send_response(201)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-
-server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-print('PORT', server.server_address[1], flush=True)
-threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=True).start()
-server.serve_forever()
-"""#
-
     private let python: PythonServer
     var port: Int { python.port }
 
     init(body: String) throws {
-        python = try PythonServer(script: Self.script, arguments: [body])
+        python = try PythonServer(.scripted(status: 201, body: Data(body.utf8)))
     }
 
     var server: String { python.origin }

@@ -11,11 +11,8 @@ import VaultCore
 /// so that N walks the vault's own calls rather than the dynamic loader's; the rare calls (`write`, `fsync`,
 /// `renameat`, `flock`, `fchmod`, `unlinkat`, `getdents64`) are counted over the whole process.
 @Suite(.serialized, .timeLimit(.minutes(10))) struct FaultInjectionTests {
-    static let strace: String? = {
-        for path in ["/usr/bin/strace", "/bin/strace"] where FileManager.default.isExecutableFile(atPath: path) { return path }
-        _ = try? CLI.exec("/usr/bin/apt-get", ["install", "-y", "-qq", "strace"], timeout: 300)
-        return FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") ? "/usr/bin/strace" : nil
-    }()
+    /// strace, installed by `scripts/install-deps --test`; a test that needs it fails without it.
+    static let strace: String? = ["/usr/bin/strace", "/bin/strace"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
     struct Setup {
         let box: Sandbox
@@ -37,7 +34,7 @@ import VaultCore
 
         /// `vault put k` under strace with `straceArguments`.
         func put(_ value: String, _ straceArguments: [String]) throws -> CLIResult {
-            let strace = try #require(FaultInjectionTests.strace, "strace is needed")
+            let strace = try #require(FaultInjectionTests.strace, "strace is not installed: run scripts/install-deps --test")
             return try CLI.exec(
                 strace, ["-f", "-qq", "-o", "/dev/null"] + straceArguments
                     + [CLI.vault, "put", "k", "--passphrase-file", box.passphraseFile],
@@ -112,7 +109,7 @@ import VaultCore
     /// kill -9 before each call of one put, in turn.
     @Test func killBeforeEachSyscallOfOnePut() throws {
         let setup = try Setup()
-        let strace = try #require(Self.strace, "strace is needed")
+        let strace = try #require(Self.strace, "strace is not installed: run scripts/install-deps --test")
         // Count the calls of one clean put: path-filtered calls with -P, the rare ones over the whole process.
         func count(_ arguments: [String]) throws -> [String: Int] {
             let trace = setup.box.directory + "/trace"

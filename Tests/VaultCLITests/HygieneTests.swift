@@ -6,11 +6,8 @@ import Testing
 /// files and directories keep their modes under any umask; files an attacker plants at temporary names change
 /// nothing. The tests are synchronous (blocking waits on a dedicated thread, never the cooperative pool).
 @Suite(.serialized, .timeLimit(.minutes(5))) struct HygieneTests {
-    static let strace: String? = {
-        for path in ["/usr/bin/strace", "/bin/strace"] where FileManager.default.isExecutableFile(atPath: path) { return path }
-        _ = try? CLI.exec("/usr/bin/apt-get", ["install", "-y", "-qq", "strace"], timeout: 300)
-        return FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") ? "/usr/bin/strace" : nil
-    }()
+    /// strace, installed by `scripts/install-deps --test`; a test that needs it fails without it.
+    static let strace: String? = ["/usr/bin/strace", "/bin/strace"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
     /// A unique string that cannot occur by chance.
     static func canary(_ label: String) -> String {
@@ -50,7 +47,7 @@ import Testing
 
     @Test("canary passphrase and value: not in execve argv/env (strace), output other than get's, or any other file")
     func canariesStayInside() throws {
-        let strace = try #require(Self.strace, "strace is needed")
+        let strace = try #require(Self.strace, "strace is not installed: run scripts/install-deps --test")
         let passphrase = Self.canary("pass"), value = Self.canary("value")
         let box = try Sandbox(passphrase: passphrase)
         let traces = try Self.makeTemporaryDirectory("vault-hygiene-trace")
@@ -158,7 +155,7 @@ import Testing
 
     @Test("a running vault: same-user strace, /proc/PID/mem and /proc/PID/environ are refused; core size 0")
     func sameUserCannotTrace() throws {
-        let strace = try #require(Self.strace, "strace is needed")
+        let strace = try #require(Self.strace, "strace is not installed: run scripts/install-deps --test")
         let ids = try #require(Self.testUserIDs, "could not create the user \(Self.testUser)")
         // The vault, its directory and the passphrase file belong to the test user.
         let home = try Self.makeTemporaryDirectory("vault-hygiene-user")

@@ -28,7 +28,7 @@ struct InteropTests {
         try #require(Self.pythonReady, "python3 with PyNaCl is needed")
         var environment = ProcessInfo.processInfo.environment
         environment["VAULT_PASSPHRASE"] = passphrase
-        environment["VAULT_INSECURE_KDF_FOR_TESTING"] = testHook ? "1" : nil
+        environment["VAULT_TESTING_INSECURE_KDF"] = testHook ? "1" : nil
         return try run("/usr/bin/env", ["python3", Self.script, vault], environment: environment)
     }
 

@@ -134,7 +134,7 @@ struct VectorTests {
         try #require(InteropTests.pythonReady, "python3 with PyNaCl is needed")
         var environment = ProcessInfo.processInfo.environment
         environment["VAULT_PASSPHRASE"] = vector["passphrase"]
-        environment["VAULT_INSECURE_KDF_FOR_TESTING"] = vector["kdf-policy"] == "test" ? "1" : nil
+        environment["VAULT_TESTING_INSECURE_KDF"] = vector["kdf-policy"] == "test" ? "1" : nil
         let result = try run(
             "/usr/bin/env", ["python3", InteropTests.script, Self.directory + "/\(vector.name).vault"],
             environment: environment)

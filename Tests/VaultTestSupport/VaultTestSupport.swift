@@ -4,7 +4,8 @@ import Foundation
 
 /// A real nginx on 127.0.0.1 with `auth_basic` on `/private/` and an htpasswd file, in a temporary directory.
 ///
-/// Installs `nginx-light` and `apache2-utils` with apt-get when `nginx` or `htpasswd` is missing.
+/// Needs `nginx` and `htpasswd` (Debian: `nginx-light`, `apache2-utils`), which `scripts/install-deps --test`
+/// installs; without them the fixture throws, so the test fails with a message naming that script.
 /// Paths: `/private/` (auth_basic, body "secret area\n"), `/` (public, "public\n"), `/boom` (500).
 public final class NginxFixture: @unchecked Sendable {
     public static let realm = "Vault Test"
@@ -13,28 +14,13 @@ public final class NginxFixture: @unchecked Sendable {
     let process = Process()
     let htpasswd: String
 
-    static let installLock = NSLock()
-
     typealias Failure = TestSupportError
 
     static func tools() throws -> (nginx: String, htpasswd: String) {
-        try installLock.withLock {
-            if let nginx = findTool("nginx"), let htpasswd = findTool("htpasswd") { return (nginx, htpasswd) }
-            guard let aptGet = findTool("apt-get") else {
-                throw Failure("nginx or htpasswd is missing and apt-get is not available to install them")
-            }
-            let environment = ["DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
-            let (updateStatus, updateOutput) = try runTool(aptGet, ["update"], environment: environment)
-            guard updateStatus == 0 else { throw Failure("apt-get update failed:\n\(updateOutput)") }
-            let (status, output) = try runTool(
-                aptGet, ["install", "-y", "--no-install-recommends", "nginx-light", "apache2-utils"],
-                environment: environment)
-            guard status == 0 else { throw Failure("apt-get install nginx-light apache2-utils failed:\n\(output)") }
-            guard let nginx = findTool("nginx"), let htpasswd = findTool("htpasswd") else {
-                throw Failure("nginx or htpasswd still missing after apt-get install")
-            }
-            return (nginx, htpasswd)
+        guard let nginx = findTool("nginx"), let htpasswd = findTool("htpasswd") else {
+            throw Failure("nginx or htpasswd is not installed: run scripts/install-deps --test")
         }
+        return (nginx, htpasswd)
     }
 
     /// Starts nginx with these users (name: password) in its htpasswd file.
@@ -78,6 +64,7 @@ public final class NginxFixture: @unchecked Sendable {
                         auth_basic_user_file \(root)/htpasswd;
                     }
                     location = /boom { return 500; }
+                    location = /_barrier { return 204; }
                 }
             }
             """
@@ -135,20 +122,98 @@ public final class NginxFixture: @unchecked Sendable {
         let (status, output) = try runTool(htpasswd, arguments + [file, user], stdin: Data((password + "\n").utf8))
         guard status == 0 else { throw Failure("htpasswd failed: \(output)") }
         chmod(file, 0o644)
-        if process.isRunning {
-            kill(process.processIdentifier, SIGHUP)  // `nginx -s reload`
-            usleep(300_000)
+        if process.isRunning { try reload() }
+    }
+
+    /// `nginx -s reload` (SIGHUP to the master), then waits until the master has replaced its worker: every worker
+    /// running before is gone and a new one runs.
+    func reload() throws {
+        let master = process.processIdentifier
+        let oldWorkers = try poll("nginx started no worker") { () -> Set<pid_t>? in
+            let workers = Self.childPIDs(of: master)
+            return workers.isEmpty ? nil : workers
         }
+        kill(master, SIGHUP)
+        _ = try poll("nginx did not replace its worker after a reload") { () -> Bool? in
+            let workers = Self.childPIDs(of: master)
+            return !workers.isEmpty && workers.isDisjoint(with: oldWorkers) ? true : nil
+        }
+    }
+
+    /// Calls `condition` every 10 ms until it returns a value; throws `message` after 15 s or if nginx exits.
+    func poll<T>(_ message: String, _ condition: () -> T?) throws -> T {
+        let deadline = Date().addingTimeInterval(15)
+        while true {
+            if let value = condition() { return value }
+            guard process.isRunning, Date() < deadline else { throw Failure(message) }
+            usleep(10_000)
+        }
+    }
+
+    /// The live (not zombie) children of `parent`, from `/proc/*/stat`.
+    static func childPIDs(of parent: pid_t) -> Set<pid_t> {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        var children = Set<pid_t>()
+        for entry in entries {
+            guard let pid = pid_t(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, fields[0] != "Z", pid_t(fields[1]) == parent { children.insert(pid) }
+        }
+        return children
     }
 
     public var origin: String { "http://127.0.0.1:\(port)" }
     public func url(_ path: String) -> String { origin + path }
 
-    /// The access log: one `status remote_user uri` line per request.
+    /// The access log: one `status remote_user uri` line per request answered so far.
+    ///
+    /// nginx writes a request's line just after sending the response, so a client can hold its answer before the
+    /// line is there. This sends one more request, to `/_barrier`, and polls the log until that request's line
+    /// appears: nginx's one worker has then finished every earlier request too. The barrier lines are left out.
     public func accessLog() -> [String] {
-        usleep(100_000)  // nginx writes the line after sending the response
-        let text = (try? String(contentsOfFile: directory + "/access.log", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").map(String.init)
+        let path = directory + "/access.log"
+        func lines() -> [String] {
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").map(String.init)
+        }
+        let marker = "/_barrier?\(UUID().uuidString)"
+        let sent = Self.get(marker, port: port)
+        let deadline = Date().addingTimeInterval(15)
+        while sent, Date() < deadline, !lines().contains(where: { $0.hasSuffix(" " + marker) }) { usleep(5_000) }
+        return lines().filter { !$0.hasSuffix(" /_barrier") && !$0.contains(" /_barrier?") }
+    }
+
+    /// Sends `GET path` over HTTP/1.0 to 127.0.0.1:port and reads the answer to its end; false if that failed.
+    static func get(_ path: String, port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else { return false }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            return false
+        }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return true }
+            if count < 0 { return false }
+        }
     }
 }
 
@@ -209,19 +274,40 @@ public struct TestSupportError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// An HTTP server written in Python for one test, on 127.0.0.1: the script prints `PORT n` as its first line
-/// and stops when its stdin closes (``stop()``, or the end of the test process).
+/// The one HTTP server written in Python for the tests (`http_test_server.py`, a resource of this target), on
+/// 127.0.0.1: the script prints `PORT n` as its first line and stops when its stdin closes (``stop()``, or the end
+/// of the test process). See the script's docstring for what each mode answers.
 public final class PythonServer: @unchecked Sendable {
+    /// What the server answers.
+    public enum Mode: Sendable {
+        /// Every request without `Authorization` gets a 401 Basic challenge (realm `mobile-services`); every other
+        /// one gets `status` with `body` (JSON). `GET /_count` gives the number of requests so far.
+        case scripted(status: Int, body: Data)
+        /// Users, a request log and fixed routes (`/protected`, `/forbidden`, `/redirect`, `/digest`, `/bearer`),
+        /// driven through `/_control/...`.
+        case counting
+
+        var arguments: [String] {
+            switch self {
+            case .scripted(let status, let body): ["scripted", String(status), body.map { String(format: "%02x", $0) }.joined()]
+            case .counting: ["counting"]
+            }
+        }
+    }
+
     private let process = Process()
     private let stdinPipe = Pipe()
-    private let scriptPath = NSTemporaryDirectory() + "/vault-test-server-\(UUID().uuidString).py"
     public let port: Int
 
-    public init(script: String, arguments: [String] = []) throws {
-        try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
-        guard let python = findTool("python3") else { throw TestSupportError("python3 is not installed") }
+    public init(_ mode: Mode) throws {
+        guard let python = findTool("python3") else {
+            throw TestSupportError("python3 is not installed: run scripts/install-deps --test")
+        }
+        guard let script = Bundle.module.path(forResource: "http_test_server", ofType: "py") else {
+            throw TestSupportError("http_test_server.py is missing from VaultTestSupport's resources")
+        }
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [scriptPath] + arguments
+        process.arguments = [script] + mode.arguments
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardInput = stdinPipe
@@ -235,7 +321,6 @@ public final class PythonServer: @unchecked Sendable {
         guard let port = String(decoding: line, as: UTF8.self).split(separator: " ").last.flatMap({ Int($0) }) else {
             process.terminate()
             process.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: scriptPath)
             throw TestSupportError("the Python test server did not start")
         }
         self.port = port
@@ -252,6 +337,5 @@ public final class PythonServer: @unchecked Sendable {
             process.terminate()
             process.waitUntilExit()
         }
-        try? FileManager.default.removeItem(atPath: scriptPath)
     }
 }

@@ -6,6 +6,7 @@ import MobileServicesEmulator
 ///
 /// stdout: exactly one line, `listening on http://HOST:PORT`, once the server accepts connections.
 /// stderr: one line per request, `METHOD path status`, and errors. Passwords, tokens and headers are never printed.
+@main
 struct EmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mobile-services-emulator",
@@ -34,16 +35,12 @@ struct EmulatorCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
-        if adminTokenFile == nil, !Self.isLoopbackHost(host) {
+        if adminTokenFile == nil, !isLoopbackHost(host) {
             throw ValidationError("binding \(host) needs --admin-token-file: without a token the administrator API is for loopback only")
         }
     }
 
     func run() async throws {
-        try await serve()
-    }
-
-    func serve() async throws {
         let users: [String: String]
         do {
             users = try UsersFile.load(path: usersFile)
@@ -78,10 +75,6 @@ struct EmulatorCommand: AsyncParsableCommand {
         try await app.runService()
     }
 
-    static func isLoopbackHost(_ host: String) -> Bool {
-        host == "localhost" || host.hasPrefix("127.") || host == "::1"
-    }
-
     static func write(_ text: String, to handle: FileHandle) {
         handle.write(Data(text.utf8))
     }
@@ -91,17 +84,4 @@ struct EmulatorCommand: AsyncParsableCommand {
 struct StartupError: Error, CustomStringConvertible {
     let message: String
     var description: String { message }
-}
-
-// `main.swift` cannot use `@main`, and a bare `EmulatorCommand.main()` here resolves to the synchronous overload,
-// so do what `AsyncParsableCommand.main()` does.
-do {
-    var command = try EmulatorCommand.parseAsRoot()
-    if let emulator = command as? EmulatorCommand {
-        try await emulator.serve()
-    } else {
-        try command.run()  // --help, --version
-    }
-} catch {
-    EmulatorCommand.exit(withError: error)
 }

@@ -1,0 +1,125 @@
+"""The HTTP server the Swift tests start (through VaultTestSupport's PythonServer), on 127.0.0.1.
+
+Prints `PORT n` as its first line and stops when its stdin closes. Two modes:
+
+  http_test_server.py scripted STATUS HEXBODY
+      Every request (GET, POST, DELETE) without `Authorization` gets 401 with a Basic challenge (realm
+      `mobile-services`, empty body); every other one gets STATUS with the body HEXBODY (hex-encoded bytes) as
+      `application/json`. `GET /_count` answers the number of requests so far (itself not counted). For answers
+      the mobile-services emulator never gives (a malformed 201, a 500, ...).
+
+  http_test_server.py counting
+      Users are set with `/_control/set-password?user=U&password=P`; `/_control/log` answers every other request
+      so far as JSON `[{"path": ..., "authorization": ...}]`. Routes (realm `counting`):
+      `/protected` 200 `hello` with a valid credential, else 401 with a Basic challenge; `/forbidden` 403 with a
+      valid credential, else 401; `/redirect?to=URL` 302 to URL; `/digest`, `/bearer` 401 with only a Digest or
+      Bearer challenge; anything else 404.
+"""
+import base64
+import http.server
+import json
+import sys
+import threading
+import urllib.parse
+
+lock = threading.Lock()
+count = [0]
+users = {}
+log = []
+mode = sys.argv[1]
+if mode == 'scripted':
+    status = int(sys.argv[2])
+    body = bytes.fromhex(sys.argv[3])
+elif mode != 'counting':
+    sys.exit('usage: http_test_server.py scripted STATUS HEXBODY | counting')
+REALM = 'counting'
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+
+    def reply(self, code, payload=b'', headers=()):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header('Content-Length', str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def read_body(self):
+        length = int(self.headers.get('Content-Length') or 0)
+        if length:
+            self.rfile.read(length)
+
+    # scripted
+
+    def scripted(self):
+        self.read_body()
+        if self.path == '/_count':
+            with lock:
+                return self.reply(200, str(count[0]).encode())
+        with lock:
+            count[0] += 1
+        if not self.headers.get('Authorization'):
+            return self.reply(401, b'', [('WWW-Authenticate', 'Basic realm="mobile-services", charset="UTF-8"')])
+        self.reply(status, body, [('Content-Type', 'application/json')])
+
+    # counting
+
+    def authorized(self):
+        value = self.headers.get('Authorization')
+        if not value or not value.startswith('Basic '):
+            return False
+        try:
+            user, _, password = base64.b64decode(value[6:]).decode('utf-8').partition(':')
+        except Exception:
+            return False
+        with lock:
+            return user in users and users[user] == password
+
+    def challenge(self):
+        self.reply(401, b'unauthorized', [('WWW-Authenticate', 'Basic realm="%s", charset="UTF-8"' % REALM)])
+
+    def counting(self):
+        url = urllib.parse.urlparse(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        if url.path.startswith('/_control/'):
+            if url.path == '/_control/log':
+                with lock:
+                    payload = json.dumps(log).encode()
+                return self.reply(200, payload)
+            if url.path == '/_control/set-password':
+                with lock:
+                    users[query['user'][0]] = query['password'][0]
+                return self.reply(200)
+            return self.reply(404)
+        self.read_body()
+        with lock:
+            log.append({'path': url.path, 'authorization': self.headers.get('Authorization')})
+        if url.path == '/protected':
+            return self.reply(200, b'hello') if self.authorized() else self.challenge()
+        if url.path == '/forbidden':
+            return self.reply(403, b'forbidden') if self.authorized() else self.challenge()
+        if url.path == '/redirect':
+            return self.reply(302, b'', [('Location', query['to'][0])])
+        if url.path == '/digest':
+            return self.reply(401, b'digest only', [('WWW-Authenticate', 'Digest realm="d", nonce="abc", qop="auth"')])
+        if url.path == '/bearer':
+            return self.reply(401, b'bearer only', [('WWW-Authenticate', 'Bearer realm="api"')])
+        return self.reply(404, b'not found')
+
+    def handle_any(self):
+        return self.scripted() if mode == 'scripted' else self.counting()
+
+    do_GET = handle_any
+    do_POST = handle_any
+    do_DELETE = handle_any
+
+    def log_message(self, *args):
+        pass
+
+
+server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+print('PORT', server.server_address[1], flush=True)
+threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=True).start()
+server.serve_forever()

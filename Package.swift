@@ -12,6 +12,7 @@ let package = Package(
     name: "vault",
     products: [
         .library(name: "VaultCore", targets: ["VaultCore"]),
+        .library(name: "VaultAgent", targets: ["VaultAgent"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
         .executable(name: "vault", targets: ["vault"]),
@@ -39,6 +40,8 @@ let package = Package(
         // What executables and prompts need and a store library must not carry: the terminal (no-echo prompts,
         // signal handlers), secrets from descriptors and files, process hardening.
         .target(name: "VaultTerminal", dependencies: ["VaultCore", "CVaultSystem"]),
+        // The agent: keeps unlocked vaults' keys in one process and serves their entries on a Unix socket.
+        .target(name: "VaultAgent", dependencies: ["VaultCore", "CVaultSystem"]),
         // HTTP Basic authentication from the vault.
         .target(name: "VaultAuth", dependencies: ["VaultCore", "VaultTerminal"]),
         // Device registration with the mobile-services API.
@@ -48,7 +51,7 @@ let package = Package(
         // ~8 ms); it executes `vault-net`, installed next to it, for the verbs that talk HTTP.
         .target(
             name: "VaultCommands",
-            dependencies: ["VaultCore", "VaultTerminal", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["VaultCore", "VaultTerminal", "VaultAgent", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "vault",

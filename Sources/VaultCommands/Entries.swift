@@ -12,9 +12,10 @@ package func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
     return store
 }
 
-/// Runs `body` with the vault named by `options` unlocked, and locks it again after (the key and every
-/// decrypted value are zeroed).
+/// Runs `body` with the vault named by `options` unlocked: through the agent when it holds the vault, else
+/// opened here with the passphrase (and locked again after: the key and every decrypted value are zeroed).
 package func withVault<R>(_ options: VaultOptions, _ body: (any KeyValueVault) throws -> R) throws -> R {
+    if let vault = try AgentAccess.vault(for: options) { return try body(vault) }
     let store = try openStore(options)
     defer { store.close() }
     return try body(store)

@@ -29,7 +29,7 @@ package enum CLIError: Error, CustomStringConvertible {
     package var hint: String? {
         switch self {
         case .noPassphraseSource:
-            return "pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE"
+            return "run 'vault unlock' once, or pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE"
         case .noSuchEntry:
             return "'vault list' shows the names"
         default:

@@ -223,6 +223,11 @@ package final class SecretBuffer {
     /// Zeroes and drops the last byte.
     package func removeLast() { arena.removeLast(1) }
 
+    /// Calls `body` with the bytes. The pointer must not escape the closure.
+    package func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try arena.withUnsafeBytes(body)
+    }
+
     /// A copy of the bytes (the buffer's own region is zeroed when it is released).
     package func secureBytes() -> SecureBytes {
         arena.withUnsafeBytes { bytes in SecureBytes(count: bytes.count) { $0.copyMemory(from: bytes) } }

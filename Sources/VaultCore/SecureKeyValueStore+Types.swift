@@ -92,6 +92,12 @@ extension SecureKeyValueStore {
         public var created: Date
         public var modified: Date
         public var byteCount: Int
+    
+        public init(created: Date, modified: Date, byteCount: Int) {
+            self.created = created
+            self.modified = modified
+            self.byteCount = byteCount
+        }
     }
 }
 

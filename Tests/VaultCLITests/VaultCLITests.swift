@@ -83,7 +83,7 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stderr == """
             vault: no passphrase: there is no terminal to ask on
-            hint: pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE
+            hint: run 'vault unlock' once, or pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE
 
             """)
         #expect(Date().timeIntervalSince(started) < 30)

@@ -67,6 +67,7 @@ struct VectorTests {
 
     static func expectedVaultError(_ expect: String, field: (String) throws -> String, path: String) throws -> VaultError? {
         switch expect {
+        case "wrongPassphrase": return .wrongPassphrase(path: path)
         case "unsupportedVersion": return .unsupportedVersion(path: path, version: try #require(Int(try field("version"))))
         case "unsupportedKDF": return .unsupportedKDF(path: path, algorithm: try #require(Int(try field("algorithm"))))
         case "kdfParametersOutOfRange":

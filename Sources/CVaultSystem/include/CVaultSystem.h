@@ -15,4 +15,11 @@ int vault_get_dumpable(void);
 /// thread that blocks signals), and then Ctrl-C or SIGTERM would not reach us. Returns 0 or -1.
 int vault_unblock_signals(void);
 
+/// The user id of the peer of a connected Unix-domain socket (SO_PEERCRED). Returns 0 or -1 with errno set.
+int vault_peer_uid(int fd, unsigned int *uid);
+
+/// Starts `path` with `argv` and the current environment in a new session (setsid), with stdin, stdout and
+/// stderr on /dev/null, and does not wait for it (a daemon: it outlives us). Returns its pid or -1 with errno.
+int vault_spawn_detached(const char *path, char *const argv[]);
+
 #endif

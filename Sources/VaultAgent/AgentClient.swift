@@ -1,0 +1,149 @@
+import CVaultSystem
+import Foundation
+import Synchronization
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection to the agent (``AgentServer``): unlock and lock vaults, ask what is unlocked, and reach an
+/// unlocked vault's entries through ``AgentVault``. Thread-safe: one request at a time on the connection.
+public final class AgentClient: Sendable {
+    /// The protocol version this build speaks.
+    public static let protocolVersion = Int(AgentWire.version)
+
+    public let socketPath: String
+    private let connection: Mutex<Int32>
+
+    private init(socketPath: String, fd: Int32) {
+        self.socketPath = socketPath
+        self.connection = Mutex(fd)
+    }
+
+    deinit { connection.withLock { close($0) } }
+
+    /// Connects to the agent at `socketPath`; `nil` when none answers there (never waits for one).
+    ///
+    /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)`` when the socket's directory is not safe
+    ///   (someone else could be listening in the agent's place).
+    public static func connect(socketPath: String = AgentSocket.defaultPath) throws -> AgentClient? {
+        do {
+            try AgentSocket.checkDirectory(of: socketPath, create: false)
+        } catch VaultError.io(_, _, let code) where code == ENOENT {
+            return nil
+        }
+        guard let fd = try AgentSocket.connect(to: socketPath, timeoutSeconds: 120) else { return nil }
+        return AgentClient(socketPath: socketPath, fd: fd)
+    }
+
+    /// Connects to the agent, starting `executable agent` in the background (a new session, detached) when
+    /// none answers, and waiting up to 5 seconds for it to listen.
+    public static func connectStarting(executable: String, socketPath: String = AgentSocket.defaultPath) throws -> AgentClient {
+        try AgentSocket.checkDirectory(of: socketPath, create: true)
+        if let client = try connect(socketPath: socketPath) { return client }
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("agent"), nil]
+        defer { argv.forEach { free($0) } }
+        let pid = argv.withUnsafeBufferPointer { vault_spawn_detached(executable, $0.baseAddress!) }
+        guard pid > 0 else {
+            throw AgentError.cannotStart(socket: socketPath, reason: "cannot run '\(executable)': \(Posix.describe(errno: errno))")
+        }
+        let deadline = Posix.monotonicSeconds() + 5
+        while Posix.monotonicSeconds() < deadline {
+            if let client = try connect(socketPath: socketPath) { return client }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                throw AgentError.cannotStart(socket: socketPath, reason: "the agent exited at once (status \(status))")
+            }
+            usleep(10_000)
+        }
+        throw AgentError.cannotStart(socket: socketPath, reason: "the agent did not listen within 5 seconds")
+    }
+
+    // MARK: Requests
+
+    /// Sends one request and returns the agent's answer when it is a success.
+    func request(_ operation: AgentOperation, path: String? = nil, _ fill: (AgentWire.Writer) -> Void = { _ in }) throws -> AgentWire.Message {
+        let writer = AgentWire.Writer(kind: operation.rawValue)
+        if let path { writer.field(.path, path) }
+        fill(writer)
+        let answer: AgentWire.Message = try connection.withLock { fd in
+            try AgentWire.send(writer, on: fd)
+            guard let answer = try AgentWire.receive(on: fd) else {
+                throw AgentError.protocolError("the agent closed the connection")
+            }
+            return answer
+        }
+        guard answer.version == AgentWire.version else { throw AgentError.versionMismatch(agentVersion: Int(answer.version)) }
+        switch AgentStatus(rawValue: answer.kind) {
+        case .ok: return answer
+        case .locked: throw AgentError.locked(path: path ?? "")
+        case .error:
+            throw AgentError.remote(
+                code: answer.string(.code) ?? "error",
+                exitCode: Int32(truncatingIfNeeded: answer.number(.exitCode) ?? 1),
+                message: answer.string(.message) ?? "the agent reported a failure", hint: answer.string(.hint))
+        case nil: throw AgentError.protocolError("unknown status \(answer.kind)")
+        }
+    }
+
+    /// What the agent holds.
+    public struct Status: Sendable, Equatable {
+        public struct Vault: Sendable, Equatable {
+            public var path: String
+            public var idleSecondsLeft: Int
+            public var maxSecondsLeft: Int
+        }
+        public var pid: Int
+        public var socketPath: String
+        public var vaults: [Vault]
+    }
+
+    /// What is unlocked and the time left (not an activity: it extends no timeout).
+    public func status() throws -> Status {
+        let answer = try request(.status)
+        let paths = answer.ranges(.path).map(answer.string)
+        let idle = answer.ranges(.idleLeft).compactMap(answer.number)
+        let max = answer.ranges(.maxLeft).compactMap(answer.number)
+        guard paths.count == idle.count, idle.count == max.count else { throw AgentError.protocolError("a malformed status") }
+        return Status(
+            pid: Int(answer.number(.pid) ?? 0), socketPath: answer.string(.socket) ?? socketPath,
+            vaults: paths.indices.map { Status.Vault(path: paths[$0], idleSecondsLeft: Int(idle[$0]), maxSecondsLeft: Int(max[$0])) })
+    }
+
+    /// Opens the vault at `path` in the agent. `allowInsecureKDFForTesting` is the test hook of
+    /// ``SecureKeyValueStore/Options``.
+    public func unlock(
+        path: String, passphrase: SecureBytes, idleSeconds: Int, maxSeconds: Int,
+        allowInsecureKDFForTesting: Bool = false, lockTimeoutSeconds: Double? = nil
+    ) throws {
+        _ = try request(.unlock, path: path) { writer in
+            writer.field(.passphrase, passphrase)
+            writer.field(.idleSeconds, UInt64(idleSeconds))
+            writer.field(.maxSeconds, UInt64(maxSeconds))
+            writer.field(.flags, allowInsecureKDFForTesting)
+            if let lockTimeoutSeconds { writer.field(.lockTimeoutMilliseconds, UInt64(lockTimeoutSeconds * 1000)) }
+        }
+    }
+
+    /// Forgets the key of the vault at `path`; whether it was unlocked.
+    @discardableResult
+    public func lock(path: String) throws -> Bool {
+        try request(.lock, path: path).bool(.bool)
+    }
+
+    /// Forgets every key; how many there were.
+    @discardableResult
+    public func lockAll() throws -> Int {
+        Int(try request(.lockAll).number(.count) ?? 0)
+    }
+
+    /// The vault at `path` through the agent, or `nil` when it is not unlocked there.
+    public func vault(at path: String) throws -> AgentVault? {
+        do {
+            _ = try request(.probe, path: path)
+        } catch AgentError.locked {
+            return nil
+        }
+        return AgentVault(path: path, client: self)
+    }
+}

@@ -1,0 +1,37 @@
+/// Failures of talking to the agent. None carries a secret.
+public enum AgentError: Error, Equatable, Sendable {
+    /// No agent answers on `socket` (no socket file, nobody listening, or a stale socket of a killed agent).
+    case noAgent(socket: String)
+    /// The agent speaks protocol `agentVersion`; this build speaks ``AgentClient/protocolVersion``.
+    case versionMismatch(agentVersion: Int)
+    /// The agent did not answer in time.
+    case timedOut
+    /// Reading from or writing to the agent failed with `errno`.
+    case connection(errno: Int32)
+    /// A message did not follow the protocol.
+    case protocolError(String)
+    /// The vault is not unlocked in the agent.
+    case locked(path: String)
+    /// The agent could not start (its socket directory is unsafe, or it exited at once).
+    case cannotStart(socket: String, reason: String)
+    /// The agent ran the request and it failed there: the failure as the agent's command line presents it.
+    case remote(code: String, exitCode: Int32, message: String, hint: String?)
+}
+
+extension AgentError: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .noAgent(let socket): return "no agent is running (socket '\(socket)')"
+        case .versionMismatch(let version):
+            return "the agent speaks protocol version \(version), this vault speaks \(AgentClient.protocolVersion)"
+        case .timedOut: return "the agent did not answer in time"
+        case .connection(let code): return "the connection to the agent failed: \(Posix.describe(errno: code))"
+        case .protocolError(let what): return "the agent's answer broke the protocol: \(what)"
+        case .locked(let path): return "vault '\(path)' is not unlocked in the agent"
+        case .cannotStart(let socket, let reason): return "cannot start the agent on '\(socket)': \(reason)"
+        case .remote(_, _, let message, _): return message
+        }
+    }
+}
+
+import VaultCore

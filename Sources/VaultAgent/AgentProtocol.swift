@@ -1,0 +1,39 @@
+/// The requests a client sends (the second byte of a request payload).
+enum AgentOperation: UInt8 {
+    /// What is unlocked, with the time left. Not an activity: it extends no idle timeout.
+    case status = 1
+    /// Open a vault with a passphrase and keep its key: path, passphrase, idle and max seconds, options.
+    case unlock
+    /// Forget a vault's key: path. Answers whether it was unlocked.
+    case lock
+    /// Forget every key. Answers how many there were.
+    case lockAll
+    /// Whether a vault is unlocked (not an activity): path.
+    case probe
+    /// The value of an entry: path, name. Answers the value, or no value field when there is none.
+    case get
+    /// Every entry's name and attributes: path.
+    case list
+    /// A batch of puts and removes in one atomic write: path, flags (bit 0: remove everything first), then
+    /// change (1 put, 2 remove), name and, for a put, value, repeated.
+    case write
+    /// Remove one entry: path, name. Answers whether there was one.
+    case remove
+    /// Change the passphrase: path, passphrase (the new one).
+    case passwd
+}
+
+/// The status of an answer (the second byte of a response payload).
+enum AgentStatus: UInt8 {
+    case ok = 0
+    /// The request failed in the agent: code, exit code, message and hint fields.
+    case error = 1
+    /// The vault is not unlocked (never, expired, or locked).
+    case locked = 2
+}
+
+/// One change of a batch on the wire.
+enum AgentChange: UInt8 {
+    case put = 1
+    case remove = 2
+}

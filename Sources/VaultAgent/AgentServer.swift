@@ -1,0 +1,333 @@
+import CVaultSystem
+import Foundation
+import Synchronization
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent: keeps the keys of unlocked vaults in this process and answers requests for their entries on a
+/// Unix socket, so that no command asks for a passphrase until the vault locks again (docs/AGENT.md).
+///
+/// - Keys live only here, in the open ``SecureKeyValueStore``s (guarded memory); they never cross the socket.
+///   The passphrase is dropped once the data key is unwrapped.
+/// - Only our own user may connect (SO_PEERCRED); the socket's directory is ours and writable by no one else.
+/// - A vault locks after `idle` seconds without an operation on its secrets, and `max` seconds after it was
+///   unlocked, on `CLOCK_BOOTTIME` (which keeps counting through suspend); its key is zeroed then.
+/// - Writes go through the store, with the same lock, re-read and atomic replace as any other writer; reads
+///   re-read the file first, so what others wrote around the agent is seen.
+public final class AgentServer: Sendable {
+    /// How the agent's command line presents a failure to the client: code, exit code, message, hint.
+    public typealias Describe = @Sendable (any Error) -> (code: String, exitCode: Int32, message: String, hint: String?)
+
+    public let socketPath: String
+    private let describe: Describe
+    private let log: @Sendable (String) -> Void
+    private let unlocked = Mutex<[String: Unlocked]>([:])
+    private let stopPipe: (read: Int32, write: Int32)
+
+    private struct Unlocked: Sendable {
+        let store: SecureKeyValueStore
+        let idleSeconds: Double
+        let maxSeconds: Double
+        let unlockedAt: Double
+        var lastUse: Double
+
+        func expired(at now: Double) -> Bool {
+            now - lastUse >= idleSeconds || now - unlockedAt >= maxSeconds
+        }
+    }
+
+    /// - Parameters:
+    ///   - describe: turns a failure into what the client shows (the CLI's presentation of errors).
+    ///   - log: one line per event (unlock, lock, expiry, refused peer); never a secret.
+    public init(socketPath: String = AgentSocket.defaultPath, describe: @escaping Describe,
+                log: @escaping @Sendable (String) -> Void) throws {
+        self.socketPath = socketPath
+        self.describe = describe
+        self.log = log
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0 else { throw VaultError.io(operation: "cannot create a pipe", path: "", errno: errno) }
+        stopPipe = (fds[0], fds[1])
+    }
+
+    /// Asks ``run()`` to return (safe from a signal handler: one `write`).
+    public func stop() {
+        var byte: UInt8 = 1
+        _ = write(stopPipe.write, &byte, 1)
+    }
+
+    /// The file descriptor a signal handler writes one byte to, to stop the agent.
+    public var stopDescriptor: Int32 { stopPipe.write }
+
+    /// Listens and serves until ``stop()``; then forgets every key and removes the socket.
+    ///
+    /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)`` for an unsafe socket directory;
+    ///   ``AgentError/cannotStart(socket:reason:)`` when another agent already listens there.
+    public func run() throws {
+        try AgentSocket.checkDirectory(of: socketPath, create: true)
+        if let fd = try? AgentSocket.connect(to: socketPath, timeoutSeconds: 1) {
+            close(fd)
+            throw AgentError.cannotStart(socket: socketPath, reason: "another agent is running")
+        }
+        unlink(socketPath)  // a stale socket of an agent that was killed
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard listener >= 0 else { throw VaultError.io(operation: "cannot create socket", path: socketPath, errno: errno) }
+        defer { close(listener) }
+        var address = try AgentSocket.socketAddress(socketPath)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0 else { throw VaultError.io(operation: "cannot bind", path: socketPath, errno: errno) }
+        defer { unlink(socketPath) }
+        guard chmod(socketPath, 0o600) == 0, listen(listener, 64) == 0 else {
+            throw VaultError.io(operation: "cannot listen on", path: socketPath, errno: errno)
+        }
+        log("listening on \(socketPath) (pid \(getpid()))")
+        var polled = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let ready = poll(&polled, 2, 250)
+            sweep()
+            if ready <= 0 { continue }
+            if polled[1].revents != 0 { break }
+            if polled[0].revents & Int16(POLLIN) != 0 {
+                let connection = accept(listener, nil, nil)
+                if connection >= 0 {
+                    _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+                    serveInBackground(connection)
+                }
+            }
+        }
+        let count = lockAll()
+        log("stopping; forgot \(count) key(s)")
+    }
+
+    // MARK: Connections
+
+    private func serveInBackground(_ fd: Int32) {
+        let thread = Thread { [self] in
+            defer { close(fd) }
+            var uid: UInt32 = 0
+            guard vault_peer_uid(fd, &uid) == 0, uid == geteuid() else {
+                log("refused a connection from uid \(uid)")
+                return
+            }
+            AgentSocket.setTimeout(fd, seconds: 60)
+            serve(fd)
+        }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    private func serve(_ fd: Int32) {
+        while true {
+            let request: AgentWire.Message
+            do {
+                guard let message = try AgentWire.receive(on: fd) else { return }
+                request = message
+            } catch {
+                return
+            }
+            guard request.version == AgentWire.version else {
+                // Answer in the client's terms: a status byte it cannot mistake for success, and our version.
+                let writer = AgentWire.Writer(kind: AgentStatus.error.rawValue)
+                try? AgentWire.send(writer, on: fd)
+                return
+            }
+            let response = handle(request)
+            do { try AgentWire.send(response, on: fd) } catch { return }
+        }
+    }
+
+    private func handle(_ request: AgentWire.Message) -> AgentWire.Writer {
+        guard let operation = AgentOperation(rawValue: request.kind) else {
+            return failure(AgentError.protocolError("unknown operation \(request.kind)"))
+        }
+        do {
+            switch operation {
+            case .status: return status()
+            case .unlock: return try unlock(request)
+            case .lock:
+                let path = try required(request.string(.path))
+                let reply = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+                reply.field(.bool, lock(path, reason: "locked"))
+                return reply
+            case .lockAll:
+                let reply = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+                reply.field(.count, UInt64(lockAll()))
+                return reply
+            case .probe:
+                guard store(for: try required(request.string(.path)), touch: false) != nil else { return locked() }
+                return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+            case .get, .list, .write, .remove, .passwd:
+                guard let store = store(for: try required(request.string(.path)), touch: true) else { return locked() }
+                return try perform(operation, request, on: store)
+            }
+        } catch VaultError.notOpen {
+            return locked()
+        } catch {
+            return failure(error)
+        }
+    }
+
+    private func perform(_ operation: AgentOperation, _ request: AgentWire.Message, on store: SecureKeyValueStore) throws -> AgentWire.Writer {
+        let reply = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+        switch operation {
+        case .get:
+            try store.reload()
+            if let value = try store.getBytes(try required(request.string(.name))) { reply.field(.value, value) }
+        case .list:
+            try store.reload()
+            for name in try store.keys() {
+                guard let attributes = try store.attributes(forKey: name) else { continue }
+                reply.field(.name, name)
+                reply.field(.created, Int64((attributes.created.timeIntervalSince1970 * 1000).rounded()))
+                reply.field(.modified, Int64((attributes.modified.timeIntervalSince1970 * 1000).rounded()))
+                reply.field(.size, UInt64(attributes.byteCount))
+            }
+        case .write:
+            try store.write(try changes(from: request))
+        case .remove:
+            reply.field(.bool, try store.remove(try required(request.string(.name))))
+        case .passwd:
+            try store.changePassphrase(to: try required(request.secret(.passphrase)), parameters: nil)
+        default:
+            throw AgentError.protocolError("not an operation on a vault")
+        }
+        return reply
+    }
+
+    private func changes(from request: AgentWire.Message) throws -> SecureKeyValueStore.Changes {
+        var changes = SecureKeyValueStore.Changes()
+        if request.bool(.flags) { changes.removeAll() }
+        var kind: AgentChange?
+        var name: String?
+        try request.forEachField { tag, bytes in
+            switch AgentWire.Tag(rawValue: tag) {
+            case .change:
+                kind = bytes.count == 1 ? AgentChange(rawValue: bytes[0]) : nil
+                name = nil
+            case .name:
+                name = String(decoding: bytes, as: UTF8.self)
+                if kind == .remove, let name { changes.remove(name) }
+            case .value:
+                guard kind == .put, let name else { throw AgentError.protocolError("a value without a put") }
+                try changes.put(SecureBytes(bytes), forKey: name)
+            default: break
+            }
+        }
+        return changes
+    }
+
+    private func unlock(_ request: AgentWire.Message) throws -> AgentWire.Writer {
+        let path = try required(request.string(.path))
+        let passphrase = try required(request.secret(.passphrase))
+        let idle = Double(try required(request.number(.idleSeconds)))
+        let max = Double(try required(request.number(.maxSeconds)))
+        var options = request.bool(.flags) ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
+        if let milliseconds = request.number(.lockTimeoutMilliseconds) { options.lockTimeoutSeconds = Double(milliseconds) / 1000 }
+        options.rollbackProtection = .standard
+        let store = SecureKeyValueStore(path: path, options: options)
+        guard store.exists else { throw VaultError.vaultNotFound(path: path) }
+        try store.open(with: passphrase, createIfMissing: false)
+        let now = Posix.bootTimeSeconds()
+        let replaced = unlocked.withLock { $0.updateValue(Unlocked(store: store, idleSeconds: idle, maxSeconds: max, unlockedAt: now, lastUse: now), forKey: path) }
+        replaced?.store.close()
+        log("unlocked \(path) (idle \(Int(idle)) s, max \(Int(max)) s)")
+        return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+    }
+
+    private func status() -> AgentWire.Writer {
+        let now = Posix.bootTimeSeconds()
+        sweep()
+        let reply = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+        reply.field(.pid, UInt64(getpid()))
+        reply.field(.socket, socketPath)
+        let entries = unlocked.withLock { $0.sorted { $0.key < $1.key } }
+        for (path, vault) in entries {
+            reply.field(.path, path)
+            reply.field(.idleLeft, UInt64(Swift.max(0, (vault.idleSeconds - (now - vault.lastUse)).rounded(.down))))
+            reply.field(.maxLeft, UInt64(Swift.max(0, (vault.maxSeconds - (now - vault.unlockedAt)).rounded(.down))))
+        }
+        return reply
+    }
+
+    // MARK: Keys
+
+    /// The open store of `path`, unless it is not unlocked or has expired (then it is locked now); `touch`
+    /// counts the request as activity.
+    private func store(for path: String, touch: Bool) -> SecureKeyValueStore? {
+        let now = Posix.bootTimeSeconds()
+        var expired: SecureKeyValueStore?
+        let store: SecureKeyValueStore? = unlocked.withLock { vaults in
+            guard var vault = vaults[path] else { return nil }
+            if vault.expired(at: now) {
+                vaults[path] = nil
+                expired = vault.store
+                return nil
+            }
+            if touch {
+                vault.lastUse = now
+                vaults[path] = vault
+            }
+            return vault.store
+        }
+        if let expired {
+            expired.close()
+            log("locked \(path) (timeout)")
+        }
+        return store
+    }
+
+    /// Locks every vault whose idle or hard timeout has passed.
+    private func sweep() {
+        let now = Posix.bootTimeSeconds()
+        let expired = unlocked.withLock { vaults in
+            let gone = vaults.filter { $0.value.expired(at: now) }
+            for path in gone.keys { vaults[path] = nil }
+            return gone
+        }
+        for (path, vault) in expired {
+            vault.store.close()
+            log("locked \(path) (timeout)")
+        }
+    }
+
+    private func lock(_ path: String, reason: String) -> Bool {
+        guard let vault = unlocked.withLock({ $0.removeValue(forKey: path) }) else { return false }
+        vault.store.close()
+        log("\(reason) \(path)")
+        return true
+    }
+
+    private func lockAll() -> Int {
+        let all = unlocked.withLock { vaults in
+            defer { vaults.removeAll() }
+            return vaults
+        }
+        for (path, vault) in all {
+            vault.store.close()
+            log("locked \(path)")
+        }
+        return all.count
+    }
+
+    // MARK: Answers
+
+    private func locked() -> AgentWire.Writer { AgentWire.Writer(kind: AgentStatus.locked.rawValue) }
+
+    private func failure(_ error: any Error) -> AgentWire.Writer {
+        let (code, exitCode, message, hint) = describe(error)
+        let reply = AgentWire.Writer(kind: AgentStatus.error.rawValue)
+        reply.field(.code, code)
+        reply.field(.exitCode, UInt64(UInt32(bitPattern: exitCode)))
+        reply.field(.message, message)
+        if let hint { reply.field(.hint, hint) }
+        return reply
+    }
+
+    private func required<T>(_ value: T?) throws -> T {
+        guard let value else { throw AgentError.protocolError("a request without a required field") }
+        return value
+    }
+}

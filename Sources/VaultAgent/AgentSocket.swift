@@ -1,0 +1,104 @@
+import CVaultSystem
+import Foundation
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the agent listens, and the checks both sides make before trusting that place.
+public enum AgentSocket {
+    /// `$VAULT_AGENT_SOCK`, else `$XDG_RUNTIME_DIR/vault/agent.sock`, else `/tmp/vault-$UID/agent.sock`.
+    public static var defaultPath: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["VAULT_AGENT_SOCK"], !path.isEmpty { return path }
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { return runtime + "/vault/agent.sock" }
+        return "/tmp/vault-\(geteuid())/agent.sock"
+    }
+
+    /// Checks the socket's directory: a real directory (not a symlink), ours, writable by nobody else. With
+    /// `create`, makes it (0700) when it is missing. Anyone who could write there could put their own socket
+    /// in place of the agent's and collect passphrases.
+    ///
+    /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)``, or ``VaultError/io(operation:path:errno:)``.
+    public static func checkDirectory(of socket: String, create: Bool) throws {
+        let directory = (socket as NSString).deletingLastPathComponent
+        var info = stat()
+        if lstat(directory, &info) != 0 {
+            guard errno == ENOENT, create else {
+                throw VaultError.io(operation: "cannot access the agent's directory", path: directory, errno: errno)
+            }
+            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+                throw VaultError.io(operation: "cannot create the agent's directory", path: directory, errno: errno)
+            }
+            guard lstat(directory, &info) == 0 else {
+                throw VaultError.io(operation: "cannot access the agent's directory", path: directory, errno: errno)
+            }
+        }
+        if (info.st_mode & S_IFMT) == S_IFLNK {
+            throw VaultError.unsafePermissions(
+                path: directory, reason: "the agent's socket directory is a symbolic link",
+                hint: "remove the link, or set VAULT_AGENT_SOCK to a socket in a directory of your own")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw VaultError.io(operation: "cannot use the agent's directory", path: directory, errno: ENOTDIR)
+        }
+        guard info.st_uid == geteuid() else {
+            throw VaultError.unsafePermissions(
+                path: directory, reason: "the agent's socket directory belongs to user \(info.st_uid)",
+                hint: "set VAULT_AGENT_SOCK to a socket in a directory of your own")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            throw VaultError.unsafePermissions(
+                path: directory,
+                reason: "the agent's socket directory is writable by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
+                hint: "run: chmod 700 '\(directory)'")
+        }
+    }
+
+    /// Connects to the agent at `path`; `nil` when nobody listens there (no file, a stale socket).
+    /// Refuses a peer that is not our own user (SO_PEERCRED).
+    static func connect(to path: String, timeoutSeconds: Int) throws -> Int32? {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw AgentError.connection(errno: errno) }
+        var address = try socketAddress(path)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                Posix.retryingEINTR { Glibc.connect(fd, pointer, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+        }
+        guard result == 0 else {
+            let code = errno
+            close(fd)
+            if code == ENOENT || code == ECONNREFUSED || code == ENOTSOCK { return nil }
+            throw AgentError.connection(errno: code)
+        }
+        var uid: UInt32 = 0
+        guard vault_peer_uid(fd, &uid) == 0, uid == geteuid() else {
+            close(fd)
+            throw AgentError.protocolError("the socket's listener is not this user")
+        }
+        setTimeout(fd, seconds: timeoutSeconds)
+        return fd
+    }
+
+    static func setTimeout(_ fd: Int32, seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    static func socketAddress(_ path: String) throws -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard bytes.count < capacity else {
+            throw VaultError.io(operation: "cannot use the agent socket", path: path, errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return address
+    }
+}

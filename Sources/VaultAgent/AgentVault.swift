@@ -1,0 +1,84 @@
+import Foundation
+import VaultCore
+
+/// A vault unlocked in the agent, reached through its socket: a ``KeyValueVault`` like the local
+/// ``SecureKeyValueStore``, so code written against the protocol runs over either. The key stays in the
+/// agent; values arrive here in guarded memory.
+public final class AgentVault: KeyValueVault {
+    public let path: String
+    private let client: AgentClient
+
+    init(path: String, client: AgentClient) {
+        self.path = path
+        self.client = client
+    }
+
+    public func getBytes(_ key: String) throws -> SecureBytes? {
+        try client.request(.get, path: path) { $0.field(.name, key) }.secret(.value)
+    }
+
+    public func contains(_ key: String) throws -> Bool {
+        try attributes(forKey: key) != nil
+    }
+
+    public func keys() throws -> [String] {
+        try listing().map(\.name)
+    }
+
+    public func attributes(forKey key: String) throws -> SecureKeyValueStore.EntryAttributes? {
+        try listing().first { $0.name == key }?.attributes
+    }
+
+    /// Every entry's name and attributes, sorted by name, in one request.
+    public func listing() throws -> [(name: String, attributes: SecureKeyValueStore.EntryAttributes)] {
+        let answer = try client.request(.list, path: path)
+        let names = answer.ranges(.name).map(answer.string)
+        let created = answer.ranges(.created).compactMap(answer.number)
+        let modified = answer.ranges(.modified).compactMap(answer.number)
+        let sizes = answer.ranges(.size).compactMap(answer.number)
+        guard [created.count, modified.count, sizes.count].allSatisfy({ $0 == names.count }) else {
+            throw AgentError.protocolError("a malformed list")
+        }
+        func date(_ milliseconds: UInt64) -> Date { Date(timeIntervalSince1970: Double(Int64(bitPattern: milliseconds)) / 1000) }
+        return names.indices.map {
+            (names[$0], SecureKeyValueStore.EntryAttributes(
+                created: date(created[$0]), modified: date(modified[$0]), byteCount: Int(sizes[$0])))
+        }
+    }
+
+    public func write(_ changes: SecureKeyValueStore.Changes) throws {
+        var failure: (any Error)?
+        _ = try client.request(.write, path: path) { writer in
+            writer.field(.flags, changes.removesEverything)
+            do {
+                try changes.forEach { item in
+                    switch item {
+                    case .put(let name, let value):
+                        writer.field(.change, byte: AgentChange.put.rawValue)
+                        writer.field(.name, name)
+                        writer.field(.value, value)
+                    case .remove(let name):
+                        writer.field(.change, byte: AgentChange.remove.rawValue)
+                        writer.field(.name, name)
+                    }
+                }
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    @discardableResult
+    public func remove(_ key: String) throws -> Bool {
+        try client.request(.remove, path: path) { $0.field(.name, key) }.bool(.bool)
+    }
+
+    public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {
+        precondition(parameters == nil, "the agent keeps the vault's Argon2id parameters")
+        _ = try client.request(.passwd, path: path) { $0.field(.passphrase, newPassphrase) }
+    }
+
+    /// Nothing to do: the agent re-reads the file before every read.
+    public func reload() throws {}
+}

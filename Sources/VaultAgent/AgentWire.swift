@@ -1,0 +1,170 @@
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent's wire format (docs/AGENT.md): frames on a Unix stream socket, each a 4-byte big-endian length
+/// and a payload. A payload is the protocol version (1 byte), an operation or a status (1 byte), then fields,
+/// each a tag (1 byte), a 4-byte big-endian length and the bytes. Payloads are read into and built in guarded
+/// memory, so the secrets they carry (passphrases, values) never sit in ordinary memory.
+enum AgentWire {
+    /// The protocol version this build speaks; a peer of another version is refused with a clear error.
+    static let version: UInt8 = 1
+    /// The largest payload accepted (a value is at most 64 MiB; a batch or a list may be larger).
+    static let maximumPayloadByteCount = 256 << 20
+
+    enum Tag: UInt8 {
+        case path = 1, name, value, passphrase, idleSeconds, maxSeconds, flags, lockTimeoutMilliseconds
+        case code, exitCode, message, hint, count, created, modified, size, change, pid, idleLeft, maxLeft, bool
+        case socket, kdfParameters
+    }
+
+    /// A payload being built, in guarded memory.
+    struct Writer {
+        let buffer = SecretBuffer()
+
+        init(version: UInt8 = AgentWire.version, kind: UInt8) {
+            append([version, kind])
+        }
+
+        func append(_ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { append($0) }
+        }
+
+        func append(_ bytes: UnsafeRawBufferPointer) {
+            _ = buffer.append(upTo: bytes.count) { (space: UnsafeMutableRawBufferPointer) -> Result<Int, Never> in
+                if bytes.count > 0 { space.copyMemory(from: bytes) }
+                return .success(bytes.count)
+            }
+        }
+
+        func field(_ tag: Tag, _ bytes: UnsafeRawBufferPointer) {
+            let n = UInt32(bytes.count)
+            append([tag.rawValue, UInt8(n >> 24), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)])
+            append(bytes)
+        }
+
+        func field(_ tag: Tag, _ text: String) {
+            Array(text.utf8).withUnsafeBytes { field(tag, $0) }
+        }
+
+        func field(_ tag: Tag, _ secret: SecureBytes) {
+            secret.withUnsafeBytes { field(tag, $0) }
+        }
+
+        func field(_ tag: Tag, _ number: UInt64) {
+            let bytes = (0..<8).map { UInt8((number >> (56 - 8 * $0)) & 0xFF) }
+            bytes.withUnsafeBytes { field(tag, $0) }
+        }
+
+        func field(_ tag: Tag, _ number: Int64) { field(tag, UInt64(bitPattern: number)) }
+        func field(_ tag: Tag, byte: UInt8) { [byte].withUnsafeBytes { field(tag, $0) } }
+        func field(_ tag: Tag, _ flag: Bool) { [UInt8(flag ? 1 : 0)].withUnsafeBytes { field(tag, $0) } }
+    }
+
+    /// A payload read: its version, kind and fields, in guarded memory.
+    struct Message {
+        let payload: SecureBytes
+        let version: UInt8
+        let kind: UInt8
+        /// The fields in order: tag and where its bytes are in `payload`.
+        let fields: [(tag: UInt8, range: Range<Int>)]
+
+        init(payload: SecureBytes) throws(AgentError) {
+            self.payload = payload
+            guard payload.count >= 2 else { throw .protocolError("a message shorter than its header") }
+            (version, kind) = payload.withUnsafeBytes { ($0[0], $0[1]) }
+            var fields = [(tag: UInt8, range: Range<Int>)]()
+            if version == AgentWire.version {
+                try payload.withUnsafeBytes { (bytes) throws(AgentError) in
+                    var offset = 2
+                    while offset < bytes.count {
+                        guard bytes.count - offset >= 5 else { throw .protocolError("a truncated field") }
+                        let tag = bytes[offset]
+                        let length = (Int(bytes[offset + 1]) << 24) | (Int(bytes[offset + 2]) << 16)
+                            | (Int(bytes[offset + 3]) << 8) | Int(bytes[offset + 4])
+                        offset += 5
+                        guard bytes.count - offset >= length else { throw .protocolError("a truncated field") }
+                        fields.append((tag, offset..<offset + length))
+                        offset += length
+                    }
+                }
+            }
+            self.fields = fields
+        }
+
+        func ranges(_ tag: Tag) -> [Range<Int>] { fields.filter { $0.tag == tag.rawValue }.map(\.range) }
+
+        func string(_ range: Range<Int>) -> String {
+            payload.withUnsafeBytes { String(decoding: UnsafeRawBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+        }
+
+        func string(_ tag: Tag) -> String? { ranges(tag).first.map(string) }
+
+        func secret(_ range: Range<Int>) -> SecureBytes {
+            payload.withUnsafeBytes { bytes in
+                SecureBytes(count: range.count) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[range])) }
+            }
+        }
+
+        func secret(_ tag: Tag) -> SecureBytes? { ranges(tag).first.map(secret) }
+
+        func number(_ range: Range<Int>) -> UInt64? {
+            guard range.count == 8 else { return nil }
+            return payload.withUnsafeBytes { bytes in bytes[range].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        }
+
+        func number(_ tag: Tag) -> UInt64? { ranges(tag).first.flatMap(number) }
+
+        func bool(_ tag: Tag) -> Bool { ranges(tag).first.map { range in payload.withUnsafeBytes { $0[range].first == 1 } } ?? false }
+
+        /// Calls `body` with each field's tag and bytes, in order.
+        func forEachField(_ body: (UInt8, UnsafeRawBufferPointer) throws -> Void) rethrows {
+            try payload.withUnsafeBytes { bytes in
+                for (tag, range) in fields { try body(tag, UnsafeRawBufferPointer(rebasing: bytes[range])) }
+            }
+        }
+    }
+
+    /// Sends `writer`'s payload as one frame.
+    static func send(_ writer: Writer, on fd: Int32) throws {
+        let count = writer.buffer.count
+        let header: [UInt8] = [UInt8(count >> 24 & 0xFF), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
+        var code = header.withUnsafeBytes { Posix.writeAll(fd, $0) }
+        if code == 0 { code = writer.buffer.withUnsafeBytes { Posix.writeAll(fd, $0) } }
+        guard code == 0 else { throw AgentError.connection(errno: code) }
+    }
+
+    /// Reads one frame; `nil` at end of stream before its first byte.
+    static func receive(on fd: Int32) throws -> Message? {
+        var header = [UInt8](repeating: 0, count: 4)
+        let got = try header.withUnsafeMutableBytes { try readFully(fd, $0) }
+        if got == 0 { return nil }
+        guard got == 4 else { throw AgentError.protocolError("the connection closed inside a frame") }
+        let count = header.reduce(0) { $0 << 8 | Int($1) }
+        guard count <= maximumPayloadByteCount else { throw AgentError.protocolError("a frame of \(count) bytes") }
+        var readCount = 0
+        var failure: (any Error)?
+        let payload = SecureBytes(count: count) { (buffer: UnsafeMutableRawBufferPointer) -> Void in
+            do { readCount = try readFully(fd, buffer) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        guard readCount == count else { throw AgentError.protocolError("the connection closed inside a frame") }
+        return try Message(payload: payload)
+    }
+
+    /// Reads until `buffer` is full or the stream ends; returns the number of bytes read.
+    private static func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(AgentError) -> Int {
+        var offset = 0
+        while offset < buffer.count {
+            switch Posix.valueOrErrno({ read(fd, buffer.baseAddress! + offset, buffer.count - offset) }) {
+            case .success(0): return offset
+            case .success(let n): offset += n
+            case .failure(let error):
+                if error.code == EAGAIN || error.code == EWOULDBLOCK { throw .timedOut }
+                throw .connection(errno: error.code)
+            }
+        }
+        return offset
+    }
+}

@@ -1,0 +1,217 @@
+import ArgumentParser
+import Foundation
+import VaultAgent
+import VaultCore
+import VaultTerminal
+
+/// A duration on the command line: an integer and a unit, `90s`, `15m` or `8h`.
+package struct Duration: ExpressibleByArgument, CustomStringConvertible, Sendable {
+    package let seconds: Int
+    package let description: String
+
+    package init?(argument: String) {
+        guard let unit = argument.last, let count = Int(argument.dropLast()), count > 0 else { return nil }
+        switch unit {
+        case "s": seconds = count
+        case "m": seconds = count * 60
+        case "h": seconds = count * 3600
+        default: return nil
+        }
+        guard seconds <= 366 * 24 * 3600 else { return nil }
+        description = argument
+    }
+}
+
+package struct Unlock: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        abstract: "Unlock the vault in the agent (started if none runs): no verb asks for the passphrase until it locks.",
+        discussion: """
+            The key stays in the agent (`vault agent`), which answers requests on a Unix socket that only you can
+            use ($VAULT_AGENT_SOCK, else $XDG_RUNTIME_DIR/vault/agent.sock, else /tmp/vault-UID/agent.sock). The
+            vault locks after --idle without an operation on its entries, and --max after it was unlocked.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Option(help: ArgumentHelp("Lock after this long without use (90s, 15m, 8h).", valueName: "duration"))
+    var idle = Duration(argument: "15m")!
+
+    @Option(help: ArgumentHelp("Lock this long after unlocking, whatever the use.", valueName: "duration"))
+    var max = Duration(argument: "8h")!
+
+    package func run() async throws {
+        try await reportingErrors(json: options.json) {
+            let path = options.resolvedPath
+            guard options.makeStore().exists else { throw VaultError.vaultNotFound(path: path) }
+            let socket = AgentSocket.defaultPath
+            try AgentSocket.checkDirectory(of: socket, create: true)
+            let passphrase = try options.passphrase()
+            let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
+            try client.unlock(
+                path: path, passphrase: passphrase, idleSeconds: idle.seconds, maxSeconds: max.seconds,
+                allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
+                lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+            if options.json {
+                try writeJSON(["path": path, "unlocked": true, "idle_seconds": idle.seconds, "max_seconds": max.seconds])
+            } else {
+                try writeToStdout("unlocked vault '\(path)' (idle \(idle), max \(max))\n")
+            }
+        }
+    }
+}
+
+package struct Lock: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        abstract: "Lock the vault in the agent (its key is zeroed at once); --all locks every vault.")
+
+    @Option(name: .customLong("vault"), help: ArgumentHelp("The vault file.", valueName: "path"))
+    var vaultPath: String?
+
+    @Flag(help: "Lock every vault the agent holds.")
+    var all = false
+
+    @Flag(help: "Machine-readable output (and errors as one JSON object on stderr).")
+    var json = false
+
+    package func run() async throws {
+        try await reportingErrors(json: json) {
+            var options = VaultOptions()
+            options.vaultPath = vaultPath
+            let path = options.resolvedPath
+            let client = try AgentClient.connect()
+            if all {
+                let count = try client?.lockAll() ?? 0
+                if json { try writeJSON(["locked": count]) }
+                else { try writeToStdout("locked \(count) vault\(count == 1 ? "" : "s")\n") }
+            } else {
+                let wasUnlocked = try client?.lock(path: path) ?? false
+                if json { try writeJSON(["path": path, "locked": true, "was_unlocked": wasUnlocked]) }
+                else { try writeToStdout("locked vault '\(path)'\n") }
+            }
+        }
+    }
+}
+
+package struct AgentCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "agent",
+        abstract: "Run the agent in the foreground (for a service manager); 'vault agent status' shows what is unlocked.",
+        subcommands: [Run.self, Status.self], defaultSubcommand: Run.self)
+
+    /// The `vault` executable (the agent runs as `vault agent`, not `vault-net`, which loads libcurl).
+    package static var executable: String {
+        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let sibling = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("vault").path
+        return FileManager.default.isExecutableFile(atPath: sibling) ? sibling : own
+    }
+
+    package struct Run: AsyncParsableCommand {
+        package init() {}
+        package static let configuration = CommandConfiguration(commandName: "run", abstract: "Run the agent in the foreground.")
+
+        package func run() async throws {
+            let server: AgentServer
+            do {
+                server = try AgentServer(describe: { error in
+                    let reportable = error as? any CLIReportable
+                    return (reportable?.code ?? "error", reportable?.exitCode ?? Exit.failure,
+                            reportable?.message ?? String(describing: error), reportable?.hint)
+                }, log: { line in FileHandle.standardError.write(Data("vault agent: \(line)\n".utf8)) })
+            } catch {
+                throw ExitCode(report(error, json: false))
+            }
+            AgentSignals.stopOnTermination(server)
+            do {
+                try await runBlocking { try server.run() }
+            } catch {
+                throw ExitCode(report(error, json: false))
+            }
+        }
+    }
+
+    package struct Status: AsyncParsableCommand {
+        package init() {}
+        package static let configuration = CommandConfiguration(
+            abstract: "Show the unlocked vaults and their time left (does not count as use).")
+
+        @Flag(help: "Machine-readable output.")
+        var json = false
+
+        package func run() async throws {
+            try await reportingErrors(json: json) {
+                let socket = AgentSocket.defaultPath
+                guard let client = try AgentClient.connect(socketPath: socket) else { throw AgentError.noAgent(socket: socket) }
+                let status = try client.status()
+                if json {
+                    try writeJSON([
+                        "pid": status.pid, "protocol": AgentClient.protocolVersion, "socket": status.socketPath,
+                        "vaults": status.vaults.map {
+                            ["path": $0.path, "idle_seconds_left": $0.idleSecondsLeft, "max_seconds_left": $0.maxSecondsLeft]
+                        },
+                    ])
+                } else if status.vaults.isEmpty {
+                    try writeToStdout("no vault unlocked\n")
+                } else {
+                    try writeToStdout(status.vaults.map {
+                        "\($0.path)  idle \($0.idleSecondsLeft)s left, max \($0.maxSecondsLeft)s left\n"
+                    }.joined())
+                }
+            }
+        }
+    }
+}
+
+/// SIGTERM, SIGINT and SIGHUP stop the agent cleanly: keys zeroed, socket removed.
+enum AgentSignals {
+    nonisolated(unsafe) private static var stopFD: Int32 = -1  // written before the handlers are installed; read by them
+
+    static func stopOnTermination(_ server: AgentServer) {
+        stopFD = server.stopDescriptor
+        for signal in [SIGTERM, SIGINT, SIGHUP] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { _ in
+                var byte: UInt8 = 1
+                _ = write(AgentSignals.stopFD, &byte, 1)
+            }
+            sigemptyset(&action.sa_mask)
+            sigaction(signal, &action, nil)
+        }
+        _ = Glibc.signal(SIGPIPE, SIG_IGN)
+    }
+}
+
+extension AgentError: CLIReportable {
+    package var exitCode: Int32 {
+        if case .remote(_, let exitCode, _, _) = self { return exitCode }
+        return Exit.failure
+    }
+
+    package var code: String {
+        switch self {
+        case .noAgent: return "no_agent"
+        case .versionMismatch: return "agent_version_mismatch"
+        case .timedOut: return "agent_timeout"
+        case .connection: return "agent_connection"
+        case .protocolError: return "agent_protocol"
+        case .locked: return "locked"
+        case .cannotStart: return "agent_cannot_start"
+        case .remote(let code, _, _, _): return code
+        }
+    }
+
+    package var hint: String? {
+        switch self {
+        case .noAgent, .locked: return "run 'vault unlock'"
+        case .versionMismatch:
+            return "stop the running agent ('vault agent status' shows its pid) and run 'vault unlock' again"
+        case .remote(_, _, _, let hint): return hint
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import VaultAgent
+import VaultCore
+import VaultTerminal
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a verb reaches an unlocked vault through the agent (docs/AGENT.md, "Clients").
+package enum AgentAccess {
+    /// The vault through the agent, or `nil` when the verb should open it here with a passphrase.
+    ///
+    /// - The agent holds the vault: use it (no passphrase, no terminal).
+    /// - A passphrase source is given (`--passphrase-fd`/`--passphrase-file`/`VAULT_PASSPHRASE`): `nil`, and the
+    ///   verb opens the vault itself; a missing, stale or broken agent never stands in the way.
+    /// - A terminal, and an agent runs: ask once, unlock the vault in the agent, use it. Clients that need the
+    ///   same vault at the same time take turns on a lock next to the socket, and look again before asking,
+    ///   so they get one prompt between them.
+    /// - Otherwise `nil` (the verb fails at once with "no passphrase"), except that an agent speaking another
+    ///   protocol version is reported as such.
+    package static func vault(for options: VaultOptions) throws -> (any KeyValueVault)? {
+        guard !options.acceptRollback else { return nil }
+        let path = options.resolvedPath
+        let client: AgentClient
+        do {
+            guard let connected = try AgentClient.connect() else { return nil }
+            client = connected
+            if let vault = try client.vault(at: path) { return vault }
+        } catch let error as AgentError {
+            if case .versionMismatch = error, !options.hasPassphraseSource { throw error }
+            return nil
+        } catch {
+            return nil  // an unsafe socket directory: not trusted, so not used
+        }
+        guard !options.hasPassphraseSource, options.makeStore().exists, Terminal.controlling() != nil else { return nil }
+        let turn = try PromptTurn(socketPath: client.socketPath)
+        defer { turn.release() }
+        if let vault = try client.vault(at: path) { return vault }  // unlocked while we waited our turn
+        let passphrase = try options.passphrase()
+        try client.unlock(
+            path: path, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
+            allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
+            lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+        return try client.vault(at: path)
+    }
+}
+
+/// An exclusive `flock` on `prompt.lock` next to the agent's socket: one passphrase prompt at a time.
+private final class PromptTurn {
+    private var fd: Int32
+
+    init(socketPath: String) throws {
+        let path = (socketPath as NSString).deletingLastPathComponent + "/prompt.lock"
+        fd = Posix.retryingEINTR { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
+        guard Posix.retryingEINTR({ flock(fd, LOCK_EX) }) == 0 else {
+            let code = errno
+            close(fd)
+            throw VaultError.io(operation: "cannot lock", path: path, errno: code)
+        }
+    }
+
+    func release() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    deinit { release() }
+}
+
+extension VaultOptions {
+    /// Whether a passphrase comes from an option or the environment (not the terminal).
+    package var hasPassphraseSource: Bool {
+        passphraseSource.isGiven || ProcessInfo.processInfo.environment["VAULT_PASSPHRASE"] != nil
+    }
+}

@@ -35,6 +35,10 @@ package struct CredentialOptions: ParsableArguments {
             throw ValidationError("--password-fd and --password-file need --username")
         }
         if let fd = passwordFD, fd < 0 { throw ValidationError("--password-fd must be a file descriptor (0 or more)") }
+        if let username {
+            // RFC 7617, before anything is read or sent; the message does not repeat what was typed.
+            do { try Credential.validate(username: username) } catch { throw ValidationError("--username: \(error)") }
+        }
     }
 
     /// The vault's passphrase is read from its own descriptor: the two must differ.

@@ -38,7 +38,6 @@ package struct Login: AsyncParsableCommand {
     package func run() async throws {
         try await reportingErrors(json: options.json) {
             let target = try http.target(url)
-            if let username = credential.username { try Credential.validate(username: username) }
             let vault = try openStore(options)
             defer { vault.close() }
             let prompt = try credential.prompt(terminal: Terminal.controlling() != nil)

@@ -86,7 +86,14 @@ struct DemoApp: AsyncParsableCommand {
             status("the registration was removed on the server; registered again with \(target.server)")
         }
         let agencies = try await result.client.travelAgencies()
-        FileHandle.standardOutput.write(Data(Self.table(agencies).utf8))
+        if vault.json {  // the shared vault options' --json: the agencies as one JSON array
+            try writeJSON(agencies.map {
+                ["agency": $0.agencyNumber, "name": $0.name, "city": $0.city, "country": $0.country,
+                 "telephone": $0.telephone]
+            })
+        } else {
+            FileHandle.standardOutput.write(Data(Self.table(agencies).utf8))
+        }
     }
 
     private func status(_ line: String) {

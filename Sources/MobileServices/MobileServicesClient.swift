@@ -15,8 +15,8 @@ import VaultCore
 /// - ``verifyRegistration()``: once per client (process start), `GET` the service root with the credentials and
 ///   `X-SMP-APPCID`; `404` purges `appcid`, `username` and `password` in one update.
 /// - ``unregister()``: `DELETE Connections('appcid')`, then the `appcid` is removed.
-/// - ``data(forServicePath:)`` and ``travelAgencies()``: back-end requests with `X-SMP-APPCID` and the
-///   credentials.
+/// - ``data(forServicePath:)``: back-end requests with `X-SMP-APPCID` and the credentials (the tutorials' app
+///   reads its `TravelAgencies` this way: Examples/DemoApp/TravelAgency.swift).
 ///
 /// Credentials go through a `KeystoreAuthenticator` on the vault (`VaultCredentialStore`), so its rules hold:
 /// a rejected stored password is erased and asked for once, a typed one is kept only once accepted, plain

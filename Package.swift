@@ -2,8 +2,9 @@
 import PackageDescription
 
 // The arrows go one way:
-//   CSodium → VaultSodium → VaultCore → VaultAuth → MobileServices → vault-net
-//   CVaultSystem → VaultTerminal (→ VaultCore) → VaultCommands → vault, vault-net, DemoApp
+//   CSodium → VaultSodium → VaultCore → VaultAuth → MobileServices → NetworkCommands → vault-net, DemoApp
+//   CVaultSystem → VaultTerminal (→ VaultCore) → VaultCommands → NetworkCommands; VaultCommands → vault
+//   VaultAuth → VaultAuthTesting (test doubles) → the test targets
 // The emulator depends on nothing of ours but the wire format.
 //
 // Linux only (Glibc, prctl, SO_PEERCRED): no `platforms` line, because SwiftPM cannot say "Linux" there and a
@@ -15,6 +16,7 @@ let package = Package(
         .library(name: "VaultAgent", targets: ["VaultAgent"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
+        .library(name: "VaultAuthTesting", targets: ["VaultAuthTesting"]),
         .executable(name: "vault", targets: ["vault"]),
         .executable(name: "vault-net", targets: ["vault-net"]),
         .executable(name: "mobile-services-emulator", targets: ["mobile-services-emulator"]),
@@ -46,6 +48,8 @@ let package = Package(
         .target(name: "VaultAuth", dependencies: ["VaultCore", "VaultTerminal"]),
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
+        // Test doubles of VaultAuth (a counting in-memory credential store), as HummingbirdTesting.
+        .target(name: "VaultAuthTesting", dependencies: ["VaultAuth"]),
 
         // The CLI: `vault` runs the vault's own verbs and links no networking (libcurl would cost every start
         // ~8 ms); it executes `vault-net`, installed next to it, for the verbs that talk HTTP.
@@ -60,10 +64,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The verbs that talk HTTP (login, fetch, logout, credential, device), their option groups, prompt and
+        // error presentation: shared by vault-net and the DemoApp.
+        .target(
+            name: "NetworkCommands",
+            dependencies: [
+                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "vault-net",
             dependencies: [
-                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands",
+                "NetworkCommands", "VaultCommands", "VaultTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -81,11 +94,11 @@ let package = Package(
             ]
         ),
 
-        // The seeds' demo app on a terminal.
+        // The SAP mobile-services tutorials' demo app on a terminal.
         .executableTarget(
             name: "DemoApp",
             dependencies: [
-                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands",
+                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "NetworkCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/DemoApp"
@@ -96,7 +109,8 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(
-            name: "VaultAuthTests", dependencies: ["VaultAuth", "VaultCore", "VaultTerminal", "VaultTestSupport"]),
+            name: "VaultAuthTests",
+            dependencies: ["VaultAuth", "VaultAuthTesting", "VaultCore", "VaultTerminal", "VaultTestSupport"]),
         .testTarget(
             name: "MobileServicesTests",
             dependencies: ["MobileServices", "VaultAuth", "VaultCore", "MobileServicesEmulator", "VaultTestSupport"]),

@@ -5,84 +5,11 @@ import VaultAuth
 import VaultCore
 import VaultTerminal
 import VaultCommands
+import NetworkCommands
 
-// The seeds' DemoApp on a terminal: on start it opens the vault, checks a stored registration once (or logs in
-// and registers), then lists the back end's travel agencies as a table. The second run asks nothing.
-
-/// The vault and passphrase options of `vault` (a copy of its small `VaultOptions`).
-struct VaultOptions: ParsableArguments {
-    @Option(name: .customLong("vault"), help: ArgumentHelp("The vault file.", valueName: "path"))
-    var vaultPath: String?
-
-    @Option(
-        name: .customLong("passphrase-fd"),
-        help: ArgumentHelp("Read the passphrase from this file descriptor (first line).", valueName: "n"))
-    var passphraseFD: Int32?
-
-    @Option(
-        name: .customLong("passphrase-file"),
-        help: ArgumentHelp("Read the passphrase from the first line of this file (mode 0600).", valueName: "path"))
-    var passphraseFile: String?
-
-    func validate() throws {
-        if passphraseFD != nil && passphraseFile != nil {
-            throw ValidationError("--passphrase-fd and --passphrase-file cannot be used together")
-        }
-        if let fd = passphraseFD, fd < 0 { throw ValidationError("--passphrase-fd must be a file descriptor (0 or more)") }
-        if let path = vaultPath, path.isEmpty { throw ValidationError("--vault needs a path") }
-    }
-
-    /// --vault, else $VAULT_PATH, else `$XDG_DATA_HOME/vault/default.vault`.
-    var resolvedPath: String {
-        let environment = ProcessInfo.processInfo.environment
-        let path = vaultPath ?? environment["VAULT_PATH"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? SecureKeyValueStore.defaultDirectory + "/default.vault"
-        return path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-    }
-
-    /// `VAULT_TESTING_INSECURE_KDF=1` is the explicit test hook (cheap Argon2id), as for `vault`.
-    var storeOptions: SecureKeyValueStore.Options {
-        ProcessInfo.processInfo.environment["VAULT_TESTING_INSECURE_KDF"] == "1"
-            ? .insecureForTesting : SecureKeyValueStore.Options()
-    }
-
-    /// --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal (twice when `confirm`).
-    func passphrase(confirm: Bool) throws -> SecureBytes {
-        let secret: SecureBytes
-        if let given = try SecretInput.read(fd: passphraseFD, file: passphraseFile) {
-            secret = given
-        } else if let value = ProcessInfo.processInfo.environment["VAULT_PASSPHRASE"] {
-            secret = SecureBytes(string: value)
-        } else {
-            guard let terminal = Terminal.controlling() else { throw DemoError.noPassphraseSource }
-            guard let first = try terminal.readSecret(prompt: confirm ? "New vault passphrase: " : "Vault passphrase: ")
-            else { throw DemoError.emptyPassphrase }
-            if confirm {
-                let second = try terminal.readSecret(prompt: "Repeat to confirm: ") ?? SecureBytes([])
-                guard first == second else { throw DemoError.passphrasesDiffer }
-            }
-            secret = first
-        }
-        guard secret.count > 0 else { throw DemoError.emptyPassphrase }
-        return secret
-    }
-}
-
-enum DemoError: Error, CustomStringConvertible {
-    case noPassphraseSource
-    case emptyPassphrase
-    case passphrasesDiffer
-
-    var description: String {
-        switch self {
-        case .noPassphraseSource:
-            return "no passphrase: there is no terminal to ask on\n"
-                + "hint: pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE"
-        case .emptyPassphrase: return "the passphrase is empty"
-        case .passphrasesDiffer: return "the passphrases do not match"
-        }
-    }
-}
+// The SAP mobile-services tutorials' DemoApp on a terminal: on start it opens the vault, checks a stored
+// registration once (or logs in and registers), then lists the back end's travel agencies as a table. The second
+// run asks nothing. Options, the credential prompt and the error texts are vault-net's (NetworkCommands).
 
 struct DemoApp: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -98,76 +25,57 @@ struct DemoApp: AsyncParsableCommand {
             """)
 
     @OptionGroup var vault: VaultOptions
+    @OptionGroup var http: HTTPOptions
 
     @Option(help: ArgumentHelp("The mobile-services base URL (default: the one remembered in the vault).", valueName: "url"))
     var server: String?
 
     @Option(name: .customLong("app-id"), help: ArgumentHelp("The application id (default: the remembered one).", valueName: "id"))
-    var appId: String?
+    var applicationId: String?
 
-    @Option(help: ArgumentHelp("The user to log in as, when a login is needed.", valueName: "name"))
-    var username: String?
-
-    @Option(name: .customLong("password-fd"), help: ArgumentHelp("Read the login password from this file descriptor.", valueName: "n"))
-    var passwordFD: Int32?
-
-    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the login password from the first line of this file.", valueName: "path"))
-    var passwordFile: String?
-
-    @Flag(
-        name: .customLong("allow-insecure-http"),
-        help: "Allow credentials over plain http to a loopback address (127.0.0.0/8, ::1, localhost) only.")
-    var allowInsecureHTTP = false
-
-    @Option(help: ArgumentHelp("Seconds a request may stay idle before it fails.", valueName: "seconds"))
-    var timeout: Double = 30
+    @OptionGroup var credential: CredentialOptions
 
     func validate() throws {
-        if (server == nil) != (appId == nil) { throw ValidationError("--server and --app-id go together") }
-        if passwordFD != nil && passwordFile != nil {
-            throw ValidationError("--password-fd and --password-file cannot be used together")
-        }
-        if (passwordFD != nil || passwordFile != nil) && username == nil {
-            throw ValidationError("--password-fd and --password-file need --username")
-        }
-        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be in (0, 3600]") }
+        if (server == nil) != (applicationId == nil) { throw ValidationError("--server and --app-id go together") }
+        try credential.validate(against: vault)
     }
 
     func run() async throws {
         do {
             try await start()
         } catch {
-            var text = "DemoApp: \(error)\n"
-            if let hint = (error as? any CLIReportable)?.hint { text += "hint: \(hint)\n" }
-            if case AuthenticationError.noPromptAvailable = error {
-                text = "DemoApp: " + String(describing: error).components(separatedBy: "\nhint: ")[0] + "\n"
-                    + "hint: pass --username NAME with --password-fd N or --password-file PATH, or run on a terminal\n"
+            // vault-net's presentation (one conformance per error type), under this program's name.
+            if vault.json {
+                report(error, json: true)
+            } else {
+                let reportable = error as? any CLIReportable
+                var text = "DemoApp: \(reportable?.message ?? String(describing: error))\n"
+                if let hint = reportable?.hint { text += "hint: \(hint)\n" }
+                FileHandle.standardError.write(Data(text.utf8))
             }
-            FileHandle.standardError.write(Data(text.utf8))
             throw ExitCode.failure
         }
     }
 
     private func start() async throws {
         var configuration: MobileServicesConfiguration?
-        if let server, let appId {
-            configuration = try MobileServicesConfiguration(server: server, applicationId: appId)
+        if let server, let applicationId {
+            configuration = try MobileServicesConfiguration(server: server, applicationId: applicationId)
         }
-        var prompt: any CredentialPrompting = TerminalCredentialPrompt()
-        if let username, passwordFD != nil || passwordFile != nil {
-            let password = try SecretInput.read(fd: passwordFD, file: passwordFile)!
-            prompt = OnceCredentialPrompt(Credential(username: username, password: password))
-        }
+        // The password is read before the vault's passphrase prompt, so a pipe is drained first.
+        let prompt = try credential.prompt(terminal: true)
 
-        let store = SecureKeyValueStore(path: vault.resolvedPath, options: vault.storeOptions)
+        let store = vault.makeStore()
         let creating = !store.exists
-        try store.open(with: vault.passphrase(confirm: creating), createIfMissing: true)
+        let passphrase = try vault.passphrase(
+            prompt: creating ? "New vault passphrase: " : "Vault passphrase: ", confirm: creating)
+        try await store.perform { try $0.open(with: passphrase, createIfMissing: true) }  // Argon2id: off the pool
         defer { store.close() }
         if creating { status("created vault '\(store.path)'") }
 
         let result = try await MobileServicesStartup.start(
             store: store, passphrase: nil, configuration: configuration, prompt: prompt,
-            options: KeystoreAuthenticator.Options(allowInsecureLoopbackHTTP: allowInsecureHTTP), timeout: timeout)
+            options: http.authenticatorOptions, timeout: http.timeout)
         let target = result.client.configuration
         switch result.outcome {
         case .verified:
@@ -178,7 +86,14 @@ struct DemoApp: AsyncParsableCommand {
             status("the registration was removed on the server; registered again with \(target.server)")
         }
         let agencies = try await result.client.travelAgencies()
-        FileHandle.standardOutput.write(Data(Self.table(agencies).utf8))
+        if vault.json {  // the shared vault options' --json: the agencies as one JSON array
+            try writeJSON(agencies.map {
+                ["agency": $0.agencyNumber, "name": $0.name, "city": $0.city, "country": $0.country,
+                 "telephone": $0.telephone]
+            })
+        } else {
+            FileHandle.standardOutput.write(Data(Self.table(agencies).utf8))
+        }
     }
 
     private func status(_ line: String) {

@@ -7,7 +7,7 @@ import Darwin
 
 /// What the registration tells the server about this device: the body of the Connections `POST`.
 ///
-/// The seed fills it from `UIDevice` (model, system name and version, device name); on Linux the same three
+/// The tutorials fill it from `UIDevice` (model, system name and version, device name); on Linux the same three
 /// come from the host: ``current()``.
 public struct DeviceInfo: Sendable, Equatable, Codable {
     /// `DeviceType`: the machine type, e.g. `x86_64` (`uname -m`). The server requires it non-empty.

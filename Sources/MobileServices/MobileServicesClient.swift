@@ -2,10 +2,12 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Synchronization
 import VaultAuth
 import VaultCore
 
-/// The device-registration client of the mobile-services API (seeds 000 and 002), on the encrypted vault.
+/// The device-registration client of the mobile-services API (the SAP mobile-services tutorials 000 and 002),
+/// on the encrypted vault (any `KeyValueVault`).
 ///
 /// - ``register()``: `POST` the connection root with Basic credentials; on `201` the `appcid` from
 ///   `d.ApplicationConnectionId`, and then `username`, `password` and `appcid` are stored in **one** atomic
@@ -13,25 +15,21 @@ import VaultCore
 /// - ``verifyRegistration()``: once per client (process start), `GET` the service root with the credentials and
 ///   `X-SMP-APPCID`; `404` purges `appcid`, `username` and `password` in one update.
 /// - ``unregister()``: `DELETE Connections('appcid')`, then the `appcid` is removed.
-/// - ``data(forServicePath:)`` and ``travelAgencies()``: back-end requests with `X-SMP-APPCID` and the
-///   credentials.
+/// - ``data(forServicePath:)``: back-end requests with `X-SMP-APPCID` and the credentials (the tutorials' app
+///   reads its `TravelAgencies` this way: Examples/DemoApp/TravelAgency.swift).
 ///
 /// Credentials go through a `KeystoreAuthenticator` on the vault (`VaultCredentialStore`), so its rules hold:
 /// a rejected stored password is erased and asked for once, a typed one is kept only once accepted, plain
 /// `http` carries credentials only to loopback and only with `allowInsecureLoopbackHTTP`.
 ///
-/// All methods are `async` and every request ends (timeouts); nothing blocks a thread. The store must be open.
+/// All methods are `async` and every request ends (timeouts). The vault's calls, which block (file I/O, `fsync`,
+/// another process's lock), run off the cooperative pool (`runBlocking`). The store must be open.
 public final class MobileServicesClient: Sendable {
-    /// The vault keys this client reads and writes.
+    /// The vault keys this client reads and writes itself. The credential (`username`, `password`,
+    /// `credential.space`) is `VaultCredentialStore`'s: see its key layout.
     public enum Keys {
-        /// The application connection id (the seeds' key).
+        /// The application connection id (the tutorials' key).
         public static let applicationConnectionId = "appcid"
-        /// The username (the seeds' key; `VaultCredentialStore`'s primary space).
-        public static let username = VaultCredentialStore.usernameKey
-        /// The password (the seeds' key).
-        public static let password = VaultCredentialStore.passwordKey
-        /// The protection space `username`/`password` belong to (see docs/AUTH.md).
-        public static let credentialSpace = VaultCredentialStore.primarySpaceKey
         /// The remembered server URL.
         public static let server = MobileServicesConfiguration.serverKey
         /// The remembered application id.
@@ -50,7 +48,7 @@ public final class MobileServicesClient: Sendable {
     }
 
     public let configuration: MobileServicesConfiguration
-    public let store: SecureKeyValueStore
+    public let store: any KeyValueVault
     /// Who is asked for credentials when none are stored or the stored ones are rejected; `nil`: nobody.
     public let prompt: (any CredentialPrompting)?
     public let options: KeystoreAuthenticator.Options
@@ -61,11 +59,11 @@ public final class MobileServicesClient: Sendable {
 
     /// The authenticator on the vault used for everything but the registration itself.
     public let authenticator: KeystoreAuthenticator
-    private let credentials: VaultCredentialStore
+    /// The vault's credentials (the one owner of their keys).
+    public let credentials: VaultCredentialStore
     private let http: AuthenticatingHTTPClient
-
-    private let lock = NSLock()
-    nonisolated(unsafe) private var verified = false  // guarded by `lock`
+    /// Whether the registration was confirmed by this client (register, or a `200` check).
+    private let verified = Mutex(false)
 
     /// Makes a client; nothing is sent until a method is called.
     ///
@@ -76,7 +74,7 @@ public final class MobileServicesClient: Sendable {
     ///     `allowInsecureLoopbackHTTP: true`.
     public init(
         configuration: MobileServicesConfiguration,
-        store: SecureKeyValueStore,
+        store: any KeyValueVault,
         prompt: (any CredentialPrompting)?,
         options: KeystoreAuthenticator.Options = .init(),
         deviceInfo: DeviceInfo = .current(),
@@ -102,9 +100,14 @@ public final class MobileServicesClient: Sendable {
         try store.getString(Keys.applicationConnectionId)
     }
 
+    /// ``storedApplicationConnectionId()`` off the cooperative pool.
+    private func loadApplicationConnectionId() async throws -> String? {
+        try await runBlocking { try self.storedApplicationConnectionId() }
+    }
+
     // MARK: - Register
 
-    /// Registers this device: `POST {base}/odata/applications/latest/{appId}/Connections` with ``deviceInfo``
+    /// Registers this device: `POST {base}/odata/applications/latest/{applicationId}/Connections` with ``deviceInfo``
     /// as JSON and Basic credentials (stored ones, or the prompt's, by the authenticator's rules).
     ///
     /// On `201` the `appcid` is read from `d.ApplicationConnectionId`, then **one** vault update stores
@@ -124,7 +127,7 @@ public final class MobileServicesClient: Sendable {
         let url = configuration.connectionsURL
         let staging = StagingCredentialStore(base: credentials)
         let authenticator = KeystoreAuthenticator(store: staging, prompt: prompt, options: options)
-        try rememberPrimarySpace(in: authenticator)
+        try await rememberPrimarySpace(in: authenticator)
         let client = AuthenticatingHTTPClient(authenticator: authenticator, timeout: timeout)
         defer { client.invalidate() }
 
@@ -143,10 +146,19 @@ public final class MobileServicesClient: Sendable {
         }
         let appcid = try Self.applicationConnectionId(fromRegistrationBody: data, url: url)
         let accepted = staging.acceptedCredential
-        try commitRegistration(applicationConnectionId: appcid, credential: accepted)
+        try await runBlocking { try self.commitRegistration(applicationConnectionId: appcid, credential: accepted) }
         if let accepted { self.authenticator.rememberProtectionSpace(accepted.space) }
-        lock.withLock { verified = true }
+        verified.withLock { $0 = true }
         return appcid
+    }
+
+    /// The `201` body: OData v2's `{"d": {"ApplicationConnectionId": "…", …}}` (other fields are ignored).
+    private struct CreatedConnection: Decodable {
+        struct Entity: Decodable {
+            let applicationConnectionId: String
+            enum CodingKeys: String, CodingKey { case applicationConnectionId = "ApplicationConnectionId" }
+        }
+        let d: Entity
     }
 
     /// Reads `d.ApplicationConnectionId` from a `201` body; the id must be 1 to 128 ASCII letters, digits, `-`,
@@ -158,13 +170,23 @@ public final class MobileServicesClient: Sendable {
             .malformedResponse(operation: .registration, url: url.absoluteString, status: 201, detail: detail)
         }
         guard !data.isEmpty else { throw malformed("the body is empty") }
-        guard let root = try? JSONSerialization.jsonObject(with: data) else { throw malformed("the body is not JSON") }
-        guard let object = root as? [String: Any], let d = object["d"] as? [String: Any] else {
-            throw malformed("no object 'd'")
+        let created: CreatedConnection
+        do {
+            created = try JSONDecoder().decode(CreatedConnection.self, from: data)
+        } catch let error as DecodingError {
+            // How deep the failure is: at the root or at `d` the object is missing, below it the string.
+            let depth: Int
+            switch error {
+            case let .dataCorrupted(context):
+                guard !context.codingPath.isEmpty else { throw malformed("the body is not JSON") }
+                depth = context.codingPath.count
+            case let .keyNotFound(_, context): depth = context.codingPath.count + 1
+            case let .typeMismatch(_, context), let .valueNotFound(_, context): depth = context.codingPath.count
+            @unknown default: depth = 0
+            }
+            throw malformed(depth <= 1 ? "no object 'd'" : "no string 'd.ApplicationConnectionId'")
         }
-        guard let appcid = d["ApplicationConnectionId"] as? String else {
-            throw malformed("no string 'd.ApplicationConnectionId'")
-        }
+        let appcid = created.d.applicationConnectionId
         guard isValidApplicationConnectionId(appcid) else {
             throw malformed("'d.ApplicationConnectionId' is empty or has characters an id cannot have")
         }
@@ -176,36 +198,22 @@ public final class MobileServicesClient: Sendable {
             && appcid.unicodeScalars.allSatisfy(MobileServicesConfiguration.isIdentifierScalar)
     }
 
-    /// The one vault update of a successful registration.
+    /// The one vault update of a successful registration: the accepted credential becomes the primary one (a
+    /// previous primary of another server moves to its own keys), with the `appcid` and the configuration.
     private func commitRegistration(applicationConnectionId: String, credential: StagingCredentialStore.Entry?) throws {
-        let previousPrimary = try store.getString(Keys.credentialSpace).flatMap(ProtectionSpace.init(key:))
-        var moved: (prefix: String, username: String, password: SecureBytes)?
-        if let credential, let previousPrimary, previousPrimary != credential.space,
-           let username = try store.getString(Keys.username), let password = try store.getBytes(Keys.password) {
-            moved = (VaultCredentialStore.keyPrefix(for: previousPrimary), username, password)
+        var changes = SecureKeyValueStore.Changes()
+        if let credential {
+            try credentials.stage(credential.credential, for: credential.space, asPrimary: true, into: &changes)
         }
-        try store.update { changes in
-            if let credential {
-                try changes.put(credential.credential.username, forKey: Keys.username)
-                try changes.put(credential.credential.password, forKey: Keys.password)
-                try changes.put(credential.space.key, forKey: Keys.credentialSpace)
-                let prefix = VaultCredentialStore.keyPrefix(for: credential.space)
-                changes.remove(prefix + "username")
-                changes.remove(prefix + "password")
-            }
-            if let moved {
-                try changes.put(moved.username, forKey: moved.prefix + "username")
-                try changes.put(moved.password, forKey: moved.prefix + "password")
-            }
-            try changes.put(applicationConnectionId, forKey: Keys.applicationConnectionId)
-            try changes.put(configuration.server, forKey: Keys.server)
-            try changes.put(configuration.applicationId, forKey: Keys.applicationId)
-        }
+        try changes.put(applicationConnectionId, forKey: Keys.applicationConnectionId)
+        try changes.put(configuration.server, forKey: Keys.server)
+        try changes.put(configuration.applicationId, forKey: Keys.applicationId)
+        try store.write(changes)
     }
 
     // MARK: - Verify
 
-    /// Checks the stored registration once (seed 002): `GET {base}/{appId}` with the credentials and
+    /// Checks the stored registration once (tutorial 002): `GET {base}/{applicationId}` with the credentials and
     /// `X-SMP-APPCID`. Later calls on the same client return ``RegistrationStatus/registered`` without a request
     /// once it was confirmed (pass `force` to ask again).
     ///
@@ -218,22 +226,22 @@ public final class MobileServicesClient: Sendable {
     ///   ``MobileServicesError/unexpectedStatus(operation:url:status:)`` for any other status, e.g. `403`
     ///   (nothing deleted); `AuthenticationError` when the credentials are rejected or cannot be asked for.
     public func verifyRegistration(force: Bool = false) async throws -> RegistrationStatus {
-        guard let appcid = try storedApplicationConnectionId() else { return .notRegistered }
-        if !force, lock.withLock({ verified }) { return .registered }
+        guard let appcid = try await loadApplicationConnectionId() else { return .notRegistered }
+        if !force, verified.withLock({ $0 }) { return .registered }
         let url = configuration.serviceRootURL
         let response = try await serviceRequest(url: url, method: "GET", appcid: appcid, operation: .verification).1
         switch response.statusCode {
         case 200:
-            lock.withLock { verified = true }
+            verified.withLock { $0 = true }
             return .registered
         case 404:
-            try store.update { changes in
+            try await runBlocking {
+                var changes = SecureKeyValueStore.Changes()
                 changes.remove(Keys.applicationConnectionId)
-                changes.remove(Keys.username)
-                changes.remove(Keys.password)
-                changes.remove(Keys.credentialSpace)
+                self.credentials.stagePurgeOfPrimary(into: &changes)
+                try self.store.write(changes)
             }
-            lock.withLock { verified = false }
+            verified.withLock { $0 = false }
             return .registrationRemoved
         default:
             throw MobileServicesError.unexpectedStatus(
@@ -252,7 +260,7 @@ public final class MobileServicesClient: Sendable {
     ///   ``MobileServicesError/unexpectedStatus(operation:url:status:)`` and nothing is removed.
     @discardableResult
     public func unregister() async throws -> Bool {
-        guard let appcid = try storedApplicationConnectionId() else { throw MobileServicesError.notRegistered }
+        guard let appcid = try await loadApplicationConnectionId() else { throw MobileServicesError.notRegistered }
         let url = try checkedConnectionURL(appcid)
         let response = try await serviceRequest(url: url, method: "DELETE", appcid: appcid, operation: .unregistration).1
         let deleted: Bool
@@ -263,26 +271,24 @@ public final class MobileServicesClient: Sendable {
             throw MobileServicesError.unexpectedStatus(
                 operation: .unregistration, url: url.absoluteString, status: response.statusCode)
         }
-        _ = try store.remove(Keys.applicationConnectionId)
-        lock.withLock { verified = false }
+        _ = try await runBlocking { try self.store.remove(Keys.applicationConnectionId) }
+        verified.withLock { $0 = false }
         return deleted
     }
 
     private func checkedConnectionURL(_ appcid: String) throws -> URL {
-        guard Self.isValidApplicationConnectionId(appcid) else {
-            throw VaultError.typeMismatch(key: Keys.applicationConnectionId, reason: "not an application connection id")
-        }
+        guard Self.isValidApplicationConnectionId(appcid) else { throw MobileServicesError.invalidStoredRegistration }
         return configuration.connectionURL(applicationConnectionId: appcid)
     }
 
     // MARK: - Back end
 
-    /// `GET {base}/{appId}/{path}` with `X-SMP-APPCID` and the credentials; the body of a `200`.
+    /// `GET {base}/{applicationId}/{path}` with `X-SMP-APPCID` and the credentials; the body of a `200`.
     ///
     /// - Throws: ``MobileServicesError/notRegistered`` when no `appcid` is stored;
     ///   ``MobileServicesError/unexpectedStatus(operation:url:status:)`` for any status but `200`.
     public func data(forServicePath path: String) async throws -> Data {
-        guard let appcid = try storedApplicationConnectionId() else { throw MobileServicesError.notRegistered }
+        guard let appcid = try await loadApplicationConnectionId() else { throw MobileServicesError.notRegistered }
         let url = configuration.serviceURL(path: path)
         let (data, response) = try await serviceRequest(url: url, method: "GET", appcid: appcid, operation: .serviceRequest)
         guard response.statusCode == 200 else {
@@ -292,22 +298,13 @@ public final class MobileServicesClient: Sendable {
         return data
     }
 
-    /// The back end's travel agencies (`GET {base}/{appId}/TravelAgencies`, OData `d.results`).
-    public func travelAgencies() async throws -> [TravelAgency] {
-        let url = configuration.serviceURL(path: TravelAgency.entitySet)
-        let data = try await data(forServicePath: TravelAgency.entitySet)
-        return try TravelAgency.parse(data, url: url)
-    }
-
     // MARK: - Plumbing
 
     private func serviceRequest(
         url: URL, method: String, appcid: String, operation: MobileServicesError.Operation
     ) async throws -> (Data, HTTPURLResponse) {
-        guard Self.isValidApplicationConnectionId(appcid) else {
-            throw VaultError.typeMismatch(key: Keys.applicationConnectionId, reason: "not an application connection id")
-        }
-        try rememberPrimarySpace(in: authenticator)
+        guard Self.isValidApplicationConnectionId(appcid) else { throw MobileServicesError.invalidStoredRegistration }
+        try await rememberPrimarySpace(in: authenticator)
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.setValue("application/json", forHTTPHeaderField: "Accept")
@@ -317,8 +314,8 @@ public final class MobileServicesClient: Sendable {
 
     /// Lets `authenticator` send the stored credential with the first request when the vault's primary space is
     /// this server's origin (one request per check instead of a 401 round trip).
-    private func rememberPrimarySpace(in authenticator: KeystoreAuthenticator) throws {
-        guard let key = try store.getString(Keys.credentialSpace), let space = ProtectionSpace(key: key),
+    private func rememberPrimarySpace(in authenticator: KeystoreAuthenticator) async throws {
+        guard let space = try await runBlocking({ try self.credentials.recordedPrimary() }),
               let origin = Origin(configuration.connectionsURL), space.origin == origin
         else { return }
         authenticator.rememberProtectionSpace(space)
@@ -332,50 +329,5 @@ public final class MobileServicesClient: Sendable {
         } catch let AuthenticationError.transportFailed(url, detail) {
             throw MobileServicesError.serverUnreachable(url: url.absoluteString, detail: detail)
         }
-    }
-}
-
-/// Reads stored credentials from the vault, but keeps a credential the server accepted in memory, so that the
-/// registration can store it together with the `appcid` in one update. Erasing a rejected stored credential
-/// goes to the vault (the authenticator's rule).
-final class StagingCredentialStore: CredentialStoring, @unchecked Sendable {
-    struct Entry {
-        let space: ProtectionSpace
-        let credential: Credential
-    }
-
-    private let base: VaultCredentialStore
-    private let lock = NSLock()
-    private var staged: Entry?  // guarded by `lock`: accepted, typed by the user
-    private var lastRead: Entry?  // guarded by `lock`: the stored one handed out (and so sent)
-
-    init(base: VaultCredentialStore) {
-        self.base = base
-    }
-
-    /// The credential the request went out with last: the accepted typed one, else the stored one.
-    var acceptedCredential: Entry? { lock.withLock { staged ?? lastRead } }
-
-    func credential(for space: ProtectionSpace) throws -> Credential? {
-        if let staged = lock.withLock({ staged }), staged.space == space { return staged.credential }
-        let credential = try base.credential(for: space)
-        if let credential { lock.withLock { lastRead = Entry(space: space, credential: credential) } }
-        return credential
-    }
-
-    func store(_ credential: Credential, for space: ProtectionSpace) throws {
-        lock.withLock { staged = Entry(space: space, credential: credential) }
-    }
-
-    func removeCredential(for space: ProtectionSpace) throws {
-        lock.withLock {
-            if lastRead?.space == space { lastRead = nil }
-            if staged?.space == space { staged = nil }
-        }
-        try base.removeCredential(for: space)
-    }
-
-    func storedSpaces() throws -> [ProtectionSpace] {
-        try base.storedSpaces()
     }
 }

@@ -4,10 +4,10 @@ import VaultCore
 /// Where the mobile-services API is: a base URL (any scheme, host and port, so tests can point it at loopback)
 /// and an application id.
 ///
-/// The addresses follow the seeds (`https://hcpms-ACCOUNT.LANDSCAPE` is a base URL):
-/// - connection root (registration): `{base}/odata/applications/latest/{appId}/Connections`
-/// - one registration: `{base}/odata/applications/latest/{appId}/Connections('{appcid}')`
-/// - service root (the proxied OData back end, the registration check): `{base}/{appId}`
+/// The addresses follow the SAP mobile-services tutorials (`https://hcpms-ACCOUNT.LANDSCAPE` is a base URL):
+/// - connection root (registration): `{base}/odata/applications/latest/{applicationId}/Connections`
+/// - one registration: `{base}/odata/applications/latest/{applicationId}/Connections('{appcid}')`
+/// - service root (the proxied OData back end, the registration check): `{base}/{applicationId}`
 public struct MobileServicesConfiguration: Sendable, Equatable, CustomStringConvertible {
     /// The base URL as given, without a trailing `/`: `http` or `https`, a host, an optional port and path;
     /// no user info, query or fragment.
@@ -52,18 +52,18 @@ public struct MobileServicesConfiguration: Sendable, Equatable, CustomStringConv
 
     public var description: String { "\(server) (application \(applicationId))" }
 
-    /// `{base}/odata/applications/latest/{appId}/Connections`.
+    /// `{base}/odata/applications/latest/{applicationId}/Connections`.
     public var connectionsURL: URL { url("/odata/applications/latest/\(applicationId)/Connections") }
 
-    /// `{base}/odata/applications/latest/{appId}/Connections('{appcid}')`.
+    /// `{base}/odata/applications/latest/{applicationId}/Connections('{appcid}')`.
     public func connectionURL(applicationConnectionId: String) -> URL {
         url("/odata/applications/latest/\(applicationId)/Connections('\(applicationConnectionId)')")
     }
 
-    /// `{base}/{appId}`: the service root, which the registration check requests.
+    /// `{base}/{applicationId}`: the service root, which the registration check requests.
     public var serviceRootURL: URL { url("/\(applicationId)") }
 
-    /// `{base}/{appId}/{path}`: a resource of the proxied back end, e.g. `TravelAgencies`.
+    /// `{base}/{applicationId}/{path}`: a resource of the proxied back end, e.g. `TravelAgencies`.
     public func serviceURL(path: String) -> URL {
         url("/\(applicationId)/" + path.drop { $0 == "/" })
     }
@@ -84,7 +84,7 @@ public struct MobileServicesConfiguration: Sendable, Equatable, CustomStringConv
     ///
     /// - Throws: `VaultError`, or ``MobileServicesError/invalidConfiguration(detail:)`` if the stored values are
     ///   unusable.
-    public static func remembered(in store: SecureKeyValueStore) throws -> MobileServicesConfiguration? {
+    public static func remembered(in store: any KeyValueVault) throws -> MobileServicesConfiguration? {
         guard let server = try store.getString(serverKey), let applicationId = try store.getString(applicationIdKey)
         else { return nil }
         return try MobileServicesConfiguration(server: server, applicationId: applicationId)

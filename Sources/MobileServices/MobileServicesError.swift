@@ -2,12 +2,14 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import VaultAuth
 
 /// Every failure of the mobile-services client that is not about credentials.
 ///
 /// Credential failures (rejected password, no terminal to ask on, plain http refused, ...) are thrown as
 /// `VaultAuth.AuthenticationError`; vault failures as `VaultCore.VaultError`. No case carries a password;
-/// URLs, application ids and usernames may appear. Response bodies are never quoted.
+/// URLs, application ids and usernames may appear. Response bodies are never quoted. The messages
+/// (``description``) say what failed; what the user can do is the presenter's business (the CLI's hints).
 public enum MobileServicesError: Error, Equatable, Sendable {
     /// The base URL or the application id cannot be used (`detail` says why).
     case invalidConfiguration(detail: String)
@@ -28,6 +30,9 @@ public enum MobileServicesError: Error, Equatable, Sendable {
     /// The server answered `status` with a body the client cannot read (`detail` says what is missing).
     /// Nothing was stored or deleted.
     case malformedResponse(operation: Operation, url: String, status: Int, detail: String)
+    /// The application connection id stored in the vault (`appcid`) is not one the server could have issued (it
+    /// would go into a URL path and a header): the vault was edited by hand or by another program. Nothing was sent.
+    case invalidStoredRegistration
 
     /// The protocol step that failed, for messages.
     public enum Operation: String, Sendable, Equatable {
@@ -44,18 +49,14 @@ extension MobileServicesError: CustomStringConvertible, LocalizedError {
         case let .invalidConfiguration(detail):
             return "invalid mobile-services configuration: \(detail)"
         case .notConfigured:
-            return "no mobile-services server is configured\n"
-                + "hint: pass --server URL and --app-id ID once; they are remembered in the vault"
+            return "no mobile-services server is configured"
         case .notRegistered:
-            return "this device is not registered (no application connection id in the vault)\n"
-                + "hint: run 'vault device register --server URL --app-id ID'"
+            return "this device is not registered (no application connection id in the vault)"
         case let .registrationRemoved(server, applicationId):
             return "the registration with '\(server)' for application '\(applicationId)' was removed on the server "
-                + "(HTTP 404); appcid, username and password were deleted from the vault\n"
-                + "hint: register again with 'vault device register'"
+                + "(HTTP 404); appcid, username and password were deleted from the vault"
         case let .alreadyRegistered(server, applicationId):
-            return "this vault already holds a registration with '\(server)' for application '\(applicationId)'\n"
-                + "hint: run 'vault device unregister' first"
+            return "this vault already holds a registration with '\(server)' for application '\(applicationId)'"
         case let .serverUnreachable(url, detail):
             return "cannot reach the mobile-services server at '\(url)': \(detail)"
         case let .unexpectedStatus(operation, url, status):
@@ -63,31 +64,10 @@ extension MobileServicesError: CustomStringConvertible, LocalizedError {
                 + "(\(HTTPStatusText.reason(status)))"
         case let .malformedResponse(operation, url, status, detail):
             return "\(operation.rawValue) failed: '\(url)' answered HTTP \(status) with an unreadable body: \(detail)"
+        case .invalidStoredRegistration:
+            return "the application connection id stored in the vault (appcid) is not a valid id"
         }
     }
 
     public var errorDescription: String? { description }
-}
-
-enum HTTPStatusText {
-    static func reason(_ status: Int) -> String {
-        switch status {
-        case 200: return "OK"
-        case 201: return "Created"
-        case 204: return "No Content"
-        case 400: return "Bad Request"
-        case 401: return "Unauthorized"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 409: return "Conflict"
-        case 413: return "Payload Too Large"
-        case 415: return "Unsupported Media Type"
-        case 500: return "Internal Server Error"
-        case 502: return "Bad Gateway"
-        case 503: return "Service Unavailable"
-        case 504: return "Gateway Timeout"
-        default: return HTTPURLResponse.localizedString(forStatusCode: status)
-        }
-    }
 }

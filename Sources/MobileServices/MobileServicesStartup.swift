@@ -2,7 +2,7 @@ import Foundation
 import VaultAuth
 import VaultCore
 
-/// The seeds' start of an app in one call: open the vault, check a stored registration once, otherwise log in
+/// The SAP mobile-services tutorials' start of an app in one call: open the vault, check a stored registration once, otherwise log in
 /// (stored credentials or the prompt) and register.
 public enum MobileServicesStartup {
     /// How the client became ready.
@@ -18,6 +18,8 @@ public enum MobileServicesStartup {
 
     /// What ``start(store:passphrase:createIfMissing:configuration:prompt:options:deviceInfo:timeout:)`` returns.
     public struct Result: Sendable {
+        /// The vault, open (the caller closes it).
+        public let store: SecureKeyValueStore
         /// The ready client: registered and checked; back-end requests need no further check.
         public let client: MobileServicesClient
         public let outcome: Outcome
@@ -34,7 +36,7 @@ public enum MobileServicesStartup {
     ///
     /// - Parameters:
     ///   - passphrase: opens `store` when it is not open yet; ignored when it is.
-    ///   - createIfMissing: create an empty vault when none exists (the seeds' behaviour).
+    ///   - createIfMissing: create an empty vault when none exists (the tutorials' app does).
     ///   - configuration: the server and application id; `nil` uses the remembered ones.
     /// - Throws: ``MobileServicesError/notConfigured``; ``MobileServicesError/alreadyRegistered(server:applicationId:)``
     ///   when the vault holds a registration with another server or application id; whatever
@@ -50,28 +52,31 @@ public enum MobileServicesStartup {
         deviceInfo: DeviceInfo = .current(),
         timeout: TimeInterval = AuthenticatingHTTPClient.defaultTimeout
     ) async throws -> Result {
-        if !store.isOpen {
-            guard let passphrase else { throw VaultError.notOpen }
-            try store.open(with: passphrase, createIfMissing: createIfMissing)
+        // Opening runs Argon2id and takes the file lock: off the cooperative pool, as every store call here.
+        let remembered = try await store.perform { store in
+            if !store.isOpen {
+                guard let passphrase else { throw VaultError.notOpen }
+                try store.open(with: passphrase, createIfMissing: createIfMissing)
+            }
+            return try MobileServicesConfiguration.remembered(in: store)
         }
-        let remembered = try MobileServicesConfiguration.remembered(in: store)
         guard let configuration = configuration ?? remembered else { throw MobileServicesError.notConfigured }
         let client = MobileServicesClient(
             configuration: configuration, store: store, prompt: prompt, options: options, deviceInfo: deviceInfo,
             timeout: timeout)
 
         var outcome = Outcome.registered
-        if try client.storedApplicationConnectionId() != nil {
+        if try await store.perform({ _ in try client.storedApplicationConnectionId() }) != nil {
             if let remembered, remembered != configuration {
                 throw MobileServicesError.alreadyRegistered(
                     server: remembered.server, applicationId: remembered.applicationId)
             }
             switch try await client.verifyRegistration() {
             case .registered:
-                guard let appcid = try client.storedApplicationConnectionId() else {
+                guard let appcid = try await store.perform({ _ in try client.storedApplicationConnectionId() }) else {
                     throw MobileServicesError.notRegistered
                 }
-                return Result(client: client, outcome: .verified, applicationConnectionId: appcid)
+                return Result(store: store, client: client, outcome: .verified, applicationConnectionId: appcid)
             case .registrationRemoved:
                 outcome = .reregistered
             case .notRegistered:
@@ -79,6 +84,6 @@ public enum MobileServicesStartup {
             }
         }
         let appcid = try await client.register()
-        return Result(client: client, outcome: outcome, applicationConnectionId: appcid)
+        return Result(store: store, client: client, outcome: outcome, applicationConnectionId: appcid)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Synchronization
 
 /// Sends requests over `URLSession` with a ``KeystoreAuthenticator`` answering HTTP Basic challenges.
 ///
@@ -107,26 +108,29 @@ public final class AuthenticatingHTTPClient: Sendable {
 }
 
 /// Holds the task of one attempt for cancellation from another thread.
-private final class TaskBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var task: URLSessionDataTask?
-    private var cancelled = false
+private final class TaskBox: Sendable {
+    private struct State {
+        var task: URLSessionDataTask?
+        var cancelled = false
+    }
 
-    var identifier: Int? { lock.withLock { task?.taskIdentifier } }
-    var isCancelled: Bool { lock.withLock { cancelled } }
+    private let state = Mutex(State())
+
+    var identifier: Int? { state.withLock { $0.task?.taskIdentifier } }
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     func start(_ task: URLSessionDataTask) {
-        let cancelNow = lock.withLock {
-            self.task = task
-            return cancelled
+        let cancelNow = state.withLock { state in
+            state.task = task
+            return state.cancelled
         }
         if cancelNow { task.cancel() } else { task.resume() }
     }
 
     func cancel() {
-        let task = lock.withLock {
-            cancelled = true
-            return self.task
+        let task = state.withLock { state in
+            state.cancelled = true
+            return state.task
         }
         task?.cancel()
     }
@@ -134,9 +138,9 @@ private final class TaskBox: @unchecked Sendable {
 
 /// The session-level delegate: cancels credential challenges (keeping their 401), leaves server trust to the
 /// system, strips `Authorization` on cross-origin redirects.
+// @unchecked: an NSObject subclass (URLSession's delegate) cannot be checked Sendable; its one state is a Mutex.
 final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var challengeResponses: [Int: HTTPURLResponse] = [:]  // guarded by `lock`
+    private let challengeResponses = Mutex<[Int: HTTPURLResponse]>([:])
 
     /// Challenges left to the system (spelled out: the constants are unavailable in swift-corelibs-foundation,
     /// which never sends them).
@@ -145,7 +149,7 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
     ]
 
     func takeChallengeResponse(for taskIdentifier: Int) -> HTTPURLResponse? {
-        lock.withLock { challengeResponses.removeValue(forKey: taskIdentifier) }
+        challengeResponses.withLock { $0.removeValue(forKey: taskIdentifier) }
     }
 
     func urlSession(
@@ -160,7 +164,7 @@ final class SessionDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendab
         // Every other challenge (Basic, Digest, anything unknown) is cancelled: `.performDefaultHandling` on a
         // 401 waits forever in swift-corelibs-foundation.
         if let response = challenge.failureResponse as? HTTPURLResponse {
-            lock.withLock { challengeResponses[task.taskIdentifier] = response }
+            challengeResponses.withLock { $0[task.taskIdentifier] = response }
         }
         completionHandler(.cancelAuthenticationChallenge, nil)
     }

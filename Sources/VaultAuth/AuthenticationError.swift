@@ -2,7 +2,10 @@ import Foundation
 
 /// Every failure of ``KeystoreAuthenticator`` and ``AuthenticatingHTTPClient``.
 ///
-/// No case carries a password; usernames, URLs and realms may appear in messages.
+/// No case carries a password, nor a username the user typed but the server never saw (it may be a password
+/// typed into the wrong field); usernames a server rejected, URLs and realms may appear in messages. The
+/// messages (``description``) say what failed and nothing more: what a user can do about it is the
+/// presenter's business (the CLI's hints).
 public enum AuthenticationError: Error, Equatable, Sendable {
     /// The server rejected (401) the credential of `username`, and it was the last attempt: the stored one was
     /// rejected and then the one the user typed, or two the user typed.
@@ -25,12 +28,22 @@ public enum AuthenticationError: Error, Equatable, Sendable {
     /// A redirect led to another origin that asked for credentials. Credentials never follow a redirect to
     /// another origin; request `challengedBy` directly.
     case crossOriginChallenge(requested: URL, challengedBy: URL)
-    /// A username that RFC 7617 cannot carry (empty, or with `:` or a control character).
-    case invalidUsername(String)
+    /// A username that RFC 7617 cannot carry; `problem` says why (the username itself is not repeated).
+    case invalidUsername(UsernameProblem)
+    /// The vault entry `entry` (`credential.space`) should name a protection space and does not: the vault's
+    /// credentials cannot be attributed to a server.
+    case malformedStoredSpace(entry: String)
     /// The request could not be made or did not complete (connection refused, timeout, TLS failure, ...).
     case transportFailed(url: URL, detail: String)
     /// The URL is not an absolute `http` or `https` URL.
     case unsupportedURL(String)
+
+    /// Why a username cannot be sent with HTTP Basic authentication (RFC 7617).
+    public enum UsernameProblem: String, Equatable, Sendable {
+        case empty = "it is empty"
+        case containsColon = "it contains ':'"
+        case containsControlCharacter = "it contains a control character"
+    }
 }
 
 extension AuthenticationError: CustomStringConvertible, LocalizedError {
@@ -40,27 +53,26 @@ extension AuthenticationError: CustomStringConvertible, LocalizedError {
             return "credentials rejected: the server at \(space) rejected the password for '\(username)'"
         case let .storedCredentialRejected(space, username):
             return "stored credential rejected: the server at \(space) rejected the stored password for "
-                + "'\(username)'; it will not be sent again\nhint: log in again to store a fresh one"
+                + "'\(username)'; it will not be sent again"
         case let .noPromptAvailable(space, detail):
-            return "cannot ask for credentials for \(space): \(detail)\n"
-                + "hint: store a credential first, or run where a terminal is available"
+            return "cannot ask for credentials for \(space): \(detail)"
         case let .promptCancelled(space):
             return "login cancelled for \(space)"
         case let .promptFailed(detail):
             return "cannot read credentials: \(detail)"
         case let .insecureTransport(url):
-            return "refusing to send credentials over plain http to '\(url.absoluteString)'\n"
-                + "hint: use https (plain http is allowed only to loopback, and only when enabled explicitly)"
+            return "refusing to send credentials over plain http to '\(url.absoluteString)'"
         case let .unsupportedChallenge(url, schemes):
             let offered = schemes.isEmpty ? "none" : schemes.joined(separator: ", ")
             return "cannot authenticate to '\(url.absoluteString)': the server offers no Basic challenge "
                 + "(offered: \(offered))"
         case let .crossOriginChallenge(requested, challengedBy):
             return "cannot authenticate to '\(requested.absoluteString)': it redirected to "
-                + "'\(challengedBy.absoluteString)', another origin, which asks for credentials\n"
-                + "hint: request '\(challengedBy.absoluteString)' directly"
-        case let .invalidUsername(username):
-            return "invalid username '\(username)': it must be non-empty, without ':' or control characters"
+                + "'\(challengedBy.absoluteString)', another origin, which asks for credentials"
+        case let .invalidUsername(problem):
+            return "invalid username: \(problem.rawValue) (it must be non-empty, without ':' or control characters)"
+        case let .malformedStoredSpace(entry):
+            return "the vault entry '\(entry)' does not name a protection space (scheme://host:port/realm)"
         case let .transportFailed(url, detail):
             return "request to '\(url.absoluteString)' failed: \(detail)"
         case let .unsupportedURL(string):

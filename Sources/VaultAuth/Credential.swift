@@ -27,9 +27,18 @@ public struct Credential: Sendable, CustomStringConvertible {
     ///
     /// - Throws: ``AuthenticationError/invalidUsername(_:)``.
     public func validate() throws(AuthenticationError) {
-        guard !username.isEmpty,
-              !username.unicodeScalars.contains(where: { $0 == ":" || $0.value < 0x20 || $0.value == 0x7F })
-        else { throw .invalidUsername(username) }
+        try Self.validate(username: username)
+    }
+
+    /// Checks `username` against RFC 7617 before any credential is made (e.g. a command line's `--username`).
+    ///
+    /// - Throws: ``AuthenticationError/invalidUsername(_:)``, which does not repeat the username.
+    public static func validate(username: String) throws(AuthenticationError) {
+        if username.isEmpty { throw .invalidUsername(.empty) }
+        if username.unicodeScalars.contains(":") { throw .invalidUsername(.containsColon) }
+        if username.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw .invalidUsername(.containsControlCharacter)
+        }
     }
 
     /// The value of an `Authorization` header for this credential: `Basic base64(username ":" password)`,
@@ -76,8 +85,8 @@ enum Base64 {
 
 /// Stores, looks up and deletes the credential of a protection space (the SAP SDK's `BasicCredentialStoring`).
 ///
-/// Implementations: ``VaultCredentialStore`` (the encrypted vault) and ``InMemoryCredentialStore`` (tests,
-/// embedding).
+/// Implementations: ``VaultCredentialStore`` (the encrypted vault); `InMemoryCredentialStore` of the
+/// `VaultAuthTesting` library (tests).
 public protocol CredentialStoring: Sendable {
     /// The credential stored for `space`, or `nil` when there is none.
     func credential(for space: ProtectionSpace) throws -> Credential?
@@ -88,51 +97,4 @@ public protocol CredentialStoring: Sendable {
     /// The spaces that have a credential, sorted by ``ProtectionSpace/key`` (e.g. to log out of every realm of
     /// an origin).
     func storedSpaces() throws -> [ProtectionSpace]
-}
-
-/// A ``CredentialStoring`` in process memory, for tests and for callers that must not persist anything.
-///
-/// It counts calls so tests can check exactly what the authenticator did.
-public final class InMemoryCredentialStore: CredentialStoring, @unchecked Sendable {
-    // All state is guarded by `lock`.
-    private let lock = NSLock()
-    private var entries: [ProtectionSpace: Credential] = [:]
-    private var _storeCount = 0
-    private var _removeCount = 0
-    private var _lookupCount = 0
-
-    public init(_ initial: [ProtectionSpace: Credential] = [:]) {
-        entries = initial
-    }
-
-    public func credential(for space: ProtectionSpace) throws -> Credential? {
-        lock.withLock {
-            _lookupCount += 1
-            return entries[space]
-        }
-    }
-
-    public func store(_ credential: Credential, for space: ProtectionSpace) throws {
-        lock.withLock {
-            _storeCount += 1
-            entries[space] = credential
-        }
-    }
-
-    public func removeCredential(for space: ProtectionSpace) throws {
-        lock.withLock {
-            _removeCount += 1
-            entries[space] = nil
-        }
-    }
-
-    public func storedSpaces() throws -> [ProtectionSpace] {
-        lock.withLock { entries.keys.sorted { $0.key < $1.key } }
-    }
-    /// How many times ``store(_:for:)`` was called.
-    public var storeCount: Int { lock.withLock { _storeCount } }
-    /// How many times ``removeCredential(for:)`` was called.
-    public var removeCount: Int { lock.withLock { _removeCount } }
-    /// How many times ``credential(for:)`` was called.
-    public var lookupCount: Int { lock.withLock { _lookupCount } }
 }

@@ -44,23 +44,3 @@ public struct ClosureCredentialPrompt: CredentialPrompting {
         try await handler(space, reason, suggestedUsername)
     }
 }
-
-/// Answers the first prompt with a credential given up front (a script's `--username` and `--password-fd`),
-/// then declines: a rejected credential is reported as rejected, never asked for again.
-public final class OnceCredentialPrompt: CredentialPrompting, @unchecked Sendable {
-    private let lock = NSLock()
-    private var credential: Credential?  // guarded by `lock`
-
-    public init(_ credential: Credential) {
-        self.credential = credential
-    }
-
-    public func credential(
-        for space: ProtectionSpace, reason: CredentialPromptReason, suggestedUsername: String?
-    ) async throws -> Credential? {
-        lock.withLock {
-            defer { credential = nil }
-            return credential
-        }
-    }
-}

@@ -2,9 +2,11 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Synchronization
+import VaultCore
 
 /// Answers HTTP Basic challenges with credentials from a ``CredentialStoring`` and asks a
-/// ``CredentialPrompting`` for fresh ones: the seeds' `KeystoreAuthenticator`, with git's credential rules.
+/// ``CredentialPrompting`` for fresh ones: the SAP mobile-services tutorials' `KeystoreAuthenticator`, with git's credential rules.
 ///
 /// The rules, for one request (one ``Exchange``):
 /// - A stored credential is sent **once**. If the server answers 401 to it, it is stale: it is never sent again
@@ -19,7 +21,9 @@ import FoundationNetworking
 ///   ``Options/allowInsecureLoopbackHTTP`` is set; never to an origin other than the one that challenged.
 ///
 /// The decision logic is ``Exchange``, a state machine without I/O; ``perform(_:using:)`` drives it over any
-/// transport, and ``AuthenticatingHTTPClient`` over `URLSession`.
+/// transport, and ``AuthenticatingHTTPClient`` over `URLSession`. ``perform(_:using:)`` runs the exchange's
+/// steps, which call the credential store (the vault blocks: file I/O, `fsync`, another process's lock), off
+/// the cooperative pool (`runBlocking`).
 public final class KeystoreAuthenticator: Sendable {
     /// What the authenticator may do.
     public struct Options: Sendable, Equatable {
@@ -60,8 +64,7 @@ public final class KeystoreAuthenticator: Sendable {
         var knownSpaces: [Origin: ProtectionSpace] = [:]
     }
 
-    private let lock = NSLock()
-    nonisolated(unsafe) private var state = State()  // guarded by `lock`
+    private let state = Mutex(State())
 
     public init(store: any CredentialStoring, prompt: (any CredentialPrompting)?, options: Options = Options()) {
         self.store = store
@@ -71,26 +74,26 @@ public final class KeystoreAuthenticator: Sendable {
 
     /// `true` if the stored credential of `space` was rejected and will not be sent again.
     public func isStale(_ space: ProtectionSpace) -> Bool {
-        lock.withLock { state.staleSpaces.contains(space) }
+        state.withLock { $0.staleSpaces.contains(space) }
     }
 
     /// Makes requests to `space`'s origin carry its stored credential from the first request on, without waiting
     /// for a 401 (as the device-registration flow does). The authenticator also remembers each space a server
     /// accepted a credential for.
     public func rememberProtectionSpace(_ space: ProtectionSpace) {
-        lock.withLock { state.knownSpaces[space.origin] = space }
+        state.withLock { $0.knownSpaces[space.origin] = space }
     }
 
     func knownSpace(for origin: Origin) -> ProtectionSpace? {
-        lock.withLock { state.knownSpaces[origin] }
+        state.withLock { $0.knownSpaces[origin] }
     }
 
     func markStale(_ space: ProtectionSpace) {
-        lock.withLock { _ = state.staleSpaces.insert(space) }
+        state.withLock { _ = $0.staleSpaces.insert(space) }
     }
 
     func markFresh(_ space: ProtectionSpace) {
-        lock.withLock { _ = state.staleSpaces.remove(space) }
+        state.withLock { _ = $0.staleSpaces.remove(space) }
     }
 
     /// `true` if credentials may be sent to `origin`.
@@ -119,14 +122,16 @@ public final class KeystoreAuthenticator: Sendable {
     ) async throws -> (Data, HTTPURLResponse) {
         guard let url = request.url else { throw AuthenticationError.unsupportedURL("") }
         var exchange = try makeExchange(for: url)
-        var step = try exchange.start()
+        var step: Exchange.Step
+        (exchange, step) = try await Self.offPool(exchange) { try $0.start() }
         while true {
             switch step {
             case let .send(credential):
                 var attempt = request
                 attempt.setValue(credential?.authorizationHeaderValue(), forHTTPHeaderField: "Authorization")
                 let (data, response) = try await transport(attempt)
-                step = try exchange.handle(Exchange.Response(response))
+                let answer = Exchange.Response(response)
+                (exchange, step) = try await Self.offPool(exchange) { try $0.handle(answer) }
                 if case .deliver = step { return (data, response) }
             case let .prompt(space, reason, suggestedUsername):
                 guard let prompt else {  // Exchange only asks when a prompt exists.
@@ -134,10 +139,22 @@ public final class KeystoreAuthenticator: Sendable {
                 }
                 let credential = try await prompt.credential(
                     for: space, reason: reason, suggestedUsername: suggestedUsername)
-                step = try exchange.handlePromptResult(credential)
+                (exchange, step) = try await Self.offPool(exchange) { try $0.handlePromptResult(credential) }
             case .deliver:
                 preconditionFailure("Exchange delivers only after a response")
             }
+        }
+    }
+
+    /// Runs one step of `exchange` (which may read, write or erase in the credential store) on a thread of its
+    /// own, and returns the advanced exchange with the step.
+    private static func offPool(
+        _ exchange: Exchange, _ body: @escaping @Sendable (inout Exchange) throws -> Exchange.Step
+    ) async throws -> (Exchange, Exchange.Step) {
+        try await runBlocking {
+            var exchange = exchange
+            let step = try body(&exchange)
+            return (exchange, step)
         }
     }
 }

@@ -1,12 +1,17 @@
 import Foundation
+import Synchronization
 import VaultCore
 
-/// A ``CredentialStoring`` in the encrypted vault (``SecureKeyValueStore``).
+/// A ``CredentialStoring`` in the encrypted vault (any ``KeyValueVault``): the one owner of the credential key
+/// layout. Nothing else in the package spells these keys; callers that must change credentials together with
+/// other entries (device registration, `vault logout`, the git credential helper) stage the change into their
+/// own ``SecureKeyValueStore/Changes`` with the `stage…` methods, so that one atomic update remains possible.
 ///
 /// ## Key layout
 ///
-/// One protection space is the **primary** one: its credential is kept under the seeds' keys, which the
-/// device-registration flow reads, and `credential.space` records which space they belong to:
+/// One protection space is the **primary** one: its credential is kept under the keys of the SAP
+/// mobile-services tutorials, which the device-registration flow reads, and `credential.space` records which
+/// space they belong to:
 ///
 /// | key                                   | value                                              |
 /// |---------------------------------------|----------------------------------------------------|
@@ -15,61 +20,81 @@ import VaultCore
 /// | `credential.space`                    | the primary space, as ``ProtectionSpace/key``      |
 /// | `credential/<space key>/username`     | the username of any other space                    |
 /// | `credential/<space key>/password`     | the password of any other space                    |
+/// | `credential/<space key>/password_expiry_utc` | when git said the password expires (any space) |
 ///
 /// `<space key>` is ``ProtectionSpace/key``: `scheme://host:port/realm` with the realm percent-encoded, so it
 /// holds no `/` after the port, e.g. `credential/https://example.com:443/My%20Realm/username`.
 ///
 /// Which space is primary:
-/// 1. the one recorded in `credential.space`, when present;
-/// 2. else the `primarySpace` given to ``init(store:primarySpace:)``; a vault written by the seeds (`username` and
-///    `password` without `credential.space`) is read as that space's credential;
+/// 1. the one recorded in `credential.space`, when present (a value that is not a space key is an error,
+///    ``AuthenticationError/malformedStoredSpace(entry:)``, never "no primary");
+/// 2. else the `primarySpace` given to ``init(store:primarySpace:)``; a vault written by the tutorials' app
+///    (`username` and `password` without `credential.space`) is read as that space's credential;
 /// 3. else the first space stored while the vault has no `username` and no `password`.
 /// An unscoped `username`/`password` (no `credential.space`, no `primarySpace`) is never sent anywhere: nobody
 /// knows which server it belongs to.
 ///
-/// Each store and each removal is **one** atomic ``SecureKeyValueStore/update(_:)`` (username, password and
-/// `credential.space` change together). Removing the primary credential leaves other keys (e.g. `appcid`) alone.
+/// Each store and each removal is **one** atomic write (username, password and `credential.space` change
+/// together). Removing the primary credential leaves other keys (e.g. `appcid`) alone.
 ///
-/// The store must be open (``SecureKeyValueStore/open(with:)``) while this object is used.
+/// Every method blocks (the vault's file I/O); call it from `async` code through `runBlocking`.
 public final class VaultCredentialStore: CredentialStoring {
-    /// The key of the primary space's username (the seeds' key).
-    public static let usernameKey = "username"
-    /// The key of the primary space's password (the seeds' key).
-    public static let passwordKey = "password"
-    /// The key that records which space `username` and `password` belong to.
-    public static let primarySpaceKey = "credential.space"
+    private static let usernameKey = "username"
+    private static let passwordKey = "password"
+    private static let primarySpaceKey = "credential.space"
+    private static let prefix = "credential/"
+    private static let expiryName = "password_expiry_utc"
 
-    /// The key prefix of a non-primary space's entries: `credential/<space key>/`.
-    public static func keyPrefix(for space: ProtectionSpace) -> String { "credential/\(space.key)/" }
+    /// The key prefix of a space's own entries: `credential/<space key>/`.
+    private static func keyPrefix(for space: ProtectionSpace) -> String { prefix + space.key + "/" }
 
-    public let store: SecureKeyValueStore
-    /// The space to use for the seeds' `username`/`password` keys when the vault does not record one.
+    public let store: any KeyValueVault
+    /// The space to use for the tutorials' `username`/`password` keys when the vault does not record one.
     public let primarySpace: ProtectionSpace?
-    private let lock = NSLock()  // serialises read-modify-write in this process; the vault locks across processes
+    /// Serialises read-modify-write in this process; the vault locks across processes.
+    private let lock = Mutex<Void>(())
 
-    public init(store: SecureKeyValueStore, primarySpace: ProtectionSpace? = nil) {
+    public init(store: any KeyValueVault, primarySpace: ProtectionSpace? = nil) {
         self.store = store
         self.primarySpace = primarySpace
     }
 
-    /// The primary space: recorded in the vault, else ``primarySpace`` if the vault has seed-style credentials.
+    // MARK: - Reading
+
+    /// The primary space: recorded in the vault, else ``primarySpace`` if the vault has tutorial-style
+    /// credentials, else `nil`.
+    ///
+    /// - Throws: ``AuthenticationError/malformedStoredSpace(entry:)`` when `credential.space` is not a space key;
+    ///   `VaultError`.
     public func primary() throws -> ProtectionSpace? {
-        if let recorded = try store.getString(Self.primarySpaceKey) {
-            return ProtectionSpace(key: recorded)
-        }
-        if let primarySpace, try store.getString(Self.usernameKey) != nil {
-            return primarySpace
-        }
+        if let recorded = try recordedPrimary() { return recorded }
+        if let primarySpace, try store.getString(Self.usernameKey) != nil { return primarySpace }
         return nil
     }
 
+    /// The space recorded in `credential.space`, or `nil` when none is recorded.
+    ///
+    /// - Throws: ``AuthenticationError/malformedStoredSpace(entry:)``; `VaultError`.
+    public func recordedPrimary() throws -> ProtectionSpace? {
+        guard let recorded = try store.getString(Self.primarySpaceKey) else { return nil }
+        guard let space = ProtectionSpace(key: recorded) else {
+            throw AuthenticationError.malformedStoredSpace(entry: Self.primarySpaceKey)
+        }
+        return space
+    }
+
+    /// The username under the primary keys (whatever space they belong to), or `nil`.
+    public func primaryUsername() throws -> String? {
+        try store.getString(Self.usernameKey)
+    }
+
     public func credential(for space: ProtectionSpace) throws -> Credential? {
-        try lock.withLock {
+        try lock.withLock { _ in
             if try primary() == space {
                 return try read(usernameKey: Self.usernameKey, passwordKey: Self.passwordKey)
             }
             let prefix = Self.keyPrefix(for: space)
-            return try read(usernameKey: prefix + "username", passwordKey: prefix + "password")
+            return try read(usernameKey: prefix + Self.usernameKey, passwordKey: prefix + Self.passwordKey)
         }
     }
 
@@ -79,59 +104,110 @@ public final class VaultCredentialStore: CredentialStoring {
         return Credential(username: username, password: password)
     }
 
-    public func store(_ credential: Credential, for space: ProtectionSpace) throws {
-        try lock.withLock {
-            let recorded = try store.getString(Self.primarySpaceKey)
-            let usePrimary: Bool
-            if let recorded {
-                usePrimary = recorded == space.key
-            } else if let primarySpace {
-                usePrimary = primarySpace == space
-            } else {
-                usePrimary = try store.getString(Self.usernameKey) == nil
-                    && store.getBytes(Self.passwordKey) == nil
-            }
-            let prefix = Self.keyPrefix(for: space)
-            try store.update { changes in
-                if usePrimary {
-                    try changes.put(credential.username, forKey: Self.usernameKey)
-                    try changes.put(credential.password, forKey: Self.passwordKey)
-                    try changes.put(space.key, forKey: Self.primarySpaceKey)
-                    changes.remove(prefix + "username")
-                    changes.remove(prefix + "password")
-                } else {
-                    try changes.put(credential.username, forKey: prefix + "username")
-                    try changes.put(credential.password, forKey: prefix + "password")
-                }
-            }
-        }
-    }
-
-    public func removeCredential(for space: ProtectionSpace) throws {
-        try lock.withLock {
-            let isPrimary = try primary() == space
-            let prefix = Self.keyPrefix(for: space)
-            try store.update { changes in
-                if isPrimary {
-                    changes.remove(Self.usernameKey)
-                    changes.remove(Self.passwordKey)
-                    changes.remove(Self.primarySpaceKey)
-                }
-                changes.remove(prefix + "username")
-                changes.remove(prefix + "password")
-            }
-        }
+    /// When the password of `space` expires, as git gave it (`password_expiry_utc`), or `nil`.
+    public func expiry(for space: ProtectionSpace) throws -> String? {
+        try store.getString(Self.keyPrefix(for: space) + Self.expiryName)
     }
 
     public func storedSpaces() throws -> [ProtectionSpace] {
-        try lock.withLock {
+        try lock.withLock { _ in
             var spaces: Set<ProtectionSpace> = []
             if let primary = try primary() { spaces.insert(primary) }
-            for key in try store.keys() where key.hasPrefix("credential/") && key.hasSuffix("/username") {
-                let spaceKey = key.dropFirst("credential/".count).dropLast("/username".count)
+            let suffix = "/" + Self.usernameKey
+            for key in try store.keys() where key.hasPrefix(Self.prefix) && key.hasSuffix(suffix) {
+                let spaceKey = key.dropFirst(Self.prefix.count).dropLast(suffix.count)
                 if let space = ProtectionSpace(key: String(spaceKey)) { spaces.insert(space) }
             }
             return spaces.sorted { $0.key < $1.key }
         }
+    }
+
+    // MARK: - Writing, one atomic update each
+
+    public func store(_ credential: Credential, for space: ProtectionSpace) throws {
+        try lock.withLock { _ in
+            let usePrimary: Bool
+            if let recorded = try recordedPrimary() {
+                usePrimary = recorded == space
+            } else if let primarySpace {
+                usePrimary = primarySpace == space
+            } else {
+                usePrimary = try store.getString(Self.usernameKey) == nil && store.getBytes(Self.passwordKey) == nil
+            }
+            var changes = SecureKeyValueStore.Changes()
+            try stage(credential, for: space, asPrimary: usePrimary, into: &changes)
+            try store.write(changes)
+        }
+    }
+
+    /// Removes every entry of `space` (under `credential/<space key>/`, and the primary keys when it is the
+    /// primary space).
+    public func removeCredential(for space: ProtectionSpace) throws {
+        try removeCredentials(of: [space])
+    }
+
+    /// Removes the credentials of `spaces` in one update (see ``stageRemoval(of:into:)``).
+    public func removeCredentials(of spaces: [ProtectionSpace]) throws {
+        try lock.withLock { _ in
+            var changes = SecureKeyValueStore.Changes()
+            try stageRemoval(of: spaces, into: &changes)
+            try store.write(changes)
+        }
+    }
+
+    // MARK: - Staging into a caller's update
+
+    /// Adds to `changes` what stores `credential` for `space`.
+    ///
+    /// - `asPrimary`: under the primary keys, recording `space` in `credential.space` (and dropping the space's
+    ///   own `credential/<space key>/` username and password). If another space's credential was primary, it
+    ///   moves to its own `credential/<space key>/` keys in the same update.
+    /// - otherwise: under `credential/<space key>/`.
+    public func stage(
+        _ credential: Credential, for space: ProtectionSpace, asPrimary: Bool,
+        into changes: inout SecureKeyValueStore.Changes
+    ) throws {
+        let prefix = Self.keyPrefix(for: space)
+        guard asPrimary else {
+            try changes.put(credential.username, forKey: prefix + Self.usernameKey)
+            try changes.put(credential.password, forKey: prefix + Self.passwordKey)
+            return
+        }
+        if let previous = try recordedPrimary(), previous != space,
+           let moved = try read(usernameKey: Self.usernameKey, passwordKey: Self.passwordKey) {
+            let movedPrefix = Self.keyPrefix(for: previous)
+            try changes.put(moved.username, forKey: movedPrefix + Self.usernameKey)
+            try changes.put(moved.password, forKey: movedPrefix + Self.passwordKey)
+        }
+        try changes.put(credential.username, forKey: Self.usernameKey)
+        try changes.put(credential.password, forKey: Self.passwordKey)
+        try changes.put(space.key, forKey: Self.primarySpaceKey)
+        changes.remove(prefix + Self.usernameKey)
+        changes.remove(prefix + Self.passwordKey)
+    }
+
+    /// Adds to `changes` the removal of the credentials of `spaces`: the primary keys when one of them is the
+    /// primary space, and every key under `credential/<space key>/` (username, password, password_expiry_utc).
+    public func stageRemoval(of spaces: [ProtectionSpace], into changes: inout SecureKeyValueStore.Changes) throws {
+        if let primary = try primary(), spaces.contains(primary) {
+            stagePurgeOfPrimary(into: &changes)
+        }
+        let prefixes = spaces.map(Self.keyPrefix(for:))
+        for key in try store.keys() where prefixes.contains(where: { key.hasPrefix($0) }) {
+            changes.remove(key)
+        }
+    }
+
+    /// Adds to `changes` the removal of the primary credential: `username`, `password` and `credential.space`.
+    public func stagePurgeOfPrimary(into changes: inout SecureKeyValueStore.Changes) {
+        changes.remove(Self.usernameKey)
+        changes.remove(Self.passwordKey)
+        changes.remove(Self.primarySpaceKey)
+    }
+
+    /// Adds to `changes` the expiry of `space`'s password (git's `password_expiry_utc`), or its removal (`nil`).
+    public func setExpiry(_ expiry: String?, for space: ProtectionSpace, into changes: inout SecureKeyValueStore.Changes) throws {
+        let key = Self.keyPrefix(for: space) + Self.expiryName
+        if let expiry { try changes.put(expiry, forKey: key) } else { changes.remove(key) }
     }
 }

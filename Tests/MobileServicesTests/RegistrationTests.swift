@@ -1,11 +1,40 @@
 import Foundation
-import MobileServices
+@testable import MobileServices
 import MobileServicesEmulator
 import Testing
 import VaultAuth
 import VaultCore
 
-typealias Keys = MobileServicesClient.Keys
+/// The vault keys of the tutorials' layout, spelled out: the tests check the stored format, not the libraries'
+/// constants (the credential keys are `VaultCredentialStore`'s own, and private).
+enum Keys {
+    static let applicationConnectionId = "appcid"
+    static let username = "username"
+    static let password = "password"
+    static let credentialSpace = "credential.space"
+    static let server = "mobileservices.server"
+    static let applicationId = "mobileservices.appid"
+}
+
+/// One travel agency as the tutorials' app reads it (its OData model lives in Examples/DemoApp): the fields the
+/// tests compare.
+struct Agency: Decodable {
+    let agencyNumber: String
+    let name: String
+    let city: String
+    enum CodingKeys: String, CodingKey { case agencyNumber = "agencynum", name = "NAME", city = "CITY" }
+}
+
+extension MobileServicesClient {
+    /// `GET {base}/{applicationId}/TravelAgencies` with the appcid and credentials, OData v2 `d.results`.
+    func travelAgencies() async throws -> [Agency] {
+        struct Collection: Decodable {
+            struct Results: Decodable { let results: [Agency] }
+            let d: Results
+        }
+        return try JSONDecoder().decode(Collection.self, from: await data(forServicePath: "TravelAgencies")).d.results
+    }
+}
 
 /// The client against the real emulator on loopback.
 @Suite(.timeLimit(.minutes(2))) struct RegistrationTests {
@@ -61,7 +90,7 @@ typealias Keys = MobileServicesClient.Keys
                 prompt: firstPrompt.prompt, options: loopbackOptions, deviceInfo: testDevice, timeout: 10)
             #expect(first.outcome == .registered)
             #expect(firstPrompt.count == 1)
-            first.client.store.close()
+            first.store.close()
 
             emulator.state.resetRequestCounts()
             let secondPrompt = RecordingPrompt()  // declines: must not even be asked
@@ -338,5 +367,41 @@ typealias Keys = MobileServicesClient.Keys
         await #expect(throws: MobileServicesError.notConfigured) {
             try await MobileServicesStartup.start(store: vault.makeStore(), passphrase: vault.passphrase, prompt: nil)
         }
+    }
+
+    /// A hand-edited `appcid` is the client's own error, not a vault type mismatch; nothing is sent.
+    @Test func malformedStoredAppcidIsInvalidStoredRegistration() async throws {
+        try await withEmulator { emulator in
+            let vault = try TestVault()
+            let store = try vault.openStore()
+            try store.put("not/an id", forKey: Keys.applicationConnectionId)
+            let client = try makeClient(emulator, store: store, prompt: nil)
+            await #expect(throws: MobileServicesError.invalidStoredRegistration) { try await client.verifyRegistration() }
+            await #expect(throws: MobileServicesError.invalidStoredRegistration) { try await client.unregister() }
+            #expect(emulator.totalRequests == 0)
+        }
+    }
+
+    /// The `201` body, decoded with `Decodable`: each way it can be unreadable keeps its own detail.
+    @Test(arguments: [
+        ("", "the body is empty"),
+        ("not json", "the body is not JSON"),
+        ("[]", "no object 'd'"),
+        (#"{"x":1}"#, "no object 'd'"),
+        (#"{"d":5}"#, "no object 'd'"),
+        (#"{"d":null}"#, "no object 'd'"),
+        (#"{"d":{}}"#, "no string 'd.ApplicationConnectionId'"),
+        (#"{"d":{"ApplicationConnectionId":null}}"#, "no string 'd.ApplicationConnectionId'"),
+        (#"{"d":{"ApplicationConnectionId":7}}"#, "no string 'd.ApplicationConnectionId'"),
+        (#"{"d":{"ApplicationConnectionId":"a b"}}"#, "'d.ApplicationConnectionId' is empty or has characters an id cannot have"),
+    ])
+    func createdBodyDetails(body: String, detail: String) throws {
+        let url = URL(string: "https://ms.example/odata/applications/latest/app/Connections")!
+        #expect(throws: MobileServicesError.malformedResponse(
+            operation: .registration, url: url.absoluteString, status: 201, detail: detail)) {
+            try MobileServicesClient.applicationConnectionId(fromRegistrationBody: Data(body.utf8), url: url)
+        }
+        #expect(try MobileServicesClient.applicationConnectionId(
+            fromRegistrationBody: Data(#"{"d":{"ApplicationConnectionId":"ab-1.c_D","Other":[1]}}"#.utf8), url: url) == "ab-1.c_D")
     }
 }

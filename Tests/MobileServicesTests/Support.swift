@@ -160,9 +160,7 @@ func makeClient(
 
 /// The keys this feature writes, for "nothing stored" checks.
 let registrationKeys = [
-    MobileServicesClient.Keys.applicationConnectionId, MobileServicesClient.Keys.username,
-    MobileServicesClient.Keys.password, MobileServicesClient.Keys.credentialSpace,
-    MobileServicesClient.Keys.server, MobileServicesClient.Keys.applicationId,
+    Keys.applicationConnectionId, Keys.username, Keys.password, Keys.credentialSpace, Keys.server, Keys.applicationId,
 ]
 
 /// A port on 127.0.0.1 where nothing listens (bound, then closed).

@@ -5,6 +5,7 @@ import FoundationNetworking
 import Testing
 import VaultCore
 @testable import VaultAuth
+import VaultAuthTesting
 
 /// Exact bounds against a real HTTP server on 127.0.0.1 through URLSession (swift-corelibs-foundation on Linux).
 @Suite("AuthenticatingHTTPClient against a counting server")

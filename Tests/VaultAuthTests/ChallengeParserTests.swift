@@ -149,9 +149,23 @@ struct ProtectionSpaceTests {
     }
 
     @Test func usernameValidation() {
-        #expect(throws: AuthenticationError.invalidUsername("a:b")) { try Credential(username: "a:b", password: "p").validate() }
-        #expect(throws: AuthenticationError.invalidUsername("")) { try Credential(username: "", password: "p").validate() }
-        #expect(throws: AuthenticationError.invalidUsername("a\nb")) { try Credential(username: "a\nb", password: "p").validate() }
+        #expect(throws: AuthenticationError.invalidUsername(.containsColon)) { try Credential(username: "a:b", password: "p").validate() }
+        #expect(throws: AuthenticationError.invalidUsername(.empty)) { try Credential(username: "", password: "p").validate() }
+        #expect(throws: AuthenticationError.invalidUsername(.containsControlCharacter)) { try Credential(username: "a\nb", password: "p").validate() }
         #expect(throws: Never.self) { try Credential(username: "älice@example.com", password: "p").validate() }
+        #expect(throws: AuthenticationError.invalidUsername(.containsColon)) { try Credential.validate(username: "a:b") }
+    }
+
+    /// A password typed into the username field must not reach stderr or `--json`.
+    @Test func invalidUsernameIsNotEchoed() {
+        let typed = "hunter2:secret"
+        do {
+            try Credential.validate(username: typed)
+            Issue.record("expected invalidUsername")
+        } catch {
+            #expect(!"\(error)".contains("hunter2"))
+            #expect(!error.localizedDescription.contains("hunter2"))
+            #expect(!String(reflecting: error).contains("hunter2"))
+        }
     }
 }

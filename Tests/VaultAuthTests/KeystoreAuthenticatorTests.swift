@@ -5,6 +5,7 @@ import FoundationNetworking
 import Testing
 import VaultCore
 @testable import VaultAuth
+import VaultAuthTesting
 
 /// A server simulated in memory (no network): realm `fake`, one user; records every Authorization header.
 final class FakeServer: @unchecked Sendable {
@@ -227,7 +228,7 @@ struct KeystoreAuthenticatorTests {
     @Test func invalidUsernameFromPromptIsRefusedBeforeSending() async throws {
         let server = FakeServer(users: [:])
         let prompt = ScriptedPrompt([Credential(username: "a:b", password: "p")])
-        await #expect(throws: AuthenticationError.invalidUsername("a:b")) {
+        await #expect(throws: AuthenticationError.invalidUsername(.containsColon)) {
             try await perform(KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: prompt), server)
         }
         #expect(server.authorizations == [nil])

@@ -104,4 +104,67 @@ struct VaultCredentialStoreTests {
         }
         #expect(try vault.keys().isEmpty)
     }
+
+    @Test func malformedRecordedSpaceIsAnErrorNotNoPrimary() throws {
+        let directory = try TemporaryDirectory()
+        let vault = try makeTestVault(in: directory)
+        try vault.update { changes in
+            try changes.put("alice", forKey: "username")
+            try changes.put("pw", forKey: "password")
+            try changes.put("not a space", forKey: "credential.space")
+        }
+        let store = VaultCredentialStore(store: vault, primarySpace: Self.primary)
+        #expect(throws: AuthenticationError.malformedStoredSpace(entry: "credential.space")) { try store.primary() }
+        #expect(throws: AuthenticationError.malformedStoredSpace(entry: "credential.space")) {
+            try store.credential(for: Self.primary)
+        }
+        #expect(throws: AuthenticationError.malformedStoredSpace(entry: "credential.space")) {
+            try store.store(Credential(username: "bob", password: "x"), for: Self.other)
+        }
+        #expect(try vault.getString("password") == "pw")  // nothing overwritten
+    }
+
+    /// What device registration does: the new server's credential becomes primary and the previous primary moves
+    /// to its own keys, together with the caller's entries, in one write.
+    @Test func stagingAsPrimaryMovesThePreviousPrimaryInTheCallersUpdate() throws {
+        let directory = try TemporaryDirectory()
+        let vault = try makeTestVault(in: directory)
+        let store = VaultCredentialStore(store: vault)
+        try store.store(Credential(username: "bob", password: "git-pw"), for: Self.other)  // the first: primary
+        #expect(try store.primary() == Self.other)
+        let before = try #require(vault.generation)
+        var changes = SecureKeyValueStore.Changes()
+        try store.stage(Credential(username: "alice", password: "ms-pw"), for: Self.primary, asPrimary: true, into: &changes)
+        try changes.put("connection-id", forKey: "appcid")
+        try vault.write(changes)
+        #expect(vault.generation == before + 1)
+        #expect(try store.primary() == Self.primary)
+        #expect(try vault.getString("username") == "alice")
+        #expect(password(of: try store.credential(for: Self.other)) == "git-pw")
+        #expect(try vault.getString("credential/\(Self.other.key)/username") == "bob")
+        #expect(try vault.getString("appcid") == "connection-id")
+    }
+
+    /// What `vault logout` and the git helper's erase do: every key of the space (the expiry too), and the
+    /// primary keys when it is the primary space; the 404 purge removes only the primary keys.
+    @Test func stagedRemovalAndPurge() throws {
+        let directory = try TemporaryDirectory()
+        let vault = try makeTestVault(in: directory)
+        try vault.put("connection-id", forKey: "appcid")
+        let store = VaultCredentialStore(store: vault)
+        try store.store(Credential(username: "alice", password: "pw1"), for: Self.primary)
+        var changes = SecureKeyValueStore.Changes()
+        try store.stage(Credential(username: "bob", password: "pw2"), for: Self.other, asPrimary: false, into: &changes)
+        try store.setExpiry("1900000000", for: Self.other, into: &changes)
+        try vault.write(changes)
+        #expect(try store.expiry(for: Self.other) == "1900000000")
+
+        try store.removeCredentials(of: [Self.other])
+        #expect(try Set(vault.keys()) == ["appcid", "username", "password", "credential.space"])
+
+        var purge = SecureKeyValueStore.Changes()
+        store.stagePurgeOfPrimary(into: &purge)
+        try vault.write(purge)
+        #expect(try Set(vault.keys()) == ["appcid"])
+    }
 }

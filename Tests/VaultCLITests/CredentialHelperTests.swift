@@ -189,7 +189,7 @@ import Testing
         #expect(get.stdout.isEmpty)
         #expect(get.stderr == """
             vault: no passphrase: there is no terminal to ask on
-            hint: pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE
+            hint: run 'vault unlock' once, or pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE
 
             """)
 

@@ -288,6 +288,9 @@ import VaultTestSupport
         (["--username", "u", "--password-fd=-1"], "Error: --password-fd must be a file descriptor (0 or more)\n"),
         (["--username", "u", "--password-fd", "0", "--passphrase-fd", "0"],
          "Error: the passphrase and the password need different descriptors\n"),
+        // A password typed into the username field is not repeated.
+        (["--username", "typed-secret:x"],
+         "Error: --username: invalid username: it contains ':' (it must be non-empty, without ':' or control characters)\n"),
     ])
     func credentialOptionsAreCheckedFirst(arguments: [String], message: String) throws {
         try box.initVault()
@@ -299,6 +302,7 @@ import VaultTestSupport
             #expect(result.status == 64)
             #expect(result.stdout.isEmpty)
             #expect(result.stderr.hasPrefix(message), "\(result.stderr)")
+            #expect(!result.stderr.contains("typed-secret"))
         }
         #expect(nginx.accessLog() == [])
     }

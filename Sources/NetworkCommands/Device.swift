@@ -9,8 +9,10 @@ import VaultTerminal
 // `vault device register|status|unregister`: device registration with the mobile-services API
 // (MobileServices; see docs/MOBILE-SERVICES.md).
 
-struct Device: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Device: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         abstract: NetworkVerb.device.abstract,
         discussion: """
             The server URL and application id given to 'register' are remembered in the vault
@@ -29,39 +31,28 @@ struct Device: AsyncParsableCommand {
     )
 }
 
-/// Options of every `device` verb.
-struct DeviceOptions: ParsableArguments {
-    @Flag(
-        name: .customLong("allow-insecure-http"),
-        help: "Allow credentials over plain http to a loopback address (127.0.0.0/8, ::1, localhost) only.")
-    var allowInsecureHTTP = false
-
-    @Option(help: ArgumentHelp("Seconds a request may stay idle before it fails.", valueName: "seconds"))
-    var timeout: Double = 30
-
-    func validate() throws {
-        guard timeout > 0, timeout <= 3600 else {
-            throw ValidationError("--timeout must be more than 0 and at most 3600 seconds")
-        }
-    }
-
-    var authenticatorOptions: KeystoreAuthenticator.Options {
-        KeystoreAuthenticator.Options(allowInsecureLoopbackHTTP: allowInsecureHTTP)
-    }
-}
-
-/// Opens the vault and makes a client for the remembered configuration (or `configuration`).
+/// Opens the vault and makes a client for the remembered configuration (or `configuration`); the caller closes
+/// the store.
 private func makeDeviceClient(
-    _ options: VaultOptions, _ device: DeviceOptions, configuration: MobileServicesConfiguration? = nil,
-    prompt: (any CredentialPrompting)?, authenticator: KeystoreAuthenticator.Options? = nil
-) throws -> MobileServicesClient {
+    _ options: VaultOptions, _ http: HTTPOptions, configuration: MobileServicesConfiguration? = nil,
+    prompt: CLICredentialPrompt
+) throws -> (SecureKeyValueStore, MobileServicesClient) {
     let store = try openStore(options)
-    guard let configuration = try configuration ?? MobileServicesConfiguration.remembered(in: store) else {
-        throw MobileServicesError.notConfigured
+    do {
+        guard let configuration = try configuration ?? MobileServicesConfiguration.remembered(in: store) else {
+            throw MobileServicesError.notConfigured
+        }
+        var authenticatorOptions = http.authenticatorOptions
+        // A script's credential: log in with exactly what was given.
+        if prompt.hasScriptedCredential { authenticatorOptions.useStoredCredentials = false }
+        let client = MobileServicesClient(
+            configuration: configuration, store: store, prompt: prompt, options: authenticatorOptions,
+            timeout: http.timeout)
+        return (store, client)
+    } catch {
+        store.close()
+        throw error
     }
-    return MobileServicesClient(
-        configuration: configuration, store: store, prompt: prompt,
-        options: authenticator ?? device.authenticatorOptions, timeout: device.timeout)
 }
 
 struct DeviceRegister: AsyncParsableCommand {
@@ -75,39 +66,33 @@ struct DeviceRegister: AsyncParsableCommand {
             """)
 
     @OptionGroup var options: VaultOptions
-    @OptionGroup var device: DeviceOptions
+    @OptionGroup var http: HTTPOptions
 
     @Option(help: ArgumentHelp("The mobile-services base URL, e.g. https://hcpms-ACCOUNT.hanatrial.ondemand.com (default: the remembered one).", valueName: "url"))
     var server: String?
 
     @Option(name: .customLong("app-id"), help: ArgumentHelp("The application id (default: the remembered one).", valueName: "id"))
-    var appId: String?
+    var applicationId: String?
 
     @OptionGroup var credential: CredentialOptions
 
     func validate() throws {
         try credential.validate(against: options)
-        if (server == nil) != (appId == nil) { throw ValidationError("--server and --app-id go together") }
+        if (server == nil) != (applicationId == nil) { throw ValidationError("--server and --app-id go together") }
     }
 
     func run() async throws {
         try await reportingErrors(json: options.json) {
             var configuration: MobileServicesConfiguration?
-            if let server, let appId {
-                configuration = try MobileServicesConfiguration(server: server, applicationId: appId)
+            if let server, let applicationId {
+                configuration = try MobileServicesConfiguration(server: server, applicationId: applicationId)
             }
             // The password is read before the vault's passphrase prompt, so a pipe is drained first.
-            var prompt: any CredentialPrompting = SuggestingTerminalPrompt(username: credential.username)
-            var authenticatorOptions = device.authenticatorOptions
-            if let username = credential.username, let password = try credential.password() {
-                prompt = OnceCredentialPrompt(Credential(username: username, password: password))
-                authenticatorOptions.useStoredCredentials = false  // log in with exactly what was given
-            }
-            let client = try makeDeviceClient(
-                options, device, configuration: configuration, prompt: prompt, authenticator: authenticatorOptions)
-            defer { client.store.close() }
+            let prompt = try credential.prompt(terminal: true)
+            let (store, client) = try makeDeviceClient(options, http, configuration: configuration, prompt: prompt)
+            defer { store.close() }
             if try client.storedApplicationConnectionId() != nil {
-                let remembered = try MobileServicesConfiguration.remembered(in: client.store)
+                let remembered = try MobileServicesConfiguration.remembered(in: store)
                 throw MobileServicesError.alreadyRegistered(
                     server: remembered?.server ?? client.configuration.server,
                     applicationId: remembered?.applicationId ?? client.configuration.applicationId)
@@ -115,9 +100,9 @@ struct DeviceRegister: AsyncParsableCommand {
             do {
                 _ = try await client.register()
             } catch let error as AuthenticationError {
-                throw AuthCLIError.authentication(error, url: client.configuration.server, login: true)
+                throw NetworkCLIError.authentication(error, url: client.configuration.server, login: true)
             }
-            let user = try client.store.getString(MobileServicesClient.Keys.username)
+            let user = try client.credentials.primaryUsername()
             if options.json {
                 var object: [String: Any] = [
                     "registered": true, "server": client.configuration.server,
@@ -144,18 +129,18 @@ struct DeviceStatus: AsyncParsableCommand {
             """)
 
     @OptionGroup var options: VaultOptions
-    @OptionGroup var device: DeviceOptions
+    @OptionGroup var http: HTTPOptions
 
     func run() async throws {
         try await reportingErrors(json: options.json) {
-            let client = try makeDeviceClient(options, device, prompt: TerminalCredentialPrompt())
-            defer { client.store.close() }
+            let (store, client) = try makeDeviceClient(options, http, prompt: CLICredentialPrompt.terminal())
+            defer { store.close() }
             let configuration = client.configuration
             let status: MobileServicesClient.RegistrationStatus
             do {
                 status = try await client.verifyRegistration()
             } catch let error as AuthenticationError {
-                throw AuthCLIError.authentication(error, url: configuration.server, login: false)
+                throw NetworkCLIError.authentication(error, url: configuration.server, login: false)
             }
             switch status {
             case .registered:
@@ -184,17 +169,17 @@ struct DeviceUnregister: AsyncParsableCommand {
         discussion: "Username, password and the remembered server stay; 'vault device register' registers again.")
 
     @OptionGroup var options: VaultOptions
-    @OptionGroup var device: DeviceOptions
+    @OptionGroup var http: HTTPOptions
 
     func run() async throws {
         try await reportingErrors(json: options.json) {
-            let client = try makeDeviceClient(options, device, prompt: TerminalCredentialPrompt())
-            defer { client.store.close() }
+            let (store, client) = try makeDeviceClient(options, http, prompt: CLICredentialPrompt.terminal())
+            defer { store.close() }
             let deletedOnServer: Bool
             do {
                 deletedOnServer = try await client.unregister()
             } catch let error as AuthenticationError {
-                throw AuthCLIError.authentication(error, url: client.configuration.server, login: false)
+                throw NetworkCLIError.authentication(error, url: client.configuration.server, login: false)
             }
             if options.json {
                 try writeJSON(["unregistered": true, "deleted_on_server": deletedOnServer])
@@ -204,34 +189,5 @@ struct DeviceUnregister: AsyncParsableCommand {
                     : "the server no longer knew this registration; removed the appcid\n")
             }
         }
-    }
-}
-
-/// The terminal prompt, offering `--username` as the default user name.
-struct SuggestingTerminalPrompt: CredentialPrompting {
-    let username: String?
-    let terminal = TerminalCredentialPrompt()
-
-    func credential(for space: ProtectionSpace, reason: CredentialPromptReason, suggestedUsername: String?) async throws -> Credential? {
-        try await terminal.credential(for: space, reason: reason, suggestedUsername: suggestedUsername ?? username)
-    }
-}
-
-/// Exit code, `--json` code, message and hint of a ``MobileServicesError`` (the library's hint, after
-/// "\nhint: ", becomes the CLI's hint line).
-func classifyMobileServices(_ error: MobileServicesError) -> (exitCode: Int32, code: String, message: String, hint: String?) {
-    let parts = error.description.components(separatedBy: "\nhint: ")
-    let message = parts[0]
-    let hint = parts.count > 1 ? parts[1] : nil
-    switch error {
-    case .invalidConfiguration: return (Exit.usage, "invalid_configuration", message, hint)
-    case .notConfigured: return (Exit.failure, "not_configured", message, hint)
-    case .notRegistered: return (Exit.notFound, "not_registered", message, hint)
-    case .registrationRemoved: return (Exit.notFound, "registration_removed", message, hint)
-    case .alreadyRegistered: return (Exit.failure, "already_registered", message, hint)
-    case .serverUnreachable:
-        return (Exit.failure, "network_error", message, "check the URL and that the server is running; nothing was changed")
-    case .unexpectedStatus: return (Exit.failure, "http_error", message, hint)
-    case .malformedResponse: return (Exit.failure, "malformed_response", message, hint)
     }
 }

@@ -7,14 +7,14 @@ import VaultTerminal
 
 /// `vault credential get|store|erase`: a git credential helper (git-credential(1), "CUSTOM HELPERS").
 ///
-/// Entries are kept in ``VaultCredentialStore``'s layout under a pseudo-realm, so that `vault logout URL` and
-/// the helper agree (docs/AUTH.md, "git credential helper"):
-/// - realm `git` for `protocol` + `host`, or `git/<path>` when git sends a `path` (`credential.useHttpPath`);
-/// - `credential/<space key>/username`, `credential/<space key>/password`, and
-///   `credential/<space key>/password_expiry_utc` when git gave one.
-/// The helper never makes its entries the vault's primary credential (the seeds' `username`/`password`).
-struct CredentialHelper: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// Entries are kept by ``VaultCredentialStore`` under a pseudo-realm, so that `vault logout URL` and the helper
+/// agree (docs/AUTH.md, "git credential helper"): realm `git` for `protocol` + `host`, or `git/<path>` when git
+/// sends a `path` (`credential.useHttpPath`); the password's expiry when git gave one. The helper never makes
+/// its entries the vault's primary credential (the tutorials' `username`/`password`).
+package struct CredentialHelper: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "credential",
         abstract: NetworkVerb.credential.abstract,
         discussion: """
@@ -31,14 +31,14 @@ struct CredentialHelper: AsyncParsableCommand {
     @Argument(help: "get, store or erase.")
     var operation: String
 
-    func validate() throws {
+    package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries git's request: use another --passphrase-fd") }
     }
 
     /// Pseudo-realm of the helper's entries.
     static let realm = "git"
 
-    func run() async throws {
+    package func run() async throws {
         try await reportingErrors(json: options.json) {
             guard ["get", "store", "erase"].contains(operation) else { return }  // git: ignore unknown operations
             let request = try GitCredentialRequest.read(fd: 0)
@@ -54,7 +54,6 @@ struct CredentialHelper: AsyncParsableCommand {
             let vault = try openStore(options)
             defer { vault.close() }
             let credentials = VaultCredentialStore(store: vault)
-            let expiryKey = VaultCredentialStore.keyPrefix(for: space) + "password_expiry_utc"
             switch operation {
             case "get":
                 guard let stored = try credentials.credential(for: space) else { return }
@@ -69,34 +68,24 @@ struct CredentialHelper: AsyncParsableCommand {
                     }
                 }
                 try output.withUnsafeBytes { try writeToStdout($0) }
-                if let expiry = try vault.getString(expiryKey) {
+                if let expiry = try credentials.expiry(for: space) {
                     try writeToStdout("password_expiry_utc=\(expiry)\n")
                 }
             case "store":
                 guard let username = request.username, let password = request.password else { return }
                 let credential = Credential(username: username, password: password)
                 guard (try? credential.validate()) != nil else { return }
+                // Replaces the primary credential only when git's space already is the primary one.
                 let isPrimary = try credentials.primary() == space
-                let prefix = VaultCredentialStore.keyPrefix(for: space)
-                try vault.update { changes in
-                    if isPrimary {
-                        try changes.put(username, forKey: VaultCredentialStore.usernameKey)
-                        try changes.put(password, forKey: VaultCredentialStore.passwordKey)
-                    } else {
-                        try changes.put(username, forKey: prefix + "username")
-                        try changes.put(password, forKey: prefix + "password")
-                    }
-                    if let expiry = request.passwordExpiryUTC {
-                        try changes.put(expiry, forKey: expiryKey)
-                    } else {
-                        changes.remove(expiryKey)
-                    }
-                }
+                var changes = SecureKeyValueStore.Changes()
+                try credentials.stage(credential, for: space, asPrimary: isPrimary, into: &changes)
+                try credentials.setExpiry(request.passwordExpiryUTC, for: space, into: &changes)
+                try vault.write(changes)
             default:  // erase
                 guard let stored = try credentials.credential(for: space) else { return }
                 if let username = request.username, username != stored.username { return }
                 if let password = request.password, password != stored.password { return }
-                try removeCredentials(of: [space], from: credentials)
+                try credentials.removeCredentials(of: [space])
             }
         }
     }

@@ -1,29 +1,30 @@
 import Foundation
+import MobileServices
 
-/// One travel agency of the back end the seeds' app lists (`TravelAgencies`, the SAP flight model's
-/// `RMTSAMPLEFLIGHT.Travelagency`).
-public struct TravelAgency: Sendable, Equatable, Hashable {
-    /// The OData entity set: `{base}/{appId}/TravelAgencies`.
-    public static let entitySet = "TravelAgencies"
+/// One travel agency of the back end the tutorials' app lists (`TravelAgencies`, the SAP flight model's
+/// `RMTSAMPLEFLIGHT.Travelagency`): the app's OData model, not the mobile-services client's.
+struct TravelAgency: Sendable, Equatable, Hashable {
+    /// The OData entity set: `{base}/{applicationId}/TravelAgencies`.
+    static let entitySet = "TravelAgencies"
 
     /// `agencynum`, e.g. `00000055`.
-    public var agencyNumber: String
+    var agencyNumber: String
     /// `NAME`.
-    public var name: String
+    var name: String
     /// `STREET`.
-    public var street: String
+    var street: String
     /// `POSTCODE`.
-    public var postcode: String
+    var postcode: String
     /// `CITY`.
-    public var city: String
+    var city: String
     /// `COUNTRY`.
-    public var country: String
+    var country: String
     /// `TELEPHONE`.
-    public var telephone: String
+    var telephone: String
     /// `URL`.
-    public var url: String
+    var url: String
 
-    public init(
+    init(
         agencyNumber: String, name: String, street: String = "", postcode: String = "", city: String = "",
         country: String = "", telephone: String = "", url: String = ""
     ) {
@@ -41,7 +42,7 @@ public struct TravelAgency: Sendable, Equatable, Hashable {
     /// `agencynum` and `NAME`; the other fields default to empty.
     ///
     /// - Throws: ``MobileServicesError/malformedResponse(operation:url:status:detail:)``.
-    public static func parse(_ data: Data, url: URL) throws -> [TravelAgency] {
+    static func parse(_ data: Data, url: URL) throws -> [TravelAgency] {
         func malformed(_ detail: String) -> MobileServicesError {
             .malformedResponse(operation: .serviceRequest, url: url.absoluteString, status: 200, detail: detail)
         }
@@ -65,5 +66,13 @@ public struct TravelAgency: Sendable, Equatable, Hashable {
                 agencyNumber: number, name: name, street: field("STREET"), postcode: field("POSTCODE"),
                 city: field("CITY"), country: field("COUNTRY"), telephone: field("TELEPHONE"), url: field("URL"))
         }
+    }
+}
+
+extension MobileServicesClient {
+    /// The back end's travel agencies (`GET {base}/{applicationId}/TravelAgencies`, OData `d.results`).
+    func travelAgencies() async throws -> [TravelAgency] {
+        let data = try await data(forServicePath: TravelAgency.entitySet)
+        return try TravelAgency.parse(data, url: configuration.serviceURL(path: TravelAgency.entitySet))
     }
 }

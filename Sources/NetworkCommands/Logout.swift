@@ -1,0 +1,41 @@
+import ArgumentParser
+import Foundation
+import VaultAuth
+import VaultCommands
+import VaultCore
+
+// `vault logout`: forget the credentials of an origin (VaultAuth; see docs/AUTH.md).
+
+package struct Logout: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        abstract: NetworkVerb.logout.abstract,
+        discussion: "Exit 2 when none is stored.")
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "A URL of the origin (scheme, host and port count; the path does not).")
+    var url: String
+
+    package func run() async throws {
+        try await reportingErrors(json: options.json) {
+            guard let parsed = URL(string: url), let origin = Origin(parsed) else {
+                throw AuthenticationError.unsupportedURL(url)
+            }
+            let vault = try openStore(options)
+            defer { vault.close() }
+            let credentials = VaultCredentialStore(store: vault)
+            let spaces = try credentials.storedSpaces().filter { $0.origin == origin }
+            guard !spaces.isEmpty else {
+                throw NetworkCLIError.noCredential(origin: origin.description, path: vault.path)
+            }
+            try credentials.removeCredentials(of: spaces)
+            if options.json {
+                try writeJSON(["origin": origin.description, "removed": spaces.map { ["realm": $0.realm] }])
+            } else {
+                try writeToStdout(spaces.map { "logged out of \($0)\n" }.joined())
+            }
+        }
+    }
+}

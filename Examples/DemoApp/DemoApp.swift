@@ -65,13 +65,20 @@ struct DemoApp: AsyncParsableCommand {
         // The password is read before the vault's passphrase prompt, so a pipe is drained first.
         let prompt = try credential.prompt(terminal: true)
 
-        let store = vault.makeStore()
-        let creating = !store.exists
-        let passphrase = try vault.passphrase(
-            prompt: creating ? "New vault passphrase: " : "Vault passphrase: ", confirm: creating)
-        try await store.perform { try $0.open(with: passphrase, createIfMissing: true) }  // Argon2id: off the pool
+        // With the vault unlocked in the agent (`vault unlock`), the second start asks nothing at all.
+        let store: any KeyValueVault
+        if let unlocked = try AgentAccess.vault(for: vault) {
+            store = unlocked
+        } else {
+            let local = vault.makeStore()
+            let creating = !local.exists
+            let passphrase = try vault.passphrase(
+                prompt: creating ? "New vault passphrase: " : "Vault passphrase: ", confirm: creating)
+            try await local.perform { try $0.open(with: passphrase, createIfMissing: true) }  // Argon2id: off the pool
+            if creating { status("created vault '\(local.path)'") }
+            store = local
+        }
         defer { store.close() }
-        if creating { status("created vault '\(store.path)'") }
 
         let result = try await MobileServicesStartup.start(
             store: store, passphrase: nil, configuration: configuration, prompt: prompt,

@@ -19,7 +19,7 @@ public enum MobileServicesStartup {
     /// What ``start(store:passphrase:createIfMissing:configuration:prompt:options:deviceInfo:timeout:)`` returns.
     public struct Result: Sendable {
         /// The vault, open (the caller closes it).
-        public let store: SecureKeyValueStore
+        public let store: any KeyValueVault
         /// The ready client: registered and checked; back-end requests need no further check.
         public let client: MobileServicesClient
         public let outcome: Outcome
@@ -43,7 +43,7 @@ public enum MobileServicesStartup {
     ///   ``MobileServicesClient/verifyRegistration(force:)`` and ``MobileServicesClient/register()`` throw
     ///   (a network failure deletes nothing); `VaultError`.
     public static func start(
-        store: SecureKeyValueStore,
+        store: any KeyValueVault,
         passphrase: SecureBytes?,
         createIfMissing: Bool = true,
         configuration: MobileServicesConfiguration? = nil,
@@ -53,10 +53,11 @@ public enum MobileServicesStartup {
         timeout: TimeInterval = AuthenticatingHTTPClient.defaultTimeout
     ) async throws -> Result {
         // Opening runs Argon2id and takes the file lock: off the cooperative pool, as every store call here.
-        let remembered = try await store.perform { store in
-            if !store.isOpen {
+        let remembered = try await runBlocking { () throws -> MobileServicesConfiguration? in
+            // A local store may still need opening; a vault held by the agent is open already.
+            if let local = store as? SecureKeyValueStore, !local.isOpen {
                 guard let passphrase else { throw VaultError.notOpen }
-                try store.open(with: passphrase, createIfMissing: createIfMissing)
+                try local.open(with: passphrase, createIfMissing: createIfMissing)
             }
             return try MobileServicesConfiguration.remembered(in: store)
         }
@@ -66,14 +67,14 @@ public enum MobileServicesStartup {
             timeout: timeout)
 
         var outcome = Outcome.registered
-        if try await store.perform({ _ in try client.storedApplicationConnectionId() }) != nil {
+        if try await runBlocking({ try client.storedApplicationConnectionId() }) != nil {
             if let remembered, remembered != configuration {
                 throw MobileServicesError.alreadyRegistered(
                     server: remembered.server, applicationId: remembered.applicationId)
             }
             switch try await client.verifyRegistration() {
             case .registered:
-                guard let appcid = try await store.perform({ _ in try client.storedApplicationConnectionId() }) else {
+                guard let appcid = try await runBlocking({ try client.storedApplicationConnectionId() }) else {
                     throw MobileServicesError.notRegistered
                 }
                 return Result(store: store, client: client, outcome: .verified, applicationConnectionId: appcid)

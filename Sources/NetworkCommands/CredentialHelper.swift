@@ -51,7 +51,7 @@ package struct CredentialHelper: AsyncParsableCommand {
             }
             let file = options.makeStore()
             if !file.exists && operation != "store" { return }  // nothing stored anywhere: no passphrase needed
-            let vault = try openStore(options)
+            let vault = try openVault(options)
             defer { vault.close() }
             let credentials = VaultCredentialStore(store: vault)
             switch operation {

@@ -36,8 +36,8 @@ package struct Device: AsyncParsableCommand {
 private func makeDeviceClient(
     _ options: VaultOptions, _ http: HTTPOptions, configuration: MobileServicesConfiguration? = nil,
     prompt: CLICredentialPrompt
-) throws -> (SecureKeyValueStore, MobileServicesClient) {
-    let store = try openStore(options)
+) throws -> (any KeyValueVault, MobileServicesClient) {
+    let store = try openVault(options)
     do {
         guard let configuration = try configuration ?? MobileServicesConfiguration.remembered(in: store) else {
             throw MobileServicesError.notConfigured

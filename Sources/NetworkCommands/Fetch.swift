@@ -41,7 +41,7 @@ package struct Fetch: AsyncParsableCommand {
             let target = try http.target(url)
             var request = URLRequest(url: target)
             for header in headers { request.addValue(header.value, forHTTPHeaderField: header.name) }
-            let vault = try openStore(options)
+            let vault = try openVault(options)
             defer { vault.close() }
             // Without a terminal nobody can be asked: a missing or stale credential fails at once.
             let prompt = Terminal.controlling() != nil ? CLICredentialPrompt(username: nil, password: nil, terminal: true) : nil

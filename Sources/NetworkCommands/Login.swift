@@ -38,7 +38,7 @@ package struct Login: AsyncParsableCommand {
     package func run() async throws {
         try await reportingErrors(json: options.json) {
             let target = try http.target(url)
-            let vault = try openStore(options)
+            let vault = try openVault(options)
             defer { vault.close() }
             let prompt = try credential.prompt(terminal: Terminal.controlling() != nil)
             var authenticatorOptions = http.authenticatorOptions

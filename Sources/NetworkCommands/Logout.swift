@@ -23,7 +23,7 @@ package struct Logout: AsyncParsableCommand {
             guard let parsed = URL(string: url), let origin = Origin(parsed) else {
                 throw AuthenticationError.unsupportedURL(url)
             }
-            let vault = try openStore(options)
+            let vault = try openVault(options)
             defer { vault.close() }
             let credentials = VaultCredentialStore(store: vault)
             let spaces = try credentials.storedSpaces().filter { $0.origin == origin }

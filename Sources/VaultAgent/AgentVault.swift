@@ -81,4 +81,7 @@ public final class AgentVault: KeyValueVault {
 
     /// Nothing to do: the agent re-reads the file before every read.
     public func reload() throws {}
+
+    /// Nothing to release here: the key is the agent's, and the vault stays unlocked there.
+    public func close() {}
 }

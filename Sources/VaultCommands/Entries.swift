@@ -12,13 +12,19 @@ package func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
     return store
 }
 
-/// Runs `body` with the vault named by `options` unlocked: through the agent when it holds the vault, else
-/// opened here with the passphrase (and locked again after: the key and every decrypted value are zeroed).
+/// The vault named by `options`, unlocked: through the agent when it holds the vault (``AgentAccess``), else
+/// opened here with the passphrase. The caller closes it.
+package func openVault(_ options: VaultOptions) throws -> any KeyValueVault {
+    if let vault = try AgentAccess.vault(for: options) { return vault }
+    return try openStore(options)
+}
+
+/// Runs `body` with the vault named by `options` unlocked (``openVault(_:)``), and closes it after (a vault
+/// opened here is locked again: the key and every decrypted value are zeroed).
 package func withVault<R>(_ options: VaultOptions, _ body: (any KeyValueVault) throws -> R) throws -> R {
-    if let vault = try AgentAccess.vault(for: options) { return try body(vault) }
-    let store = try openStore(options)
-    defer { store.close() }
-    return try body(store)
+    let vault = try openVault(options)
+    defer { vault.close() }
+    return try body(vault)
 }
 
 package struct Put: AsyncParsableCommand {

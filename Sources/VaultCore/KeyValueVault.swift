@@ -23,6 +23,9 @@ public protocol KeyValueVault: AnyObject, Sendable {
     func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws
     /// Re-reads the file, so that reads see what other processes wrote.
     func reload() throws
+    /// Releases this handle: the local store zeroes its key and every decrypted value; a handle on the
+    /// agent drops nothing there (the vault stays unlocked in the agent until it locks).
+    func close()
 }
 
 extension KeyValueVault {

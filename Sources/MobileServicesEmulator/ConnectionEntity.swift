@@ -55,7 +55,7 @@ extension EmulatorResponder {
         ])
     }
 
-    /// `2017-01-10 06:10:33.406` (UTC), the seed's ETag format with milliseconds.
+    /// `2017-01-10 06:10:33.406` (UTC), the tutorials' ETag format with milliseconds.
     static func etag(milliseconds: Int64) -> String {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(secondsFromGMT: 0)!

@@ -25,7 +25,7 @@ public struct EmulatorRequestContext: RequestContext, RemoteAddressRequestContex
 /// - `GET /admin/connections`, `DELETE /admin/connections/{appcid}`, `GET|DELETE /admin/stats`
 ///
 /// On the service root and the back end, a request with valid credentials but **without** an `X-SMP-APPCID`
-/// header gets `403 Forbidden` with the OData error code `MissingApplicationConnectionId`: the seeds say the
+/// header gets `403 Forbidden` with the OData error code `MissingApplicationConnectionId`: the tutorials say the
 /// service refuses access without an appcid, and 403 keeps that case apart from "registration unknown" (404),
 /// which a client treats as "the registration was removed, purge it".
 public struct EmulatorResponder: HTTPResponder {

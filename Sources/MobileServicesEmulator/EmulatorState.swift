@@ -39,7 +39,7 @@ public enum EmulatorRoute: String, Sendable, CaseIterable, Hashable {
     case readConnection = "connections.read"
     /// `DELETE /odata/applications/latest/{appId}/Connections('{appcid}')`
     case deleteConnection = "connections.delete"
-    /// `GET /{appId}` and `GET /{appId}/`: the registration check of seed 002.
+    /// `GET /{appId}` and `GET /{appId}/`: the registration check of the second tutorial.
     case serviceRoot = "serviceRoot"
     /// `GET /{appId}/TravelAgencies`
     case travelAgencies = "travelAgencies"

@@ -1,10 +1,10 @@
-/// A JSON value with ordered object keys, so responses read like the seed's example entity.
+/// A JSON value with ordered object keys, so responses read like the tutorials' example entity.
 enum JSONValue: Sendable {
     case null
     case bool(Bool)
     case int(Int64)
     case string(String)
-    /// An OData v2 date, written `"\/Date(ms)\/"` as in the seed (it decodes to the string `/Date(ms)/`).
+    /// An OData v2 date, written `"\/Date(ms)\/"` as in the tutorials (it decodes to the string `/Date(ms)/`).
     case odataDate(Int64)
     case array([JSONValue])
     case object([(String, JSONValue)])

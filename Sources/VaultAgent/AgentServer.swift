@@ -51,14 +51,11 @@ public final class AgentServer: Sendable {
         stopPipe = (fds[0], fds[1])
     }
 
-    /// Asks ``run()`` to return (safe from a signal handler: one `write`).
+    /// Asks ``run()`` to return (one `write` to a pipe: safe from any thread).
     public func stop() {
         var byte: UInt8 = 1
         _ = write(stopPipe.write, &byte, 1)
     }
-
-    /// The file descriptor a signal handler writes one byte to, to stop the agent.
-    public var stopDescriptor: Int32 { stopPipe.write }
 
     /// Listens and serves until ``stop()``; then forgets every key and removes the socket.
     ///

@@ -126,7 +126,8 @@ package struct AgentCommand: AsyncParsableCommand {
             } catch {
                 throw ExitCode(report(error, json: false))
             }
-            AgentSignals.stopOnTermination(server)
+            let signals = AgentSignals.stopOnTermination(server)
+            defer { signals.forEach { $0.cancel() } }
             do {
                 try await runBlocking { try server.run() }
             } catch {
@@ -167,22 +168,18 @@ package struct AgentCommand: AsyncParsableCommand {
     }
 }
 
-/// SIGTERM, SIGINT and SIGHUP stop the agent cleanly: keys zeroed, socket removed.
+/// SIGTERM, SIGINT and SIGHUP stop the agent cleanly: keys zeroed, socket removed. Dispatch sources, so no
+/// Swift code runs in a signal handler; keep the returned sources for as long as the agent runs.
 enum AgentSignals {
-    nonisolated(unsafe) private static var stopFD: Int32 = -1  // written before the handlers are installed; read by them
-
-    static func stopOnTermination(_ server: AgentServer) {
-        stopFD = server.stopDescriptor
-        for signal in [SIGTERM, SIGINT, SIGHUP] {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = { _ in
-                var byte: UInt8 = 1
-                _ = write(AgentSignals.stopFD, &byte, 1)
-            }
-            sigemptyset(&action.sa_mask)
-            sigaction(signal, &action, nil)
-        }
+    static func stopOnTermination(_ server: AgentServer) -> [any DispatchSourceSignal] {
         _ = Glibc.signal(SIGPIPE, SIG_IGN)
+        return [SIGTERM, SIGINT, SIGHUP].map { signal in
+            _ = Glibc.signal(signal, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            source.setEventHandler { server.stop() }
+            source.resume()
+            return source
+        }
     }
 }
 

@@ -100,7 +100,7 @@ enum VaultFile {
     /// of the file last read or written, which identify it). With an empty prefix, always reads the file.
     static func read(path: String, unlessItStartsWith prefix: [UInt8]) throws -> ReadResult {
         // No directory, no vault: `open(with:)` then creates both, `open(with:createIfMissing: false)` reports
-        // vaultNotFound. (Without this, a missing directory was an `io` error and the seed behaviour failed.)
+        // vaultNotFound. (Without this, a missing directory was an `io` error and the tutorials' behaviour failed.)
         var directoryInfo = stat()
         if lstat(split(path).directory, &directoryInfo) != 0 && errno == ENOENT { return .missing }
         let dirfd = try openDirectory(of: path)

@@ -1,0 +1,199 @@
+import Foundation
+
+/// Reading and writing entries (``SecureKeyValueStore``).
+extension SecureKeyValueStore {
+    // MARK: Writing entries
+
+    /// Makes several puts and removes in one atomic, durable write.
+    ///
+    /// ```swift
+    /// try store.update { changes in
+    ///     try changes.put(user, forKey: "username")
+    ///     try changes.put(password, forKey: "password")
+    /// }
+    /// ```
+    public func update(_ body: (inout Changes) throws -> Void) throws {
+        var changes = Changes(values: state.withLock { $0.regions.takeArena() })
+        defer {
+            var arena: GuardedArena? = changes.detachValues()
+            state.withLock { $0.regions.keep(arena.take()) }
+        }
+        try body(&changes)
+        try write(changes)
+    }
+
+    /// Writes a batch made elsewhere (``Changes/init()``) in one atomic, durable write.
+    public func write(_ changes: Changes) throws {
+        try modify { try next($0, applying: changes, regions: &$1) }
+    }
+
+    /// Stores secret bytes under `key`, replacing any previous value. One durable write.
+    public func put(_ value: SecureBytes, forKey key: String) throws {
+        try update { try $0.put(value, forKey: key) }
+    }
+
+    /// Stores the UTF-8 bytes of `value` under `key` (the tutorials' `put(_:forKey:)`).
+    public func put(_ value: String, forKey key: String) throws {
+        try update { try $0.put(value, forKey: key) }
+    }
+
+    /// Stores `value` under `key`.
+    public func put(_ value: Data, forKey key: String) throws {
+        try put(SecureBytes(value), forKey: key)
+    }
+
+    /// Stores `value` under `key`.
+    public func put(_ value: [UInt8], forKey key: String) throws {
+        try put(SecureBytes(value), forKey: key)
+    }
+
+    /// Stores `value` under `key` as JSON (read it back with ``getJSON(_:as:)``).
+    ///
+    /// A separate name, not a `put` overload: a generic `put` would also catch an `Optional<String>` and store
+    /// it as the JSON text `"…"`, quotes included. The encoder's output passes through an ordinary `Data`.
+    public func putJSON<T: Encodable>(_ value: T, forKey key: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try put(SecureBytes(try encoder.encode(value)), forKey: key)
+    }
+
+    /// Removes the entry under `key`. Returns whether there was one (in the file as it is under the lock,
+    /// whatever this store read before); removing a missing key writes nothing.
+    @discardableResult
+    public func remove(_ key: String) throws -> Bool {
+        var existed = false
+        try modify { current, regions in
+            guard current.contents.entries[key] != nil else { return current }
+            existed = true
+            var changes = Changes()
+            changes.remove(key)
+            return try next(current, applying: changes, regions: &regions)
+        }
+        return existed
+    }
+
+    /// Removes every entry, including those other processes added since this store read the file (the vault
+    /// and its passphrase stay).
+    public func removeAll() throws {
+        var changes = Changes()
+        changes.removeAll()
+        try write(changes)
+    }
+
+    /// Re-wraps the data key under a key derived from `newPassphrase` with a new salt, in one atomic write.
+    ///
+    /// Entries are not re-encrypted under a new key (the data key stays); the body is sealed again with a
+    /// fresh nonce because it is bound to the header. The old passphrase stops working at once. Argon2id runs
+    /// before the vault's lock is taken, so other writers do not wait for it.
+    ///
+    /// - Parameter parameters: new Argon2id parameters, or `nil` to keep the vault's.
+    public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters? = nil) throws {
+        if let parameters, !options.kdfPolicy.accepts(parameters) {
+            throw VaultError.kdfParametersOutOfRange(
+                path: path, opsLimit: parameters.opsLimit, memLimitBytes: parameters.memLimitBytes)
+        }
+        guard let held = state.withLock({ $0.open }) else { throw VaultError.notOpen }
+        // The data key never changes, so a key wrapped now is still right for the file found under the lock.
+        let wrapped = try VaultEnvelope.wrap(
+            held.dataKey, passphrase: newPassphrase, parameters: parameters ?? held.header.parameters,
+            generation: held.header.generation + 1)
+        try modify { current, regions in
+            var header = wrapped
+            header.generation = current.header.generation + 1
+            return try rewrite(current, as: header, applying: [], values: nil, regions: &regions)
+        }
+    }
+
+    /// ``changePassphrase(to:parameters:)`` under the tutorials' name (it changes the passphrase; the data
+    /// key that encrypts the entries stays).
+    public func changeEncryptionKey(with newPassphrase: SecureBytes, parameters: Argon2id.Parameters? = nil) throws {
+        try changePassphrase(to: newPassphrase, parameters: parameters)
+    }
+
+    /// ``changePassphrase(to:parameters:)`` with a `String` (the tutorials' signature).
+    public func changeEncryptionKey(with newPassphrase: String) throws {
+        try changePassphrase(to: SecureBytes(string: newPassphrase))
+    }
+
+    // MARK: Reading entries
+
+    func read<R>(_ body: (VaultContents) throws -> R) throws -> R {
+        try state.withLock { (state) throws in
+            guard let open = state.open else { throw VaultError.notOpen }
+            return try body(open.contents)
+        }
+    }
+
+    /// Whether an entry exists under `key`.
+    public func contains(_ key: String) throws -> Bool {
+        try read { $0.entries[key] != nil }
+    }
+
+    /// The value under `key` as secret bytes, or `nil` if there is none.
+    public func getBytes(_ key: String) throws -> SecureBytes? {
+        try read { contents in contents.withValue(key) { SecureBytes($0) } }
+    }
+
+    /// The value under `key` as `Data`, or `nil`. The copy is ordinary memory.
+    public func getData(_ key: String) throws -> Data? {
+        try read { contents in contents.withValue(key) { Data($0) } }
+    }
+
+    /// The value under `key` as a `String`, or `nil` if there is none (the tutorials' `getString(_:)`).
+    ///
+    /// A `String` is an ordinary, unwiped copy: prefer ``getBytes(_:)`` for secrets you can handle as bytes.
+    /// - Throws: ``VaultError/typeMismatch(key:reason:)`` if the value is not valid UTF-8.
+    public func getString(_ key: String) throws -> String? {
+        let value: String?? = try read { contents in
+            contents.withValue(key) { VaultContents.string(utf8: $0) }
+        }
+        guard let value else { return nil }
+        guard let value else { throw VaultError.typeMismatch(key: key, reason: "the value is not valid UTF-8") }
+        return value
+    }
+
+    /// The value under `key` decoded from JSON as `type`, or `nil` if there is none.
+    /// - Throws: ``VaultError/typeMismatch(key:reason:)`` if it does not decode.
+    public func getJSON<T: Decodable>(_ key: String, as type: T.Type) throws -> T? {
+        guard let data = try getData(key) else { return nil }
+        do {
+            return try JSONDecoder().decode(type, from: data)
+        } catch {
+            throw VaultError.typeMismatch(key: key, reason: "does not decode as \(type)")
+        }
+    }
+
+    /// The names of all entries, sorted.
+    public func keys() throws -> [String] {
+        try read { $0.order.sorted() }
+    }
+
+    /// The number of entries.
+    public var count: Int {
+        get throws { try read { $0.count } }
+    }
+
+    /// When the entry under `key` was created and last modified, and its size.
+    public func attributes(forKey key: String) throws -> EntryAttributes? {
+        try read { contents in
+            contents.entries[key].map {
+                EntryAttributes(
+                    created: Date(timeIntervalSince1970: Double($0.created) / 1000),
+                    modified: Date(timeIntervalSince1970: Double($0.modified) / 1000),
+                    byteCount: $0.valueCount)
+            }
+        }
+    }
+
+    /// Checks an entry name: 1 to 4,096 bytes of UTF-8, no control characters.
+    public static func validate(key: String) throws {
+        let byteCount = key.utf8.count
+        guard byteCount > 0 else { throw VaultError.invalidEntryName(reason: "the name is empty") }
+        guard byteCount <= VaultFormat.maximumNameByteCount else {
+            throw VaultError.invalidEntryName(reason: "the name is longer than \(VaultFormat.maximumNameByteCount) bytes")
+        }
+        guard !key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw VaultError.invalidEntryName(reason: "the name contains a control character")
+        }
+    }
+}

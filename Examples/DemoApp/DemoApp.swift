@@ -27,16 +27,11 @@ struct DemoApp: AsyncParsableCommand {
     @OptionGroup var vault: VaultOptions
     @OptionGroup var http: HTTPOptions
 
-    @Option(help: ArgumentHelp("The mobile-services base URL (default: the one remembered in the vault).", valueName: "url"))
-    var server: String?
-
-    @Option(name: .customLong("app-id"), help: ArgumentHelp("The application id (default: the remembered one).", valueName: "id"))
-    var applicationId: String?
+    @OptionGroup var target: ServerOptions
 
     @OptionGroup var credential: CredentialOptions
 
     func validate() throws {
-        if (server == nil) != (applicationId == nil) { throw ValidationError("--server and --app-id go together") }
         try credential.validate(against: vault)
     }
 
@@ -58,10 +53,7 @@ struct DemoApp: AsyncParsableCommand {
     }
 
     private func start() async throws {
-        var configuration: MobileServicesConfiguration?
-        if let server, let applicationId {
-            configuration = try MobileServicesConfiguration(server: server, applicationId: applicationId)
-        }
+        let configuration = try target.configuration()
         // The password is read before the vault's passphrase prompt, so a pipe is drained first.
         let prompt = try credential.prompt(terminal: true)
 

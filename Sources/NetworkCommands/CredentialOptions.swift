@@ -14,27 +14,19 @@ package struct CredentialOptions: ParsableArguments {
         valueName: "name"))
     package var username: String?
 
-    @Option(
-        name: .customLong("password-fd"),
-        help: ArgumentHelp("Read the password from this file descriptor (first line).", valueName: "n"))
-    package var passwordFD: Int32?
+    @OptionGroup package var passwordSource: SecretSourceOptions<PasswordSecret>
 
-    @Option(
-        name: .customLong("password-file"),
-        help: ArgumentHelp("Read the password from the first line of this file (mode 0600).", valueName: "path"))
-    package var passwordFile: String?
-
+    /// `--password-fd`.
+    package var passwordFD: Int32? { passwordSource.fd }
+    /// `--password-file`.
+    package var passwordFile: String? { passwordSource.file }
     /// Whether the password comes from a descriptor or a file.
-    package var passwordGiven: Bool { passwordFD != nil || passwordFile != nil }
+    package var passwordGiven: Bool { passwordSource.isGiven }
 
     package func validate() throws {
-        if passwordFD != nil && passwordFile != nil {
-            throw ValidationError("--password-fd and --password-file cannot be used together")
-        }
         if passwordGiven && username == nil {
             throw ValidationError("--password-fd and --password-file need --username")
         }
-        if let fd = passwordFD, fd < 0 { throw ValidationError("--password-fd must be a file descriptor (0 or more)") }
         if let username {
             // RFC 7617, before anything is read or sent; the message does not repeat what was typed.
             do { try Credential.validate(username: username) } catch { throw ValidationError("--username: \(error)") }
@@ -50,7 +42,7 @@ package struct CredentialOptions: ParsableArguments {
 
     /// The password from --password-fd or --password-file, or `nil` when neither was given.
     package func password() throws -> SecureBytes? {
-        try SecretInput.read(fd: passwordFD, file: passwordFile)
+        try passwordSource.read()
     }
 
     /// The prompt these options ask for: the given credential once (then declined), else the terminal

@@ -68,25 +68,17 @@ struct DeviceRegister: AsyncParsableCommand {
     @OptionGroup var options: VaultOptions
     @OptionGroup var http: HTTPOptions
 
-    @Option(help: ArgumentHelp("The mobile-services base URL, e.g. https://hcpms-ACCOUNT.hanatrial.ondemand.com (default: the remembered one).", valueName: "url"))
-    var server: String?
-
-    @Option(name: .customLong("app-id"), help: ArgumentHelp("The application id (default: the remembered one).", valueName: "id"))
-    var applicationId: String?
+    @OptionGroup var target: ServerOptions
 
     @OptionGroup var credential: CredentialOptions
 
     func validate() throws {
         try credential.validate(against: options)
-        if (server == nil) != (applicationId == nil) { throw ValidationError("--server and --app-id go together") }
     }
 
     func run() async throws {
         try await reportingErrors(json: options.json) {
-            var configuration: MobileServicesConfiguration?
-            if let server, let applicationId {
-                configuration = try MobileServicesConfiguration(server: server, applicationId: applicationId)
-            }
+            let configuration = try target.configuration()
             // The password is read before the vault's passphrase prompt, so a pipe is drained first.
             let prompt = try credential.prompt(terminal: true)
             let (store, client) = try makeDeviceClient(options, http, configuration: configuration, prompt: prompt)

@@ -61,7 +61,7 @@ fi
 
 WORK=$(mktemp -d /tmp/vault-compare.XXXXXX)
 chmod 700 "$WORK"
-trap 'gpgconf --homedir "$WORK/gnupg" --kill gpg-agent 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'VAULT_AGENT_SOCK="$WORK/agent/agent.sock" "$VAULT_BIN" lock --all >/dev/null 2>&1; [ -n "${AGENT_PID:-}" ] && kill "$AGENT_PID" 2>/dev/null; gpgconf --homedir "$WORK/gnupg" --kill gpg-agent 2>/dev/null || true; rm -rf "$WORK"' EXIT
 cc -O2 -o "$WORK/argon2_floor" "$ROOT/Benchmarks/argon2_floor.c" $(pkg-config --cflags --libs libsodium)
 printf '%s\n' "$BENCH_PASSPHRASE" > "$WORK/passphrase"
 chmod 600 "$WORK/passphrase"
@@ -92,6 +92,13 @@ for n in $SIZES; do
     [ "$("$VAULT_BIN" list --vault "$WORK/v$n/bench.vault" --passphrase-file "$WORK/passphrase" | wc -l)" -eq "$n" ]
 done
 
+# --- the agent: every store unlocked once, then verbs with no passphrase source ----------------------
+export VAULT_AGENT_SOCK="$WORK/agent/agent.sock"
+for n in $SIZES; do
+    "$VAULT_BIN" unlock --vault "$WORK/v$n/bench.vault" --passphrase-file "$WORK/passphrase" --idle 8h >/dev/null
+done
+AGENT_PID=$("$VAULT_BIN" agent status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+
 # --- timings ----------------------------------------------------------------------------------------
 export PASSWORD_STORE_GPG_OPTS="--quiet"
 hf() {  # hf NAME COMMAND
@@ -111,6 +118,11 @@ for n in $SIZES; do
     hf "vault-put-$n" "$VAULT_BIN put $O entry-000000 < $WORK/value"
     hf "vault-list-$n" "$VAULT_BIN list $O >/dev/null"
     hf "floor-after-$n" "$WORK/argon2_floor $OPS $MEM"
+    A="--vault $WORK/v$n/bench.vault"
+    hf "agent-get-$n" "$VAULT_BIN get $A entry-000000 >/dev/null"
+    hf "agent-put-$n" "$VAULT_BIN put $A entry-000000 < $WORK/value"
+    hf "agent-list-$n" "$VAULT_BIN list $A >/dev/null"
+    hf "agent-version-$n" "$VAULT_BIN --version >/dev/null"
     hf "keepassxc-get-$n" "keepassxc-cli show -q -s -a password $K entry-000000 < $WORK/passphrase >/dev/null"
     hf "keepassxc-put-$n" "(cat $WORK/passphrase; cat $WORK/value; echo) | keepassxc-cli edit -q -p $K entry-000000 >/dev/null"
     hf "keepassxc-list-$n" "keepassxc-cli ls -q -R -f $K < $WORK/passphrase >/dev/null"
@@ -131,6 +143,8 @@ for n in $SIZES; do
     # put must still leave every store readable
     "$VAULT_BIN" get --vault "$WORK/v$n/bench.vault" --passphrase-file "$WORK/passphrase" entry-000000 | grep -q pw-999999
 done
+
+grep -E '^(VmRSS|VmHWM)' "/proc/$AGENT_PID/status" > "$WORK/agent-rss.txt"
 
 # --- report -----------------------------------------------------------------------------------------
 python3 - "$WORK" "$SIZES" "$MEM" <<'EOF'
@@ -154,6 +168,16 @@ for op in ("get", "put", "list"):
         v, k, p = (median(f"{tool}-{op}-{n}") for tool in ("vault", "keepassxc", "pass"))
         print(f"{op:<5} {int(n):>7} | {v*1000:>9.1f} {v/local[n]:>7.2f} | {k*1000:>12.1f} {k/floor:>7.2f} | "
               f"{p*1000:>8.1f} {p/floor:>7.2f} | {k/v:>15.2f}")
+print()
+print("through the agent (vault unlock once; no passphrase source, no KDF per command):")
+print(f"{'op':<5} {'entries':>7} | {'vault+agent ms':>14} | {'pass ms':>8} | {'vault+agent/pass':>16}")
+for op in ("get", "put", "list"):
+    for n in sizes:
+        a, p = median(f"agent-{op}-{n}"), median(f"pass-{op}-{n}")
+        print(f"{op:<5} {int(n):>7} | {a*1000:>14.1f} | {p*1000:>8.1f} | {a/p:>16.2f}")
+for n in sizes:
+    print(f"vault --version (process start, no vault work), run beside {int(n)} entries: {median(f'agent-version-{n}')*1000:.1f} ms")
+print("agent memory with every store unlocked:", " ".join(open(f"{work}/agent-rss.txt").read().split()))
 print()
 print("paired (the floor and vault alternated run by run; median of the per-pair ratios):")
 for op in ("get", "put", "list"):

@@ -39,15 +39,8 @@ struct DemoApp: AsyncParsableCommand {
         do {
             try await start()
         } catch {
-            // vault-net's presentation (one conformance per error type), under this program's name.
-            if vault.json {
-                report(error, json: true)
-            } else {
-                let reportable = error as? any CLIReportable
-                var text = "DemoApp: \(reportable?.message ?? String(describing: error))\n"
-                if let hint = reportable?.hint { text += "hint: \(hint)\n" }
-                FileHandle.standardError.write(Data(text.utf8))
-            }
+            // vault's presentation (one conformance per error type), under this program's name.
+            report(error, json: vault.json, program: "DemoApp")
             throw ExitCode.failure
         }
     }

@@ -144,10 +144,10 @@ extension SecretInputError: CLIReportable {
     package var hint: String? { nil }
 }
 
-/// Writes `error` to stderr as the CLI presents errors: `vault: message` and `hint: …` lines, or with `json`
+/// Writes `error` to stderr as the CLI presents errors: `PROGRAM: message` and `hint: …` lines, or with `json`
 /// one object `{"error":{"code","exit_code","message","hint"}}`. Returns the exit code.
 @discardableResult
-package func report(_ error: Error, json: Bool) -> Int32 {
+package func report(_ error: Error, json: Bool, program: String = "vault") -> Int32 {
     let reportable = error as? any CLIReportable
     let exitCode = reportable?.exitCode ?? Exit.failure
     let message = reportable?.message ?? String(describing: error)
@@ -161,7 +161,7 @@ package func report(_ error: Error, json: Bool) -> Int32 {
             withJSONObject: ["error": object], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         FileHandle.standardError.write(data + Data("\n".utf8))
     } else {
-        var text = "vault: \(message)\n"
+        var text = "\(program): \(message)\n"
         if let hint { text += "hint: \(hint)\n" }
         FileHandle.standardError.write(Data(text.utf8))
     }

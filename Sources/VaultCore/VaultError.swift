@@ -89,6 +89,7 @@ private func formatSeconds(_ seconds: Double) -> String {
     seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
 }
 
+import Foundation
 import VaultSodium
 
 func errnoDescription(_ code: Int32) -> String {
@@ -102,4 +103,10 @@ func sodium<R>(_ body: () throws -> R) throws -> R {
     } catch let failure as SodiumFailure {
         throw VaultError.cryptoFailure(function: failure.function)
     }
+}
+
+/// `localizedDescription` gives the message (as for VaultAuth's and MobileServices' errors), not Foundation's
+/// generic "The operation could not be completed".
+extension VaultError: LocalizedError {
+    public var errorDescription: String? { description }
 }

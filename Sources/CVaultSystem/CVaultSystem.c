@@ -63,6 +63,9 @@ int vault_spawn_detached(const char *path, char *const argv[]) {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    /* Nothing else of ours: a daemon holding the caller's descriptors (a passphrase fd, a pipe a parent waits
+       on to see us exit) would keep them open as long as it runs. */
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     pid_t pid = -1;
     int result = posix_spawn(&pid, path, &actions, &attributes, argv, environ);
     posix_spawn_file_actions_destroy(&actions);

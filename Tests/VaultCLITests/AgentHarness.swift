@@ -12,44 +12,55 @@ struct AgentRun {
     var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
 }
 
-/// Runs processes for the agent tests. Unlike ``CLI/exec``, stdin, stdout and stderr are temporary files, not
-/// pipes, and only the process's exit is waited for: `vault unlock` starts an agent that outlives it, and an
-/// agent that kept the client's stdout would make a pipe reader wait forever. Every run has a timeout.
+/// Runs processes for the agent tests, with `posix_spawn` rather than Foundation's `Process`: the child starts in
+/// a new session (no controlling terminal), with no blocked signals, default signal dispositions, and only
+/// descriptors 0, 1 and 2 (temporary files, not pipes). Only the process's own exit is waited for (`waitpid`,
+/// polled, with a timeout): `vault unlock` starts an agent that outlives it, and an agent that kept an inherited
+/// descriptor open must not make the test wait for an end of file (Foundation's `Process` notices a child's exit
+/// by the end of a socket the child inherits, which a leaked descriptor in the agent keeps open forever).
 enum AgentCLI {
     /// A started process; ``finish()`` waits (bounded) and collects its output.
     final class Running: @unchecked Sendable {
-        let process: Process
+        let pid: pid_t
         let started: Double
         let timeout: TimeInterval
         let files: (stdin: String, stdout: String, stderr: String)
         let label: [String]
 
-        init(process: Process, started: Double, timeout: TimeInterval, files: (String, String, String), label: [String]) {
-            self.process = process
+        init(pid: pid_t, started: Double, timeout: TimeInterval, files: (String, String, String), label: [String]) {
+            self.pid = pid
             self.started = started
             self.timeout = timeout
             self.files = files
             self.label = label
         }
 
-        var pid: pid_t { process.processIdentifier }
-
         func finish() -> AgentRun {
-            let pid = process.processIdentifier
-            let killer = DispatchWorkItem { killTree(pid) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-            process.waitUntilExit()
-            killer.cancel()
-            let seconds = monotonicNow() - started
-            if process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL {
-                Issue.record("process timed out after \(timeout) s: \(label)")
+            let deadline = started + timeout
+            var status: Int32 = 0
+            var reaped = false
+            var timedOut = false
+            while !reaped {
+                let result = waitpid(pid, &status, WNOHANG)
+                if result == pid { reaped = true; break }
+                if result < 0 && errno != EINTR {
+                    Issue.record("waitpid(\(pid)) failed (errno \(errno)): \(label)")
+                    break
+                }
+                if monotonicNow() > deadline && !timedOut {
+                    timedOut = true
+                    killTree(pid)
+                }
+                usleep(2_000)
             }
+            let seconds = monotonicNow() - started
+            if timedOut { Issue.record("process timed out after \(timeout) s: \(label)") }
             let out = (try? Data(contentsOf: URL(fileURLWithPath: files.stdout))) ?? Data()
             let err = (try? Data(contentsOf: URL(fileURLWithPath: files.stderr))) ?? Data()
             for file in [files.stdin, files.stdout, files.stderr] { unlink(file) }
-            return AgentRun(
-                status: process.terminationStatus, stdout: out, stderr: String(decoding: err, as: UTF8.self),
-                seconds: seconds)
+            // Exit status, or 128 + the signal that ended it (as a shell reports it).
+            let code: Int32 = !reaped ? -1 : (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            return AgentRun(status: code, stdout: out, stderr: String(decoding: err, as: UTF8.self), seconds: seconds)
         }
     }
 
@@ -62,32 +73,65 @@ enum AgentCLI {
         return String(cString: template)
     }
 
-    /// Starts `executable arguments` in a new session (`setsid -w`: no controlling terminal), stdin from `stdin`.
-    /// The environment is minimal and explicit (no `VAULT_PASSPHRASE`, no terminal).
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module does not declare.
+    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+
+    static func addCloseFrom() -> AddCloseFrom? {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: AddCloseFrom.self)
+    }
+
+    /// glibc's posix_spawn flags (spawn.h): SETSIGDEF 0x04, SETSIGMASK 0x08, SETSID 0x80.
+    static let spawnFlags: Int16 = 0x04 | 0x08 | 0x80
+
+    /// Starts `executable arguments` (see ``AgentCLI``), stdin from `stdin`. The environment is minimal and
+    /// explicit (no `VAULT_PASSPHRASE`, no terminal).
     static func start(
         _ executable: String, _ arguments: [String], stdin: Data = Data(), environment: [String: String],
         timeout: TimeInterval = 30
     ) throws -> Running {
         let files = (try temporaryFile("in"), try temporaryFile("out"), try temporaryFile("err"))
         try stdin.write(to: URL(fileURLWithPath: files.0))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        process.arguments = ["-w", executable] + arguments
         var env = ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": AgentBox.temporaryRoot, "LANG": "C.UTF-8"]
         env.merge(environment) { $1 }
-        process.environment = env
-        let input = FileHandle(forReadingAtPath: files.0), output = FileHandle(forWritingAtPath: files.1),
-            error = FileHandle(forWritingAtPath: files.2)
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = error
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, files.0, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, files.1, O_WRONLY | O_TRUNC, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, files.2, O_WRONLY | O_TRUNC, 0)
+        if let closeFrom = addCloseFrom() {
+            _ = closeFrom(&actions, 3)
+        } else {
+            // Best effort: close what is open now.
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+                if let fd = Int32(entry), fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+            }
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, spawnFlags)
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
         let started = monotonicNow()
-        try process.run()
-        // The child has its own copies now.
-        try? input?.close()
-        try? output?.close()
-        try? error?.close()
-        return Running(process: process, started: started, timeout: timeout, files: files, label: [executable] + arguments)
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard result == 0 else {
+            for file in [files.0, files.1, files.2] { unlink(file) }
+            throw AgentTestError(description: "cannot run \(executable): errno \(result)")
+        }
+        return Running(pid: pid, started: started, timeout: timeout, files: files, label: [executable] + arguments)
     }
 
     static func exec(
@@ -128,12 +172,14 @@ final class AgentBox: @unchecked Sendable {
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
             throw CocoaError(.fileWriteUnknown)
         }
-        directory = String(cString: template)
-        vaultPath = directory + "/vaults/test.vault"
-        passphraseFile = directory + "/passphrase"
+        let directory = String(cString: template)
+        let passphraseFile = directory + "/passphrase"
+        self.directory = directory
+        self.vaultPath = directory + "/vaults/test.vault"
+        self.passphraseFile = passphraseFile
         self.passphrase = passphrase
-        socketPath = other?.socketPath ?? directory + "/agent/agent.sock"
-        elsewhereSocket = directory + "/elsewhere/agent.sock"
+        self.socketPath = other?.socketPath ?? directory + "/agent/agent.sock"
+        self.elsewhereSocket = directory + "/elsewhere/agent.sock"
         FileManager.default.createFile(
             atPath: passphraseFile, contents: Data((passphrase + "\n").utf8), attributes: [.posixPermissions: 0o600])
     }
@@ -468,9 +514,9 @@ enum AgentPython {
 
     /// Starts `python3 -c script args` (stdout a pipe) and waits (bounded) for its first line to be READY.
     static func startServer(_ script: String, _ arguments: [String]) throws -> Process {
-        let python = try #require(python, "python3 is not installed: run scripts/install-deps --test")
+        let executable = try #require(Self.python, "python3 is not installed: run scripts/install-deps --test")
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["-c", script] + arguments
         let output = Pipe()
         process.standardOutput = output

@@ -153,6 +153,12 @@ import VaultTestSupport
         #expect(unlocked.stdoutText == "unlocked vault '\(box.vaultPath)' (idle 5m, max 8h)\n")
         let get = try box.vault(["get", "k"])
         #expect(get.status == 0 && get.stdout == Data(value.utf8), "get through the agent: exit \(get.status), \(get.stderr)")
+        // The agent it started keeps no descriptor of its starter: not the passphrase descriptor (3), nothing
+        // above 2 that the unlock had open (a pipe kept open there would make `$(vault unlock ...)`-style
+        // callers, or anyone waiting for the end of a pipe, wait until the agent exits).
+        let pid = try #require(try box.agentPID())
+        let targets = AgentProcesses.descriptorTargets(pid)
+        #expect(!targets.contains(box.passphraseFile), "the agent kept the passphrase descriptor: \(targets)")
     }
 
     @Test func everyVerbWorksThroughTheAgentWithTheSameOutput() throws {
@@ -378,7 +384,7 @@ import VaultTestSupport
         #expect(status.vaults.map(\.path) == sorted)
         let text = try first.vault(["agent", "status"])
         let lines = text.stdoutText.split(separator: "\n").map(String.init)
-        #expect(lines.count == 2 && lines.map { String($0.prefix { $0 != " " }) } == sorted, "status: \(text.stdoutText)")
+        #expect(lines.count == 2 && lines.map { line in String(line.prefix { $0 != " " }) } == sorted, "status: \(text.stdoutText)")
 
         #expect(try first.vault(["get", "k"]).stdoutText == "one")
         #expect(try second.vault(["get", "k"]).stdoutText == "two")
@@ -706,6 +712,72 @@ import VaultTestSupport
         try box.unlock()
         let pid = try #require(try box.agentPID())
         let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }
+        #expect(core?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"],
+            "core limit: \(core ?? "missing")")
+    }
+
+    /// The agent of an ordinary user: that same user cannot read its /proc/PID/environ (not dumpable), while a
+    /// plain process of that user is readable (the control), and it dumps no core.
+    @Test(.enabled(if: AgentTests.canRunAsAnotherUser, "needs root, useradd, setpriv and python3 to act as another uid"))
+    func anOrdinaryUsersAgentIsNotDumpable() throws {
+        let ids = try #require(Self.otherUser, "could not create the user \(Self.otherUserName)")
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try #require(chmod(box.directory, 0o711) == 0)
+        let home = try Self.otherHome(box, ids)
+        let passphraseFile = home + "/passphrase"
+        FileManager.default.createFile(
+            atPath: passphraseFile, contents: Data((box.passphrase + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        try #require(chown(passphraseFile, ids.uid, ids.gid) == 0)
+        let env = [
+            "VAULT_PATH": home + "/v/test.vault", "VAULT_TESTING_INSECURE_KDF": "1", "VAULT_AGENT_SOCK": home + "/agent/agent.sock",
+            "HOME": home, "XDG_STATE_HOME": home + "/state", "XDG_RUNTIME_DIR": home + "/run",
+        ]
+        let asOther = ["--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups"]
+        func runAsOther(_ command: [String], stdin: Data = Data()) throws -> AgentRun {
+            try AgentCLI.exec("/usr/bin/setpriv", asOther + command, stdin: stdin, environment: env, timeout: 20)
+        }
+        let made = try runAsOther([CLI.vault, "init", "--passphrase-file", passphraseFile])
+        try #require(made.status == 0, "init as \(Self.otherUserName): \(made.stderr)")
+        let value = Self.canary("value")
+        #expect(try runAsOther([CLI.vault, "put", "k", "--passphrase-file", passphraseFile], stdin: Data(value.utf8)).status == 0)
+        let unlocked = try runAsOther([CLI.vault, "unlock", "--passphrase-file", passphraseFile])
+        try #require(unlocked.status == 0, "unlock as \(Self.otherUserName): \(unlocked.stderr)")
+        let statusRun = try runAsOther([CLI.vault, "agent", "status", "--json"])
+        let status = try AgentStatus(statusRun.stdout)
+        box.remember(status.pid)
+        let uidLine = ((try? String(contentsOfFile: "/proc/\(status.pid)/status", encoding: .utf8)) ?? "")
+            .split(separator: "\n").first { $0.hasPrefix("Uid:") }
+        #expect(uidLine == "Uid:\t\(ids.uid)\t\(ids.uid)\t\(ids.uid)\t\(ids.uid)", "the agent runs as \(uidLine ?? "?")")
+
+        // It serves that user with no passphrase.
+        let get = try runAsOther([CLI.vault, "get", "k"])
+        #expect(get.status == 0 && get.stdout == Data(value.utf8), "get as the user through the agent: exit \(get.status), \(get.stderr)")
+
+        // Control: a plain process of the same user is readable by that user.
+        let control = Process()
+        control.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        control.arguments = asOther + ["/bin/sleep", "60"]
+        control.environment = ["PATH": "/usr/bin:/bin"].merging(env) { $1 }
+        control.standardInput = FileHandle.nullDevice
+        control.standardOutput = FileHandle.nullDevice
+        control.standardError = FileHandle.nullDevice
+        try control.run()
+        defer { kill(control.processIdentifier, SIGKILL); control.waitUntilExit() }
+        let controlPID = control.processIdentifier
+        #expect(Self.poll {
+            ((try? String(contentsOfFile: "/proc/\(controlPID)/status", encoding: .utf8)) ?? "").contains("\nUid:\t\(ids.uid)\t")
+                && ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(controlPID)/exe")) ?? "").hasSuffix("sleep")
+        }, "the control process did not start as the user")
+        let controlEnviron = try runAsOther(["/bin/cat", "/proc/\(controlPID)/environ"])
+        #expect(controlEnviron.status == 0 && controlEnviron.stdout.range(of: Data("VAULT_PATH=".utf8)) != nil,
+            "control: the user cannot read its own plain process's environ: \(controlEnviron.stderr)")
+
+        let environ = try runAsOther(["/bin/cat", "/proc/\(status.pid)/environ"])
+        #expect(environ.status == 1 && environ.stdout.isEmpty, "the user read its agent's environ (exit \(environ.status))")
+        #expect(environ.stderr.contains("Permission denied"), "environ: \(environ.stderr)")
+        let limits = try String(contentsOfFile: "/proc/\(status.pid)/limits", encoding: .utf8)
         let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }
         #expect(core?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"],
             "core limit: \(core ?? "missing")")

@@ -39,7 +39,11 @@ enum CLI {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
         process.arguments = ["-w", executable] + arguments
-        var env = ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8"]
+        // No agent unless a test names its own socket: an agent on the default socket must not serve the tests.
+        var env = [
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8",
+            "VAULT_AGENT_SOCK": "/nonexistent/vault-tests/agent.sock",
+        ]
         env.merge(environment) { $1 }
         process.environment = env
         let input = Pipe(), output = Pipe(), error = Pipe()
@@ -164,7 +168,11 @@ enum Adversarial {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        var env = ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8"]
+        // No agent unless a test names its own socket: an agent on the default socket must not serve the tests.
+        var env = [
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8",
+            "VAULT_AGENT_SOCK": "/nonexistent/vault-tests/agent.sock",
+        ]
         env.merge(environment) { $1 }
         process.environment = env
         process.standardInput = stdinFile.flatMap { FileHandle(forReadingAtPath: $0) } ?? FileHandle.nullDevice

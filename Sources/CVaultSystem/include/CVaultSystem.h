@@ -19,7 +19,7 @@ int vault_unblock_signals(void);
 int vault_peer_uid(int fd, unsigned int *uid);
 
 /// Starts `path` with `argv` and the current environment in a new session (setsid), with stdin, stdout and
-/// stderr on /dev/null, and does not wait for it (a daemon: it outlives us). Returns its pid or -1 with errno.
+/// stderr on /dev/null and no other descriptor of ours, and does not wait for it (a daemon: it outlives us). Returns its pid or -1 with errno.
 int vault_spawn_detached(const char *path, char *const argv[]);
 
 #endif

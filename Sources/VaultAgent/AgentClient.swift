@@ -32,7 +32,7 @@ public final class AgentClient: Sendable {
         } catch VaultError.io(_, _, let code) where code == ENOENT {
             return nil
         }
-        guard let fd = try AgentSocket.connect(to: socketPath, timeoutSeconds: 120) else { return nil }
+        guard let fd = try AgentSocket.connect(to: socketPath, timeoutSeconds: 30) else { return nil }
         return AgentClient(socketPath: socketPath, fd: fd)
     }
 
@@ -62,11 +62,22 @@ public final class AgentClient: Sendable {
     // MARK: Requests
 
     /// Sends one request and returns the agent's answer when it is a success.
+    ///
+    /// The wait for the answer is bounded: 2 s for a probe (an agent that answers nothing, e.g. stopped, must
+    /// not hold a command up), 120 s where Argon2id runs (unlock, passwd), 30 s otherwise (a write may wait
+    /// for another writer's lock).
     func request(_ operation: AgentOperation, path: String? = nil, _ fill: (AgentWire.Writer) -> Void = { _ in }) throws -> AgentWire.Message {
         let writer = AgentWire.Writer(kind: operation.rawValue)
         if let path { writer.field(.path, path) }
         fill(writer)
+        let timeout: Int
+        switch operation {
+        case .probe, .status: timeout = 2
+        case .unlock, .passwd: timeout = 120
+        default: timeout = 30
+        }
         let answer: AgentWire.Message = try connection.withLock { fd in
+            AgentSocket.setTimeout(fd, seconds: timeout)
             try AgentWire.send(writer, on: fd)
             guard let answer = try AgentWire.receive(on: fd) else {
                 throw AgentError.protocolError("the agent closed the connection")

@@ -61,7 +61,7 @@ fi
 
 WORK=$(mktemp -d /tmp/vault-compare.XXXXXX)
 chmod 700 "$WORK"
-trap 'VAULT_AGENT_SOCK="$WORK/agent/agent.sock" "$VAULT_BIN" lock --all >/dev/null 2>&1; [ -n "${AGENT_PID:-}" ] && kill "$AGENT_PID" 2>/dev/null; gpgconf --homedir "$WORK/gnupg" --kill gpg-agent 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap '[ -n "${AGENT_PID:-}" ] && VAULT_AGENT_SOCK="$WORK/agent/agent.sock" "$VAULT_BIN" lock --all >/dev/null 2>&1; [ -n "${AGENT_PID:-}" ] && kill "$AGENT_PID" 2>/dev/null; gpgconf --homedir "$WORK/gnupg" --kill gpg-agent 2>/dev/null || true; rm -rf "$WORK"' EXIT
 cc -O2 -o "$WORK/argon2_floor" "$ROOT/Benchmarks/argon2_floor.c" $(pkg-config --cflags --libs libsodium)
 printf '%s\n' "$BENCH_PASSPHRASE" > "$WORK/passphrase"
 chmod 600 "$WORK/passphrase"
@@ -93,11 +93,13 @@ for n in $SIZES; do
 done
 
 # --- the agent: every store unlocked once, then verbs with no passphrase source ----------------------
-export VAULT_AGENT_SOCK="$WORK/agent/agent.sock"
+# Only the agent's rows see the socket: with it, the other rows would go through the agent too.
+AGENT_ENV="VAULT_AGENT_SOCK=$WORK/agent/agent.sock"
 for n in $SIZES; do
-    "$VAULT_BIN" unlock --vault "$WORK/v$n/bench.vault" --passphrase-file "$WORK/passphrase" --idle 8h >/dev/null
+    env "$AGENT_ENV" "$VAULT_BIN" unlock --vault "$WORK/v$n/bench.vault" --passphrase-file "$WORK/passphrase" --idle 8h >/dev/null
 done
-AGENT_PID=$("$VAULT_BIN" agent status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+AGENT_PID=$(env "$AGENT_ENV" "$VAULT_BIN" agent status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+export VAULT_AGENT_SOCK="$WORK/no-agent/agent.sock"
 
 # --- timings ----------------------------------------------------------------------------------------
 export PASSWORD_STORE_GPG_OPTS="--quiet"
@@ -119,9 +121,9 @@ for n in $SIZES; do
     hf "vault-list-$n" "$VAULT_BIN list $O >/dev/null"
     hf "floor-after-$n" "$WORK/argon2_floor $OPS $MEM"
     A="--vault $WORK/v$n/bench.vault"
-    hf "agent-get-$n" "$VAULT_BIN get $A entry-000000 >/dev/null"
-    hf "agent-put-$n" "$VAULT_BIN put $A entry-000000 < $WORK/value"
-    hf "agent-list-$n" "$VAULT_BIN list $A >/dev/null"
+    hf "agent-get-$n" "$AGENT_ENV $VAULT_BIN get $A entry-000000 >/dev/null"
+    hf "agent-put-$n" "$AGENT_ENV $VAULT_BIN put $A entry-000000 < $WORK/value"
+    hf "agent-list-$n" "$AGENT_ENV $VAULT_BIN list $A >/dev/null"
     hf "agent-version-$n" "$VAULT_BIN --version >/dev/null"
     hf "keepassxc-get-$n" "keepassxc-cli show -q -s -a password $K entry-000000 < $WORK/passphrase >/dev/null"
     hf "keepassxc-put-$n" "(cat $WORK/passphrase; cat $WORK/value; echo) | keepassxc-cli edit -q -p $K entry-000000 >/dev/null"

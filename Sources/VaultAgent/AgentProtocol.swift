@@ -21,6 +21,8 @@ enum AgentOperation: UInt8 {
     case remove
     /// Change the passphrase: path, passphrase (the new one).
     case passwd
+    /// Every entry's name, sorted, without attributes (`vault list`): path.
+    case names
 }
 
 /// The status of an answer (the second byte of a response payload).

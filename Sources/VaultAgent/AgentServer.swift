@@ -156,7 +156,7 @@ public final class AgentServer: Sendable {
             case .probe:
                 guard store(for: try required(request.string(.path)), touch: false) != nil else { return locked() }
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
-            case .get, .list, .write, .remove, .passwd:
+            case .get, .list, .names, .write, .remove, .passwd:
                 guard let store = store(for: try required(request.string(.path)), touch: true) else { return locked() }
                 return try perform(operation, request, on: store)
             }
@@ -182,6 +182,9 @@ public final class AgentServer: Sendable {
                 reply.field(.modified, Int64((attributes.modified.timeIntervalSince1970 * 1000).rounded()))
                 reply.field(.size, UInt64(attributes.byteCount))
             }
+        case .names:
+            try store.reload()
+            for name in try store.keys() { reply.field(.name, name) }
         case .write:
             try store.write(try changes(from: request))
         case .remove:

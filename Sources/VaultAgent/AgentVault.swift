@@ -22,7 +22,8 @@ public final class AgentVault: KeyValueVault {
     }
 
     public func keys() throws -> [String] {
-        try listing().map(\.name)
+        let answer = try client.request(.names, path: path)
+        return answer.ranges(.name).map(answer.string)
     }
 
     public func attributes(forKey key: String) throws -> SecureKeyValueStore.EntryAttributes? {

@@ -122,13 +122,11 @@ package struct List: AsyncParsableCommand {
     package func run() async throws {
         try await reportingErrors(json: options.json) {
             try withVault(options) { store in
-                let names = try store.keys()
                 if options.json {
                     let formatter = ISO8601DateFormatter()
                     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                    let entries: [[String: Any]] = try names.map { name in
-                        let attributes = try store.attributes(forKey: name)!
-                        return [
+                    let entries: [[String: Any]] = try store.listing().map { name, attributes in
+                        [
                             "name": name, "size": attributes.byteCount,
                             "created": formatter.string(from: attributes.created),
                             "modified": formatter.string(from: attributes.modified),
@@ -136,7 +134,7 @@ package struct List: AsyncParsableCommand {
                     }
                     try writeJSON(["entries": entries])
                 } else {
-                    try writeToStdout(names.map { $0 + "\n" }.joined())
+                    try writeToStdout(try store.keys().map { $0 + "\n" }.joined())
                 }
             }
         }

@@ -15,6 +15,8 @@ public protocol KeyValueVault: AnyObject, Sendable {
     func keys() throws -> [String]
     /// When the entry under `key` was created and last modified, and its size.
     func attributes(forKey key: String) throws -> SecureKeyValueStore.EntryAttributes?
+    /// Every entry's name and attributes, sorted by name (one request through the agent).
+    func listing() throws -> [(name: String, attributes: SecureKeyValueStore.EntryAttributes)]
     /// Writes a batch of puts and removes in one atomic, durable write.
     func write(_ changes: SecureKeyValueStore.Changes) throws
     /// Removes the entry under `key`; whether there was one. Removing a missing key writes nothing.
@@ -57,7 +59,11 @@ extension KeyValueVault {
     }
 }
 
-extension SecureKeyValueStore: KeyValueVault {}
+extension SecureKeyValueStore: KeyValueVault {
+    public func listing() throws -> [(name: String, attributes: EntryAttributes)] {
+        try keys().compactMap { name in try attributes(forKey: name).map { (name, $0) } }
+    }
+}
 
 extension SecureKeyValueStore.Changes {
     /// One change of a batch, in order: a put (its value's bytes, valid only inside ``forEach(_:)``) or a remove.

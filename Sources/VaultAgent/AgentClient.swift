@@ -20,7 +20,7 @@ public final class AgentClient: Sendable {
         self.connection = Mutex(fd)
     }
 
-    deinit { connection.withLock { close($0) } }
+    deinit { _ = connection.withLock { close($0) } }
 
     /// Connects to the agent at `socketPath`; `nil` when none answers there (never waits for one).
     ///

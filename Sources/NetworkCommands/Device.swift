@@ -13,6 +13,7 @@ package struct Device: AsyncParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "device",
         abstract: NetworkVerb.device.abstract,
         discussion: """
             The server URL and application id given to 'register' are remembered in the vault

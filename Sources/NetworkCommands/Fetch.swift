@@ -14,6 +14,7 @@ package struct Fetch: AsyncParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "fetch",
         abstract: NetworkVerb.fetch.abstract,
         discussion: """
             Like `curl --fail`: an HTTP error status (400 or more) prints a message on stderr, nothing on

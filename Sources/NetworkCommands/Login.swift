@@ -14,6 +14,7 @@ package struct Login: AsyncParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "login",
         abstract: NetworkVerb.login.abstract,
         discussion: """
             Requests URL; when the server asks for credentials, the username and password come from

@@ -10,6 +10,7 @@ package struct Logout: AsyncParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "logout",
         abstract: NetworkVerb.logout.abstract,
         discussion: "Exit 2 when none is stored.")
 

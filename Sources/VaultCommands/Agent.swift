@@ -22,10 +22,11 @@ package struct Duration: ExpressibleByArgument, CustomStringConvertible, Sendabl
     }
 }
 
-package struct Unlock: AsyncParsableCommand {
+package struct Unlock: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "unlock",
         abstract: "Unlock the vault in the agent (started if none runs): no verb asks for the passphrase until it locks.",
         discussion: """
             The key stays in the agent (`vault agent`), which answers requests on a Unix socket that only you can
@@ -41,8 +42,8 @@ package struct Unlock: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Lock this long after unlocking, whatever the use.", valueName: "duration"))
     var max = Duration(argument: "8h")!
 
-    package func run() async throws {
-        try await reportingErrors(json: options.json) {
+    package func run() throws {
+        try reportingErrors(json: options.json) {
             let path = options.resolvedPath
             guard options.makeStore().exists else { throw VaultError.vaultNotFound(path: path) }
             let socket = AgentSocket.defaultPath
@@ -62,10 +63,11 @@ package struct Unlock: AsyncParsableCommand {
     }
 }
 
-package struct Lock: AsyncParsableCommand {
+package struct Lock: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "lock",
         abstract: "Lock the vault in the agent (its key is zeroed at once); --all locks every vault.")
 
     @Option(name: .customLong("vault"), help: ArgumentHelp("The vault file.", valueName: "path"))
@@ -77,8 +79,8 @@ package struct Lock: AsyncParsableCommand {
     @Flag(help: "Machine-readable output (and errors as one JSON object on stderr).")
     var json = false
 
-    package func run() async throws {
-        try await reportingErrors(json: json) {
+    package func run() throws {
+        try reportingErrors(json: json) {
             var options = VaultOptions()
             options.vaultPath = vaultPath
             let path = options.resolvedPath
@@ -96,7 +98,7 @@ package struct Lock: AsyncParsableCommand {
     }
 }
 
-package struct AgentCommand: AsyncParsableCommand {
+package struct AgentCommand: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
@@ -111,11 +113,11 @@ package struct AgentCommand: AsyncParsableCommand {
         return FileManager.default.isExecutableFile(atPath: sibling) ? sibling : own
     }
 
-    package struct Run: AsyncParsableCommand {
+    package struct Run: ParsableCommand {
         package init() {}
         package static let configuration = CommandConfiguration(commandName: "run", abstract: "Run the agent in the foreground.")
 
-        package func run() async throws {
+        package func run() throws {
             let server: AgentServer
             do {
                 server = try AgentServer(describe: { error in
@@ -129,23 +131,24 @@ package struct AgentCommand: AsyncParsableCommand {
             let signals = AgentSignals.stopOnTermination(server)
             defer { signals.forEach { $0.cancel() } }
             do {
-                try await runBlocking { try server.run() }
+                try server.run()
             } catch {
                 throw ExitCode(report(error, json: false))
             }
         }
     }
 
-    package struct Status: AsyncParsableCommand {
+    package struct Status: ParsableCommand {
         package init() {}
         package static let configuration = CommandConfiguration(
+        commandName: "status",
             abstract: "Show the unlocked vaults and their time left (does not count as use).")
 
         @Flag(help: "Machine-readable output.")
         var json = false
 
-        package func run() async throws {
-            try await reportingErrors(json: json) {
+        package func run() throws {
+            try reportingErrors(json: json) {
                 let socket = AgentSocket.defaultPath
                 guard let client = try AgentClient.connect(socketPath: socket) else { throw AgentError.noAgent(socket: socket) }
                 let status = try client.status()

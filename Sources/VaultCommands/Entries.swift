@@ -27,10 +27,11 @@ package func withVault<R>(_ options: VaultOptions, _ body: (any KeyValueVault) t
     return try body(vault)
 }
 
-package struct Put: AsyncParsableCommand {
+package struct Put: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "put",
         abstract: "Store a value under NAME (the value is read from stdin, all bytes; a no-echo prompt on a terminal).")
 
     @OptionGroup var options: VaultOptions
@@ -42,8 +43,8 @@ package struct Put: AsyncParsableCommand {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries the value: use another --passphrase-fd") }
     }
 
-    package func run() async throws {
-        try await reportingErrors(json: options.json) {
+    package func run() throws {
+        try reportingErrors(json: options.json) {
             try SecureKeyValueStore.validate(key: name)
             try withVault(options) { vault in
                 let value: SecureBytes
@@ -59,10 +60,11 @@ package struct Put: AsyncParsableCommand {
     }
 }
 
-package struct Get: AsyncParsableCommand {
+package struct Get: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Print the value stored under NAME, exactly as stored (no newline added).")
 
     @OptionGroup var options: VaultOptions
@@ -70,8 +72,8 @@ package struct Get: AsyncParsableCommand {
     @Argument(help: "The entry's name.")
     package var name: String
 
-    package func run() async throws {
-        try await reportingErrors(json: options.json) {
+    package func run() throws {
+        try reportingErrors(json: options.json) {
             try withVault(options) { vault in
                 guard let value = try vault.getBytes(name) else {
                     throw CLIError.noSuchEntry(name: name, path: vault.path)
@@ -92,18 +94,18 @@ package struct Get: AsyncParsableCommand {
     }
 }
 
-package struct Delete: AsyncParsableCommand {
+package struct Delete: ParsableCommand {
     package init() {}
 
-    package static let configuration = CommandConfiguration(abstract: "Delete the entry NAME.")
+    package static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete the entry NAME.")
 
     @OptionGroup var options: VaultOptions
 
     @Argument(help: "The entry's name.")
     package var name: String
 
-    package func run() async throws {
-        try await reportingErrors(json: options.json) {
+    package func run() throws {
+        try reportingErrors(json: options.json) {
             try withVault(options) { vault in
                 guard try vault.remove(name) else { throw CLIError.noSuchEntry(name: name, path: vault.path) }
             }
@@ -112,15 +114,15 @@ package struct Delete: AsyncParsableCommand {
     }
 }
 
-package struct List: AsyncParsableCommand {
+package struct List: ParsableCommand {
     package init() {}
 
-    package static let configuration = CommandConfiguration(abstract: "List the entries' names, sorted, one a line.")
+    package static let configuration = CommandConfiguration(commandName: "list", abstract: "List the entries' names, sorted, one a line.")
 
     @OptionGroup var options: VaultOptions
 
-    package func run() async throws {
-        try await reportingErrors(json: options.json) {
+    package func run() throws {
+        try reportingErrors(json: options.json) {
             try withVault(options) { store in
                 if options.json {
                     let formatter = ISO8601DateFormatter()
@@ -141,10 +143,11 @@ package struct List: AsyncParsableCommand {
     }
 }
 
-package struct Passwd: AsyncParsableCommand {
+package struct Passwd: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "passwd",
         abstract: "Change the vault's passphrase (re-wraps the data key under a new salt; one atomic write).")
 
     @OptionGroup var options: VaultOptions
@@ -157,8 +160,8 @@ package struct Passwd: AsyncParsableCommand {
         }
     }
 
-    package func run() async throws {
-        try await reportingErrors(json: options.json) {
+    package func run() throws {
+        try reportingErrors(json: options.json) {
             let path = try withVault(options) { vault in
                 let secret = try newPassphrase.read()
                     ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
@@ -172,10 +175,11 @@ package struct Passwd: AsyncParsableCommand {
     }
 }
 
-package struct Info: AsyncParsableCommand {
+package struct Info: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "info",
         abstract: "Show the vault's format and Argon2id parameters (no passphrase needed).")
 
     @OptionGroup var options: VaultOptions
@@ -183,8 +187,8 @@ package struct Info: AsyncParsableCommand {
     @Flag(help: "Also measure what an unlock costs here: one Argon2id with the vault's parameters (takes that long).")
     package var measure = false
 
-    package func run() async throws {
-        try await reportingErrors(json: options.json) {
+    package func run() throws {
+        try reportingErrors(json: options.json) {
             let store = options.makeStore()
             let info = try store.inspect()
             let unlockSeconds = measure ? try info.kdfParameters.measureSeconds() : nil

@@ -169,6 +169,20 @@ package func report(_ error: Error, json: Bool, program: String = "vault") -> In
 }
 
 /// Runs a verb's work; any error is reported on stderr (text or JSON) and turned into its exit code.
+///
+/// The vault's own verbs are synchronous: `vault` then never starts Swift's concurrency threads, which cost
+/// about a millisecond of every start (Benchmarks/README.md).
+package func reportingErrors(json: Bool, _ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        throw ExitCode(report(error, json: json))
+    }
+}
+
+/// ``reportingErrors(json:_:)`` for verbs that await (the network verbs).
 package func reportingErrors(json: Bool, _ body: () async throws -> Void) async throws {
     do {
         try await body()

@@ -2,10 +2,11 @@ import ArgumentParser
 import Foundation
 import VaultCore
 
-package struct Init: AsyncParsableCommand {
+package struct Init: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
+        commandName: "init",
         abstract: "Create a new, empty vault.",
         discussion: """
             The passphrase is asked twice on the terminal, or read once from --passphrase-fd/--passphrase-file/VAULT_PASSPHRASE.
@@ -55,8 +56,8 @@ package struct Init: AsyncParsableCommand {
         }
     }
 
-    package func run() async throws {
-        try await reportingErrors(json: options.json) {
+    package func run() throws {
+        try reportingErrors(json: options.json) {
             let store = options.makeStore()
             if store.exists { throw VaultError.vaultAlreadyExists(path: store.path) }
             let passphrase = try options.passphrase(prompt: "New passphrase: ", confirm: true)

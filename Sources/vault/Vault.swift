@@ -11,15 +11,15 @@ import VaultTerminal
 /// `get`, `put` and `list` do not load libcurl (see ``NetworkVerb``).
 @main
 struct VaultMain {
-    static func main() async {
+    static func main() {
         // No core dumps, no ptrace by the same user, signals deliverable: secrets stay in this process.
         ProcessHardening.apply()
         if NetworkVerb.requested(by: CommandLine.arguments) != nil { NetworkBinary.execute(CommandLine.arguments) }
-        await Vault.main()
+        Vault.main()
     }
 }
 
-struct Vault: AsyncParsableCommand {
+struct Vault: ParsableCommand {
     static let configuration = Root.configuration(
         networkVerbs: [LoginVerb.self, FetchVerb.self, LogoutVerb.self, CredentialVerb.self, DeviceVerb.self])
 }

@@ -32,10 +32,7 @@ enum AgentWire {
         }
 
         func append(_ bytes: UnsafeRawBufferPointer) {
-            _ = buffer.append(upTo: bytes.count) { (space: UnsafeMutableRawBufferPointer) -> Result<Int, Never> in
-                if bytes.count > 0 { space.copyMemory(from: bytes) }
-                return .success(bytes.count)
-            }
+            buffer.append(bytes)
         }
 
         func field(_ tag: Tag, _ bytes: UnsafeRawBufferPointer) {

@@ -220,6 +220,12 @@ package final class SecretBuffer {
         arena.append(upTo: byteCount, fill)
     }
 
+    /// Copies `bytes` to the end (not generic: a writer appends many small fields, and an unspecialised
+    /// generic call looks its metadata up each time).
+    package func append(_ bytes: UnsafeRawBufferPointer) {
+        _ = arena.append(bytes)
+    }
+
     /// Zeroes and drops the last byte.
     package func removeLast() { arena.removeLast(1) }
 

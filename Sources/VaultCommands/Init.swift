@@ -80,5 +80,5 @@ package struct Init: AsyncParsableCommand {
 
 /// Calibration progress lines on stderr.
 package func progressOnStderr(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    writeToStderr(line + "\n")
 }

@@ -35,4 +35,36 @@ import Darwin
             #expect(result.stdout.isEmpty)
         }
     }
+
+    // MARK: - Item 6: the lock file's mode
+
+    @Test("under umask 0277: init, put, put again succeed and the lock file is 0600")
+    func lockFileUnderUmask0277() throws {
+        let box = try Sandbox()
+        for (command, stdin) in [("init", ""), ("put k", "v1"), ("put k", "v2")] {
+            let result = try CLI.shell(
+                "umask 0277; exec \"$VAULT\" \(command) --passphrase-file '\(box.passphraseFile)'",
+                stdin: Data(stdin.utf8), environment: box.environment)
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+            #expect(Self.mode(box.vaultPath + ".lock") == S_IFREG | 0o600, "\(command): lock file mode")
+            #expect(Self.mode(box.vaultPath) == S_IFREG | 0o600, "\(command): vault mode")
+        }
+        #expect(try box.vault(["get", "k"]).stdoutText == "v2")
+    }
+
+    @Test("a lock file of ours left 0400 is repaired to 0600; one readable by others (0644) is still refused")
+    func lockFileRepair() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let lock = box.vaultPath + ".lock"
+        #expect(chmod(lock, 0o400) == 0)
+        let put = try box.vault(["put", "k"], stdin: Data("v".utf8))
+        #expect(put.status == 0, "\(put.stderr)")
+        #expect(Self.mode(lock) == S_IFREG | 0o600)
+        #expect(chmod(lock, 0o644) == 0)
+        let refused = try box.vault(["put", "k"], stdin: Data("w".utf8))
+        #expect(refused.status == 4)
+        #expect(refused.stderr.contains("the lock file is accessible by group or others (mode 0644)"))
+        #expect(Self.mode(lock) == S_IFREG | 0o644)
+    }
 }

@@ -75,7 +75,8 @@ extension VaultError: CLIReportable {
         case .unsafePermissions: return Exit.permissions
         case .busy: return Exit.busy
         case .invalidEntryName, .invalidFileName: return Exit.usage
-        case .vaultNotFound, .vaultAlreadyExists, .notOpen, .valueTooLarge, .typeMismatch, .io, .cryptoFailure:
+        case .vaultNotFound, .vaultAlreadyExists, .notOpen, .valueTooLarge, .typeMismatch, .io, .cryptoFailure,
+            .vaultTooLarge, .generationExhausted:
             return Exit.failure
         }
     }
@@ -99,6 +100,8 @@ extension VaultError: CLIReportable {
         case .io: return "io_error"
         case .cryptoFailure: return "crypto_failure"
         case .rollbackDetected: return "rollback_detected"
+        case .vaultTooLarge: return "vault_too_large"
+        case .generationExhausted: return "generation_exhausted"
         }
     }
 

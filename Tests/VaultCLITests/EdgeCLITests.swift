@@ -67,4 +67,27 @@ import Darwin
         #expect(refused.stderr.contains("the lock file is accessible by group or others (mode 0644)"))
         #expect(Self.mode(lock) == S_IFREG | 0o644)
     }
+
+    // MARK: - Item 8: huge files at the vault path
+
+    @Test("a 1 TiB and a 4 GiB sparse file behind a valid header: corrupt (6) at once, no abort",
+        arguments: [Int64(1) << 40, Int64(4) << 30])
+    func hugeSparseVault(_ size: Int64) throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let prefix = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)).prefix(148)
+        #expect(unlink(box.vaultPath) == 0)
+        try box.write("", to: box.vaultPath)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: box.vaultPath))
+        try handle.write(contentsOf: prefix)
+        try handle.truncate(atOffset: UInt64(size))
+        try handle.close()
+        let start = monotonicNow()
+        let result = try box.vault(["get", "k", "--json"])
+        let elapsed = monotonicNow() - start
+        #expect(result.status == 6, "exit \(result.status): \(result.stderr)")
+        #expect(result.stderr.contains("\"code\":\"corrupt\""), "\(result.stderr)")
+        #expect(result.stderr.contains("larger than a vault can be (\(size) bytes)"), "\(result.stderr)")
+        #expect(elapsed < 1, "took \(elapsed) s")
+    }
 }

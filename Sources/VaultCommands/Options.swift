@@ -118,7 +118,9 @@ package struct SecretSourceOptions<Name: SecretSourceName>: ParsableArguments {
 
     @Option(
         name: .customLong(Name.optionName + "-file"),
-        help: ArgumentHelp("Read \(Name.secret) from the first line of this file (mode 0600).", valueName: "path"))
+        help: ArgumentHelp(
+            "Read \(Name.secret) from the first line of this file (yours or root's, mode 0600) or pipe (not "
+                + "writable by others, e.g. <(...)).", valueName: "path"))
     package var file: String?
 
     /// Whether either option was given.

@@ -90,4 +90,49 @@ import Darwin
         #expect(result.stderr.contains("larger than a vault can be (\(size) bytes)"), "\(result.stderr)")
         #expect(elapsed < 1, "took \(elapsed) s")
     }
+
+    // MARK: - Item 5: passphrase files and pipes
+
+    @Test("a --passphrase-file FIFO writable by others is refused (4), before anything is read")
+    func worldWritableFIFORefused() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let fifo = box.directory + "/pass.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(chmod(fifo, 0o666) == 0)
+        let result = try CLI.run(["get", "k", "--passphrase-file", fifo], environment: box.environment)
+        #expect(result.status == 4, "exit \(result.status): \(result.stderr)")
+        #expect(result.stderr.contains("the passphrase pipe is writable by group or others (mode 0666)"), "\(result.stderr)")
+    }
+
+    @Test("a --passphrase-file or FIFO owned by another user is refused (4)")
+    func otherOwnerRefused() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let file = box.directory + "/other-pass"
+        try box.write("correct horse battery staple\n", to: file)
+        let fifo = box.directory + "/other.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for path in [file, fifo] {
+            #expect(chown(path, 65534, 65534) == 0, "chown needs root: errno \(errno)")
+            let result = try CLI.run(["get", "k", "--passphrase-file", path], environment: box.environment)
+            #expect(result.status == 4, "\(path): exit \(result.status): \(result.stderr)")
+            #expect(result.stderr.contains("is owned by another user (uid 65534)"), "\(result.stderr)")
+        }
+    }
+
+    @Test("bash's <(printf ...) and a 0600 file of ours are still accepted")
+    func processSubstitutionAccepted() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        #expect(try box.vault(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        let viaPipe = try Self.bash(
+            "exec \"$VAULT\" get k --passphrase-file <(printf 'correct horse battery staple\\n')",
+            environment: box.environment)
+        #expect(viaPipe.status == 0, "\(viaPipe.stderr)")
+        #expect(viaPipe.stdoutText == "v")
+        let viaFile = try box.vault(["get", "k"])
+        #expect(viaFile.status == 0)
+        #expect(viaFile.stdoutText == "v")
+    }
 }

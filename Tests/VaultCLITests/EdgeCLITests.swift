@@ -135,4 +135,41 @@ import Darwin
         #expect(viaFile.status == 0)
         #expect(viaFile.stdoutText == "v")
     }
+
+    // MARK: - Item 10: names and passphrases that are not UTF-8
+
+    @Test("a NAME that is not valid UTF-8 is refused (64, invalid_name) by put, get and delete")
+    func nonUTF8NameRefused() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        for verb in ["put", "get", "delete"] {
+            let result = try Self.bash(
+                "printf v | exec \"$VAULT\" \(verb) $'k\\xff' --json --passphrase-file '\(box.passphraseFile)'",
+                environment: box.environment)
+            #expect(result.status == 64, "\(verb): exit \(result.status): \(result.stderr)")
+            #expect(result.stderr.contains("\"code\":\"invalid_name\""), "\(verb): \(result.stderr)")
+            #expect(result.stderr.contains("not valid UTF-8"), "\(verb): \(result.stderr)")
+        }
+        #expect(try box.vault(["list"]).stdoutText == "")
+        // A valid name with U+FFFD itself is still a name.
+        let replacement = try box.vault(["put", "k\u{FFFD}"], stdin: Data("v".utf8))
+        #expect(replacement.status == 0, "\(replacement.stderr)")
+    }
+
+    @Test("VAULT_PASSPHRASE is taken as the environment's raw bytes (not UTF-8)")
+    func rawEnvironmentPassphrase() throws {
+        let box = try Sandbox()
+        let file = box.directory + "/raw-pass"
+        FileManager.default.createFile(
+            atPath: file, contents: Data([0x70, 0x61, 0x73, 0x73, 0xFF, 0x0A]), attributes: [.posixPermissions: 0o600])
+        let created = try CLI.run(["init", "--passphrase-file", file], environment: box.environment)
+        #expect(created.status == 0, "\(created.stderr)")
+        let put = try CLI.run(["put", "k", "--passphrase-file", file], stdin: Data("v".utf8), environment: box.environment)
+        #expect(put.status == 0, "\(put.stderr)")
+        let viaEnv = try Self.bash("VAULT_PASSPHRASE=$'pass\\xff' exec \"$VAULT\" get k", environment: box.environment)
+        #expect(viaEnv.status == 0, "exit \(viaEnv.status): \(viaEnv.stderr)")
+        #expect(viaEnv.stdoutText == "v")
+        let lossy = try CLI.run(["get", "k"], environment: box.environment.merging(["VAULT_PASSPHRASE": "pass\u{FFFD}"]) { $1 })
+        #expect(lossy.status == 3, "the replacement character is not the byte 0xFF")
+    }
 }

@@ -265,7 +265,7 @@ public final class SecureKeyValueStore: Sendable {
             list = current.contents.order.map { ($0, VaultContents.Change.remove) } + list
         }
         var header = current.header
-        header.generation += 1
+        header.generation = try header.nextGeneration(path: path)
         return try rewrite(current, as: header, applying: list, values: changes.values, regions: &regions)
     }
 

@@ -38,6 +38,13 @@ enum VaultFormat {
         var keyNonce: [UInt8]
         var wrappedKey: [UInt8]
 
+        /// The generation of the next write: one more than this header's. At 2^64−1 there is none (the
+        /// generation never wraps: a lower one would look like a rollback).
+        func nextGeneration(path: String) throws -> UInt64 {
+            guard generation < UInt64.max else { throw VaultError.generationExhausted(path: path) }
+            return generation + 1
+        }
+
         /// The 124 header bytes, exactly as written.
         func encoded() -> [UInt8] {
             var out = [UInt8]()

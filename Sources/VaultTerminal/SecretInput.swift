@@ -34,9 +34,11 @@ public enum SecretInput {
     ) throws -> SecureBytes {
         let buffer = SecretBuffer()
         while true {
-            guard buffer.count < limit else { throw SecretInputError.tooLong(source: name, limit: limit) }
+            // At the limit, one more byte tells an input of exactly `limit` bytes (end of file, or the newline
+            // next) from a longer one.
+            let atLimit = buffer.count >= limit
             // One byte at a time when stopping at a newline, so nothing beyond it is consumed.
-            let want = untilNewline ? 1 : min(64 << 10, limit - buffer.count)
+            let want = untilNewline || atLimit ? 1 : min(64 << 10, limit - buffer.count)
             let result = buffer.append(upTo: want) { space in
                 Posix.valueOrErrno { Glibc.read(fd, space.baseAddress, space.count) }
             }
@@ -49,6 +51,7 @@ public enum SecretInput {
                     if buffer.last == UInt8(ascii: "\r") { buffer.removeLast() }
                     return buffer.secureBytes()
                 }
+                if atLimit { throw SecretInputError.tooLong(source: name, limit: limit) }
             }
         }
     }

@@ -172,4 +172,21 @@ import Darwin
         let lossy = try CLI.run(["get", "k"], environment: box.environment.merging(["VAULT_PASSPHRASE": "pass\u{FFFD}"]) { $1 })
         #expect(lossy.status == 3, "the replacement character is not the byte 0xFF")
     }
+
+    // MARK: - Item 11: the largest value
+
+    @Test("put accepts a value of exactly 67,108,864 bytes from stdin; 67,108,865 is refused")
+    func maximumValueFromStdin() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let value = Data(repeating: 0x5A, count: 64 << 20)
+        let put = try box.vault(["put", "big"], stdin: value)
+        #expect(put.status == 0, "\(put.stderr)")
+        let got = try box.vault(["get", "big"])
+        #expect(got.status == 0)
+        #expect(got.stdout == value)
+        let tooBig = try box.vault(["put", "bigger"], stdin: value + Data([0x5A]))
+        #expect(tooBig.status == 1)
+        #expect(tooBig.stderr.contains("longer than 67108864 bytes"), "\(tooBig.stderr)")
+    }
 }

@@ -124,7 +124,7 @@ package struct AgentCommand: ParsableCommand {
                     let reportable = error as? any CLIReportable
                     return (reportable?.code ?? "error", reportable?.exitCode ?? Exit.failure,
                             reportable?.message ?? String(describing: error), reportable?.hint)
-                }, log: { line in FileHandle.standardError.write(Data("vault agent: \(line)\n".utf8)) })
+                }, log: { line in writeToStderr("vault agent: \(line)\n") })
             } catch {
                 throw ExitCode(report(error, json: false))
             }

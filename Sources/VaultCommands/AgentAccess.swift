@@ -71,6 +71,6 @@ private final class PromptTurn {
 extension VaultOptions {
     /// Whether a passphrase comes from an option or the environment (not the terminal).
     package var hasPassphraseSource: Bool {
-        passphraseSource.isGiven || ProcessInfo.processInfo.environment["VAULT_PASSPHRASE"] != nil
+        passphraseSource.isGiven || getenv("VAULT_PASSPHRASE") != nil
     }
 }

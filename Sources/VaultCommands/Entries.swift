@@ -27,6 +27,20 @@ package func withVault<R>(_ options: VaultOptions, _ body: (any KeyValueVault) t
     return try body(vault)
 }
 
+/// Refuses a NAME argument that is not valid UTF-8: ArgumentParser hands over Strings, in which invalid bytes
+/// became U+FFFD, so two different names (`k\xff`, `k\xfe`) would be the same entry. The raw argv bytes tell.
+package func checkNameArgumentIsUTF8(_ name: String) throws {
+    for index in 1..<Int(CommandLine.argc) {
+        guard let argument = CommandLine.unsafeArgv[index] else { continue }
+        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(argument).assumingMemoryBound(to: UInt8.self),
+            count: strlen(argument))
+        guard String(validating: bytes, as: UTF8.self) == nil else { continue }
+        if String(decoding: bytes, as: UTF8.self) == name {
+            throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8")
+        }
+    }
+}
+
 package struct Put: ParsableCommand {
     package init() {}
 
@@ -45,6 +59,7 @@ package struct Put: ParsableCommand {
 
     package func run() throws {
         try reportingErrors(json: options.json) {
+            try checkNameArgumentIsUTF8(name)
             try SecureKeyValueStore.validate(key: name)
             try withVault(options) { vault in
                 let value: SecureBytes
@@ -74,6 +89,7 @@ package struct Get: ParsableCommand {
 
     package func run() throws {
         try reportingErrors(json: options.json) {
+            try checkNameArgumentIsUTF8(name)
             try withVault(options) { vault in
                 guard let value = try vault.getBytes(name) else {
                     throw CLIError.noSuchEntry(name: name, path: vault.path)
@@ -106,6 +122,7 @@ package struct Delete: ParsableCommand {
 
     package func run() throws {
         try reportingErrors(json: options.json) {
+            try checkNameArgumentIsUTF8(name)
             try withVault(options) { vault in
                 guard try vault.remove(name) else { throw CLIError.noSuchEntry(name: name, path: vault.path) }
             }

@@ -75,7 +75,8 @@ extension VaultError: CLIReportable {
         case .unsafePermissions: return Exit.permissions
         case .busy: return Exit.busy
         case .invalidEntryName, .invalidFileName: return Exit.usage
-        case .vaultNotFound, .vaultAlreadyExists, .notOpen, .valueTooLarge, .typeMismatch, .io, .cryptoFailure:
+        case .vaultNotFound, .vaultAlreadyExists, .notOpen, .valueTooLarge, .typeMismatch, .io, .cryptoFailure,
+            .vaultTooLarge, .generationExhausted:
             return Exit.failure
         }
     }
@@ -99,6 +100,8 @@ extension VaultError: CLIReportable {
         case .io: return "io_error"
         case .cryptoFailure: return "crypto_failure"
         case .rollbackDetected: return "rollback_detected"
+        case .vaultTooLarge: return "vault_too_large"
+        case .generationExhausted: return "generation_exhausted"
         }
     }
 
@@ -159,13 +162,23 @@ package func report(_ error: Error, json: Bool, program: String = "vault") -> In
         if let hint { object["hint"] = hint }
         let data = (try? JSONSerialization.data(
             withJSONObject: ["error": object], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        FileHandle.standardError.write(data + Data("\n".utf8))
+        writeToStderr(data + Data("\n".utf8))
     } else {
         var text = "\(program): \(message)\n"
         if let hint { text += "hint: \(hint)\n" }
-        FileHandle.standardError.write(Data(text.utf8))
+        writeToStderr(Data(text.utf8))
     }
     return exitCode
+}
+
+/// Writes `data` to stderr, ignoring failure: a closed (`EBADF`), broken (`EPIPE`) or full (`ENOSPC`) stderr
+/// must not change the exit code (`FileHandle.write` traps on those).
+package func writeToStderr(_ data: Data) {
+    _ = data.withUnsafeBytes { Posix.writeAll(2, $0) }
+}
+
+package func writeToStderr(_ text: String) {
+    writeToStderr(Data(text.utf8))
 }
 
 /// Runs a verb's work; any error is reported on stderr (text or JSON) and turned into its exit code.

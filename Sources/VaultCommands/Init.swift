@@ -81,5 +81,5 @@ package struct Init: ParsableCommand {
 
 /// Calibration progress lines on stderr.
 package func progressOnStderr(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    writeToStderr(line + "\n")
 }

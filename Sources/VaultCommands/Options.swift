@@ -61,8 +61,12 @@ package struct VaultOptions: ParsableArguments {
         let secret: SecureBytes
         if let given = try passphraseSource.read() {
             secret = given
-        } else if let value = ProcessInfo.processInfo.environment["VAULT_PASSPHRASE"] {
-            secret = SecureBytes(string: value)
+        } else if let value = getenv("VAULT_PASSPHRASE") {
+            // The environment's exact bytes (not through a String, which would replace invalid UTF-8).
+            let count = strlen(value)
+            secret = SecureBytes(count: count) { buffer in
+                if count > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(start: value, count: count)) }
+            }
         } else {
             secret = try Self.promptTwiceIfNeeded(prompt: prompt, confirm: confirm)
         }
@@ -118,7 +122,9 @@ package struct SecretSourceOptions<Name: SecretSourceName>: ParsableArguments {
 
     @Option(
         name: .customLong(Name.optionName + "-file"),
-        help: ArgumentHelp("Read \(Name.secret) from the first line of this file (mode 0600).", valueName: "path"))
+        help: ArgumentHelp(
+            "Read \(Name.secret) from the first line of this file (yours or root's, mode 0600) or pipe (not "
+                + "writable by others, e.g. <(...)).", valueName: "path"))
     package var file: String?
 
     /// Whether either option was given.

@@ -9,6 +9,9 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
     case badMagic
     /// The header sets flags this version does not know.
     case unknownFlags(UInt8)
+    /// The file is larger than the format's maximum (``VaultFormat/maximumFileByteCount``); refused before
+    /// it is read.
+    case tooLarge(byteCount: Int)
     /// The file's size does not match what the header and the body's length allow.
     case sizeMismatch(byteCount: Int)
     /// The decrypted body is shorter than its fixed fields.
@@ -34,6 +37,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .truncated: return "truncated"
         case .badMagic: return "bad_magic"
         case .unknownFlags: return "unknown_flags"
+        case .tooLarge: return "too_large"
         case .sizeMismatch: return "size_mismatch"
         case .plaintextTooShort: return "plaintext_too_short"
         case .entryCountExceedsData: return "entry_count_exceeds_data"
@@ -51,6 +55,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .truncated(let count): return "truncated (\(count) bytes)"
         case .badMagic: return "not a vault file (bad magic)"
         case .unknownFlags(let flags): return "unknown flags 0x\(String(flags, radix: 16))"
+        case .tooLarge(let count): return "larger than a vault can be (\(count) bytes)"
         case .sizeMismatch(let count): return "truncated or extended (\(count) bytes)"
         case .plaintextTooShort: return "plaintext too short"
         case .entryCountExceedsData(let count): return "entry count \(count) exceeds the data"

@@ -96,10 +96,10 @@ extension SecureKeyValueStore {
         // The data key never changes, so a key wrapped now is still right for the file found under the lock.
         let wrapped = try VaultEnvelope.wrap(
             held.dataKey, passphrase: newPassphrase, parameters: parameters ?? held.header.parameters,
-            generation: held.header.generation + 1)
+            generation: try held.header.nextGeneration(path: path))
         try modify { current, regions in
             var header = wrapped
-            header.generation = current.header.generation + 1
+            header.generation = try current.header.nextGeneration(path: path)
             return try rewrite(current, as: header, applying: [], values: nil, regions: &regions)
         }
     }

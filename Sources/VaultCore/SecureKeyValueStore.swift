@@ -204,6 +204,10 @@ public final class SecureKeyValueStore: Sendable {
 
     /// Seals `contents` under `dataKey` behind `header` and replaces the file. The caller holds the lock.
     private func write(header: VaultFormat.Header, contents: VaultContents, dataKey: SecureBytes) throws -> OpenState {
+        guard contents.plaintext.count <= VaultFormat.maximumPlaintextByteCount else {
+            throw VaultError.vaultTooLarge(
+                path: path, byteCount: VaultEnvelope.bodyStart + contents.plaintext.count + VaultFormat.macByteCount)
+        }
         let file = try VaultEnvelope.seal(header: header, plaintext: contents.plaintext, dataKey: dataKey)
         try VaultFile.writeAtomically(file, to: path)
         if let protection = options.rollbackProtection {
@@ -261,7 +265,7 @@ public final class SecureKeyValueStore: Sendable {
             list = current.contents.order.map { ($0, VaultContents.Change.remove) } + list
         }
         var header = current.header
-        header.generation += 1
+        header.generation = try header.nextGeneration(path: path)
         return try rewrite(current, as: header, applying: list, values: changes.values, regions: &regions)
     }
 

@@ -39,6 +39,12 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The vault's authenticated generation is lower than the highest this user has seen at this path: an older
     /// copy was put back (see ``SecureKeyValueStore/Options/rollbackProtection``).
     case rollbackDetected(path: String, seenGeneration: UInt64, fileGeneration: UInt64)
+    /// A write would make the vault file larger than the format allows (``VaultFormat/maximumFileByteCount``);
+    /// nothing was written.
+    case vaultTooLarge(path: String, byteCount: Int)
+    /// The vault's generation is 2^64−1, the largest: no write can raise it (docs/FORMAT.md); nothing was
+    /// written, the vault still opens.
+    case generationExhausted(path: String)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -81,6 +87,10 @@ extension VaultError: CustomStringConvertible {
         case .rollbackDetected(let path, let seen, let file):
             return "refusing to open vault '\(path)': it is older than the last version seen "
                 + "(generation \(file), but \(seen) was seen): an older copy may have been put back"
+        case .vaultTooLarge(let path, let count):
+            return "cannot write vault '\(path)': it would be larger than a vault can be (\(count) bytes)"
+        case .generationExhausted(let path):
+            return "cannot write vault '\(path)': its generation is at the maximum (2^64-1)"
         }
     }
 }

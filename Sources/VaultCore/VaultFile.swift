@@ -118,6 +118,19 @@ enum VaultFile {
         try checkOwnFile(fd, path: path, what: "vault")
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
+        // A file larger than a vault can be is refused before its body is read (a 1 TiB sparse file must not
+        // be allocated): the magic first, as a reader checks it first, then the size.
+        if info.st_size > off_t(VaultFormat.maximumFileByteCount) {
+            var magic = [UInt8](repeating: 0, count: VaultFormat.magic.count)
+            let n = magic.withUnsafeMutableBytes { buffer in
+                Posix.retryingEINTR { pread(fd, buffer.baseAddress, buffer.count, 0) }
+            }
+            if n < 0 { throw VaultError.io(operation: "cannot read vault", path: path, errno: errno) }
+            guard n == magic.count, magic == VaultFormat.magic else {
+                throw VaultError.corrupt(path: path, reason: .badMagic)
+            }
+            throw VaultError.corrupt(path: path, reason: .tooLarge(byteCount: Int(info.st_size)))
+        }
         // Read to end of file, straight into the array's storage (the size is a hint: the file is never
         // modified in place, only replaced, so one read(2) past the size normally sees the end of the file).
         // With a prefix, the first read(2) asks for the prefix only: an unchanged file is not read further.
@@ -154,6 +167,9 @@ enum VaultFile {
                 if n < 0 { throw VaultError.io(operation: "cannot read vault", path: path, errno: errno) }
                 if n == 0 { break }
                 bytes += chunk[0..<n]
+                if bytes.count > VaultFormat.maximumFileByteCount {
+                    throw VaultError.corrupt(path: path, reason: .tooLarge(byteCount: bytes.count))
+                }
             }
         }
         return .contents(bytes)

@@ -25,6 +25,10 @@ enum VaultFormat {
 
     static let maximumNameByteCount = 4096
     static let maximumValueByteCount = 64 << 20
+    /// The largest plaintext a writer produces and a reader accepts: 1 GiB (16 values of the maximum size).
+    static let maximumPlaintextByteCount = 1 << 30
+    /// The largest valid file (1 GiB + 164 bytes): larger files are refused before they are read.
+    static let maximumFileByteCount = headerByteCount + nonceByteCount + macByteCount + maximumPlaintextByteCount
 
     /// The parsed, not yet authenticated header.
     struct Header: Equatable, Sendable {
@@ -33,6 +37,13 @@ enum VaultFormat {
         var generation: UInt64
         var keyNonce: [UInt8]
         var wrappedKey: [UInt8]
+
+        /// The generation of the next write: one more than this header's. At 2^64−1 there is none (the
+        /// generation never wraps: a lower one would look like a rollback).
+        func nextGeneration(path: String) throws -> UInt64 {
+            guard generation < UInt64.max else { throw VaultError.generationExhausted(path: path) }
+            return generation + 1
+        }
 
         /// The 124 header bytes, exactly as written.
         func encoded() -> [UInt8] {
@@ -64,6 +75,9 @@ enum VaultFormat {
                     throw VaultError.corrupt(path: path, reason: .truncated(byteCount: file.count))
                 }
                 throw VaultError.corrupt(path: path, reason: .badMagic)
+            }
+            guard file.count <= maximumFileByteCount else {
+                throw VaultError.corrupt(path: path, reason: .tooLarge(byteCount: file.count))
             }
             guard file.count >= headerByteCount + nonceByteCount else {
                 throw VaultError.corrupt(path: path, reason: .truncated(byteCount: file.count))

@@ -16,8 +16,13 @@ final class VaultLock {
         let dirfd = try VaultFile.openDirectory(of: path)
         defer { close(dirfd) }
         let name = VaultFile.split(lockPath).name
-        let fd = Posix.retryingEINTR {
+        var fd = Posix.retryingEINTR {
             openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
+        }
+        if fd < 0 && errno == EACCES {
+            // A lock file of ours left without write permission (created under umask 0277, say): flock needs
+            // no write access, so open it read-only; its mode is repaired below.
+            fd = Posix.retryingEINTR { openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
         }
         guard fd >= 0 else {
             let code = errno
@@ -31,6 +36,7 @@ final class VaultLock {
         self.fd = fd
         do {
             try VaultFile.checkOwnFile(fd, path: lockPath, what: "lock file")
+            try Self.repairMode(fd, path: lockPath)
         } catch {
             close(fd)
             throw error
@@ -50,6 +56,17 @@ final class VaultLock {
             }
             usleep(pause)
             pause = min(pause * 2, 50_000)
+        }
+    }
+
+    /// Sets the lock file's mode to exactly 0600: `open`'s mode is masked by the umask (0277 gives 0400), and
+    /// a lock file of ours with a wrong owner mode is repaired. Called after ``VaultFile/checkOwnFile``, so
+    /// the file is a regular file of ours with no permission for group or others (those stay refused).
+    private static func repairMode(_ fd: Int32, path: String) throws {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
+        if info.st_mode & 0o7777 != 0o600 && fchmod(fd, 0o600) != 0 {
+            throw VaultError.io(operation: "cannot set permissions of", path: path, errno: errno)
         }
     }
 

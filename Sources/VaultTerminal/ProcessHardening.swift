@@ -1,4 +1,9 @@
 import CVaultSystem
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Hardening for a process that holds secrets: call it first thing in `main`.
 public enum ProcessHardening {
@@ -9,11 +14,27 @@ public enum ProcessHardening {
     /// Returns `false` if the kernel refused any of it (the process then runs unhardened).
     ///
     /// The corresponding C functions are `setrlimit`, `prctl` and `sigprocmask`.
+    ///
+    /// First, a closed stdin, stdout or stderr is opened on `/dev/null` (``openClosedStandardDescriptors()``).
     @discardableResult
     public static func apply() -> Bool {
+        openClosedStandardDescriptors()
         let hardened = vault_harden_process() == 0
         let unblocked = vault_unblock_signals() == 0
         return hardened && unblocked
+    }
+
+    /// Opens `/dev/null` on each of descriptors 0, 1 and 2 that is closed (started with `2>&-`, say), so that
+    /// no file the process opens later (the vault, its lock) becomes its stdout or stderr and receives a value
+    /// or an error message. Output to such a descriptor is lost; the exit code still tells.
+    public static func openClosedStandardDescriptors() {
+        for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            let null = open("/dev/null", O_RDWR)
+            if null >= 0 && null != fd {
+                dup2(null, fd)
+                close(null)
+            }
+        }
     }
 
     /// Whether the process is dumpable (`prctl(PR_GET_DUMPABLE)`): `false` after ``apply()``.

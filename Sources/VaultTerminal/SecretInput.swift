@@ -34,9 +34,11 @@ public enum SecretInput {
     ) throws -> SecureBytes {
         let buffer = SecretBuffer()
         while true {
-            guard buffer.count < limit else { throw SecretInputError.tooLong(source: name, limit: limit) }
+            // At the limit, one more byte tells an input of exactly `limit` bytes (end of file, or the newline
+            // next) from a longer one.
+            let atLimit = buffer.count >= limit
             // One byte at a time when stopping at a newline, so nothing beyond it is consumed.
-            let want = untilNewline ? 1 : min(64 << 10, limit - buffer.count)
+            let want = untilNewline || atLimit ? 1 : min(64 << 10, limit - buffer.count)
             let result = buffer.append(upTo: want) { space in
                 Posix.valueOrErrno { Glibc.read(fd, space.baseAddress, space.count) }
             }
@@ -49,6 +51,7 @@ public enum SecretInput {
                     if buffer.last == UInt8(ascii: "\r") { buffer.removeLast() }
                     return buffer.secureBytes()
                 }
+                if atLimit { throw SecretInputError.tooLong(source: name, limit: limit) }
             }
         }
     }
@@ -62,26 +65,51 @@ public enum SecretInput {
         return nil
     }
 
-    /// Reads the first line of the file at `path` (a passphrase file). Refuses a file others can read.
+    /// Reads the first line of the file at `path` (a passphrase file).
+    ///
+    /// Accepts a regular file or a FIFO (a named pipe, or bash's `<(...)`, a pipe in `/dev/fd`) owned by the
+    /// user or root. Refuses, with ``VaultCore/VaultError/unsafePermissions(path:reason:hint:)``, one owned
+    /// by another user, a FIFO that group or others may write (they could feed it their passphrase), and a
+    /// regular file with any permission for group or others.
     public static func readFirstLine(ofFile path: String) throws -> SecureBytes {
         var fd = Posix.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
         guard fd >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
-        guard (info.st_mode & S_IFMT) == S_IFREG || (info.st_mode & S_IFMT) == S_IFIFO else {
+        let isFIFO = (info.st_mode & S_IFMT) == S_IFIFO
+        guard (info.st_mode & S_IFMT) == S_IFREG || isFIFO else {
             throw VaultError.io(operation: "cannot read", path: path, errno: EINVAL)
         }
-        if (info.st_mode & S_IFMT) == S_IFIFO {
+        let what = isFIFO ? "passphrase pipe" : "passphrase file"
+        if info.st_uid != geteuid() && info.st_uid != 0 {
+            throw VaultError.unsafePermissions(
+                path: path, reason: "the \(what) is owned by another user (uid \(info.st_uid))",
+                hint: "use a passphrase file of your own")
+        }
+        if isFIFO {
+            if info.st_mode & 0o022 != 0 {
+                throw VaultError.unsafePermissions(
+                    path: path,
+                    reason: "the \(what) is writable by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
+                    hint: "run: chmod go-w '\(path)'")
+            }
             // A named pipe (e.g. bash's <(...)): open it again, blocking, so we wait for its writer
             // (a non-blocking open of a FIFO with no writer yet would read an empty passphrase).
             let blocking = Posix.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC) }
             guard blocking >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
+            // The same pipe as the one checked (the path could have been replaced in between).
+            var again = stat()
+            guard fstat(blocking, &again) == 0, again.st_dev == info.st_dev, again.st_ino == info.st_ino else {
+                close(blocking)
+                throw VaultError.unsafePermissions(
+                    path: path, reason: "the \(what) was replaced while it was opened", hint: "try again")
+            }
             close(fd)
             fd = blocking
         } else if info.st_mode & 0o077 != 0 {
             throw VaultError.unsafePermissions(
-                path: path, reason: "the passphrase file is accessible by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
+                path: path, reason: "the \(what) is accessible by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
                 hint: "run: chmod 600 '\(path)'")
         }
         return try read(fd: fd, limit: 64 << 10, untilNewline: true, name: path)

@@ -38,7 +38,7 @@ enum NetworkBinary {
         let argv = ([path] + arguments.dropFirst()).map { strdup($0) } + [nil]
         execv(path, argv)
         let reason = String(cString: strerror(errno))
-        FileHandle.standardError.write(Data("vault: cannot run '\(path)': \(reason)\nhint: vault-net must be installed next to vault\n".utf8))
+        writeToStderr("vault: cannot run '\(path)': \(reason)\nhint: vault-net must be installed next to vault\n")
         exit(Exit.failure)
     }
 }

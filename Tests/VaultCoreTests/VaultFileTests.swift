@@ -155,6 +155,20 @@ struct VaultFileTests {
         }
     }
 
+    @Test("a symbolic link above the vault's directory is followed (SECURITY.md: only the file, the lock and their directory are checked)")
+    func symlinkedAncestor() throws {
+        let real = directory.file("real")
+        #expect(mkdir(real, 0o700) == 0)
+        #expect(mkdir(real + "/sub", 0o700) == 0)
+        try makeVault(real + "/sub/test.vault", entries: [("k", "v")])
+        let link = directory.file("link")
+        #expect(symlink(real, link) == 0)
+        let store = testStore(link + "/sub/test.vault")
+        try store.open(with: testPassphrase, createIfMissing: false)
+        defer { store.close() }
+        #expect(try store.getString("k") == "v")
+    }
+
     @Test("a symlinked lock file is refused, and its target is left alone")
     func symlinkedLock() throws {
         try makeVault(path)

@@ -34,78 +34,6 @@ import VaultTestSupport
 
     // MARK: - 1. one prompt for several clients on one terminal
 
-    /// Plays the user on a new pseudo-terminal, as ``PseudoTerminal`` does, with one more thing a step can say:
-    /// `[marker, keys, lockFile]` waits, after `marker` has appeared and before `keys` are typed, until some
-    /// process is blocked on an `flock` of `lockFile` (a `->` line for its inode in /proc/locks): the step then
-    /// answers a prompt while another client is known to be waiting for its turn. Output: the transcript, then
-    /// `[echo on|off]`; exit status: the program's.
-    static let driver = #"""
-        import json, os, pty, select, signal, sys, termios, time
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        steps = json.load(sys.stdin)
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.execv(sys.argv[1], sys.argv[1:])
-        deadline = time.time() + 45
-        out = b""
-        def fail(why):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            sys.stderr.write("%s; the terminal showed %r\n" % (why, out))
-            sys.exit(124)
-        def read_some(timeout):
-            global out
-            ready, _, _ = select.select([fd], [], [], timeout)
-            if not ready:
-                return None
-            try:
-                chunk = os.read(fd, 1024)
-            except OSError:
-                chunk = b""
-            out += chunk
-            return chunk
-        def blocked_on(path):
-            try:
-                st = os.stat(path)
-            except OSError:
-                return False
-            ident = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
-            with open("/proc/locks") as locks:
-                for line in locks:
-                    fields = line.split()
-                    if "->" in fields and "FLOCK" in fields and ident in fields:
-                        return True
-            return False
-        for marker, keys, lock in steps:
-            marker = marker.encode()
-            while marker not in out:
-                chunk = read_some(max(0, deadline - time.time()))
-                if chunk is None:
-                    fail("timed out waiting for %r" % marker)
-                if not chunk:
-                    fail("end of output before %r" % marker)
-            if lock:
-                while not blocked_on(lock):
-                    if time.time() > deadline:
-                        fail("no process waited on %s" % lock)
-                    if read_some(0.02) == b"":
-                        fail("end of output while waiting for a process to wait on %s" % lock)
-            os.write(fd, keys.encode())
-            out = out.replace(marker, marker.lower(), 1)
-        while True:
-            chunk = read_some(max(0, deadline - time.time()))
-            if chunk is None:
-                fail("timed out waiting for the end")
-            if not chunk:
-                break
-        _, status = os.waitpid(pid, 0)
-        echo = termios.tcgetattr(fd)[3] & termios.ECHO
-        code = os.waitstatus_to_exitcode(status)
-        sys.stdout.write(out.decode("utf-8", "replace").replace("\r\n", "\n"))
-        sys.stdout.write("[echo %s]\n" % ("on" if echo else "off"))
-        sys.exit(128 - code if code < 0 else code)
-        """#
-
     @Test func concurrentClientsOnOneTerminalShareOnePrompt() throws {
         let box = try AgentBox()
         let other = try AgentBox(sharingAgentWith: box)
@@ -125,12 +53,11 @@ import VaultTestSupport
         // is typed once, and only while the other client waits for its turn on prompt.lock.
         let script = #""$VAULT" get k & first=$!; "$VAULT" get k; second=$?; wait "$first"; echo "[exit $? $second]""#
         let lockFile = box.socketDirectory + "/prompt.lock"
-        let steps: [[Any]] = [["Passphrase", box.passphrase + "\n", lockFile]]
         var environment = box.environment
         environment["VAULT"] = CLI.vault
-        let result = try CLI.exec(
-            "/usr/bin/python3", ["-c", Self.driver, "/bin/sh", "-c", script],
-            stdin: try JSONSerialization.data(withJSONObject: steps), environment: environment, timeout: 60)
+        let result = try PseudoTerminal.run(
+            "/bin/sh", ["-c", script], steps: [("Passphrase", box.passphrase + "\n", lockFile)],
+            environment: environment, seconds: 45, timeout: 60)
         #expect(result.status == 0, "driver: exit \(result.status), stderr: \(result.stderr)")
         #expect(result.stdoutText == "passphrase: \n\(value)\n\(value)\n[exit 0 0]\n[echo on]\n",
             "transcript: \(result.stdoutText)")

@@ -5,7 +5,9 @@ import Testing
 /// Python as JSON on its stdin (never on a command line), one `[marker, keys]` pair per step: wait until
 /// `marker` has appeared on the terminal, then type `keys` (`"\u{03}"` is Ctrl-C, which the terminal turns
 /// into SIGINT for the program, as for a user). Each marker is lower-cased in the transcript once it has been
-/// answered, so the next step waits for the next prompt.
+/// answered, so the next step waits for the next prompt. A step may also name a lock file: the keys are then
+/// typed only once some process is blocked on an `flock` of it (a `->` line for its inode in /proc/locks), so
+/// the step answers a prompt while another client is known to be waiting for its turn.
 ///
 /// The result's stdout is everything the terminal showed, then one line with the terminal's echo flag after
 /// the program ended (`[echo on]` / `[echo off]`); its status is the program's exit code, or 128 + the signal
@@ -15,21 +17,24 @@ enum PseudoTerminal {
         import json, os, pty, select, signal, sys, termios, time
         # The test runner's threads block signals and children inherit the mask: unblock them here.
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        steps = json.load(sys.stdin)
+        spec = json.load(sys.stdin)
+        steps = spec["steps"]
         pid, fd = pty.fork()
         if pid == 0:
             os.execv(sys.argv[1], sys.argv[1:])
-        deadline = time.time() + 90
+        deadline = time.time() + spec["seconds"]
         out = b""
         def fail(why):
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             sys.stderr.write("%s; the terminal showed %r\n" % (why, out))
             sys.exit(124)
-        def read_some():
+        def read_some(timeout=None):
             global out
-            ready, _, _ = select.select([fd], [], [], max(0, deadline - time.time()))
+            ready, _, _ = select.select([fd], [], [], max(0, deadline - time.time()) if timeout is None else timeout)
             if not ready:
+                if timeout is not None:
+                    return None
                 fail("timed out")
             try:
                 chunk = os.read(fd, 1024)
@@ -37,11 +42,24 @@ enum PseudoTerminal {
                 chunk = b""
             out += chunk
             return chunk
-        for marker, keys in steps:
+        def blocked_on(path):
+            try:
+                st = os.stat(path)
+            except OSError:
+                return False
+            ident = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+            with open("/proc/locks") as locks:
+                return any("->" in f and "FLOCK" in f and ident in f for f in (line.split() for line in locks))
+        for marker, keys, lock in steps:
             marker = marker.encode()
             while marker not in out:
                 if not read_some():
                     fail("end of output before %r" % marker)
+            while lock and not blocked_on(lock):
+                if time.time() > deadline:
+                    fail("no process waited on %s" % lock)
+                if read_some(0.02) == b"":
+                    fail("end of output while waiting for a process to wait on %s" % lock)
             os.write(fd, keys.encode())
             out = out.replace(marker, marker.lower(), 1)
         while read_some():
@@ -59,8 +77,23 @@ enum PseudoTerminal {
         _ executable: String, _ arguments: [String], steps: [(marker: String, keys: String)],
         environment: [String: String]
     ) throws -> CLIResult {
-        let script = try JSONSerialization.data(withJSONObject: steps.map { [$0.marker, $0.keys] })
+        try run(executable, arguments, steps: steps.map { ($0.marker, $0.keys, nil) }, environment: environment)
+    }
+
+    /// Runs `executable arguments` on a pseudo-terminal, playing `steps`; a step with `waitingOn` types its keys
+    /// only once a process is blocked on an `flock` of that file. The driver gives up after `seconds` (exit 124,
+    /// with what the terminal showed on stderr).
+    static func run(
+        _ executable: String, _ arguments: [String],
+        steps: [(marker: String, keys: String, waitingOn: String?)], environment: [String: String],
+        seconds: Double = 90, timeout: TimeInterval = 120
+    ) throws -> CLIResult {
+        let script = try JSONSerialization.data(withJSONObject: [
+            "seconds": seconds,
+            "steps": steps.map { [$0.marker, $0.keys, $0.waitingOn ?? NSNull()] as [Any] },
+        ])
         return try CLI.exec(
-            "/usr/bin/python3", ["-c", driver, executable] + arguments, stdin: script, environment: environment)
+            "/usr/bin/python3", ["-c", driver, executable] + arguments, stdin: script, environment: environment,
+            timeout: timeout)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import VaultTerminal
 
 /// The origin of a URL: scheme, host and port, lower-cased and with the default port filled in.
 ///
@@ -108,9 +109,10 @@ public struct ProtectionSpace: Hashable, Sendable, CustomStringConvertible {
         guard self.key == key else { return nil }  // only the canonical form round-trips
     }
 
-    /// `scheme://host:port` and the realm in quotes, for messages and prompts.
+    /// `scheme://host:port` and the realm in quotes, for messages and prompts: the realm, the server's text, is
+    /// escaped (``TerminalText/escaped(_:keepingNewlines:keepingBackslashes:)``), so it cannot send control sequences or newlines.
     public var description: String {
-        "\(origin) (realm \"\(realm)\")"
+        "\(origin) (realm \"\(TerminalText.escaped(realm))\")"
     }
 
     static func percentEncode(_ string: String) -> String {

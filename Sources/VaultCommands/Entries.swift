@@ -41,6 +41,46 @@ package func checkNameArgumentIsUTF8(_ name: String) throws {
     }
 }
 
+/// The entry's name: the NAME argument, or with `--name-fd N` the first line of descriptor N, so that the name is
+/// not on the command line (where `ps` shows it to every local user; SECURITY.md).
+package struct EntryNameOptions: ParsableArguments {
+    package init() {}
+
+    @Argument(help: "The entry's name (or give it with --name-fd, off the command line).")
+    package var name: String?
+
+    @Option(
+        name: .customLong("name-fd"),
+        help: ArgumentHelp("Read the entry's name from this file descriptor (first line), not from the command line.", valueName: "n"))
+    package var nameFD: Int32?
+
+    package func validate() throws {
+        switch (name, nameFD) {
+        case (nil, nil): throw ValidationError("give the entry's name: NAME or --name-fd N")
+        case (.some, .some): throw ValidationError("give the entry's name once: NAME or --name-fd N, not both")
+        default: break
+        }
+        if let nameFD, nameFD < 0 { throw ValidationError("--name-fd must be a file descriptor (0 or more)") }
+    }
+
+    /// The name, checked to be valid UTF-8 (``checkNameArgumentIsUTF8(_:)`` for the argument; the descriptor's
+    /// bytes are refused as a whole when they are not).
+    package func resolve() throws -> String {
+        if let name {
+            try checkNameArgumentIsUTF8(name)
+            return name
+        }
+        let fd = nameFD!
+        try SecretInput.checkPassed(fd: fd)
+        let line = try SecretInput.read(
+            fd: fd, limit: 64 << 10, untilNewline: true, name: "file descriptor \(fd)")
+        guard let text = String(validating: line.unprotectedBytes, as: UTF8.self) else {
+            throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8")
+        }
+        return text
+    }
+}
+
 package struct Put: ParsableCommand {
     package init() {}
 
@@ -50,21 +90,24 @@ package struct Put: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "The entry's name.")
-    package var name: String
+    @OptionGroup var entry: EntryNameOptions
 
     package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries the value: use another --passphrase-fd") }
+        if entry.nameFD == 0 { throw ValidationError("stdin carries the value: use another --name-fd") }
+        if let fd = entry.nameFD, fd == options.passphraseFD {
+            throw ValidationError("the name and the passphrase need different descriptors")
+        }
     }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            try checkNameArgumentIsUTF8(name)
+            let name = try entry.resolve()
             try SecureKeyValueStore.validate(key: name)
             try withVault(options) { vault in
                 let value: SecureBytes
                 if isatty(0) == 1, let terminal = Terminal.controlling() {
-                    value = try terminal.readSecret(prompt: "Value for '\(name)': ") ?? SecureBytes([])
+                    value = try terminal.readSecret(prompt: "Value for '\(TerminalText.escaped(name))': ") ?? SecureBytes([])
                 } else {
                     value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
                 }
@@ -84,12 +127,17 @@ package struct Get: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "The entry's name.")
-    package var name: String
+    @OptionGroup var entry: EntryNameOptions
+
+    package func validate() throws {
+        if let fd = entry.nameFD, fd == options.passphraseFD {
+            throw ValidationError("the name and the passphrase need different descriptors")
+        }
+    }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            try checkNameArgumentIsUTF8(name)
+            let name = try entry.resolve()
             try withVault(options) { vault in
                 guard let value = try vault.getBytes(name) else {
                     throw CLIError.noSuchEntry(name: name, path: vault.path)
@@ -117,12 +165,17 @@ package struct Delete: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "The entry's name.")
-    package var name: String
+    @OptionGroup var entry: EntryNameOptions
+
+    package func validate() throws {
+        if let fd = entry.nameFD, fd == options.passphraseFD {
+            throw ValidationError("the name and the passphrase need different descriptors")
+        }
+    }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            try checkNameArgumentIsUTF8(name)
+            let name = try entry.resolve()
             try withVault(options) { vault in
                 guard try vault.remove(name) else { throw CLIError.noSuchEntry(name: name, path: vault.path) }
             }
@@ -153,7 +206,10 @@ package struct List: ParsableCommand {
                     }
                     try writeJSON(["entries": entries])
                 } else {
-                    try writeToStdout(try store.keys().map { $0 + "\n" }.joined())
+                    // As `ls`: escaped on a terminal (a name cannot send control sequences to it), the exact
+                    // names for a pipe or a file (a script reads back what it can pass to `get`).
+                    let onTerminal = isatty(1) == 1
+                    try writeToStdout(try store.keys().map { (onTerminal ? TerminalText.escaped($0) : $0) + "\n" }.joined())
                 }
             }
         }

@@ -206,4 +206,38 @@ import VaultCore
         let none = try box.vault(["find", "zz"])
         #expect(none.status == 2 && none.stdout.isEmpty && none.stderr == "vault: no entry matches 'zz'\n")
     }
+
+    // MARK: usage errors
+
+    @Test("with --json, a usage error is the JSON error object (code usage, 64) for every verb")
+    func usageErrorsHonourJSON() throws {
+        let box = try Self.box([])
+        for args in [["get"], ["put"], ["delete"], ["mv", "a"], ["cp"], ["find"], ["generate"], ["get", "k", "--vualt", "x"],
+            ["login"], ["list", "--no-such-option"]]
+        {
+            let result = try box.vault(args + ["--json"], passphrase: false)
+            #expect(result.status == 64 && result.stdout.isEmpty, "\(args): exit \(result.status)")
+            let object = try? JSONSerialization.jsonObject(with: Data(result.stderr.utf8)) as? [String: [String: Any]]
+            #expect(object?["error"]?["code"] as? String == "usage" && object?["error"]?["exit_code"] as? Int == 64,
+                "\(args): \(result.stderr)")
+            #expect(object?["error"]?["hint"] as? String == "'vault \(args[0]) --help' shows the usage", "\(args): \(result.stderr)")
+        }
+        let text = try box.vault(["get"], passphrase: false)
+        #expect(text.status == 64 && text.stderr.hasPrefix("Error: Missing expected argument '<name>'\n"))
+    }
+
+    @Test("a mistyped verb names the nearest one; a word far from every verb lists them")
+    func mistypedVerbs() throws {
+        let box = try Self.box([])
+        for (typed, meant) in [("gte", "get"), ("lsit", "list"), ("delte", "delete"), ("generat", "generate"), ("lgoin", "login")] {
+            let result = try box.vault([typed, "k"], passphrase: false)
+            #expect(result.status == 64 && result.stdout.isEmpty)
+            #expect(result.stderr == "vault: unknown verb '\(typed)'\nhint: did you mean 'vault \(meant)'?\n", "\(result.stderr)")
+        }
+        let far = try box.vault(["frobnicate"], passphrase: false)
+        #expect(far.stderr == "vault: unknown verb 'frobnicate'\nhint: 'vault --help' lists the verbs\n")
+        let json = try box.vault(["gte", "--json"], passphrase: false)
+        #expect(json.stderr == #"{"error":{"code":"usage","exit_code":64,"hint":"did you mean 'vault get'?","message":"unknown verb 'gte'"}}"# + "\n")
+        #expect(try box.vault(["--version"], passphrase: false).stdoutText == "0.1.0\n")
+    }
 }

@@ -70,14 +70,23 @@ package struct EntryNameOptions: ParsableArguments {
             try checkNameArgumentIsUTF8(name)
             return name
         }
-        let fd = nameFD!
+        return try Self.names(fromFD: nameFD!, firstLineOnly: true).first ?? ""
+    }
+
+    /// The names in descriptor `fd`, one a line (empty lines skipped), or its first line only; each must be
+    /// valid UTF-8.
+    package static func names(fromFD fd: Int32, firstLineOnly: Bool = false) throws -> [String] {
         try SecretInput.checkPassed(fd: fd)
-        let line = try SecretInput.read(
-            fd: fd, limit: 64 << 10, untilNewline: true, name: "file descriptor \(fd)")
-        guard let text = String(validating: line.unprotectedBytes, as: UTF8.self) else {
-            throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8")
-        }
-        return text
+        let bytes = try SecretInput.read(
+            fd: fd, limit: firstLineOnly ? 64 << 10 : 16 << 20, untilNewline: firstLineOnly,
+            name: "file descriptor \(fd)")
+        return try bytes.unprotectedBytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: !firstLineOnly)
+            .map { line in
+                guard let text = String(validating: line, as: UTF8.self) else {
+                    throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8")
+                }
+                return text
+            }
     }
 }
 
@@ -92,6 +101,12 @@ package struct Put: ParsableCommand {
 
     @OptionGroup var entry: EntryNameOptions
 
+    @Flag(help: "Fail (exit 7) if NAME exists, and store nothing.")
+    package var noClobber = false
+
+    @Flag(help: "Drop one newline (\\n or \\r\\n) at the end of the value read from stdin (for `echo … | vault put`).")
+    package var trimNewline = false
+
     package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries the value: use another --passphrase-fd") }
         if entry.nameFD == 0 { throw ValidationError("stdin carries the value: use another --name-fd") }
@@ -105,15 +120,38 @@ package struct Put: ParsableCommand {
             let name = try entry.resolve()
             try SecureKeyValueStore.validate(key: name)
             try withVault(options) { vault in
-                let value: SecureBytes
+                var value: SecureBytes
                 if isatty(0) == 1, let terminal = Terminal.controlling() {
-                    value = try terminal.readSecret(prompt: "Value for '\(TerminalText.escaped(name))': ") ?? SecureBytes([])
+                    // Enter alone or Ctrl-D at the prompt is a slip, not a value (an empty value can come from stdin).
+                    guard let typed = try terminal.readSecret(prompt: "Value for '\(TerminalText.escaped(name))': "), typed.count > 0 else {
+                        throw CLIError.message("no value typed: nothing stored", exitCode: Exit.failure)
+                    }
+                    value = typed
                 } else {
                     value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
+                    if trimNewline { value = value.droppingFinalNewline() }
                 }
-                try vault.put(value, forKey: name)
+                try vault.update { changes in
+                    if noClobber { changes.require(name, exists: false) }
+                    try changes.put(value, forKey: name)
+                }
             }
             if options.json { try writeJSON(["name": name, "stored": true]) }
+        }
+    }
+}
+
+extension SecureBytes {
+    /// These bytes without one final `\n` or `\r\n` (a copy in guarded memory; `self` when there is none).
+    func droppingFinalNewline() -> SecureBytes {
+        withUnsafeBytes { bytes in
+            var count = bytes.count
+            if count > 0, bytes[count - 1] == UInt8(ascii: "\n") {
+                count -= 1
+                if count > 0, bytes[count - 1] == UInt8(ascii: "\r") { count -= 1 }
+            }
+            guard count < bytes.count else { return self }
+            return SecureBytes(count: count) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<count])) }
         }
     }
 }
@@ -123,7 +161,7 @@ package struct Get: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Print the value stored under NAME, exactly as stored (no newline added).")
+        abstract: "Print the value stored under NAME, exactly as stored (a newline is added only when stdout is a terminal).")
 
     @OptionGroup var options: VaultOptions
 
@@ -152,6 +190,8 @@ package struct Get: ParsableCommand {
                     }
                 } else {
                     try value.withUnsafeBytes { try writeToStdout($0) }
+                    // On a terminal, the shell's prompt would follow the secret on its line; piped output stays exact.
+                    if isatty(1) == 1 { try writeToStdout("\n") }
                 }
             }
         }
@@ -161,25 +201,47 @@ package struct Get: ParsableCommand {
 package struct Delete: ParsableCommand {
     package init() {}
 
-    package static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete the entry NAME.")
+    package static let configuration = CommandConfiguration(
+        commandName: "delete",
+        abstract: "Delete the entries NAME... in one atomic write (all or none: a missing one fails unless --force).")
 
     @OptionGroup var options: VaultOptions
 
-    @OptionGroup var entry: EntryNameOptions
+    @Argument(help: "The entries' names (or give them with --name-fd, off the command line).")
+    package var names: [String] = []
+
+    @Option(
+        name: .customLong("name-fd"),
+        help: ArgumentHelp("Read names from this file descriptor, one a line, not from the command line.", valueName: "n"))
+    package var nameFD: Int32?
+
+    @Flag(name: .shortAndLong, help: "Ignore names that do not exist.")
+    package var force = false
 
     package func validate() throws {
-        if let fd = entry.nameFD, fd == options.passphraseFD {
-            throw ValidationError("the name and the passphrase need different descriptors")
+        if names.isEmpty && nameFD == nil { throw ValidationError("Missing expected argument '<names> ...'") }
+        if let nameFD, nameFD < 0 { throw ValidationError("--name-fd must be a file descriptor (0 or more)") }
+        if let fd = nameFD, fd == options.passphraseFD {
+            throw ValidationError("the names and the passphrase need different descriptors")
         }
     }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            let name = try entry.resolve()
+            for name in names { try checkNameArgumentIsUTF8(name) }
+            let names = try names + (nameFD.map { try EntryNameOptions.names(fromFD: $0) } ?? [])
             try withVault(options) { vault in
-                guard try vault.remove(name) else { throw CLIError.noSuchEntry(name: name, path: vault.path) }
+                try vault.update { changes in
+                    for name in names {
+                        if !force { changes.require(name, exists: true) }
+                        changes.remove(name)
+                    }
+                }
             }
-            if options.json { try writeJSON(["name": name, "deleted": true]) }
+            if options.json {
+                if names.count == 1 { try writeJSON(["name": names[0], "deleted": true]) }
+                else { try writeJSON(["names": names, "deleted": true]) }
+            }
         }
     }
 }
@@ -206,10 +268,7 @@ package struct List: ParsableCommand {
                     }
                     try writeJSON(["entries": entries])
                 } else {
-                    // As `ls`: escaped on a terminal (a name cannot send control sequences to it), the exact
-                    // names for a pipe or a file (a script reads back what it can pass to `get`).
-                    let onTerminal = isatty(1) == 1
-                    try writeToStdout(try store.keys().map { (onTerminal ? TerminalText.escaped($0) : $0) + "\n" }.joined())
+                    try writeLines(try store.keys())
                 }
             }
         }
@@ -221,7 +280,7 @@ package struct Passwd: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "passwd",
-        abstract: "Change the vault's passphrase (re-wraps the data key under a new salt; one atomic write).")
+        abstract: "Change the vault's passphrase and its data key (a new random key; one atomic write).")
 
     @OptionGroup var options: VaultOptions
 

@@ -56,7 +56,7 @@ package struct EntryNameOptions: ParsableArguments {
 
     package func validate() throws {
         switch (name, nameFD) {
-        case (nil, nil): throw ValidationError("give the entry's name: NAME or --name-fd N")
+        case (nil, nil): throw ValidationError("Missing expected argument '<name>'")  // as ArgumentParser words it
         case (.some, .some): throw ValidationError("give the entry's name once: NAME or --name-fd N, not both")
         default: break
         }

@@ -45,25 +45,23 @@ import Testing
         #expect(result.stderr == "")
     }
 
-    /// Ctrl-\ while a value is typed: ends by SIGQUIT, nothing stored.
-    @Test func quitWhileTypingAValueStoresNothing() throws {
-        let box = try Sandbox()
-        try box.initVault()
-        let result = try onTerminal(
-            box, ["put", "k", "--passphrase-file", box.passphraseFile], [.init(marker: "Value for", keys: "partial\u{1c}")])
-        #expect(result.status == 128 + SIGQUIT)
-        #expect(result.stdoutText == "value for 'k': [echo on]\n")
-        #expect(try box.vault(["list"]).stdoutText == "")
-    }
-
-    /// Ctrl-Z at a prompt ends it as Ctrl-C does (by SIGINT): a stopped prompt would hold the terminal's turn
+    /// What interrupts the value prompt: keys typed (Ctrl-\, Ctrl-Z) or a signal sent, and the status it ends
+    /// with. Ctrl-Z ends the prompt as Ctrl-C does (by SIGINT): a stopped prompt would hold the terminal's turn
     /// and leave the user at a shell with echo off.
-    @Test func stopAtAPromptEndsItAsCtrlC() throws {
+    static let interruptions: [(keys: String, signal: Int32?, status: Int32)] = [
+        ("partial\u{1c}", nil, 128 + SIGQUIT), ("part\u{1a}", nil, 128 + SIGINT),
+        ("part", SIGHUP, 128 + SIGHUP), ("part", SIGTERM, 128 + SIGTERM),
+    ]
+
+    /// Ctrl-\, Ctrl-Z, SIGHUP or SIGTERM while a value is typed: ended, echo on, nothing stored.
+    @Test(arguments: interruptions.indices) func interruptingTheValuePromptStoresNothing(case index: Int) throws {
+        let (keys, signal, status) = Self.interruptions[index]
         let box = try Sandbox()
         try box.initVault()
         let result = try onTerminal(
-            box, ["put", "k", "--passphrase-file", box.passphraseFile], [.init(marker: "Value for", keys: "part\u{1a}")])
-        #expect(result.status == 128 + SIGINT)
+            box, ["put", "k", "--passphrase-file", box.passphraseFile],
+            [.init(marker: "Value for", keys: keys, signal: signal)])
+        #expect(result.status == status)
         #expect(result.stdoutText == "value for 'k': [echo on]\n")
         #expect(try box.vault(["list"]).stdoutText == "")
     }
@@ -78,18 +76,6 @@ import Testing
         #expect(result.status == 128 + SIGINT)
         #expect(result.stdoutText == "passphrase: [echo on]\n")
         #expect(result.stderr == "")
-    }
-
-    /// SIGHUP and SIGTERM at a prompt: ended by that signal, echo on, nothing stored.
-    @Test(arguments: [SIGHUP, SIGTERM]) func hangUpOrTerminateAtAPrompt(signal: Int32) throws {
-        let box = try Sandbox()
-        try box.initVault()
-        let result = try onTerminal(
-            box, ["put", "k", "--passphrase-file", box.passphraseFile],
-            [.init(marker: "Value for", keys: "part", signal: signal)])
-        #expect(result.status == 128 + signal)
-        #expect(result.stdoutText == "value for 'k': [echo on]\n")
-        #expect(try box.vault(["list"]).stdoutText == "")
     }
 
     // MARK: - Crash reports

@@ -108,6 +108,8 @@ static const int prompt_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP,
 static const tcflag_t prompt_mask = ECHO | ECHOE | ECHOK | ECHONL | ICANON;
 static volatile sig_atomic_t prompt_fd = -1;
 static volatile sig_atomic_t prompt_changed = 0;
+/* Set once echo is known to be off (tcsetattr returned): a continue after that means a stop during the prompt. */
+static volatile sig_atomic_t prompt_quiet = 0;
 static struct termios prompt_saved;
 static struct sigaction prompt_previous[PROMPT_SIGNAL_COUNT];
 static int prompt_installed[PROMPT_SIGNAL_COUNT];
@@ -124,8 +126,8 @@ static void prompt_restore(int action) {
 }
 
 static void prompt_handler(int signal_number) {
-    /* A continue before echo went off (a background prompt stopped by SIGTTOU, then `fg`): carry on. */
-    if (signal_number == SIGCONT && !prompt_changed) return;
+    /* A continue before echo was off (`vault get &`: stopped by SIGTTOU inside tcsetattr, then `fg`): carry on. */
+    if (signal_number == SIGCONT && !prompt_quiet) return;
     /* What was typed and not read yet is dropped first: echo must not show it once it is back on. */
     if (prompt_changed && prompt_fd >= 0) tcflush(prompt_fd, TCIFLUSH);
     prompt_restore(TCSANOW);
@@ -181,6 +183,7 @@ int vault_prompt_begin(int fd) {
         errno = code;
         return -1;
     }
+    prompt_quiet = 1;
     return 0;
 }
 
@@ -191,6 +194,7 @@ void vault_prompt_end(void) {
         if (prompt_installed[i]) sigaction(prompt_signals[i], &prompt_previous[i], NULL);
         prompt_installed[i] = 0;
     }
+    prompt_quiet = 0;
     prompt_changed = 0;
     prompt_fd = -1;
     errno = code;

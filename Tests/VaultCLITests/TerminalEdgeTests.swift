@@ -78,6 +78,30 @@ import Testing
         #expect(result.stderr == "")
     }
 
+    /// `vault get k &` in an interactive shell: the prompt stops on SIGTTOU before echo goes off, and `fg`
+    /// (SIGCONT) lets it go on: a continue ends a prompt only when it stopped with echo off.
+    @Test func aBackgroundPromptGoesOnAfterFg() throws {
+        let box = try Sandbox(passphrase: TerminalEdgeTests.passphrase)
+        try box.initVault()
+        #expect(try box.vault(["put", "k"], stdin: Data("the-value".utf8)).status == 0)
+        let rcFile = box.directory + "/bashrc"
+        try box.write("PS1='READY> '\n", to: rcFile)
+        var environment = box.environment
+        environment["VAULT"] = CLI.vault
+        let result = try PseudoTerminal.run(
+            "/bin/bash", ["--noprofile", "--rcfile", rcFile, "-i"],
+            steps: [
+                .init(marker: "READY> ", keys: "\"$VAULT\" get k & sleep 1\n"),
+                .init(marker: "Stopped", keys: "fg\n"),
+                .init(marker: "Passphrase", keys: Self.passphrase + "\n"),
+                .init(marker: "the-value", keys: "exit\n"),
+            ],
+            environment: environment, seconds: 30)
+        #expect(result.stdoutText.contains("\"$VAULT\" get k\npassphrase: \nthe-value"), "\(result.stdoutText)")
+        #expect(!result.stdoutText.contains(Self.passphrase))
+        #expect(result.stdoutText.hasSuffix("[echo on]\n"))
+    }
+
     // MARK: - Crash reports
 
     /// A SIGSEGV sent to `vault get` while it writes a large value (blocked on a full pipe): the process ends by

@@ -30,7 +30,8 @@ int vault_default_crash_signals(void);
 /// Starts a no-echo prompt on terminal `fd`: saves its settings, installs handlers for SIGINT, SIGTERM, SIGHUP,
 /// SIGQUIT, SIGTSTP and SIGCONT (those not ignored), and turns echo off (canonical mode on, pending input
 /// flushed). A handled signal puts back the echo and canonical-mode bits and ends the process: by the same
-/// signal, or by SIGINT for SIGTSTP and SIGCONT (SIGCONT before echo went off is let through). One prompt at a
+/// signal, or by SIGINT for SIGTSTP and SIGCONT (a SIGCONT before echo is off, as after `vault get &` stopped
+/// by SIGTTOU and then `fg`, is let through). One prompt at a
 /// time per process. Returns 0, or -1 with errno (nothing changed then).
 int vault_prompt_begin(int fd);
 

@@ -10,7 +10,8 @@ import VaultTerminal
 struct VaultNetMain {
     static func main() async {
         ProcessHardening.apply()
-        await VaultNet.main()
+        // As docker-credential-vault (a symbolic link): `vault-net docker-credential ACTION`.
+        await VaultNet.main(Array(NetworkVerb.dispatchingOnName(CommandLine.arguments).dropFirst()))
     }
 }
 

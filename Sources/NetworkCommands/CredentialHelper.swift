@@ -57,7 +57,9 @@ package struct CredentialHelper: AsyncParsableCommand {
             let vault = try openVaultForGit()
             defer { vault.close() }
             let credentials = VaultCredentialStore(store: vault)
-            let records = try GitRecord.all(in: credentials, origin: origin, path: request.path)
+            // As git's own helpers match: an erase without a path removes the host's credentials of every path.
+            let anyPath = operation == "erase" && request.path == nil
+            let records = try GitRecord.all(in: credentials, origin: origin, path: request.path, anyPath: anyPath)
             let now = Int64(Date().timeIntervalSince1970)
             switch operation {
             case "get": try get(request, from: records, now: now)
@@ -138,8 +140,8 @@ package struct CredentialHelper: AsyncParsableCommand {
         try credentials.store.write(changes)
     }
 
-    /// Removes every record that matches what the request gives (username, password, pre-encoded credential);
-    /// a request with none of them removes every record of the host (and path). One update.
+    /// Removes every record that matches what the request gives (username, password, pre-encoded credential,
+    /// path); a request with none of them removes every record of the host. One update.
     func erase(_ request: GitCredentialRequest, from credentials: VaultCredentialStore, records: [GitRecord]) throws {
         let matching = records.filter { record in
             if let username = request.username, record.credential?.username != username { return false }
@@ -259,10 +261,13 @@ struct GitRecord {
     let extras: CredentialExtras
     let modified: Date
 
-    /// The helper's records of `origin` and `path` (other paths and other realms are not read).
-    static func all(in credentials: VaultCredentialStore, origin: Origin, path: String?) throws -> [GitRecord] {
+    /// The helper's records of `origin` and `path` (of every path with `anyPath`); other realms are not read.
+    static func all(
+        in credentials: VaultCredentialStore, origin: Origin, path: String?, anyPath: Bool = false
+    ) throws -> [GitRecord] {
         try credentials.storedSpaces().compactMap { space in
-            guard space.origin == origin, let slot = GitSlot(realm: space.realm), slot.path == path else { return nil }
+            guard space.origin == origin, let slot = GitSlot(realm: space.realm), anyPath || slot.path == path
+            else { return nil }
             let credential = try credentials.credential(for: space)
             let extras = try credentials.extras(for: space)
             guard credential != nil || extras.authCredential != nil else { return nil }

@@ -127,7 +127,7 @@ import VaultTestSupport
         try box.initVault()
         try box.unlock()
         let registry = try RegistryFixture(
-            directory: box.directory + "/registry", tool: registryTool, openssl: openssl, htpasswd: htpasswd,
+            directory: box.directory + "/registry", registry: registryTool, openssl: openssl, htpasswd: htpasswd,
             user: "alice", password: "registry-pw")
         defer { registry.stop() }
         let bin = try Self.helperDirectory(in: box.directory)
@@ -193,7 +193,7 @@ final class RegistryFixture: @unchecked Sendable {
     /// `ca.crt` for skopeo's `--cert-dir`.
     var certDirectory: String { directory + "/certs" }
 
-    init(directory: String, tool: String, openssl: String, htpasswd: String, user: String, password: String) throws {
+    init(directory: String, registry: String, openssl: String, htpasswd: String, user: String, password: String) throws {
         self.directory = directory
         port = try freeTCPPort()
         let fm = FileManager.default
@@ -233,7 +233,7 @@ final class RegistryFixture: @unchecked Sendable {
 
             """
         try config.write(toFile: directory + "/config.yml", atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: tool)
+        process.executableURL = URL(fileURLWithPath: registry)
         process.arguments = ["serve", directory + "/config.yml"]
         process.standardInput = FileHandle.nullDevice
         let log = FileHandle(forWritingAtPath: { fm.createFile(atPath: directory + "/registry.log", contents: nil); return directory + "/registry.log" }())

@@ -154,11 +154,26 @@ public final class AgentServer: Sendable {
                 reply.field(.count, UInt64(lockAll()))
                 return reply
             case .probe:
-                guard store(for: try required(request.string(.path)), touch: false) != nil else { return locked() }
+                let path = try required(request.string(.path))
+                guard let store = store(for: path, touch: false) else { return locked() }
+                // A passphrase change elsewhere retired the key held here: locked now, so the client takes the
+                // passphrase path at once. (Other failures of the file are the operation's to report.)
+                do { try store.reload() } catch VaultError.keyChanged {
+                    _ = lock(path, reason: "re-keyed elsewhere, locked")
+                    return locked()
+                } catch {}
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
             case .get, .list, .names, .write, .remove, .passwd:
-                guard let store = store(for: try required(request.string(.path)), touch: true) else { return locked() }
-                return try perform(operation, request, on: store)
+                let path = try required(request.string(.path))
+                guard let store = store(for: path, touch: true) else { return locked() }
+                do {
+                    return try perform(operation, request, on: store)
+                } catch VaultError.keyChanged {
+                    // The passphrase changed elsewhere: the key held here is retired, so the vault is locked
+                    // and the client asks for the new passphrase as for any locked vault.
+                    _ = lock(path, reason: "re-keyed elsewhere, locked")
+                    return locked()
+                }
             }
         } catch VaultError.notOpen {
             return locked()

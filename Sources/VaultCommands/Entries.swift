@@ -153,7 +153,13 @@ package struct List: ParsableCommand {
                     }
                     try writeJSON(["entries": entries])
                 } else {
-                    try writeToStdout(try store.keys().map { $0 + "\n" }.joined())
+                    // One buffer of bytes, no string per line: a list can hold tens of thousands of names.
+                    var output = [UInt8]()
+                    for name in try store.keys() {
+                        output.append(contentsOf: name.utf8)
+                        output.append(UInt8(ascii: "\n"))
+                    }
+                    try output.withUnsafeBytes { try writeToStdout($0) }
                 }
             }
         }
@@ -165,7 +171,7 @@ package struct Passwd: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "passwd",
-        abstract: "Change the vault's passphrase (re-wraps the data key under a new salt; one atomic write).")
+        abstract: "Change the vault's passphrase and its data key (a new random key; one atomic write).")
 
     @OptionGroup var options: VaultOptions
 

@@ -205,13 +205,19 @@ import VaultTestSupport
         #expect(try box.around(["list"]).stdoutText == "binary\nempty\n", "the deletion is not in the file")
     }
 
+    /// A file holding "a new passphrase" (0600) in the box.
+    static func newPassphraseFile(in box: AgentBox) throws -> String {
+        let path = box.directory + "/new-passphrase"
+        try #require(FileManager.default.createFile(
+            atPath: path, contents: Data("a new passphrase\n".utf8), attributes: [.posixPermissions: 0o600]))
+        return path
+    }
+
     @Test func passwdThroughTheAgentChangesThePassphraseOfTheFile() throws {
         let (box, value) = try Self.boxWithEntry()
         defer { box.stopAgents() }
         try box.unlock()
-        let newFile = box.directory + "/new-passphrase"
-        FileManager.default.createFile(
-            atPath: newFile, contents: Data("a new passphrase\n".utf8), attributes: [.posixPermissions: 0o600])
+        let newFile = try Self.newPassphraseFile(in: box)
         let passwd = try box.vault(["passwd", "--new-passphrase-file", newFile])
         #expect(passwd.status == 0, "passwd through the agent: \(passwd.stderr)")
         #expect(passwd.stdoutText == "passphrase changed for vault '\(box.vaultPath)'\n")
@@ -224,6 +230,28 @@ import VaultTestSupport
         let withOld = try box.around(["get", "k"])
         #expect(withOld.status == 3 && withOld.stdout.isEmpty, "old passphrase: exit \(withOld.status), \(withOld.stderr)")
         #expect(withOld.stderr.hasPrefix("vault: cannot open vault '\(box.vaultPath)': incorrect passphrase"))
+    }
+
+    /// A passphrase change made around the agent rotates the data key: the agent's key is retired, so it locks
+    /// the vault (the next verb asks as for any locked vault) instead of reporting a wrong passphrase, and
+    /// never writes with the retired key.
+    @Test func passwdAroundTheAgentLocksTheVaultInTheAgent() throws {
+        let (box, value) = try Self.boxWithEntry()
+        defer { box.stopAgents() }
+        try box.unlock()
+        let newFile = try Self.newPassphraseFile(in: box)
+        let passwd = try box.around(["passwd", "--new-passphrase-file", newFile])
+        try #require(passwd.status == 0, "passwd around the agent: \(passwd.stderr)")
+        let afterChange = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        Self.expectLocked(try box.vault(["get", "k"]), "get after a passphrase change around the agent")
+        Self.expectLocked(try box.vault(["put", "k"], stdin: Data("x".utf8)), "put after the change")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == afterChange, "the agent wrote with a retired key")
+        #expect(try box.status()?.vaults.isEmpty == true, "the agent still lists the vault as unlocked")
+        // Unlocked again with the new passphrase, it serves the vault.
+        let unlock = try box.vault(["unlock", "--passphrase-file", newFile])
+        try #require(unlock.status == 0, "unlock with the new passphrase: \(unlock.stderr)")
+        let get = try box.vault(["get", "k"])
+        #expect(get.status == 0 && get.stdout == Data(value.utf8), "get after unlocking again: \(get.stderr)")
     }
 
     // MARK: - locked: fail at once

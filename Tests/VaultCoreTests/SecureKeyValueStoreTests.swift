@@ -122,6 +122,29 @@ struct SecureKeyValueStoreTests {
         #expect(try reopened.keys() == expected)
     }
 
+    /// keys() keeps its sorted list until the contents change (the agent answers every `list` from it).
+    @Test("keys() sees every change: its own writes, removals and another store's write after reload")
+    func keysAfterChanges() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("v", forKey: "b")
+        #expect(try store.keys() == ["b"])
+        try store.put("v", forKey: "a")
+        #expect(try store.keys() == ["a", "b"])
+        try store.put("w", forKey: "a")  // a value change, no name change
+        #expect(try store.keys() == ["a", "b"])
+        #expect(try store.remove("b"))
+        #expect(try store.keys() == ["a"])
+        let other = testStore(path)
+        try other.open(with: testPassphrase)
+        try other.put("v", forKey: "0-other")
+        #expect(try store.keys() == ["a"])  // not reloaded yet: the state this store holds
+        try store.reload()
+        #expect(try store.keys() == ["0-other", "a"])
+        try store.removeAll()
+        #expect(try store.keys() == [])
+    }
+
     @Test("remove returns whether there was an entry; removing a missing key writes nothing")
     func remove() throws {
         let store = testStore(path)
@@ -262,6 +285,8 @@ struct SecureKeyValueStoreTests {
             ("nul\0byte", "the name contains a control character"),
             ("tab\tname", "the name contains a control character"),
             ("del\u{7F}", "the name contains a control character"),
+            ("c1\u{85}next-line", "the name contains a control character"),
+            ("csi\u{9B}31m", "the name contains a control character"),
             (String(repeating: "x", count: 4097), "the name is longer than 4096 bytes"),
             (String(repeating: "é", count: 2049), "the name is longer than 4096 bytes"),  // 4098 bytes
         ]
@@ -499,18 +524,23 @@ struct SecureKeyValueStoreTests {
         #expect(try fresh.keys() == [])
     }
 
-    @Test("a store keeps writing after another store changed the passphrase")
+    @Test("a store open while another changed the passphrase must reopen: keyChanged, nothing written")
     func writeAfterPassphraseChangeElsewhere() throws {
         try makeVault(path, entries: [("k", "v")])
         let first = testStore(path)
         let second = testStore(path)
         try first.open(with: testPassphrase)
         try second.open(with: testPassphrase)
-        try second.changeEncryptionKey(with: otherPassphrase)
-        try first.put("w", forKey: "k2")  // the data key is unchanged, so first can still write
+        try second.changeEncryptionKey(with: otherPassphrase)  // a new data key: first's is retired
+        let changed = try readBytes(path)
+        #expect(throws: VaultError.keyChanged(path: path)) { try first.put("w", forKey: "k2") }
+        #expect(throws: VaultError.keyChanged(path: path)) { try first.reload() }
+        #expect(try readBytes(path) == changed)
         #expect(openError(path, passphrase: testPassphrase) == .wrongPassphrase(path: path))
         let fresh = testStore(path)
         try fresh.open(with: otherPassphrase)
+        #expect(try fresh.keys() == ["k"])
+        try fresh.put("w", forKey: "k2")
         #expect(try fresh.keys() == ["k", "k2"])
     }
 
@@ -523,7 +553,8 @@ struct SecureKeyValueStoreTests {
         try makeVault(otherPath, entries: [("x", "y")])
         #expect(rename(otherPath, path) == 0)
         let replaced = try readBytes(path)
-        #expect(throws: VaultError.wrongPassphrase(path: path)) { try store.put("w", forKey: "k2") }
+        // Another salt and a key that does not open it: to this store, the vault was re-keyed.
+        #expect(throws: VaultError.keyChanged(path: path)) { try store.put("w", forKey: "k2") }
         #expect(try readBytes(path) == replaced)
     }
 

@@ -241,7 +241,7 @@ final class RegistryFixture: @unchecked Sendable {
         process.standardError = log
         try process.run()
         let deadline = Date().addingTimeInterval(20)
-        while !Self.accepts(port: port) {
+        while !NginxFixture.accepts(port: port) {
             guard process.isRunning, Date() < deadline else {
                 let text = (try? String(contentsOfFile: directory + "/registry.log", encoding: .utf8)) ?? ""
                 stop()
@@ -257,20 +257,6 @@ final class RegistryFixture: @unchecked Sendable {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
-        }
-    }
-
-    static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
         }
     }
 

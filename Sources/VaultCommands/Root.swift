@@ -10,7 +10,7 @@ package enum Root {
     /// The verbs both binaries run themselves.
     package static let vaultVerbs: [ParsableCommand.Type] = [
         Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self,
-        Unlock.self, Lock.self, AgentCommand.self,
+        Unlock.self, Lock.self, AgentCommand.self, RunCommand.self, Inject.self,
     ]
 
     /// The root command's configuration: the vault's verbs, then `networkVerbs`.

@@ -224,7 +224,18 @@ public final class AgentServer: Sendable {
                 name = nil
             case .name:
                 name = String(decoding: bytes, as: UTF8.self)
-                if kind == .remove, let name { changes.remove(name) }
+                guard let name else { break }
+                switch kind {
+                case .remove: changes.remove(name)
+                case .requireExists: changes.require(name, exists: true)
+                case .requireAbsent: changes.require(name, exists: false)
+                default: break
+                }
+            case .source:
+                guard kind == .copy || kind == .copyKeepingCreated, let name else {
+                    throw AgentError.protocolError("a source without a copy")
+                }
+                try changes.copy(String(decoding: bytes, as: UTF8.self), to: name, keepCreated: kind == .copyKeepingCreated)
             case .value:
                 guard kind == .put, let name else { throw AgentError.protocolError("a value without a put") }
                 try changes.put(SecureBytes(bytes), forKey: name)

@@ -60,6 +60,13 @@ public final class AgentVault: KeyValueVault {
                     case .remove(let name):
                         writer.field(.change, byte: AgentChange.remove.rawValue)
                         writer.field(.name, name)
+                    case .copy(let name, let source, let keepCreated):
+                        writer.field(.change, byte: (keepCreated ? AgentChange.copyKeepingCreated : .copy).rawValue)
+                        writer.field(.name, name)
+                        writer.field(.source, source)
+                    case .require(let name, let exists):
+                        writer.field(.change, byte: (exists ? AgentChange.requireExists : .requireAbsent).rawValue)
+                        writer.field(.name, name)
                     }
                 }
             } catch {

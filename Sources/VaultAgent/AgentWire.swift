@@ -9,14 +9,14 @@ import Glibc
 /// memory, so the secrets they carry (passphrases, values) never sit in ordinary memory.
 enum AgentWire {
     /// The protocol version this build speaks; a peer of another version is refused with a clear error.
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
     /// The largest payload accepted (a value is at most 64 MiB; a batch or a list may be larger).
     static let maximumPayloadByteCount = 256 << 20
 
     enum Tag: UInt8 {
         case path = 1, name, value, passphrase, idleSeconds, maxSeconds, flags, lockTimeoutMilliseconds
         case code, exitCode, message, hint, count, created, modified, size, change, pid, idleLeft, maxLeft, bool
-        case socket, kdfParameters
+        case socket, kdfParameters, source
     }
 
     /// A payload being built, in guarded memory.

@@ -284,6 +284,9 @@ public final class SecureKeyValueStore: Sendable {
 
     /// `current` with `changes` applied, written as the next generation. The caller holds the lock.
     func next(_ current: OpenState, applying changes: Changes, regions: inout RegionPool) throws -> OpenState {
+        for (name, exists) in changes.requirements where (current.contents.entries[name] != nil) != exists {
+            throw exists ? VaultError.noSuchEntry(key: name, path: path) : VaultError.entryExists(key: name, path: path)
+        }
         var list = changes.list
         if changes.removesAll {
             list = current.contents.order.map { ($0, VaultContents.Change.remove) } + list

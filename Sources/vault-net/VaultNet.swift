@@ -11,7 +11,8 @@ struct VaultNetMain {
     static func main() async {
         ProcessHardening.apply()
         // As docker-credential-vault (a symbolic link): `vault-net docker-credential ACTION`.
-        await VaultNet.main(Array(NetworkVerb.dispatchingOnName(CommandLine.arguments).dropFirst()))
+        let arguments = NetworkVerb.dispatchingOnName(CommandLine.arguments).dropFirst()
+        await CommandLineRunner.main(VaultNet.self, arguments: Array(arguments))
     }
 }
 

@@ -16,7 +16,7 @@ struct VaultMain {
         ProcessHardening.apply()
         let arguments = NetworkVerb.dispatchingOnName(CommandLine.arguments)  // docker-credential-vault
         if NetworkVerb.requested(by: arguments) != nil { NetworkBinary.execute(arguments) }
-        Vault.main()
+        CommandLineRunner.main(Vault.self)
     }
 }
 

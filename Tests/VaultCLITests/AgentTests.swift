@@ -96,7 +96,7 @@ import VaultTestSupport
 
         let status = try #require(try box.status(), "no agent answers after unlock")
         #expect(status.keys == ["pid", "protocol", "socket", "vaults"])
-        #expect(status.protocolVersion == 1)
+        #expect(status.protocolVersion == 2)
         #expect(status.socket == box.socketPath)
         #expect(status.vaults.map(\.path) == [box.vaultPath])
         let left = try #require(status.vaults.first)
@@ -192,6 +192,18 @@ import VaultTestSupport
             #expect(through.stdout == around.stdout, "\(args): the output differs with and without the agent")
             #expect(through.stderr == around.stderr, "\(args): stderr \(through.stderr) / \(around.stderr)")
         }
+
+        // The batches with conditions (protocol version 2): the same outcome through the agent as around it.
+        #expect(try box.vault(["cp", "k1", "copy"]).status == 0)
+        #expect(try box.around(["get", "copy"]).stdout == Data(value.utf8), "cp through the agent")
+        #expect(try box.vault(["mv", "copy", "moved"]).status == 0)
+        #expect(try box.around(["list"]).stdoutText == "binary\nempty\nk1\nmoved\n", "mv through the agent")
+        let clobber = try box.vault(["put", "moved", "--no-clobber"], stdin: Data("x".utf8))
+        #expect(clobber.status == 7 && clobber.stderr == "vault: an entry 'moved' already exists in vault '\(box.vaultPath)'\n")
+        let partial = try box.vault(["delete", "moved", "nope"])
+        #expect(partial.status == 2 && partial.stderr.hasPrefix("vault: no entry 'nope' in vault"), "\(partial.stderr)")
+        #expect(try box.vault(["delete", "moved"]).status == 0)
+        #expect(try box.around(["list"]).stdoutText == "binary\nempty\nk1\n")
 
         let missing = try box.vault(["get", "nope"])
         #expect(missing.status == 2 && missing.stdout.isEmpty)
@@ -465,7 +477,7 @@ import VaultTestSupport
         try #require(agent.isRunning, "vault agent exited with \(agent.terminationStatus)")
         let empty = try #require(try box.status())
         #expect(empty.pid == pid)
-        #expect(empty.protocolVersion == 1 && empty.socket == box.socketPath && empty.vaults.isEmpty)
+        #expect(empty.protocolVersion == 2 && empty.socket == box.socketPath && empty.vaults.isEmpty)
         let text = try box.vault(["agent", "status"])
         #expect(text.status == 0 && text.stdoutText == "no vault unlocked\n" && text.stderr == "")
 

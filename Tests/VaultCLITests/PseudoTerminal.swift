@@ -104,7 +104,7 @@ enum PseudoTerminal {
 
     /// Runs `executable arguments` on a pseudo-terminal, playing `steps`.
     static func run(
-        _ executable: String, _ arguments: [String], steps: [Step], environment: [String: String],
+        _ executable: String, _ arguments: [String], playing steps: [Step], environment: [String: String],
         seconds: Double = 90, timeout: TimeInterval = 120
     ) throws -> CLIResult {
         let script = try JSONSerialization.data(withJSONObject: [
@@ -127,7 +127,7 @@ enum PseudoTerminal {
         seconds: Double = 90, timeout: TimeInterval = 120
     ) throws -> CLIResult {
         try run(
-            executable, arguments, steps: steps.map { Step(marker: $0.marker, keys: $0.keys, waitingOn: $0.waitingOn) },
+            executable, arguments, playing: steps.map { Step(marker: $0.marker, keys: $0.keys, waitingOn: $0.waitingOn) },
             environment: environment, seconds: seconds, timeout: timeout)
     }
 }

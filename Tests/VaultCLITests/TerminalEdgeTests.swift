@@ -18,7 +18,7 @@ import Testing
         environment["VAULT"] = CLI.vault
         let result = try PseudoTerminal.run(
             "/bin/sh", ["-c", #""$VAULT" get a | "$VAULT" put b"#],
-            steps: [
+            playing: [
                 PseudoTerminal.Step(marker: "Passphrase", keys: Self.passphrase + "\n", waitingOn: "@tty"),
                 PseudoTerminal.Step(marker: "Passphrase", keys: Self.passphrase + "\n"),
             ],
@@ -31,7 +31,7 @@ import Testing
     // MARK: - Signals at a prompt
 
     func onTerminal(_ box: Sandbox, _ arguments: [String], _ steps: [PseudoTerminal.Step]) throws -> CLIResult {
-        try PseudoTerminal.run(CLI.vault, arguments, steps: steps, environment: box.environment, seconds: 30)
+        try PseudoTerminal.run(CLI.vault, arguments, playing: steps, environment: box.environment, seconds: 30)
     }
 
     /// Ctrl-\ at the passphrase prompt: the process ends by SIGQUIT, echo on, nothing on stderr (no crash report,
@@ -90,7 +90,7 @@ import Testing
         environment["VAULT"] = CLI.vault
         let result = try PseudoTerminal.run(
             "/bin/bash", ["--noprofile", "--rcfile", rcFile, "-i"],
-            steps: [
+            playing: [
                 .init(marker: "READY> ", keys: "\"$VAULT\" get k & sleep 1\n"),
                 .init(marker: "Stopped", keys: "fg\n"),
                 .init(marker: "Passphrase", keys: Self.passphrase + "\n"),

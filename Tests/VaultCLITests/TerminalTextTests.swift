@@ -42,7 +42,7 @@ import VaultTestSupport
         #expect(names == [Self.hostileName, "plain"])
 
         let onTerminal = try PseudoTerminal.run(
-            CLI.vault, ["list", "--passphrase-file", box.passphraseFile], steps: [PseudoTerminal.Step](),
+            CLI.vault, ["list", "--passphrase-file", box.passphraseFile], playing: [PseudoTerminal.Step](),
             environment: box.environment, seconds: 30)
         #expect(onTerminal.status == 0)
         #expect(onTerminal.stdoutText == Self.hostileNameEscaped + "\nplain\n[echo on]\n")
@@ -85,7 +85,7 @@ import VaultTestSupport
         // On a terminal: the prompt's header, then Ctrl-D at the username declines.
         let asked = try PseudoTerminal.run(
             CLI.vault, ["login", url, "--allow-insecure-http", "--passphrase-file", box.passphraseFile],
-            steps: [PseudoTerminal.Step(marker: "Username: ", keys: "\u{04}")], environment: box.environment, seconds: 30)
+            playing: [PseudoTerminal.Step(marker: "Username: ", keys: "\u{04}")], environment: box.environment, seconds: 30)
         #expect(asked.stdoutText.hasPrefix("Log in to \(server.origin) (realm \"\(escaped)\")\nusername: "))
         #expect(!asked.stdoutText.contains("\u{1B}") && !asked.stdoutText.contains("\u{202E}"))
         #expect(asked.stdoutText.hasSuffix("[echo on]\n"))

@@ -39,4 +39,8 @@ int vault_prompt_begin(int fd);
 /// and the previous signal dispositions.
 void vault_prompt_end(void);
 
+/* An in-memory file (memfd_create, no disk) holding `count` bytes, sealed against any change, its offset at 0,
+   inherited by children (no close-on-exec): `vault run --file`. -1 with errno on failure. */
+int vault_secret_memfd(const char *name, const void *bytes, unsigned long count);
+
 #endif

@@ -89,13 +89,16 @@ struct DemoApp: AsyncParsableCommand {
     }
 
     private func status(_ line: String) {
-        FileHandle.standardError.write(Data("\(line)\n".utf8))
+        FileHandle.standardError.write(Data("\(TerminalText.escaped(line, keepingBackslashes: true))\n".utf8))
     }
 
     /// The agencies as a plain-text table with a header row, columns padded with spaces.
     static func table(_ agencies: [TravelAgency]) -> String {
         let header = ["AGENCY", "NAME", "CITY", "COUNTRY", "TELEPHONE"]
-        let rows = agencies.map { [$0.agencyNumber, $0.name, $0.city, $0.country, $0.telephone] }
+        // The server's text, escaped: a cell cannot send control sequences to the terminal (``TerminalText``).
+        let rows = agencies.map {
+            [$0.agencyNumber, $0.name, $0.city, $0.country, $0.telephone].map { TerminalText.escaped($0) }
+        }
         let all = [header] + rows
         let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
         return all.map { row in

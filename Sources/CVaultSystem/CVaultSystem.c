@@ -7,6 +7,10 @@
 #include <spawn.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -75,6 +79,125 @@ int vault_spawn_detached(const char *path, char *const argv[]) {
         return -1;
     }
     return pid;
+}
+
+/* ---- Crash reports ---------------------------------------------------------------------------------------- */
+
+int vault_default_crash_signals(void) {
+    /* The signals the Swift runtime's backtracer installs itself on (stdlib/public/runtime/CrashHandlerLinux.cpp):
+       back to the kernel's default action, so a crash or a SIGQUIT ends the process without a report that
+       prints registers and the memory around them. RLIMIT_CORE 0 and PR_SET_DUMPABLE 0 leave no core. */
+    static const int signals[] = { SIGQUIT, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP, SIGSYS };
+    int result = 0;
+    for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+        struct sigaction action;
+        memset(&action, 0, sizeof(action));
+        action.sa_handler = SIG_DFL;
+        sigemptyset(&action.sa_mask);
+        if (sigaction(signals[i], &action, NULL) != 0) result = -1;
+    }
+    return result;
+}
+
+/* ---- The no-echo prompt guard ------------------------------------------------------------------------------ */
+
+/* One prompt at a time per process (the Swift caller holds a mutex around begin...end); the handler reads only
+   these, written before the handlers are installed. */
+static const int prompt_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT };
+#define PROMPT_SIGNAL_COUNT (sizeof(prompt_signals) / sizeof(prompt_signals[0]))
+static const tcflag_t prompt_mask = ECHO | ECHOE | ECHOK | ECHONL | ICANON;
+static volatile sig_atomic_t prompt_fd = -1;
+static volatile sig_atomic_t prompt_changed = 0;
+/* Set once echo is known to be off (tcsetattr returned): a continue after that means a stop during the prompt. */
+static volatile sig_atomic_t prompt_quiet = 0;
+static struct termios prompt_saved;
+static struct sigaction prompt_previous[PROMPT_SIGNAL_COUNT];
+static int prompt_installed[PROMPT_SIGNAL_COUNT];
+
+/* Puts back the local-mode bits the prompt changed (echo, canonical mode), and only those: whatever else another
+   program set meanwhile stays. Async-signal-safe (tcgetattr, tcsetattr). */
+static void prompt_restore(int action) {
+    int fd = prompt_fd;
+    if (fd < 0 || !prompt_changed) return;
+    struct termios now;
+    if (tcgetattr(fd, &now) != 0) now = prompt_saved;
+    now.c_lflag = (now.c_lflag & ~prompt_mask) | (prompt_saved.c_lflag & prompt_mask);
+    while (tcsetattr(fd, action, &now) != 0 && errno == EINTR) {}
+}
+
+static void prompt_handler(int signal_number) {
+    /* A continue before echo was off (`vault get &`: stopped by SIGTTOU inside tcsetattr, then `fg`): carry on. */
+    if (signal_number == SIGCONT && !prompt_quiet) return;
+    /* What was typed and not read yet is dropped first: echo must not show it once it is back on. */
+    if (prompt_changed && prompt_fd >= 0) tcflush(prompt_fd, TCIFLUSH);
+    prompt_restore(TCSANOW);
+    /* End as the signal asks, never go on reading with echo back on. A stop (Ctrl-Z) or a continue after a
+       stop ends the prompt as Ctrl-C does: by SIGINT. */
+    int end = (signal_number == SIGTSTP || signal_number == SIGCONT) ? SIGINT : signal_number;
+    struct sigaction fallback;
+    memset(&fallback, 0, sizeof(fallback));
+    fallback.sa_handler = SIG_DFL;
+    sigemptyset(&fallback.sa_mask);
+    sigaction(end, &fallback, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, end);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(end);
+    _exit(128 + end);
+}
+
+int vault_prompt_begin(int fd) {
+    struct termios saved;
+    if (tcgetattr(fd, &saved) != 0) return -1;
+    prompt_saved = saved;
+    prompt_changed = 0;
+    prompt_fd = fd;
+    for (size_t i = 0; i < PROMPT_SIGNAL_COUNT; i++) {
+        int signal_number = prompt_signals[i];
+        prompt_installed[i] = 0;
+        if (sigaction(signal_number, NULL, &prompt_previous[i]) != 0) continue;
+        /* A signal the parent set to be ignored (nohup's SIGHUP) stays ignored: it cannot interrupt the prompt. */
+        if (signal_number != SIGCONT && prompt_previous[i].sa_handler == SIG_IGN
+            && !(prompt_previous[i].sa_flags & SA_SIGINFO)) continue;
+        struct sigaction action;
+        memset(&action, 0, sizeof(action));
+        action.sa_handler = prompt_handler;
+        sigemptyset(&action.sa_mask);
+        /* Restoring the terminal from the handler must not stop us (tcsetattr in a background process). */
+        sigaddset(&action.sa_mask, SIGTTOU);
+        for (size_t j = 0; j < PROMPT_SIGNAL_COUNT; j++) sigaddset(&action.sa_mask, prompt_signals[j]);
+        action.sa_flags = SA_RESTART;
+        if (sigaction(signal_number, &action, NULL) == 0) prompt_installed[i] = 1;
+    }
+    struct termios quiet = saved;
+    quiet.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK | ECHONL);
+    quiet.c_lflag |= ICANON;
+    /* Marked changed before the change: a signal in between restores what is already the saved state. */
+    prompt_changed = 1;
+    int result;
+    while ((result = tcsetattr(fd, TCSAFLUSH, &quiet)) != 0 && errno == EINTR) {}
+    if (result != 0) {
+        int code = errno;
+        vault_prompt_end();
+        errno = code;
+        return -1;
+    }
+    prompt_quiet = 1;
+    return 0;
+}
+
+void vault_prompt_end(void) {
+    int code = errno;
+    prompt_restore(TCSAFLUSH);
+    for (size_t i = 0; i < PROMPT_SIGNAL_COUNT; i++) {
+        if (prompt_installed[i]) sigaction(prompt_signals[i], &prompt_previous[i], NULL);
+        prompt_installed[i] = 0;
+    }
+    prompt_quiet = 0;
+    prompt_changed = 0;
+    prompt_fd = -1;
+    errno = code;
 }
 
 #include <sys/mman.h>

@@ -1,4 +1,5 @@
 import Foundation
+import VaultTerminal
 
 /// The origin of a URL: scheme, host and port, lower-cased and with the default port filled in.
 ///
@@ -142,9 +143,10 @@ public struct ProtectionSpace: Hashable, Sendable, CustomStringConvertible {
         guard self.key == key else { return nil }  // only the canonical form round-trips
     }
 
-    /// `scheme://host:port` and the realm in quotes, for messages and prompts.
+    /// `scheme://host:port` and the realm in quotes, for messages and prompts: the realm, the server's text, is
+    /// escaped (``TerminalText/escaped(_:keepingNewlines:keepingBackslashes:)``), so it cannot send control sequences or newlines.
     public var description: String {
-        "\(origin) (realm \"\(realm)\")"
+        "\(origin) (realm \"\(TerminalText.escaped(realm))\")"
     }
 
     /// Every byte of `string`'s UTF-8 except `A-Z a-z 0-9 - . _ ~` as `%XX` (upper-case hex): the encoding of

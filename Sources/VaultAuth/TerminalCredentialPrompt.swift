@@ -57,25 +57,36 @@ public struct TerminalCredentialPrompt: CredentialPrompting {
                 space: space, detail: "cannot open terminal '\(ttyPath)': \(String(cString: strerror(code)))")
         }
         do {
-            let header: String
-            switch reason {
-            case .noStoredCredential:
-                header = "Log in to \(space)\n"
-            case let .storedCredentialRejected(username):
-                header = "The stored password for '\(username)' was rejected by \(space).\n"
-            case let .enteredCredentialRejected(username):
-                header = "The password for '\(username)' was rejected by \(space). Try again.\n"
+            // The header, the username and the password in one turn: no other prompt comes between them.
+            return try terminal.exclusively {
+                try ask(on: terminal, space: space, reason: reason, suggestedUsername: suggestedUsername)
             }
-            try terminal.write(header)
-            let prompt = suggestedUsername.map { "Username [\($0)]: " } ?? "Username: "
-            guard let usernameBytes = try terminal.readLine(prompt: prompt) else { return nil }  // EOF: declined
-            var username = String(decoding: usernameBytes.unprotectedBytes, as: UTF8.self)
-            if username.isEmpty, let suggestedUsername { username = suggestedUsername }
-            if username.isEmpty { return nil }
-            guard let password = try terminal.readSecret(prompt: "Password for '\(username)': ") else { return nil }
-            return Credential(username: username, password: password)
         } catch let error as VaultError {
             throw AuthenticationError.promptFailed(detail: error.description)
         }
+    }
+
+    private static func ask(
+        on terminal: Terminal, space: ProtectionSpace, reason: CredentialPromptReason, suggestedUsername: String?
+    ) throws -> Credential? {
+        // Parts from elsewhere (the server's realm, a stored username) are escaped whole, newlines included: the
+        // header's own newline is the only one.
+        let header: String
+        switch reason {
+        case .noStoredCredential:
+            header = "Log in to \(space)\n"
+        case let .storedCredentialRejected(username):
+            header = "The stored password for '\(TerminalText.escaped(username))' was rejected by \(space).\n"
+        case let .enteredCredentialRejected(username):
+            header = "The password for '\(TerminalText.escaped(username))' was rejected by \(space). Try again.\n"
+        }
+        try terminal.write(header)
+        let prompt = suggestedUsername.map { "Username [\(TerminalText.escaped($0))]: " } ?? "Username: "
+        guard let usernameBytes = try terminal.readLine(prompt: prompt) else { return nil }  // EOF: declined
+        var username = String(decoding: usernameBytes.unprotectedBytes, as: UTF8.self)
+        if username.isEmpty, let suggestedUsername { username = suggestedUsername }
+        if username.isEmpty { return nil }
+        guard let password = try terminal.readSecret(prompt: "Password for '\(TerminalText.escaped(username))': ") else { return nil }
+        return Credential(username: username, password: password)
     }
 }

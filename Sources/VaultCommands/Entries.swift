@@ -41,6 +41,55 @@ package func checkNameArgumentIsUTF8(_ name: String) throws {
     }
 }
 
+/// The entry's name: the NAME argument, or with `--name-fd N` the first line of descriptor N, so that the name is
+/// not on the command line (where `ps` shows it to every local user; SECURITY.md).
+package struct EntryNameOptions: ParsableArguments {
+    package init() {}
+
+    @Argument(help: "The entry's name (or give it with --name-fd, off the command line).")
+    package var name: String?
+
+    @Option(
+        name: .customLong("name-fd"),
+        help: ArgumentHelp("Read the entry's name from this file descriptor (first line), not from the command line.", valueName: "n"))
+    package var nameFD: Int32?
+
+    package func validate() throws {
+        switch (name, nameFD) {
+        case (nil, nil): throw ValidationError("Missing expected argument '<name>'")  // as ArgumentParser words it
+        case (.some, .some): throw ValidationError("give the entry's name once: NAME or --name-fd N, not both")
+        default: break
+        }
+        if let nameFD, nameFD < 0 { throw ValidationError("--name-fd must be a file descriptor (0 or more)") }
+    }
+
+    /// The name, checked to be valid UTF-8 (``checkNameArgumentIsUTF8(_:)`` for the argument; the descriptor's
+    /// bytes are refused as a whole when they are not).
+    package func resolve() throws -> String {
+        if let name {
+            try checkNameArgumentIsUTF8(name)
+            return name
+        }
+        return try Self.names(fromFD: nameFD!, firstLineOnly: true).first ?? ""
+    }
+
+    /// The names in descriptor `fd`, one a line (empty lines skipped), or its first line only; each must be
+    /// valid UTF-8.
+    package static func names(fromFD fd: Int32, firstLineOnly: Bool = false) throws -> [String] {
+        try SecretInput.checkPassed(fd: fd)
+        let bytes = try SecretInput.read(
+            fd: fd, limit: firstLineOnly ? 64 << 10 : 16 << 20, untilNewline: firstLineOnly,
+            name: "file descriptor \(fd)")
+        return try bytes.unprotectedBytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: !firstLineOnly)
+            .map { line in
+                guard let text = String(validating: line, as: UTF8.self) else {
+                    throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8")
+                }
+                return text
+            }
+    }
+}
+
 package struct Put: ParsableCommand {
     package init() {}
 
@@ -50,8 +99,7 @@ package struct Put: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "The entry's name.")
-    package var name: String
+    @OptionGroup var entry: EntryNameOptions
 
     @Flag(help: "Fail (exit 7) if NAME exists, and store nothing.")
     package var noClobber = false
@@ -61,17 +109,21 @@ package struct Put: ParsableCommand {
 
     package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries the value: use another --passphrase-fd") }
+        if entry.nameFD == 0 { throw ValidationError("stdin carries the value: use another --name-fd") }
+        if let fd = entry.nameFD, fd == options.passphraseFD {
+            throw ValidationError("the name and the passphrase need different descriptors")
+        }
     }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            try checkNameArgumentIsUTF8(name)
+            let name = try entry.resolve()
             try SecureKeyValueStore.validate(key: name)
             try withVault(options) { vault in
                 var value: SecureBytes
                 if isatty(0) == 1, let terminal = Terminal.controlling() {
                     // Enter alone or Ctrl-D at the prompt is a slip, not a value (an empty value can come from stdin).
-                    guard let typed = try terminal.readSecret(prompt: "Value for '\(name)': "), typed.count > 0 else {
+                    guard let typed = try terminal.readSecret(prompt: "Value for '\(TerminalText.escaped(name))': "), typed.count > 0 else {
                         throw CLIError.message("no value typed: nothing stored", exitCode: Exit.failure)
                     }
                     value = typed
@@ -113,12 +165,17 @@ package struct Get: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "The entry's name.")
-    package var name: String
+    @OptionGroup var entry: EntryNameOptions
+
+    package func validate() throws {
+        if let fd = entry.nameFD, fd == options.passphraseFD {
+            throw ValidationError("the name and the passphrase need different descriptors")
+        }
+    }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            try checkNameArgumentIsUTF8(name)
+            let name = try entry.resolve()
             try withVault(options) { vault in
                 guard let value = try vault.getBytes(name) else {
                     throw CLIError.noSuchEntry(name: name, path: vault.path)
@@ -150,19 +207,29 @@ package struct Delete: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "The entries' names.")
-    package var names: [String]
+    @Argument(help: "The entries' names (or give them with --name-fd, off the command line).")
+    package var names: [String] = []
+
+    @Option(
+        name: .customLong("name-fd"),
+        help: ArgumentHelp("Read names from this file descriptor, one a line, not from the command line.", valueName: "n"))
+    package var nameFD: Int32?
 
     @Flag(name: .shortAndLong, help: "Ignore names that do not exist.")
     package var force = false
 
     package func validate() throws {
-        if names.isEmpty { throw ValidationError("Missing expected argument '<names> ...'") }
+        if names.isEmpty && nameFD == nil { throw ValidationError("Missing expected argument '<names> ...'") }
+        if let nameFD, nameFD < 0 { throw ValidationError("--name-fd must be a file descriptor (0 or more)") }
+        if let fd = nameFD, fd == options.passphraseFD {
+            throw ValidationError("the names and the passphrase need different descriptors")
+        }
     }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
             for name in names { try checkNameArgumentIsUTF8(name) }
+            let names = try names + (nameFD.map { try EntryNameOptions.names(fromFD: $0) } ?? [])
             try withVault(options) { vault in
                 try vault.update { changes in
                     for name in names {

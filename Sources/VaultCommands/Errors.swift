@@ -157,13 +157,31 @@ extension CLIError: CLIReportable {
 }
 
 extension SecretInputError: CLIReportable {
-    package var exitCode: Int32 { Exit.failure }
-    package var code: String { "input_too_long" }
-    package var hint: String? { nil }
+    package var exitCode: Int32 {
+        switch self {
+        case .tooLong: return Exit.failure
+        case .descriptorNotOpen: return Exit.usage
+        }
+    }
+
+    package var code: String {
+        switch self {
+        case .tooLong: return "input_too_long"
+        case .descriptorNotOpen: return "descriptor_not_open"
+        }
+    }
+
+    package var hint: String? {
+        switch self {
+        case .tooLong: return nil
+        case .descriptorNotOpen(let fd): return "open it for the program, e.g. '\(fd)<FILE' or '\(fd)<<<\"$VAR\"' in the shell"
+        }
+    }
 }
 
-/// Writes `error` to stderr as the CLI presents errors: `PROGRAM: message` and `hint: …` lines, or with `json`
-/// one object `{"error":{"code","exit_code","message","hint"}}`. Returns the exit code.
+/// Writes `error` to stderr as the CLI presents errors: `PROGRAM: message` and `hint: …` lines, their control
+/// characters, newlines and bidirectional controls escaped (``TerminalText``), or with `json` one object
+/// `{"error":{"code","exit_code","message","hint"}}` (exact text, JSON-escaped). Returns the exit code.
 @discardableResult
 package func report(_ error: Error, json: Bool, program: String = "vault") -> Int32 {
     let reportable = error as? any CLIReportable
@@ -179,8 +197,9 @@ package func report(_ error: Error, json: Bool, program: String = "vault") -> In
             withJSONObject: ["error": object], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         writeToStderr(data + Data("\n".utf8))
     } else {
-        var text = "\(program): \(message)\n"
-        if let hint { text += "hint: \(hint)\n" }
+        // One line each, whatever a server's text or a name put in them (``TerminalText``).
+        var text = "\(program): \(TerminalText.escaped(message, keepingBackslashes: true))\n"
+        if let hint { text += "hint: \(TerminalText.escaped(hint, keepingBackslashes: true))\n" }
         writeToStderr(Data(text.utf8))
     }
     return exitCode

@@ -27,6 +27,28 @@ package struct VaultOptions: ParsableArguments {
 
     package func validate() throws {
         if let path = vaultPath, path.isEmpty { throw ValidationError("--vault needs a path") }
+        // A vault is a file: 'DIR/new/' would put the lock at 'DIR/new/.lock' and then find a "vault" there.
+        let path = resolvedPath
+        let last = path.split(separator: "/").last ?? ""
+        var info = stat()
+        if path.hasSuffix("/") || last == "." || last == ".."
+            || (stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR) {
+            throw ValidationError("the vault path '\(path)' names a directory: give the path of a file in it (e.g. '\((path as NSString).appendingPathComponent("default.vault"))')")
+        }
+        if let text = ProcessInfo.processInfo.environment["VAULT_LOCK_TIMEOUT"], Self.lockTimeout(text) == nil {
+            throw ValidationError(
+                "VAULT_LOCK_TIMEOUT must be a number of seconds from 0 to \(Int(Self.maximumLockTimeoutSeconds)), not '\(text)'")
+        }
+    }
+
+    /// The longest `VAULT_LOCK_TIMEOUT` accepted, in seconds (an hour): a writer never waits for ever.
+    package static let maximumLockTimeoutSeconds: Double = 3600
+
+    /// `VAULT_LOCK_TIMEOUT`'s seconds, or `nil` when it is not a number from 0 to the maximum (`inf`, `nan`,
+    /// negative, words).
+    static func lockTimeout(_ text: String) -> Double? {
+        guard let seconds = Double(text), seconds >= 0, seconds <= maximumLockTimeoutSeconds else { return nil }
+        return seconds
     }
 
     /// The vault path: --vault, $VAULT_PATH, or the default.
@@ -38,12 +60,13 @@ package struct VaultOptions: ParsableArguments {
     }
 
     /// Store options. `VAULT_TESTING_INSECURE_KDF=1` is the explicit test hook (cheap Argon2id); see SECURITY.md.
-    /// `VAULT_LOCK_TIMEOUT` (seconds) overrides how long a writer waits for another's lock.
+    /// `VAULT_LOCK_TIMEOUT` (seconds, 0 to 3600; other values are refused by ``validate()``) overrides how long a
+    /// writer waits for another's lock.
     package var storeOptions: SecureKeyValueStore.Options {
         let environment = ProcessInfo.processInfo.environment
         var options = environment["VAULT_TESTING_INSECURE_KDF"] == "1"
             ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
-        if let timeout = environment["VAULT_LOCK_TIMEOUT"].flatMap(Double.init), timeout >= 0 {
+        if let timeout = environment["VAULT_LOCK_TIMEOUT"].flatMap(Self.lockTimeout) {
             options.lockTimeoutSeconds = timeout
         }
         // Rollback protection is on in the CLI: the last generation seen is kept in $XDG_STATE_HOME/vault.
@@ -79,12 +102,15 @@ package struct VaultOptions: ParsableArguments {
     /// Asks on the terminal (no echo); with `confirm`, asks twice and compares. No terminal: fails at once.
     package static func promptTwiceIfNeeded(prompt: String, confirm: Bool) throws -> SecureBytes {
         guard let terminal = Terminal.controlling() else { throw CLIError.noPassphraseSource }
-        guard let first = try terminal.readSecret(prompt: prompt) else { throw CLIError.emptyPassphrase }
-        if confirm {
-            let second = try terminal.readSecret(prompt: "Repeat to confirm: ") ?? SecureBytes([])
-            guard first == second else { throw CLIError.passphrasesDiffer }
+        // Both prompts in one turn: no other prompt comes between them.
+        return try terminal.exclusively {
+            guard let first = try terminal.readSecret(prompt: prompt) else { throw CLIError.emptyPassphrase }
+            if confirm {
+                let second = try terminal.readSecret(prompt: "Repeat to confirm: ") ?? SecureBytes([])
+                guard first == second else { throw CLIError.passphrasesDiffer }
+            }
+            return first
         }
-        return first
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import VaultCore
+import VaultTerminal
 
 /// `vault mv` and `vault cp`: one atomic write each, checked under the vault's lock (no window between the
 /// check that the target is free and the write).
@@ -122,11 +123,14 @@ package struct NamePattern {
     }
 }
 
-/// Names on stdout, one a line, from one buffer.
+/// Names on stdout, one a line, from one buffer. As `ls`: escaped on a terminal (``TerminalText``: a name
+/// cannot send control sequences or bidi overrides to it), the exact names to a pipe or a file (a script reads
+/// back what it can pass to `get`).
 package func writeLines(_ names: [String]) throws {
+    let onTerminal = isatty(1) == 1
     var output = [UInt8]()
     for name in names {
-        output.append(contentsOf: name.utf8)
+        output.append(contentsOf: (onTerminal ? TerminalText.escaped(name) : name).utf8)
         output.append(UInt8(ascii: "\n"))
     }
     try output.withUnsafeBytes { try writeToStdout($0) }

@@ -31,6 +31,11 @@ final class VaultLock {
                     path: lockPath, reason: "the lock file is a symbolic link",
                     hint: "remove '\(lockPath)'; vault recreates it")
             }
+            if code == EISDIR {
+                throw VaultError.unsafePermissions(
+                    path: lockPath, reason: "the lock file is a directory",
+                    hint: "remove '\(lockPath)' (it is not vault's); vault recreates it")
+            }
             throw VaultError.io(operation: "cannot open lock file", path: lockPath, errno: code)
         }
         self.fd = fd

@@ -10,12 +10,16 @@ import Darwin
 public enum SecretInputError: Error, Equatable, Sendable {
     /// The input from `source` (a descriptor, a file, the terminal) is longer than `limit` bytes.
     case tooLong(source: String, limit: Int)
+    /// Descriptor `fd` (`--passphrase-fd`, `--name-fd`, ...) was not passed to the program: it is closed, or it is
+    /// one the program opened itself (the runtime's), which an inherited descriptor cannot be.
+    case descriptorNotOpen(fd: Int32)
 }
 
 extension SecretInputError: CustomStringConvertible {
     public var description: String {
         switch self {
         case .tooLong(let source, let limit): return "the input from \(source) is longer than \(limit) bytes"
+        case .descriptorNotOpen(let fd): return "file descriptor \(fd) is not open (it was not passed to the program)"
         }
     }
 }
@@ -59,10 +63,24 @@ public enum SecretInput {
     /// The first line of descriptor `fd` or of the file at `file` (at most 64 KiB); `nil` when neither is given.
     public static func read(fd: Int32?, file: String?) throws -> SecureBytes? {
         if let fd {
+            try checkPassed(fd: fd)
             return try read(fd: fd, limit: 64 << 10, untilNewline: true, name: "file descriptor \(fd)")
         }
         if let file { return try readFirstLine(ofFile: file) }
         return nil
+    }
+
+    /// Checks that descriptor `fd`, named on the command line, was passed by the parent.
+    ///
+    /// A closed number is soon taken by one of the runtime's own descriptors (an eventfd or an epoll instance,
+    /// opened before `main`), and reading that would fail with a puzzling "Invalid argument" or, worse, read
+    /// something that is not the input. The runtime opens its descriptors close-on-exec, and a descriptor
+    /// inherited through `exec` never is (exec closed those), so `FD_CLOEXEC` tells them apart.
+    ///
+    /// - Throws: ``SecretInputError/descriptorNotOpen(fd:)``.
+    public static func checkPassed(fd: Int32) throws {
+        let flags = fcntl(fd, F_GETFD)
+        guard flags >= 0, flags & FD_CLOEXEC == 0 else { throw SecretInputError.descriptorNotOpen(fd: fd) }
     }
 
     /// Reads the first line of the file at `path` (a passphrase file).

@@ -1,12 +1,27 @@
 import ArgumentParser
 import Foundation
 import MobileServicesEmulator
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `mobile-services-emulator --port 0 --app-id com.example.demo --users-file users.txt`
 ///
 /// stdout: exactly one line, `listening on http://HOST:PORT`, once the server accepts connections.
 /// stderr: one line per request, `METHOD path status`, and errors. Passwords, tokens and headers are never printed.
 @main
+enum EmulatorMain {
+    static func main() async {
+        // No crash report that prints memory (it holds the users' passwords): the signals the Swift runtime's
+        // backtracer takes get their default action back, as ProcessHardening does for the vault's binaries
+        // (this target depends on nothing of ours but the wire format).
+        for signal in [SIGQUIT, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP, SIGSYS] {
+            _ = Glibc.signal(signal, SIG_DFL)
+        }
+        await EmulatorCommand.main()
+    }
+}
+
 struct EmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mobile-services-emulator",

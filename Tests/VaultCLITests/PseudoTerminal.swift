@@ -7,7 +7,9 @@ import Testing
 /// into SIGINT for the program, as for a user). Each marker is lower-cased in the transcript once it has been
 /// answered, so the next step waits for the next prompt. A step may also name a lock file: the keys are then
 /// typed only once some process is blocked on an `flock` of it (a `->` line for its inode in /proc/locks), so
-/// the step answers a prompt while another client is known to be waiting for its turn.
+/// the step answers a prompt while another client is known to be waiting for its turn (`@tty` names the
+/// pseudo-terminal itself). A step may also send a signal to the program after its keys (SIGSTOP: and wait until
+/// it has stopped).
 ///
 /// The result's stdout is everything the terminal showed, then one line with the terminal's echo flag after
 /// the program ended (`[echo on]` / `[echo off]`); its status is the program's exit code, or 128 + the signal
@@ -50,11 +52,16 @@ enum PseudoTerminal {
             ident = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
             with open("/proc/locks") as locks:
                 return any("->" in f and "FLOCK" in f and ident in f for f in (line.split() for line in locks))
-        for marker, keys, lock in steps:
+        def stopped():
+            with open("/proc/%d/stat" % pid) as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+        for marker, keys, lock, signal_number in steps:
             marker = marker.encode()
             while marker not in out:
                 if not read_some():
                     fail("end of output before %r" % marker)
+            if lock == "@tty":  # the program's stderr, once it has shown something there
+                lock = os.readlink("/proc/%d/fd/2" % pid)
             while lock and not blocked_on(lock):
                 if time.time() > deadline:
                     fail("no process waited on %s" % lock)
@@ -62,6 +69,12 @@ enum PseudoTerminal {
                     fail("end of output while waiting for a process to wait on %s" % lock)
             os.write(fd, keys.encode())
             out = out.replace(marker, marker.lower(), 1)
+            if signal_number:
+                os.kill(pid, signal_number)
+                while signal_number == signal.SIGSTOP and not stopped():
+                    if time.time() > deadline:
+                        fail("did not stop")
+                    time.sleep(0.01)
         while read_some():
             pass
         _, status = os.waitpid(pid, 0)
@@ -80,6 +93,31 @@ enum PseudoTerminal {
         try run(executable, arguments, steps: steps.map { ($0.marker, $0.keys, nil) }, environment: environment)
     }
 
+    /// One step of the user: wait for `marker` (and, with `waitingOn`, for a process blocked on an `flock` of
+    /// that file, `@tty` for the terminal), type `keys`, then send `signal` to the program.
+    struct Step {
+        var marker: String
+        var keys: String = ""
+        var waitingOn: String? = nil
+        var signal: Int32? = nil
+    }
+
+    /// Runs `executable arguments` on a pseudo-terminal, playing `steps`.
+    static func run(
+        _ executable: String, _ arguments: [String], playing steps: [Step], environment: [String: String],
+        seconds: Double = 90, timeout: TimeInterval = 120
+    ) throws -> CLIResult {
+        let script = try JSONSerialization.data(withJSONObject: [
+            "seconds": seconds,
+            "steps": steps.map {
+                [$0.marker, $0.keys, $0.waitingOn ?? NSNull(), $0.signal.map { Int($0) } ?? NSNull()] as [Any]
+            },
+        ])
+        return try CLI.exec(
+            "/usr/bin/python3", ["-c", driver, executable] + arguments, stdin: script, environment: environment,
+            timeout: timeout)
+    }
+
     /// Runs `executable arguments` on a pseudo-terminal, playing `steps`; a step with `waitingOn` types its keys
     /// only once a process is blocked on an `flock` of that file. The driver gives up after `seconds` (exit 124,
     /// with what the terminal showed on stderr).
@@ -88,12 +126,8 @@ enum PseudoTerminal {
         steps: [(marker: String, keys: String, waitingOn: String?)], environment: [String: String],
         seconds: Double = 90, timeout: TimeInterval = 120
     ) throws -> CLIResult {
-        let script = try JSONSerialization.data(withJSONObject: [
-            "seconds": seconds,
-            "steps": steps.map { [$0.marker, $0.keys, $0.waitingOn ?? NSNull()] as [Any] },
-        ])
-        return try CLI.exec(
-            "/usr/bin/python3", ["-c", driver, executable] + arguments, stdin: script, environment: environment,
-            timeout: timeout)
+        try run(
+            executable, arguments, playing: steps.map { Step(marker: $0.marker, keys: $0.keys, waitingOn: $0.waitingOn) },
+            environment: environment, seconds: seconds, timeout: timeout)
     }
 }

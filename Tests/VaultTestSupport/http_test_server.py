@@ -13,7 +13,8 @@ Prints `PORT n` as its first line and stops when its stdin closes. Two modes:
       so far as JSON `[{"path": ..., "authorization": ...}]`. Routes (realm `counting`):
       `/protected` 200 `hello` with a valid credential, else 401 with a Basic challenge; `/forbidden` 403 with a
       valid credential, else 401; `/redirect?to=URL` 302 to URL; `/digest`, `/bearer` 401 with only a Digest or
-      Bearer challenge; anything else 404.
+      Bearer challenge; `/hostile-realm?hex=HEX` 401 with a Basic challenge whose realm is the bytes HEX;
+      anything else 404.
 """
 import base64
 import http.server
@@ -106,6 +107,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(401, b'digest only', [('WWW-Authenticate', 'Digest realm="d", nonce="abc", qop="auth"')])
         if url.path == '/bearer':
             return self.reply(401, b'bearer only', [('WWW-Authenticate', 'Bearer realm="api"')])
+        if url.path == '/hostile-realm':
+            # The realm's exact bytes (hex in the query: escape sequences, bidi overrides), as a hostile server
+            # would send them; latin-1 so that http.server writes each byte as it is.
+            realm = bytes.fromhex(query['hex'][0]).decode('latin-1')
+            return self.reply(401, b'', [('WWW-Authenticate', 'Basic realm="%s"' % realm)])
         return self.reply(404, b'not found')
 
     def handle_any(self):

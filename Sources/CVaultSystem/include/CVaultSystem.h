@@ -22,6 +22,23 @@ int vault_peer_uid(int fd, unsigned int *uid);
 /// stderr on /dev/null and no other descriptor of ours, and does not wait for it (a daemon: it outlives us). Returns its pid or -1 with errno.
 int vault_spawn_detached(const char *path, char *const argv[]);
 
+/// Sets SIGQUIT, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP and SIGSYS to their default action (the
+/// kernel ends the process; no core with vault_harden_process), replacing the Swift runtime's backtracer, which
+/// prints registers and the memory near them. Returns 0 or -1.
+int vault_default_crash_signals(void);
+
+/// Starts a no-echo prompt on terminal `fd`: saves its settings, installs handlers for SIGINT, SIGTERM, SIGHUP,
+/// SIGQUIT, SIGTSTP and SIGCONT (those not ignored), and turns echo off (canonical mode on, pending input
+/// flushed). A handled signal puts back the echo and canonical-mode bits and ends the process: by the same
+/// signal, or by SIGINT for SIGTSTP and SIGCONT (a SIGCONT before echo is off, as after `vault get &` stopped
+/// by SIGTTOU and then `fg`, is let through). One prompt at a
+/// time per process. Returns 0, or -1 with errno (nothing changed then).
+int vault_prompt_begin(int fd);
+
+/// Ends the prompt begun by vault_prompt_begin: puts back the bits it changed (input not yet read is flushed)
+/// and the previous signal dispositions.
+void vault_prompt_end(void);
+
 /* An in-memory file (memfd_create, no disk) holding `count` bytes, sealed against any change, its offset at 0,
    inherited by children (no close-on-exec): `vault run --file`. -1 with errno on failure. */
 int vault_secret_memfd(const char *name, const void *bytes, unsigned long count);

@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+
+/// The terminal's edges on a real pseudo-terminal (``PseudoTerminal``) with real processes: prompts of
+/// concurrent processes take turns, every signal at a prompt ends it with echo back on and nothing stored, and
+/// no crash report ever shows memory (issue 11, items 1 and 2).
+@Suite(.timeLimit(.minutes(5))) struct TerminalEdgeTests {
+    static let passphrase = "correct horse battery staple"
+
+    /// `vault get a | vault put b` on one terminal: two processes, two prompts. The first is answered only once
+    /// the other process is known to wait for its turn on the terminal (blocked on its `flock`), so the second
+    /// prompt cannot have been shown meanwhile; each gets its whole passphrase, and echo is on at the end.
+    @Test func promptsOfConcurrentProcessesTakeTurns() throws {
+        let box = try Sandbox(passphrase: Self.passphrase)
+        try box.initVault()
+        #expect(try box.vault(["put", "a"], stdin: Data("value-of-a".utf8)).status == 0)
+        var environment = box.environment
+        environment["VAULT"] = CLI.vault
+        let result = try PseudoTerminal.run(
+            "/bin/sh", ["-c", #""$VAULT" get a | "$VAULT" put b"#],
+            playing: [
+                PseudoTerminal.Step(marker: "Passphrase", keys: Self.passphrase + "\n", waitingOn: "@tty"),
+                PseudoTerminal.Step(marker: "Passphrase", keys: Self.passphrase + "\n"),
+            ],
+            environment: environment, seconds: 30)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutText == "passphrase: \npassphrase: \n[echo on]\n")
+        #expect(try box.vault(["get", "b"]).stdoutText == "value-of-a")
+    }
+
+    // MARK: - Signals at a prompt
+
+    func onTerminal(_ box: Sandbox, _ arguments: [String], _ steps: [PseudoTerminal.Step]) throws -> CLIResult {
+        try PseudoTerminal.run(CLI.vault, arguments, playing: steps, environment: box.environment, seconds: 30)
+    }
+
+    /// Ctrl-\ at the passphrase prompt: the process ends by SIGQUIT, echo on, nothing on stderr (no crash report,
+    /// no interactive crash UI), and the half-typed passphrase never shows.
+    @Test func quitAtThePassphrasePromptEndsWithEchoOn() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let result = try onTerminal(box, ["get", "anything"], [.init(marker: "Passphrase", keys: "half-typ\u{1c}")])
+        #expect(result.status == 128 + SIGQUIT)
+        #expect(result.stdoutText == "passphrase: [echo on]\n")
+        #expect(result.stderr == "")
+    }
+
+    /// What interrupts the value prompt: keys typed (Ctrl-\, Ctrl-Z) or a signal sent, and the status it ends
+    /// with. Ctrl-Z ends the prompt as Ctrl-C does (by SIGINT): a stopped prompt would hold the terminal's turn
+    /// and leave the user at a shell with echo off.
+    static let interruptions: [(keys: String, signal: Int32?, status: Int32)] = [
+        ("partial\u{1c}", nil, 128 + SIGQUIT), ("part\u{1a}", nil, 128 + SIGINT),
+        ("part", SIGHUP, 128 + SIGHUP), ("part", SIGTERM, 128 + SIGTERM),
+    ]
+
+    /// Ctrl-\, Ctrl-Z, SIGHUP or SIGTERM while a value is typed: ended, echo on, nothing stored.
+    @Test(arguments: interruptions.indices) func interruptingTheValuePromptStoresNothing(case index: Int) throws {
+        let (keys, signal, status) = Self.interruptions[index]
+        let box = try Sandbox()
+        try box.initVault()
+        let result = try onTerminal(
+            box, ["put", "k", "--passphrase-file", box.passphraseFile],
+            [.init(marker: "Value for", keys: keys, signal: signal)])
+        #expect(result.status == status)
+        #expect(result.stdoutText == "value for 'k': [echo on]\n")
+        #expect(try box.vault(["list"]).stdoutText == "")
+    }
+
+    /// Stopped by SIGSTOP (which cannot be caught) and continued: the prompt ends when continued, by SIGINT.
+    @Test func continuedAfterAStopAPromptEnds() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let result = try onTerminal(
+            box, ["get", "anything"],
+            [.init(marker: "Passphrase", keys: "half", signal: SIGSTOP), .init(marker: "", signal: SIGCONT)])
+        #expect(result.status == 128 + SIGINT)
+        #expect(result.stdoutText == "passphrase: [echo on]\n")
+        #expect(result.stderr == "")
+    }
+
+    /// `vault get k &` in an interactive shell: the prompt stops on SIGTTOU before echo goes off, and `fg`
+    /// (SIGCONT) lets it go on: a continue ends a prompt only when it stopped with echo off.
+    @Test func aBackgroundPromptGoesOnAfterFg() throws {
+        let box = try Sandbox(passphrase: TerminalEdgeTests.passphrase)
+        try box.initVault()
+        #expect(try box.vault(["put", "k"], stdin: Data("the-value".utf8)).status == 0)
+        let rcFile = box.directory + "/bashrc"
+        try box.write("PS1='READY> '\n", to: rcFile)
+        var environment = box.environment
+        environment["VAULT"] = CLI.vault
+        let result = try PseudoTerminal.run(
+            "/bin/bash", ["--noprofile", "--rcfile", rcFile, "-i"],
+            playing: [
+                .init(marker: "READY> ", keys: "\"$VAULT\" get k & sleep 1\n"),
+                .init(marker: "Stopped", keys: "fg\n"),
+                .init(marker: "Passphrase", keys: Self.passphrase + "\n"),
+                .init(marker: "the-value", keys: "exit\n"),
+            ],
+            environment: environment, seconds: 30)
+        #expect(result.stdoutText.contains("\"$VAULT\" get k\npassphrase: \nthe-value"), "\(result.stdoutText)")
+        #expect(!result.stdoutText.contains(Self.passphrase))
+        #expect(result.stdoutText.hasSuffix("[echo on]\n"))
+    }
+
+    // MARK: - Crash reports
+
+    /// A SIGSEGV sent to `vault get` while it writes a large value (blocked on a full pipe): the process ends by
+    /// SIGSEGV and prints nothing: no crash report, no register or memory bytes (the value's bytes were in them).
+    @Test func segfaultWhileWritingAValuePrintsNothing() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let value = String(repeating: "SECRETVALUE!", count: 100_000)  // 1.2 MB: far more than a pipe holds
+        #expect(try box.vault(["put", "k"], stdin: Data(value.utf8)).status == 0)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.vault)
+        process.arguments = ["get", "k", "--passphrase-file", box.passphraseFile]
+        process.environment = box.environment.merging([
+            "PATH": "/usr/bin:/bin", "VAULT_AGENT_SOCK": "/nonexistent/vault-tests/agent.sock",
+        ]) { $1 }
+        let output = Pipe(), error = Pipe()
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        // The first bytes of the value arrive: it is writing, and blocks once the pipe is full.
+        let first = output.fileHandleForReading.readData(ofLength: 12)
+        #expect(first == Data("SECRETVALUE!".utf8))
+        usleep(200_000)
+        kill(process.processIdentifier, SIGSEGV)
+        // Whatever it does next, it is not left blocked on the pipe: the rest of stdout is read and dropped.
+        DispatchQueue.global().async { _ = output.fileHandleForReading.readDataToEndOfFile() }
+        Self.waitOrKill(process)
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(process.terminationStatus == SIGSEGV)
+        #expect(errorData.isEmpty, "\(String(decoding: errorData.prefix(2000), as: UTF8.self))")
+    }
+
+    /// SIGQUIT without a terminal (the runtime's crash report would print there): ends by SIGQUIT, prints nothing.
+    @Test func quitWithoutATerminalPrintsNothing() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let fifo = box.directory + "/value-pipe"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // `put` waits for its value on a pipe nobody writes yet: SIGQUIT arrives while it holds the passphrase.
+        let stderrFile = box.directory + "/stderr"
+        let writer = open(fifo, O_RDWR)  // keeps the pipe open, so `put` blocks reading it
+        defer { close(writer) }
+        let process = try Adversarial.start(
+            ["put", "k", "--passphrase-file", box.passphraseFile], stdinFile: fifo, environment: box.environment,
+            stderrFile: stderrFile)
+        usleep(500_000)
+        kill(process.processIdentifier, SIGQUIT)
+        Self.waitOrKill(process)
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(process.terminationStatus == SIGQUIT)
+        #expect(try String(contentsOfFile: stderrFile, encoding: .utf8) == "")
+        #expect(try box.vault(["list"]).stdoutText == "")
+    }
+
+    /// Waits up to 10 s for `process` to end; then kills it (SIGKILL) and records that it did not end.
+    static func waitOrKill(_ process: Process) {
+        let deadline = monotonicNow() + 10
+        while process.isRunning && monotonicNow() < deadline { usleep(10_000) }
+        if process.isRunning {
+            Issue.record("the process did not end within 10 s")
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+    }
+}

@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "VaultTerminal", dependencies: ["VaultCore", "CVaultSystem"]),
         // The agent: keeps unlocked vaults' keys in one process and serves their entries on a Unix socket.
         .target(name: "VaultAgent", dependencies: ["VaultCore", "CVaultSystem"]),
-        // HTTP Basic authentication from the vault.
+        // HTTP Basic authentication from the vault, over SwiftNIO and NIOSSL (docs/AUTH.md, "The transport").
         .target(
             name: "VaultAuth",
             dependencies: [
@@ -62,8 +62,9 @@ let package = Package(
         // Test doubles of VaultAuth (a counting in-memory credential store), as HummingbirdTesting.
         .target(name: "VaultAuthTesting", dependencies: ["VaultAuth"]),
 
-        // The CLI: `vault` runs the vault's own verbs and links no networking (libcurl would cost every start
-        // ~8 ms); it executes `vault-net`, installed next to it, for the verbs that talk HTTP.
+        // The CLI: `vault` runs the vault's own verbs and links no networking (SwiftNIO and BoringSSL would cost
+        // every start ~3 ms of CPU: Benchmarks/README.md); it executes `vault-net`, installed next to it, for the
+        // verbs that talk HTTP.
         .target(
             name: "VaultCommands",
             dependencies: ["VaultCore", "VaultTerminal", "VaultAgent", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -14,8 +14,8 @@ enum AgentOperation: UInt8 {
     case get
     /// Every entry's name and attributes: path.
     case list
-    /// A batch of puts and removes in one atomic write: path, flags (bit 0: remove everything first), then
-    /// change (1 put, 2 remove), name and, for a put, value, repeated.
+    /// A batch of changes in one atomic write: path, flags (bit 0: remove everything first), then change
+    /// (``AgentChange``), name and, for a put its value, for a copy its source, repeated.
     case write
     /// Remove one entry: path, name. Answers whether there was one.
     case remove
@@ -38,4 +38,11 @@ enum AgentStatus: UInt8 {
 enum AgentChange: UInt8 {
     case put = 1
     case remove = 2
+    /// A copy of the entry in the following `source` field (its creation time: now, or the target's).
+    case copy = 3
+    /// The same, keeping the source's creation time (the first half of a move).
+    case copyKeepingCreated = 4
+    /// The batch fails unless the entry exists / does not exist (no further fields but the name).
+    case requireExists = 5
+    case requireAbsent = 6
 }

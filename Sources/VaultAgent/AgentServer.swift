@@ -154,11 +154,26 @@ public final class AgentServer: Sendable {
                 reply.field(.count, UInt64(lockAll()))
                 return reply
             case .probe:
-                guard store(for: try required(request.string(.path)), touch: false) != nil else { return locked() }
+                let path = try required(request.string(.path))
+                guard let store = store(for: path, touch: false) else { return locked() }
+                // A passphrase change elsewhere retired the key held here: locked now, so the client takes the
+                // passphrase path at once. (Other failures of the file are the operation's to report.)
+                do { try store.reload() } catch VaultError.keyChanged {
+                    _ = lock(path, reason: "re-keyed elsewhere, locked")
+                    return locked()
+                } catch {}
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
             case .get, .list, .names, .write, .remove, .passwd:
-                guard let store = store(for: try required(request.string(.path)), touch: true) else { return locked() }
-                return try perform(operation, request, on: store)
+                let path = try required(request.string(.path))
+                guard let store = store(for: path, touch: true) else { return locked() }
+                do {
+                    return try perform(operation, request, on: store)
+                } catch VaultError.keyChanged {
+                    // The passphrase changed elsewhere: the key held here is retired, so the vault is locked
+                    // and the client asks for the new passphrase as for any locked vault.
+                    _ = lock(path, reason: "re-keyed elsewhere, locked")
+                    return locked()
+                }
             }
         } catch VaultError.notOpen {
             return locked()
@@ -209,7 +224,18 @@ public final class AgentServer: Sendable {
                 name = nil
             case .name:
                 name = String(decoding: bytes, as: UTF8.self)
-                if kind == .remove, let name { changes.remove(name) }
+                guard let name else { break }
+                switch kind {
+                case .remove: changes.remove(name)
+                case .requireExists: changes.require(name, exists: true)
+                case .requireAbsent: changes.require(name, exists: false)
+                default: break
+                }
+            case .source:
+                guard kind == .copy || kind == .copyKeepingCreated, let name else {
+                    throw AgentError.protocolError("a source without a copy")
+                }
+                try changes.copy(String(decoding: bytes, as: UTF8.self), to: name, keepCreated: kind == .copyKeepingCreated)
             case .value:
                 guard kind == .put, let name else { throw AgentError.protocolError("a value without a put") }
                 try changes.put(SecureBytes(bytes), forKey: name)

@@ -22,8 +22,7 @@ public final class AgentVault: KeyValueVault {
     }
 
     public func keys() throws -> [String] {
-        let answer = try client.request(.names, path: path)
-        return answer.ranges(.name).map(answer.string)
+        try client.request(.names, path: path).strings(.name)
     }
 
     public func attributes(forKey key: String) throws -> SecureKeyValueStore.EntryAttributes? {
@@ -33,7 +32,7 @@ public final class AgentVault: KeyValueVault {
     /// Every entry's name and attributes, sorted by name, in one request.
     public func listing() throws -> [(name: String, attributes: SecureKeyValueStore.EntryAttributes)] {
         let answer = try client.request(.list, path: path)
-        let names = answer.ranges(.name).map(answer.string)
+        let names = answer.strings(.name)
         let created = answer.ranges(.created).compactMap(answer.number)
         let modified = answer.ranges(.modified).compactMap(answer.number)
         let sizes = answer.ranges(.size).compactMap(answer.number)
@@ -60,6 +59,13 @@ public final class AgentVault: KeyValueVault {
                         writer.field(.value, value)
                     case .remove(let name):
                         writer.field(.change, byte: AgentChange.remove.rawValue)
+                        writer.field(.name, name)
+                    case .copy(let name, let source, let keepCreated):
+                        writer.field(.change, byte: (keepCreated ? AgentChange.copyKeepingCreated : .copy).rawValue)
+                        writer.field(.name, name)
+                        writer.field(.source, source)
+                    case .require(let name, let exists):
+                        writer.field(.change, byte: (exists ? AgentChange.requireExists : .requireAbsent).rawValue)
                         writer.field(.name, name)
                     }
                 }

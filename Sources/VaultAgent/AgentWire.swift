@@ -9,14 +9,14 @@ import Glibc
 /// memory, so the secrets they carry (passphrases, values) never sit in ordinary memory.
 enum AgentWire {
     /// The protocol version this build speaks; a peer of another version is refused with a clear error.
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
     /// The largest payload accepted (a value is at most 64 MiB; a batch or a list may be larger).
     static let maximumPayloadByteCount = 256 << 20
 
     enum Tag: UInt8 {
         case path = 1, name, value, passphrase, idleSeconds, maxSeconds, flags, lockTimeoutMilliseconds
         case code, exitCode, message, hint, count, created, modified, size, change, pid, idleLeft, maxLeft, bool
-        case socket, kdfParameters
+        case socket, kdfParameters, source
     }
 
     /// A payload being built, in guarded memory.
@@ -36,13 +36,17 @@ enum AgentWire {
         }
 
         func field(_ tag: Tag, _ bytes: UnsafeRawBufferPointer) {
+            // The tag and length from the stack: a list writes one field per name, and an array each is
+            // what that cost.
             let n = UInt32(bytes.count)
-            append([tag.rawValue, UInt8(n >> 24), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)])
+            let header = (tag.rawValue, UInt8(n >> 24), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF))
+            withUnsafeBytes(of: header) { append(UnsafeRawBufferPointer(rebasing: $0[0..<5])) }
             append(bytes)
         }
 
         func field(_ tag: Tag, _ text: String) {
-            Array(text.utf8).withUnsafeBytes { field(tag, $0) }
+            var text = text
+            text.withUTF8 { field(tag, UnsafeRawBufferPointer($0)) }
         }
 
         func field(_ tag: Tag, _ secret: SecureBytes) {
@@ -97,6 +101,16 @@ enum AgentWire {
         }
 
         func string(_ tag: Tag) -> String? { ranges(tag).first.map(string) }
+
+        /// Every field of `tag` as a string, in order (one pass: a list holds thousands).
+        func strings(_ tag: Tag) -> [String] {
+            payload.withUnsafeBytes { bytes in
+                fields.compactMap { field in
+                    field.tag == tag.rawValue
+                        ? String(decoding: UnsafeRawBufferPointer(rebasing: bytes[field.range]), as: UTF8.self) : nil
+                }
+            }
+        }
 
         func secret(_ range: Range<Int>) -> SecureBytes {
             payload.withUnsafeBytes { bytes in

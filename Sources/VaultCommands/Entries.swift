@@ -53,6 +53,12 @@ package struct Put: ParsableCommand {
     @Argument(help: "The entry's name.")
     package var name: String
 
+    @Flag(help: "Fail (exit 7) if NAME exists, and store nothing.")
+    package var noClobber = false
+
+    @Flag(help: "Drop one newline (\\n or \\r\\n) at the end of the value read from stdin (for `echo … | vault put`).")
+    package var trimNewline = false
+
     package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries the value: use another --passphrase-fd") }
     }
@@ -62,15 +68,38 @@ package struct Put: ParsableCommand {
             try checkNameArgumentIsUTF8(name)
             try SecureKeyValueStore.validate(key: name)
             try withVault(options) { vault in
-                let value: SecureBytes
+                var value: SecureBytes
                 if isatty(0) == 1, let terminal = Terminal.controlling() {
-                    value = try terminal.readSecret(prompt: "Value for '\(name)': ") ?? SecureBytes([])
+                    // Enter alone or Ctrl-D at the prompt is a slip, not a value (an empty value can come from stdin).
+                    guard let typed = try terminal.readSecret(prompt: "Value for '\(name)': "), typed.count > 0 else {
+                        throw CLIError.message("no value typed: nothing stored", exitCode: Exit.failure)
+                    }
+                    value = typed
                 } else {
                     value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
+                    if trimNewline { value = value.droppingFinalNewline() }
                 }
-                try vault.put(value, forKey: name)
+                try vault.update { changes in
+                    if noClobber { changes.require(name, exists: false) }
+                    try changes.put(value, forKey: name)
+                }
             }
             if options.json { try writeJSON(["name": name, "stored": true]) }
+        }
+    }
+}
+
+extension SecureBytes {
+    /// These bytes without one final `\n` or `\r\n` (a copy in guarded memory; `self` when there is none).
+    func droppingFinalNewline() -> SecureBytes {
+        withUnsafeBytes { bytes in
+            var count = bytes.count
+            if count > 0, bytes[count - 1] == UInt8(ascii: "\n") {
+                count -= 1
+                if count > 0, bytes[count - 1] == UInt8(ascii: "\r") { count -= 1 }
+            }
+            guard count < bytes.count else { return self }
+            return SecureBytes(count: count) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<count])) }
         }
     }
 }
@@ -80,7 +109,7 @@ package struct Get: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Print the value stored under NAME, exactly as stored (no newline added).")
+        abstract: "Print the value stored under NAME, exactly as stored (a newline is added only when stdout is a terminal).")
 
     @OptionGroup var options: VaultOptions
 
@@ -104,6 +133,8 @@ package struct Get: ParsableCommand {
                     }
                 } else {
                     try value.withUnsafeBytes { try writeToStdout($0) }
+                    // On a terminal, the shell's prompt would follow the secret on its line; piped output stays exact.
+                    if isatty(1) == 1 { try writeToStdout("\n") }
                 }
             }
         }
@@ -113,20 +144,37 @@ package struct Get: ParsableCommand {
 package struct Delete: ParsableCommand {
     package init() {}
 
-    package static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete the entry NAME.")
+    package static let configuration = CommandConfiguration(
+        commandName: "delete",
+        abstract: "Delete the entries NAME... in one atomic write (all or none: a missing one fails unless --force).")
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "The entry's name.")
-    package var name: String
+    @Argument(help: "The entries' names.")
+    package var names: [String]
+
+    @Flag(name: .shortAndLong, help: "Ignore names that do not exist.")
+    package var force = false
+
+    package func validate() throws {
+        if names.isEmpty { throw ValidationError("Missing expected argument '<names> ...'") }
+    }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            try checkNameArgumentIsUTF8(name)
+            for name in names { try checkNameArgumentIsUTF8(name) }
             try withVault(options) { vault in
-                guard try vault.remove(name) else { throw CLIError.noSuchEntry(name: name, path: vault.path) }
+                try vault.update { changes in
+                    for name in names {
+                        if !force { changes.require(name, exists: true) }
+                        changes.remove(name)
+                    }
+                }
             }
-            if options.json { try writeJSON(["name": name, "deleted": true]) }
+            if options.json {
+                if names.count == 1 { try writeJSON(["name": names[0], "deleted": true]) }
+                else { try writeJSON(["names": names, "deleted": true]) }
+            }
         }
     }
 }
@@ -153,7 +201,7 @@ package struct List: ParsableCommand {
                     }
                     try writeJSON(["entries": entries])
                 } else {
-                    try writeToStdout(try store.keys().map { $0 + "\n" }.joined())
+                    try writeLines(try store.keys())
                 }
             }
         }
@@ -165,7 +213,7 @@ package struct Passwd: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "passwd",
-        abstract: "Change the vault's passphrase (re-wraps the data key under a new salt; one atomic write).")
+        abstract: "Change the vault's passphrase and its data key (a new random key; one atomic write).")
 
     @OptionGroup var options: VaultOptions
 

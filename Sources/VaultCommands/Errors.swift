@@ -46,6 +46,7 @@ package enum Exit {
     package static let permissions: Int32 = 4
     package static let busy: Int32 = 5
     package static let corrupt: Int32 = 6
+    package static let exists: Int32 = 7
     package static let usage: Int32 = 64
 }
 
@@ -70,8 +71,12 @@ extension VaultError: CLIReportable {
     package var exitCode: Int32 {
         switch self {
         case .wrongPassphrase: return Exit.authentication
-        case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected:
+        case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
+            .retiredKey, .otherVault:
             return Exit.corrupt
+        case .keyChanged: return Exit.authentication
+        case .noSuchEntry: return Exit.notFound
+        case .entryExists: return Exit.exists
         case .unsafePermissions: return Exit.permissions
         case .busy: return Exit.busy
         case .invalidEntryName, .invalidFileName: return Exit.usage
@@ -100,6 +105,11 @@ extension VaultError: CLIReportable {
         case .io: return "io_error"
         case .cryptoFailure: return "crypto_failure"
         case .rollbackDetected: return "rollback_detected"
+        case .retiredKey: return "retired_key"
+        case .otherVault: return "other_vault"
+        case .keyChanged: return "key_changed"
+        case .noSuchEntry: return "no_such_entry"
+        case .entryExists: return "entry_exists"
         case .vaultTooLarge: return "vault_too_large"
         case .generationExhausted: return "generation_exhausted"
         }
@@ -111,8 +121,13 @@ extension VaultError: CLIReportable {
         case .vaultNotFound: return "create one with 'vault init', or pass --vault PATH"
         case .wrongPassphrase: return "check the passphrase; a damaged file gives the same error"
         case .busy: return "another vault command is running; try again"
-        case .rollbackDetected:
+        case .rollbackDetected, .retiredKey:
             return "if you restored this copy on purpose (a backup), pass --accept-rollback once"
+        case .otherVault:
+            return "if you put this vault here on purpose (or changed its passphrase on another machine), "
+                + "pass --accept-rollback once"
+        case .keyChanged: return "run the command again with the new passphrase"
+        case .noSuchEntry: return "'vault list' shows the names"
         case .kdfParametersOutOfRange:
             return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"
         default: return nil

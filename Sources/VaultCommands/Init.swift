@@ -60,7 +60,7 @@ package struct Init: ParsableCommand {
         try reportingErrors(json: options.json) {
             let store = options.makeStore()
             if store.exists { throw VaultError.vaultAlreadyExists(path: store.path) }
-            let passphrase = try options.passphrase(prompt: "New passphrase: ", confirm: true)
+            let passphrase = try options.passphrase(prompt: "New passphrase: ", confirm: true, forNewVault: true)
             var parameters = kdf?.parameters
             if case .calibrate(let seconds)? = kdf {
                 parameters = try Argon2id.Parameters.calibrated(targetSeconds: seconds, progress: progressOnStderr)

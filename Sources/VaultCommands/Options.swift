@@ -57,7 +57,9 @@ package struct VaultOptions: ParsableArguments {
     }
 
     /// The passphrase from --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal, in that order.
-    package func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false) throws -> SecureBytes {
+    /// An empty one opens a vault that has one (the format allows it), but is refused for a new vault
+    /// (`forNewVault`): the CLI never makes a vault that nothing protects.
+    package func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false, forNewVault: Bool = false) throws -> SecureBytes {
         let secret: SecureBytes
         if let given = try passphraseSource.read() {
             secret = given
@@ -70,7 +72,7 @@ package struct VaultOptions: ParsableArguments {
         } else {
             secret = try Self.promptTwiceIfNeeded(prompt: prompt, confirm: confirm)
         }
-        guard secret.count > 0 else { throw CLIError.emptyPassphrase }
+        guard secret.count > 0 || !forNewVault else { throw CLIError.emptyPassphrase }
         return secret
     }
 

@@ -9,7 +9,8 @@ import ArgumentParser
 package enum Root {
     /// The verbs both binaries run themselves.
     package static let vaultVerbs: [ParsableCommand.Type] = [
-        Init.self, Put.self, Get.self, Delete.self, List.self, Passwd.self, Info.self,
+        Init.self, Put.self, Get.self, Delete.self, List.self, Find.self, Move.self, Copy.self, Generate.self,
+        Passwd.self, Info.self,
         Unlock.self, Lock.self, AgentCommand.self,
     ]
 
@@ -40,7 +41,9 @@ package enum Root {
                   credential stale, none stored and no terminal to ask on)
               4   unsafe permissions, owner or symlink
               5   vault busy (another process held the lock past the timeout)
-              6   corrupt, truncated or unsupported file (incl. KDF parameters out of range)
+              6   corrupt, truncated or unsupported file (incl. KDF parameters out of range), or an
+                  older copy or another vault put in its place (rollback protection)
+              7   the entry exists (put --no-clobber, mv, cp, generate without --force)
               64  usage error
             """
 }

@@ -70,18 +70,22 @@ extension SecureKeyValueStore.Changes {
     package enum Item {
         case put(name: String, value: UnsafeRawBufferPointer)
         case remove(name: String)
+        case copy(name: String, from: String, keepCreated: Bool)
+        case require(name: String, exists: Bool)
     }
 
     /// Whether the batch starts by removing every entry.
     package var removesEverything: Bool { removesAll }
 
-    /// Calls `body` with each change in order (the agent's client sends them one by one).
+    /// Calls `body` with each requirement, then each change in order (the agent's client sends them one by one).
     package func forEach(_ body: (Item) throws -> Void) throws {
+        for (name, exists) in requirements { try body(.require(name: name, exists: exists)) }
         try values.withUnsafeBytes { values in
             for (name, change) in list {
                 switch change {
                 case .put(let range): try body(.put(name: name, value: UnsafeRawBufferPointer(rebasing: values[range])))
                 case .remove: try body(.remove(name: name))
+                case .copy(let source, let keepCreated): try body(.copy(name: name, from: source, keepCreated: keepCreated))
                 }
             }
         }

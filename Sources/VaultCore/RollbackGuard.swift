@@ -11,8 +11,9 @@ import Darwin
 /// in its place (a rollback). See SECURITY.md ("Rollback") for what this does and does not catch.
 ///
 /// One small file per vault in ``stateDirectory`` (mode 0600, directory 0700), named by a hash of the vault's
-/// absolute path, holding the path, a vault id (a keyed BLAKE2b of the data key: stable across passphrase
-/// changes, different for every vault, reveals nothing of the key) and the highest generation seen.
+/// absolute path, holding the path, a vault id (a keyed BLAKE2b of the data key: different for every vault and
+/// every passphrase change, reveals nothing of the key), the highest generation seen, and the ids the vault
+/// retired at its passphrase changes (a copy sealed with one of those is older than the change).
 public struct RollbackProtection: Sendable, Equatable {
     /// The directory of the records.
     public var stateDirectory: String
@@ -39,7 +40,13 @@ enum RollbackGuard {
         var path: String
         var vaultID: String
         var generation: UInt64
+        /// Ids of data keys this vault had before its passphrase changes, most recent last (at most
+        /// ``maximumRetiredCount``).
+        var retired: [String] = []
     }
+
+    /// How many retired ids a record keeps: each passphrase change adds one.
+    static let maximumRetiredCount = 64
 
     /// The vault's id: BLAKE2b-128 keyed with the data key over a fixed label.
     static func vaultID(dataKey: SecureBytes) -> String {
@@ -64,37 +71,48 @@ enum RollbackGuard {
         return Posix.hex(digest.prefix(16)) + ".generation"
     }
 
-    /// Refuses `generation` if a record of the same vault at this path says a later one was seen (unless
-    /// `accept`), then records `generation` (lowering the record when accepting a rollback).
+    /// Checks a file just opened against the record of its path, then records it. Refuses (unless `accept`,
+    /// which makes the file the reference): a lower generation of the same vault (``VaultError/rollbackDetected``),
+    /// a data key the vault retired at a passphrase change (``VaultError/retiredKey(path:)``), and another vault
+    /// than the one recorded (``VaultError/otherVault(path:)``). Without a record, the file becomes the reference.
     static func checkAndRecord(
         path: String, generation: UInt64, dataKey: SecureBytes, protection: RollbackProtection, accept: Bool
     ) throws {
         let canonical = canonicalPath(path)
         let id = vaultID(dataKey: dataKey)
         try update(protection: protection, canonicalPath: canonical) { old in
-            if let old, old.vaultID == id, old.path == canonical, generation < old.generation {
+            guard let old, old.path == canonical else { return Record(path: canonical, vaultID: id, generation: generation) }
+            if old.vaultID == id {
+                guard generation < old.generation else {
+                    return generation == old.generation ? nil : Record(path: canonical, vaultID: id, generation: generation, retired: old.retired)
+                }
                 guard accept else {
                     throw VaultError.rollbackDetected(path: path, seenGeneration: old.generation, fileGeneration: generation)
                 }
-                return Record(path: canonical, vaultID: id, generation: generation)
+            } else if !accept {
+                throw old.retired.contains(id) ? VaultError.retiredKey(path: path) : VaultError.otherVault(path: path)
             }
-            return newer(old, Record(path: canonical, vaultID: id, generation: generation))
+            return Record(path: canonical, vaultID: id, generation: generation, retired: old.retired.filter { $0 != id })
         }
     }
 
-    /// Records a generation this process wrote (never lowers the record of the same vault).
-    static func record(path: String, generation: UInt64, dataKey: SecureBytes, protection: RollbackProtection) {
+    /// Records a generation this process wrote (never lowers the record of the same vault). `retiring` is the
+    /// data key a passphrase change replaced: its id joins the record's retired ids.
+    static func record(
+        path: String, generation: UInt64, dataKey: SecureBytes, retiring: SecureBytes? = nil, protection: RollbackProtection
+    ) {
         let canonical = canonicalPath(path)
         let id = vaultID(dataKey: dataKey)
+        let retiredID = retiring.map { vaultID(dataKey: $0) }
         try? update(protection: protection, canonicalPath: canonical) { old in
-            newer(old, Record(path: canonical, vaultID: id, generation: generation))
+            var retired = old?.path == canonical ? old?.retired ?? [] : []
+            if let retiredID, retiredID != id, !retired.contains(retiredID) { retired.append(retiredID) }
+            retired = Array(retired.filter { $0 != id }.suffix(maximumRetiredCount))
+            if let old, old.vaultID == id, old.path == canonical, old.generation >= generation, old.retired == retired {
+                return nil
+            }
+            return Record(path: canonical, vaultID: id, generation: generation, retired: retired)
         }
-    }
-
-    /// The record to keep: `new`, unless `old` is of the same vault with a higher generation.
-    private static func newer(_ old: Record?, _ new: Record) -> Record? {
-        if let old, old.vaultID == new.vaultID, old.path == new.path, old.generation >= new.generation { return nil }
-        return new
     }
 
     /// Reads the record under an exclusive `flock` of the state directory, and writes what `decide` returns
@@ -118,6 +136,7 @@ enum RollbackGuard {
         let old = readRecord(dirfd: dirfd, name: name)
         guard let new = try decide(old) else { return }
         let text = "vault-rollback 1\npath \(new.path)\nid \(new.vaultID)\ngeneration \(new.generation)\n"
+            + new.retired.map { "retired \($0)\n" }.joined()
         let tempName = ".\(name).\(Posix.hex(Sodium.randomBytes(count: 8))).tmp"
         let fd = openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
@@ -170,13 +189,15 @@ enum RollbackGuard {
         let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard n > 0 else { return nil }
         var fields = [String: String]()
+        var retired = [String]()
         for line in String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n") {
             guard let space = line.firstIndex(of: " ") else { continue }
-            fields[String(line[..<space])] = String(line[line.index(after: space)...])
+            let (key, value) = (String(line[..<space]), String(line[line.index(after: space)...]))
+            if key == "retired" { retired.append(value) } else { fields[key] = value }
         }
         guard fields["vault-rollback"] == "1", let path = fields["path"], let id = fields["id"],
             let generation = fields["generation"].flatMap({ UInt64($0) })
         else { return nil }
-        return Record(path: path, vaultID: id, generation: generation)
+        return Record(path: path, vaultID: id, generation: generation, retired: retired)
     }
 }

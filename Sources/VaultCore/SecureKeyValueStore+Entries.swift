@@ -80,11 +80,14 @@ extension SecureKeyValueStore {
         try write(changes)
     }
 
-    /// Re-wraps the data key under a key derived from `newPassphrase` with a new salt, in one atomic write.
+    /// Changes the passphrase and the data key in one atomic write: a new random data key, wrapped under a key
+    /// derived from `newPassphrase` with a new salt, and the body sealed under it.
     ///
-    /// Entries are not re-encrypted under a new key (the data key stays); the body is sealed again with a
-    /// fresh nonce because it is bound to the header. The old passphrase stops working at once. Argon2id runs
-    /// before the vault's lock is taken, so other writers do not wait for it.
+    /// The old passphrase stops working at once, and so does the old data key: whoever kept an old copy of the
+    /// file and its passphrase can neither read later versions nor forge one the new passphrase opens. With
+    /// rollback protection on, the old key's id is remembered as retired, so a copy from before the change is
+    /// refused (``VaultError/retiredKey(path:)``). Argon2id runs before the vault's lock is taken, so other
+    /// writers do not wait for it. Other stores holding this vault open get ``VaultError/keyChanged(path:)``.
     ///
     /// - Parameter parameters: new Argon2id parameters, or `nil` to keep the vault's.
     public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters? = nil) throws {
@@ -93,19 +96,19 @@ extension SecureKeyValueStore {
                 path: path, opsLimit: parameters.opsLimit, memLimitBytes: parameters.memLimitBytes)
         }
         guard let held = state.withLock({ $0.open }) else { throw VaultError.notOpen }
-        // The data key never changes, so a key wrapped now is still right for the file found under the lock.
+        let newDataKey = SecureBytes.random(count: VaultFormat.dataKeyByteCount)
         let wrapped = try VaultEnvelope.wrap(
-            held.dataKey, passphrase: newPassphrase, parameters: parameters ?? held.header.parameters,
+            newDataKey, passphrase: newPassphrase, parameters: parameters ?? held.header.parameters,
             generation: try held.header.nextGeneration(path: path))
         try modify { current, regions in
             var header = wrapped
             header.generation = try current.header.nextGeneration(path: path)
-            return try rewrite(current, as: header, applying: [], values: nil, regions: &regions)
+            return try rewrite(current, as: header, applying: [], values: nil, regions: &regions, newDataKey: newDataKey)
         }
     }
 
-    /// ``changePassphrase(to:parameters:)`` under the tutorials' name (it changes the passphrase; the data
-    /// key that encrypts the entries stays).
+    /// ``changePassphrase(to:parameters:)`` under the tutorials' name (it changes the passphrase and the data
+    /// key that encrypts the entries).
     public func changeEncryptionKey(with newPassphrase: SecureBytes, parameters: Argon2id.Parameters? = nil) throws {
         try changePassphrase(to: newPassphrase, parameters: parameters)
     }
@@ -165,7 +168,14 @@ extension SecureKeyValueStore {
 
     /// The names of all entries, sorted.
     public func keys() throws -> [String] {
-        try read { $0.order.sorted() }
+        try state.withLock { (state) throws in
+            guard var open = state.open else { throw VaultError.notOpen }
+            if let sorted = open.sortedNames { return sorted }
+            let sorted = open.contents.order.sorted()
+            open.sortedNames = sorted
+            state.open = open
+            return sorted
+        }
     }
 
     /// The number of entries.
@@ -185,14 +195,15 @@ extension SecureKeyValueStore {
         }
     }
 
-    /// Checks an entry name: 1 to 4,096 bytes of UTF-8, no control characters.
+    /// Checks an entry name: 1 to 4,096 bytes of UTF-8, no control characters (C0, DEL or C1: U+0000–U+001F,
+    /// U+007F–U+009F).
     public static func validate(key: String) throws {
         let byteCount = key.utf8.count
         guard byteCount > 0 else { throw VaultError.invalidEntryName(reason: "the name is empty") }
         guard byteCount <= VaultFormat.maximumNameByteCount else {
             throw VaultError.invalidEntryName(reason: "the name is longer than \(VaultFormat.maximumNameByteCount) bytes")
         }
-        guard !key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+        guard !key.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
             throw VaultError.invalidEntryName(reason: "the name contains a control character")
         }
     }

@@ -39,6 +39,9 @@ extension SecureKeyValueStore {
     /// number of entries (one guarded mapping per value would hit the kernel's limit on mappings).
     public struct Changes {
         var list: [(name: String, change: VaultContents.Change)] = []
+        /// Conditions on the file as it is when the batch is written (under the lock), checked before any
+        /// change: a name that must exist, or must not.
+        var requirements: [(name: String, exists: Bool)] = []
         /// The values of the puts in `list`; a copy of the batch shares it (it is only appended to).
         var values: GuardedArena
         var removesAll = false
@@ -80,9 +83,26 @@ extension SecureKeyValueStore {
             list.append((key, .remove))
         }
 
+        /// Puts a copy of the entry `source` under `key`, its value as the file holds it when the batch is
+        /// written (before the batch's other changes). `keepCreated` keeps the source's creation time (a move:
+        /// copy, then remove the source). A missing source fails the batch with ``VaultError/noSuchEntry(key:path:)``.
+        public mutating func copy(_ source: String, to key: String, keepCreated: Bool = false) throws {
+            try SecureKeyValueStore.validate(key: key)
+            list.append((key, .copy(from: source, keepCreated: keepCreated)))
+        }
+
+        /// Fails the whole batch, writing nothing, unless the file (as it is when the batch is written) has an
+        /// entry under `key` (`exists`) or has none: ``VaultError/noSuchEntry(key:path:)`` or
+        /// ``VaultError/entryExists(key:path:)``. What `vault put --no-clobber`, `vault mv` and `vault delete`
+        /// check without a window between the check and the write.
+        public mutating func require(_ key: String, exists: Bool) {
+            requirements.append((key, exists))
+        }
+
         /// Removes every entry in the file as it is when the batch is written (then applies the rest).
         public mutating func removeAll() {
             list.removeAll()
+            requirements.removeAll()
             removesAll = true
         }
     }

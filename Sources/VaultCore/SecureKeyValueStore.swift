@@ -50,6 +50,9 @@ public final class SecureKeyValueStore: Sendable {
         /// still starts with them, it is the file we hold (the body nonce is fresh on every write).
         var fileIdentity: [UInt8]
         var contents: VaultContents
+        /// The names sorted, once asked for (``keys()``); a new state (a write, a file another process
+        /// wrote) starts without.
+        var sortedNames: [String]? = nil
     }
 
     /// A store for the vault file at `path`. Nothing is read until ``open(with:)-(SecureBytes)``.
@@ -199,11 +202,27 @@ public final class SecureKeyValueStore: Sendable {
             let error = VaultError.rollbackDetected(path: path, seenGeneration: seen, fileGeneration: fileGeneration)
             guard let again = try VaultFile.read(path: path), again != file else { throw error }
             return (again, try VaultEnvelope.parseHeader(again, path: path, policy: options.kdfPolicy))
+        } catch let error as VaultError {
+            // A passphrase change that replaced the file after we read it retires our key: not an attack, but
+            // the file we read is gone and the one there now needs the new passphrase.
+            switch error {
+            case .retiredKey, .otherVault:
+                if let again = try VaultFile.read(path: path), again != file,
+                    Array(again.prefix(VaultFormat.headerByteCount)) != Array(file.prefix(VaultFormat.headerByteCount))
+                {
+                    throw VaultError.keyChanged(path: path)
+                }
+            default: break
+            }
+            throw error
         }
     }
 
     /// Seals `contents` under `dataKey` behind `header` and replaces the file. The caller holds the lock.
-    private func write(header: VaultFormat.Header, contents: VaultContents, dataKey: SecureBytes) throws -> OpenState {
+    /// `retiring` is the data key a passphrase change replaces (the rollback record remembers it).
+    private func write(
+        header: VaultFormat.Header, contents: VaultContents, dataKey: SecureBytes, retiring: SecureBytes? = nil
+    ) throws -> OpenState {
         guard contents.plaintext.count <= VaultFormat.maximumPlaintextByteCount else {
             throw VaultError.vaultTooLarge(
                 path: path, byteCount: VaultEnvelope.bodyStart + contents.plaintext.count + VaultFormat.macByteCount)
@@ -211,7 +230,8 @@ public final class SecureKeyValueStore: Sendable {
         let file = try VaultEnvelope.seal(header: header, plaintext: contents.plaintext, dataKey: dataKey)
         try VaultFile.writeAtomically(file, to: path)
         if let protection = options.rollbackProtection {
-            RollbackGuard.record(path: path, generation: header.generation, dataKey: dataKey, protection: protection)
+            RollbackGuard.record(
+                path: path, generation: header.generation, dataKey: dataKey, retiring: retiring, protection: protection)
         }
         return OpenState(
             dataKey: dataKey, header: header, fileIdentity: Array(file[0..<VaultEnvelope.bodyStart]),
@@ -219,9 +239,9 @@ public final class SecureKeyValueStore: Sendable {
     }
 
     /// The open state brought up to date with the file on disk: another process may have written since we
-    /// read it. Costs one read of the file; decrypts only if the file changed (no KDF: the data key survives
-    /// a passphrase change, so the body of a file another process wrote opens with the key we hold, while
-    /// a file from a different vault does not).
+    /// read it. Costs one read of the file; decrypts only if the file changed (no KDF: ordinary writes keep
+    /// the data key, so the body of a file another process wrote opens with the key we hold). A passphrase
+    /// change elsewhere replaced the data key: ``VaultError/keyChanged(path:)``.
     private func refreshed(_ current: OpenState) throws -> OpenState {
         // Only the first bytes are read when they show the file is the one we hold.
         let identity = current.fileIdentity
@@ -233,7 +253,11 @@ public final class SecureKeyValueStore: Sendable {
         }
         if file.count >= identity.count && file[0..<identity.count].elementsEqual(identity) { return current }
         let header = try VaultEnvelope.parseHeader(file, path: path, policy: options.kdfPolicy)
-        return try decrypt(file, header: header, dataKey: current.dataKey)
+        do {
+            return try decrypt(file, header: header, dataKey: current.dataKey)
+        } catch VaultError.wrongPassphrase where header.salt != current.header.salt {
+            throw VaultError.keyChanged(path: path)
+        }
     }
 
     /// Runs `body` with the up-to-date open state under the vault's lock (the file's and this object's), and
@@ -260,6 +284,9 @@ public final class SecureKeyValueStore: Sendable {
 
     /// `current` with `changes` applied, written as the next generation. The caller holds the lock.
     func next(_ current: OpenState, applying changes: Changes, regions: inout RegionPool) throws -> OpenState {
+        for (name, exists) in changes.requirements where (current.contents.entries[name] != nil) != exists {
+            throw exists ? VaultError.noSuchEntry(key: name, path: path) : VaultError.entryExists(key: name, path: path)
+        }
         var list = changes.list
         if changes.removesAll {
             list = current.contents.order.map { ($0, VaultContents.Change.remove) } + list
@@ -270,16 +297,18 @@ public final class SecureKeyValueStore: Sendable {
     }
 
     /// `current` under `header` with `list` applied (values in `values`), written. The caller holds the lock.
+    /// `newDataKey` replaces the data key (a passphrase change); `header` must wrap it.
     func rewrite(
         _ current: OpenState, as header: VaultFormat.Header, applying list: [(name: String, change: VaultContents.Change)],
-        values: GuardedArena?, regions: inout RegionPool
+        values: GuardedArena?, regions: inout RegionPool, newDataKey: SecureBytes? = nil
     ) throws -> OpenState {
         let contents = try (values ?? GuardedArena()).withUnsafeBytes { values in
             try current.contents.applying(
                 list, values: values, headerHash: VaultEnvelope.hash(header), now: Self.nowMilliseconds(),
                 path: path, reusing: &regions.spare)
         }
-        return try write(header: header, contents: contents, dataKey: current.dataKey)
+        guard let newDataKey else { return try write(header: header, contents: contents, dataKey: current.dataKey) }
+        return try write(header: header, contents: contents, dataKey: newDataKey, retiring: current.dataKey)
     }
 
     static func nowMilliseconds() -> Int64 {

@@ -137,6 +137,8 @@ struct VaultContents: Sendable {
     enum Change {
         case put(Range<Int>)
         case remove
+        /// The value of the entry `from` as it is before the batch; `keepCreated`: with its creation time.
+        case copy(from: String, keepCreated: Bool)
     }
 
     /// Builds the plaintext for `headerHash` with `changes` applied, in one pass over the current entries.
@@ -151,25 +153,46 @@ struct VaultContents: Sendable {
         _ changes: [(name: String, change: Change)], values: UnsafeRawBufferPointer, headerHash: [UInt8],
         now: Int64, path: String, reusing spare: inout SecureBytes?
     ) throws -> VaultContents {
+        try plaintext.withUnsafeBytes { (oldBuffer) throws in
+            try applying(
+                changes, values: values, oldBuffer: oldBuffer, headerHash: headerHash, now: now, path: path,
+                reusing: &spare)
+        }
+    }
+
+    private func applying(
+        _ changes: [(name: String, change: Change)], values: UnsafeRawBufferPointer, oldBuffer: UnsafeRawBufferPointer,
+        headerHash: [UInt8], now: Int64, path: String, reusing spare: inout SecureBytes?
+    ) throws -> VaultContents {
         func value(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: values[range]) }
+        /// What a change puts: its bytes and the creation time it keeps (nil: the entry's own, or now); nil
+        /// for a remove.
+        func put(_ change: Change) throws -> (value: UnsafeRawBufferPointer, created: Int64?)? {
+            switch change {
+            case .put(let range): return (value(range), nil)
+            case .remove: return nil
+            case .copy(let source, let keepCreated):
+                guard let position = positions[source] else { throw VaultError.noSuchEntry(key: source, path: path) }
+                let entry = records[position]
+                let bytes = UnsafeRawBufferPointer(rebasing: oldBuffer[entry.valueOffset..<entry.valueOffset + entry.valueCount])
+                return (bytes, keepCreated ? entry.created : nil)
+            }
+        }
         var pending = [String: Change](minimumCapacity: changes.count)
         var appended = [String]()
         for (name, change) in changes {
             if pending.updateValue(change, forKey: name) == nil, positions[name] == nil { appended.append(name) }
         }
         // What happens to existing entries, by position; and the new names, in order.
-        var replaced = [Int: UnsafeRawBufferPointer]()
+        var replaced = [Int: (value: UnsafeRawBufferPointer, created: Int64?)]()
         var removed = Set<Int>()
         for (name, change) in pending {
             guard let position = positions[name] else { continue }
-            switch change {
-            case .put(let range): replaced[position] = value(range)
-            case .remove: removed.insert(position)
-            }
+            if let new = try put(change) { replaced[position] = new } else { removed.insert(position) }
         }
-        var added = [(name: String, value: UnsafeRawBufferPointer)]()
+        var added = [(name: String, value: UnsafeRawBufferPointer, created: Int64?)]()
         for name in appended {
-            if case .put(let range)? = pending[name] { added.append((name, value(range))) }
+            if let change = pending[name], let new = try put(change) { added.append((name, new.value, new.created)) }
         }
 
         // Entry i spans [start(i), end(i)): its name length is at start(i), end(i) = value end + 16.
@@ -181,8 +204,8 @@ struct VaultContents: Sendable {
             let entryStart = position == 0 ? firstEntry : end(records[position - 1])
             size -= end(records[position]) - entryStart
         }
-        for (position, value) in replaced { size += value.count - records[position].valueCount }
-        for (name, value) in added { size += 2 + name.utf8.count + 4 + value.count + 16 }
+        for (position, new) in replaced { size += new.value.count - records[position].valueCount }
+        for (name, value, _) in added { size += 2 + name.utf8.count + 4 + value.count + 16 }
         let padded = (size + VaultFormat.paddingQuantum - 1) / VaultFormat.paddingQuantum * VaultFormat.paddingQuantum
         let paddedSize = max(padded, VaultFormat.paddingQuantum)
         let newCount = records.count - removed.count + added.count
@@ -214,23 +237,25 @@ struct VaultContents: Sendable {
                     let entry = records[position]
                     let entryStart = position == 0 ? firstEntry : end(records[position - 1])
                     keepRun(upTo: position, endingAt: entryStart)
-                    if let newValue = replaced[position] {
+                    if let (newValue, keptCreated) = replaced[position] {
                         // Name length and name as they were, then the new value and times.
+                        let created = keptCreated ?? entry.created
                         writer.write(UnsafeRawBufferPointer(rebasing: oldBuffer[entryStart..<entry.valueOffset - 4]))
                         writer.write(UInt32(newValue.count))
                         let valueOffset = writer.offset
                         writer.write(newValue)
-                        writer.write(entry.created)
+                        writer.write(created)
                         writer.write(now)
                         newRecords.append(
-                            Entry(valueOffset: valueOffset, valueCount: newValue.count, created: entry.created, modified: now))
+                            Entry(valueOffset: valueOffset, valueCount: newValue.count, created: created, modified: now))
                     }
                     runStart = end(entry)
                     next = position + 1
                     shift = writer.offset - runStart
                 }
                 keepRun(upTo: records.count, endingAt: oldEnd)
-                for (name, value) in added {
+                for (name, value, keptCreated) in added {
+                    let created = keptCreated ?? now
                     var name = name
                     name.withUTF8 { utf8 in
                         writer.write(UInt16(utf8.count))
@@ -239,9 +264,9 @@ struct VaultContents: Sendable {
                     writer.write(UInt32(value.count))
                     let valueOffset = writer.offset
                     writer.write(value)
+                    writer.write(created)
                     writer.write(now)
-                    writer.write(now)
-                    newRecords.append(Entry(valueOffset: valueOffset, valueCount: value.count, created: now, modified: now))
+                    newRecords.append(Entry(valueOffset: valueOffset, valueCount: value.count, created: created, modified: now))
                 }
                 precondition(writer.offset == size)
                 UnsafeMutableRawBufferPointer(rebasing: out[size...]).initializeMemory(as: UInt8.self, repeating: 0)
@@ -267,7 +292,7 @@ struct VaultContents: Sendable {
                 newOrder.append(name)
             }
         }
-        for (name, _) in added {
+        for (name, _, _) in added {
             newPositions[name] = newOrder.count
             newOrder.append(name)
         }

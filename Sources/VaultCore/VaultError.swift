@@ -39,6 +39,22 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The vault's authenticated generation is lower than the highest this user has seen at this path: an older
     /// copy was put back (see ``SecureKeyValueStore/Options/rollbackProtection``).
     case rollbackDetected(path: String, seenGeneration: UInt64, fileGeneration: UInt64)
+    /// A batch required an entry that the vault does not have (a move, a copy or a delete of a missing name);
+    /// nothing was written.
+    case noSuchEntry(key: String, path: String)
+    /// A batch required that an entry not exist, and it does (`put --no-clobber`, a move or copy onto an
+    /// existing name); nothing was written.
+    case entryExists(key: String, path: String)
+    /// The vault file is sealed with a data key this vault retired when its passphrase changed: a copy from
+    /// before the change (or a file forged with the old passphrase) was put back.
+    case retiredKey(path: String)
+    /// The vault file is another vault (another data key) than the one last seen at this path, and not one
+    /// this user's writes made: a vault was put in its place.
+    case otherVault(path: String)
+    /// The data key this open store holds no longer opens the file, which has another salt: another process
+    /// changed the vault's passphrase (which changes the data key), or put another vault in its place. Open
+    /// it again with the (new) passphrase.
+    case keyChanged(path: String)
     /// A write would make the vault file larger than the format allows (``VaultFormat/maximumFileByteCount``);
     /// nothing was written.
     case vaultTooLarge(path: String, byteCount: Int)
@@ -87,6 +103,19 @@ extension VaultError: CustomStringConvertible {
         case .rollbackDetected(let path, let seen, let file):
             return "refusing to open vault '\(path)': it is older than the last version seen "
                 + "(generation \(file), but \(seen) was seen): an older copy may have been put back"
+        case .noSuchEntry(let key, let path):
+            return "no entry '\(key)' in vault '\(path)'"
+        case .entryExists(let key, let path):
+            return "an entry '\(key)' already exists in vault '\(path)'"
+        case .retiredKey(let path):
+            return "refusing to open vault '\(path)': it is sealed with a key the vault retired when its passphrase "
+                + "changed: a copy from before the change may have been put back"
+        case .otherVault(let path):
+            return "refusing to open vault '\(path)': it is another vault than the one last seen at this path "
+                + "(another data key)"
+        case .keyChanged(let path):
+            return "vault '\(path)' no longer opens with the key this process holds: another process changed its "
+                + "passphrase (or put another vault in its place); open it again"
         case .vaultTooLarge(let path, let count):
             return "cannot write vault '\(path)': it would be larger than a vault can be (\(count) bytes)"
         case .generationExhausted(let path):

@@ -236,6 +236,18 @@ enum VaultFile {
         }
     }
 
+    /// Whether `entryName` is exactly the pattern of docs/FORMAT.md, `.NAME.HHHHHHHHHHHHHHHH.tmp` with 16
+    /// lowercase hexadecimal digits: nothing else in the directory is ever removed.
+    static func isTemporaryName(_ entryName: [UInt8], for name: String) -> Bool {
+        let prefix = Array(".\(name).".utf8), suffix = Array(".tmp".utf8)
+        guard entryName.count == prefix.count + 16 + suffix.count, entryName.starts(with: prefix),
+            entryName.suffix(suffix.count).elementsEqual(suffix)
+        else { return false }
+        return entryName[prefix.count..<prefix.count + 16].allSatisfy {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+        }
+    }
+
     /// Removes temporary files left by writers that died before their rename. Only lock holders create
     /// them, so under the lock every one that exists is stray.
     static func removeStrayTemporaryFiles(in dirfd: Int32, for name: String) {
@@ -245,19 +257,14 @@ enum VaultFile {
             return
         }
         defer { closedir(dir) }
-        let prefix = ".\(name)."
-        var stray = [String]()
+        var stray = [[UInt8]]()
         while let entry = readdir(dir) {
-            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if entryName.hasPrefix(prefix) && entryName.hasSuffix(".tmp")
-                && entryName.utf8.count == prefix.utf8.count + 16 + 4
-            {
-                stray.append(entryName)
-            }
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
+            if isTemporaryName(entryName, for: name) { stray.append(entryName) }
         }
-        for entryName in stray { _ = unlinkat(dirfd, entryName, 0) }  // unlink never follows a link
+        for entryName in stray {  // unlink never follows a link
+            _ = (entryName + [0]).withUnsafeBytes { unlinkat(dirfd, $0.baseAddress!.assumingMemoryBound(to: CChar.self), 0) }
+        }
     }
 
     /// Removes the vault file (for tests and `removeVault`); the caller holds the lock.

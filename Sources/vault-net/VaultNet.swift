@@ -10,7 +10,7 @@ import VaultTerminal
 struct VaultNetMain {
     static func main() async {
         ProcessHardening.apply()
-        await VaultNet.main()
+        await CommandLineRunner.main(VaultNet.self)
     }
 }
 

@@ -15,7 +15,7 @@ struct VaultMain {
         // No core dumps, no ptrace by the same user, signals deliverable: secrets stay in this process.
         ProcessHardening.apply()
         if NetworkVerb.requested(by: CommandLine.arguments) != nil { NetworkBinary.execute(CommandLine.arguments) }
-        Vault.main()
+        CommandLineRunner.main(Vault.self)
     }
 }
 

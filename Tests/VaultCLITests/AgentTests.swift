@@ -96,7 +96,7 @@ import VaultTestSupport
 
         let status = try #require(try box.status(), "no agent answers after unlock")
         #expect(status.keys == ["pid", "protocol", "socket", "vaults"])
-        #expect(status.protocolVersion == 1)
+        #expect(status.protocolVersion == 2)
         #expect(status.socket == box.socketPath)
         #expect(status.vaults.map(\.path) == [box.vaultPath])
         let left = try #require(status.vaults.first)
@@ -193,6 +193,18 @@ import VaultTestSupport
             #expect(through.stderr == around.stderr, "\(args): stderr \(through.stderr) / \(around.stderr)")
         }
 
+        // The batches with conditions (protocol version 2): the same outcome through the agent as around it.
+        #expect(try box.vault(["cp", "k1", "copy"]).status == 0)
+        #expect(try box.around(["get", "copy"]).stdout == Data(value.utf8), "cp through the agent")
+        #expect(try box.vault(["mv", "copy", "moved"]).status == 0)
+        #expect(try box.around(["list"]).stdoutText == "binary\nempty\nk1\nmoved\n", "mv through the agent")
+        let clobber = try box.vault(["put", "moved", "--no-clobber"], stdin: Data("x".utf8))
+        #expect(clobber.status == 7 && clobber.stderr == "vault: an entry 'moved' already exists in vault '\(box.vaultPath)'\n")
+        let partial = try box.vault(["delete", "moved", "nope"])
+        #expect(partial.status == 2 && partial.stderr.hasPrefix("vault: no entry 'nope' in vault"), "\(partial.stderr)")
+        #expect(try box.vault(["delete", "moved"]).status == 0)
+        #expect(try box.around(["list"]).stdoutText == "binary\nempty\nk1\n")
+
         let missing = try box.vault(["get", "nope"])
         #expect(missing.status == 2 && missing.stdout.isEmpty)
         #expect(missing.stderr == "vault: no entry 'nope' in vault '\(box.vaultPath)'\nhint: 'vault list' shows the names\n")
@@ -205,13 +217,19 @@ import VaultTestSupport
         #expect(try box.around(["list"]).stdoutText == "binary\nempty\n", "the deletion is not in the file")
     }
 
+    /// A file holding "a new passphrase" (0600) in the box.
+    static func newPassphraseFile(in box: AgentBox) throws -> String {
+        let path = box.directory + "/new-passphrase"
+        try #require(FileManager.default.createFile(
+            atPath: path, contents: Data("a new passphrase\n".utf8), attributes: [.posixPermissions: 0o600]))
+        return path
+    }
+
     @Test func passwdThroughTheAgentChangesThePassphraseOfTheFile() throws {
         let (box, value) = try Self.boxWithEntry()
         defer { box.stopAgents() }
         try box.unlock()
-        let newFile = box.directory + "/new-passphrase"
-        FileManager.default.createFile(
-            atPath: newFile, contents: Data("a new passphrase\n".utf8), attributes: [.posixPermissions: 0o600])
+        let newFile = try Self.newPassphraseFile(in: box)
         let passwd = try box.vault(["passwd", "--new-passphrase-file", newFile])
         #expect(passwd.status == 0, "passwd through the agent: \(passwd.stderr)")
         #expect(passwd.stdoutText == "passphrase changed for vault '\(box.vaultPath)'\n")
@@ -224,6 +242,28 @@ import VaultTestSupport
         let withOld = try box.around(["get", "k"])
         #expect(withOld.status == 3 && withOld.stdout.isEmpty, "old passphrase: exit \(withOld.status), \(withOld.stderr)")
         #expect(withOld.stderr.hasPrefix("vault: cannot open vault '\(box.vaultPath)': incorrect passphrase"))
+    }
+
+    /// A passphrase change made around the agent rotates the data key: the agent's key is retired, so it locks
+    /// the vault (the next verb asks as for any locked vault) instead of reporting a wrong passphrase, and
+    /// never writes with the retired key.
+    @Test func passwdAroundTheAgentLocksTheVaultInTheAgent() throws {
+        let (box, value) = try Self.boxWithEntry()
+        defer { box.stopAgents() }
+        try box.unlock()
+        let newFile = try Self.newPassphraseFile(in: box)
+        let passwd = try box.around(["passwd", "--new-passphrase-file", newFile])
+        try #require(passwd.status == 0, "passwd around the agent: \(passwd.stderr)")
+        let afterChange = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        Self.expectLocked(try box.vault(["get", "k"]), "get after a passphrase change around the agent")
+        Self.expectLocked(try box.vault(["put", "k"], stdin: Data("x".utf8)), "put after the change")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == afterChange, "the agent wrote with a retired key")
+        #expect(try box.status()?.vaults.isEmpty == true, "the agent still lists the vault as unlocked")
+        // Unlocked again with the new passphrase, it serves the vault.
+        let unlock = try box.vault(["unlock", "--passphrase-file", newFile])
+        try #require(unlock.status == 0, "unlock with the new passphrase: \(unlock.stderr)")
+        let get = try box.vault(["get", "k"])
+        #expect(get.status == 0 && get.stdout == Data(value.utf8), "get after unlocking again: \(get.stderr)")
     }
 
     // MARK: - locked: fail at once
@@ -437,7 +477,7 @@ import VaultTestSupport
         try #require(agent.isRunning, "vault agent exited with \(agent.terminationStatus)")
         let empty = try #require(try box.status())
         #expect(empty.pid == pid)
-        #expect(empty.protocolVersion == 1 && empty.socket == box.socketPath && empty.vaults.isEmpty)
+        #expect(empty.protocolVersion == 2 && empty.socket == box.socketPath && empty.vaults.isEmpty)
         let text = try box.vault(["agent", "status"])
         #expect(text.status == 0 && text.stdoutText == "no vault unlocked\n" && text.stderr == "")
 

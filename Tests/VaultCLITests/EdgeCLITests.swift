@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultCore
 
 #if canImport(Glibc)
 import Glibc
@@ -188,5 +189,31 @@ import Darwin
         let tooBig = try box.vault(["put", "bigger"], stdin: value + Data([0x5A]))
         #expect(tooBig.status == 1)
         #expect(tooBig.stderr.contains("longer than 67108864 bytes"), "\(tooBig.stderr)")
+    }
+
+    @Test("an empty passphrase opens a vault that has one (docs/FORMAT.md allows it); init and passwd refuse to set one (64)")
+    func emptyPassphrase() throws {
+        let box = try Sandbox()
+        let store = SecureKeyValueStore(path: box.vaultPath, options: .insecureForTesting)
+        try store.create(with: SecureBytes([]))
+        try store.put("made by the library", forKey: "k")
+        store.close()
+        let empty = box.directory + "/empty"
+        FileManager.default.createFile(atPath: empty, contents: Data(), attributes: [.posixPermissions: 0o600])
+        let get = try box.vault(["get", "k", "--passphrase-file", empty], passphrase: false)
+        #expect(get.status == 0 && get.stdoutText == "made by the library", "exit \(get.status): \(get.stderr)")
+        let fromEnvironment = try box.vault(["get", "k"], passphrase: false, extraEnvironment: ["VAULT_PASSPHRASE": ""])
+        #expect(fromEnvironment.status == 0 && fromEnvironment.stdoutText == "made by the library", "\(fromEnvironment.stderr)")
+        // The wrong one is a wrong passphrase, as always.
+        #expect(try box.vault(["get", "k"]).status == 3)
+        // Setting an empty passphrase is refused, and nothing is written.
+        let before = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        let passwd = try box.vault(["passwd", "--passphrase-file", empty, "--new-passphrase-file", empty], passphrase: false)
+        #expect(passwd.status == 64 && passwd.stderr.hasPrefix("vault: the passphrase is empty"), "\(passwd.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before)
+        let other = box.directory + "/new.vault"
+        let initialise = try box.vault(["init", "--vault", other, "--passphrase-file", empty], passphrase: false)
+        #expect(initialise.status == 64 && initialise.stderr.hasPrefix("vault: the passphrase is empty"), "\(initialise.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: other))
     }
 }

@@ -42,6 +42,52 @@ import Testing
         #expect(stat(state + "/vault/" + records[0], &info) == 0 && info.st_mode & 0o777 == 0o600)
     }
 
+    /// `vault passwd` rotates the data key: a copy from before it is refused (exit 6, `retired_key`), and so is
+    /// another vault copied over the path (`other_vault`), each until accepted once.
+    @Test func copyFromBeforeAPassphraseChangeAndAnotherVaultExitSix() throws {
+        let box = try Sandbox()
+        let env = ["XDG_STATE_HOME": box.directory + "/state"]
+        #expect(try box.vault(["init"], extraEnvironment: env).status == 0)
+        #expect(try box.vault(["put", "k"], stdin: Data("old".utf8), extraEnvironment: env).status == 0)
+        let old = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        let newFile = box.directory + "/new-passphrase"
+        FileManager.default.createFile(atPath: newFile, contents: Data("a new one\n".utf8), attributes: [.posixPermissions: 0o600])
+        let passwd = try box.vault(["passwd", "--new-passphrase-file", newFile], extraEnvironment: env)
+        try #require(passwd.status == 0, "passwd: \(passwd.stderr)")
+        #expect(passwd.stdoutText == "passphrase changed for vault '\(box.vaultPath)'\n")
+        let changed = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        #expect(changed[76..<124] != old[76..<124])  // the wrapped key (a new data key under a new KEK)
+
+        try old.write(to: URL(fileURLWithPath: box.vaultPath))
+        let refused = try box.vault(["get", "k"], extraEnvironment: env)
+        #expect(refused.status == 6 && refused.stdout.isEmpty)
+        #expect(refused.stderr == """
+            vault: refusing to open vault '\(box.vaultPath)': it is sealed with a key the vault retired when its passphrase changed: a copy from before the change may have been put back
+            hint: if you restored this copy on purpose (a backup), pass --accept-rollback once
+
+            """)
+        let json = try box.vault(["get", "k", "--json"], extraEnvironment: env)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stderr.utf8)) as? [String: [String: Any]]
+        #expect(object?["error"]?["code"] as? String == "retired_key" && object?["error"]?["exit_code"] as? Int == 6)
+        #expect(try box.vault(["put", "x"], stdin: Data("y".utf8), extraEnvironment: env).status == 6)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == old)
+
+        // Another vault with the same passphrase, copied over the path.
+        try changed.write(to: URL(fileURLWithPath: box.vaultPath))
+        let otherPath = box.directory + "/other.vault"
+        #expect(try box.vault(["init", "--vault", otherPath], extraEnvironment: env).status == 0)
+        try Data(contentsOf: URL(fileURLWithPath: otherPath)).write(to: URL(fileURLWithPath: box.vaultPath))
+        let other = try box.vault(["list"], extraEnvironment: env)
+        #expect(other.status == 6 && other.stdout.isEmpty)
+        #expect(other.stderr == """
+            vault: refusing to open vault '\(box.vaultPath)': it is another vault than the one last seen at this path (another data key)
+            hint: if you put this vault here on purpose (or changed its passphrase on another machine), pass --accept-rollback once
+
+            """)
+        #expect(try box.vault(["list", "--accept-rollback"], extraEnvironment: env).status == 0)
+        #expect(try box.vault(["list"], extraEnvironment: env).status == 0)
+    }
+
     @Test func defaultStateDirectoryIsUnderHome() throws {
         let box = try Sandbox()
         let home = box.directory + "/home"

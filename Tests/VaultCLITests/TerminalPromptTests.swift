@@ -29,7 +29,8 @@ import Testing
         #expect(put.stdoutText == "passphrase: \nvalue for 'api-token': \n[echo on]\n")
         let got = try onTerminal(box, ["get", "api-token"], [("Passphrase", "typed on a tty\n")])
         #expect(got.status == 0)
-        #expect(got.stdoutText == "passphrase: \ns3cr3t-value[echo on]\n")  // the value, as stored: no newline added
+        // The value as stored, then a newline because stdout is a terminal (piped, nothing is added).
+        #expect(got.stdoutText == "passphrase: \ns3cr3t-value\n[echo on]\n")
 
         let wrong = try onTerminal(box, ["get", "api-token"], [("Passphrase", "typed on a TTY\n")])
         #expect(wrong.status == 3)

@@ -78,18 +78,90 @@ struct RollbackTests {
         try s.changeEncryptionKey(with: otherPassphrase)  // 3
         s.close()
         try writeBytes(old, to: path)
-        // The attacker's copy opens with the old passphrase: same data key, same vault id, older generation.
-        #expect(openError(path, passphrase: testPassphrase, options: options())
-            == .rollbackDetected(path: path, seenGeneration: 3, fileGeneration: 2))
+        // The attacker's copy opens with the old passphrase, under the data key the change retired.
+        #expect(openError(path, passphrase: testPassphrase, options: options()) == .retiredKey(path: path))
+        #expect(try readBytes(path) == old)
+        // A restored backup from before the change is the user's call: accepted once, then the reference.
+        #expect(openError(path, passphrase: testPassphrase, options: options(accept: true)) == nil)
+        #expect(openError(path, passphrase: testPassphrase, options: options()) == nil)
     }
 
-    @Test func aDifferentVaultAtThePathIsNotARollback() throws {
+    /// The attack of issue 11, item 12: with an old copy and the old passphrase, forge a newer file under the
+    /// old data key (body re-sealed, header hash recomputed, generation raised). The change rotated the key,
+    /// so the forgery opens with neither passphrase's current meaning: the new passphrase cannot unwrap it,
+    /// and the old one meets a retired key.
+    @Test func aFileForgedWithTheOldKeyIsRefusedAfterAPassphraseChange() throws {
+        let s = store()
+        try s.open(with: testPassphrase)
+        try s.put("v", forKey: "k")
+        let old = try readBytes(path)
+        let oldKey = try #require(s.state.withLock { $0.open?.dataKey })
+        try s.changePassphrase(to: otherPassphrase)
+        let newKey = try #require(s.state.withLock { $0.open?.dataKey })
+        s.close()
+        #expect(newKey != oldKey)
+        // The new file's body does not open with the old key.
+        #expect(throws: VaultError.wrongPassphrase(path: path)) {
+            try VaultEnvelope.openBody(try readBytes(path), dataKey: oldKey, path: path)
+        }
+        // The forgery: generation 100, sealed with the old key.
+        var header = try VaultEnvelope.parseHeader(old, path: path, policy: SecureKeyValueStore.Options.insecureForTesting.kdfPolicy)
+        header.generation = 100
+        let oldContents = try VaultEnvelope.openBody(old, dataKey: oldKey, path: path)
+        let hash = VaultEnvelope.hash(header)
+        let plaintext = oldContents.plaintext.withUnsafeBytes { bytes in
+            SecureBytes(count: bytes.count) { out in
+                out.copyMemory(from: bytes)
+                hash.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: 32) }
+            }
+        }
+        let forged = try VaultEnvelope.seal(header: header, plaintext: plaintext, dataKey: oldKey)
+        try writeBytes(forged, to: path)
+        #expect(openError(path, passphrase: otherPassphrase, options: options()) == .wrongPassphrase(path: path))
+        #expect(openError(path, passphrase: testPassphrase, options: options()) == .retiredKey(path: path))
+    }
+
+    @Test func aDifferentVaultMadeHereIsRecorded() throws {
         _ = try vaultWithOldCopy()
         unlink(path)
         let fresh = store()
-        try fresh.create(with: testPassphrase)  // a new vault, generation 1: recorded as is
+        try fresh.create(with: testPassphrase)  // a new vault, generation 1, written here: recorded as is
         fresh.close()
         #expect(openError(path, options: options()) == nil)
+    }
+
+    /// Another vault of the same passphrase copied over this one (not written by this user's vault code) is
+    /// not silently taken as the reference.
+    @Test func anotherVaultPutInPlaceIsRefusedUntilAccepted() throws {
+        _ = try vaultWithOldCopy()
+        let otherPath = directory.file("vaults/other.vault")
+        let other = SecureKeyValueStore(path: otherPath, options: options())
+        try other.open(with: testPassphrase)
+        try other.put("other", forKey: "k")
+        other.close()
+        let before = try readBytes(path)
+        try writeBytes(try readBytes(otherPath), to: path)
+        #expect(openError(path, options: options()) == .otherVault(path: path))
+        #expect(try readBytes(path) != before)
+        #expect(openError(path, options: options(accept: true)) == nil)
+        #expect(openError(path, options: options()) == nil)
+        // The vault that was there before is now the other one.
+        try writeBytes(before, to: path)
+        #expect(openError(path, options: options()) == .otherVault(path: path))
+    }
+
+    @Test func retiredIdsAreBoundedAndKeptAcrossWrites() throws {
+        let s = store()
+        try s.open(with: testPassphrase)
+        let first = try readBytes(path)
+        for _ in 0..<3 { try s.changePassphrase(to: testPassphrase) }
+        try s.put("v", forKey: "k")
+        s.close()
+        let files = try FileManager.default.contentsOfDirectory(atPath: stateDirectory)
+        let text = try String(contentsOfFile: stateDirectory + "/" + files[0], encoding: .utf8)
+        #expect(text.components(separatedBy: "\nretired ").count - 1 == 3)
+        try writeBytes(first, to: path)
+        #expect(openError(path, options: options()) == .retiredKey(path: path))
     }
 
     @Test func reloadSeesARollback() throws {
@@ -115,7 +187,7 @@ struct RollbackTests {
         #expect(permissions(record) == 0o600)
         let text = try String(contentsOfFile: record, encoding: .utf8)
         #expect(text.hasPrefix("vault-rollback 1\npath "))
-        #expect(text.hasSuffix("generation 4\n"))
+        #expect(text.hasSuffix("generation 4\n"))  // no passphrase change: no retired ids
         #expect(!text.contains("three") && !text.contains("correct horse"))
     }
 

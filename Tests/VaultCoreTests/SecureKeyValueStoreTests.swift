@@ -122,6 +122,110 @@ struct SecureKeyValueStoreTests {
         #expect(try reopened.keys() == expected)
     }
 
+    /// keys() keeps its sorted list until the contents change (the agent answers every `list` from it).
+    @Test("keys() sees every change: its own writes, removals and another store's write after reload")
+    func keysAfterChanges() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("v", forKey: "b")
+        #expect(try store.keys() == ["b"])
+        try store.put("v", forKey: "a")
+        #expect(try store.keys() == ["a", "b"])
+        try store.put("w", forKey: "a")  // a value change, no name change
+        #expect(try store.keys() == ["a", "b"])
+        #expect(try store.remove("b"))
+        #expect(try store.keys() == ["a"])
+        let other = testStore(path)
+        try other.open(with: testPassphrase)
+        try other.put("v", forKey: "0-other")
+        #expect(try store.keys() == ["a"])  // not reloaded yet: the state this store holds
+        try store.reload()
+        #expect(try store.keys() == ["0-other", "a"])
+        try store.removeAll()
+        #expect(try store.keys() == [])
+    }
+
+    @Test("a batch's requirements are checked on the file under the lock: one that fails writes nothing")
+    func requirements() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("v", forKey: "a")
+        let before = try readBytes(path)
+        #expect(throws: VaultError.entryExists(key: "a", path: path)) {
+            try store.update { changes in
+                try changes.put("x", forKey: "b")
+                changes.require("a", exists: false)
+            }
+        }
+        #expect(throws: VaultError.noSuchEntry(key: "zz", path: path)) {
+            try store.update { changes in
+                changes.remove("a")
+                changes.require("zz", exists: true)
+            }
+        }
+        #expect(throws: VaultError.noSuchEntry(key: "zz", path: path)) {
+            try store.update { try $0.copy("zz", to: "c") }
+        }
+        #expect(try readBytes(path) == before)
+        // Another store wrote "b" after this one read the file: the requirement sees the file, not the cache.
+        let other = testStore(path)
+        try other.open(with: testPassphrase)
+        try other.put("theirs", forKey: "b")
+        #expect(throws: VaultError.entryExists(key: "b", path: path)) {
+            try store.update { changes in
+                changes.require("b", exists: false)
+                try changes.put("mine", forKey: "b")
+            }
+        }
+        #expect(try other.getString("b") == "theirs")
+    }
+
+    @Test("copy reads the value before the batch; keepCreated keeps the source's creation time (a move)")
+    func copyAndMove() throws {
+        let store = testStore(path)
+        try store.create(with: testPassphrase)
+        try store.put("one", forKey: "a")
+        try store.put("two", forKey: "b")
+        let created = try #require(try store.attributes(forKey: "a")).created
+        usleep(5_000)
+        try store.update { changes in
+            try changes.copy("a", to: "moved", keepCreated: true)
+            changes.remove("a")
+            try changes.copy("b", to: "copied")
+            try changes.put("changed", forKey: "b")  // the copy still has the value from before the batch
+        }
+        #expect(try store.keys() == ["b", "copied", "moved"])
+        #expect(try store.getString("moved") == "one")
+        #expect(try store.getString("copied") == "two")
+        #expect(try store.getString("b") == "changed")
+        #expect(try store.attributes(forKey: "moved")?.created == created)
+        #expect(try store.attributes(forKey: "copied")?.created != created)
+        // Onto an existing name: the value and, for a move, the creation time of the source.
+        try store.update { changes in
+            try changes.copy("moved", to: "b", keepCreated: true)
+            changes.remove("moved")
+        }
+        #expect(try store.getString("b") == "one")
+        #expect(try store.attributes(forKey: "b")?.created == created)
+        store.close()
+        let reopened = testStore(path)
+        try reopened.open(with: testPassphrase)
+        #expect(try reopened.keys() == ["b", "copied"])
+        #expect(try reopened.attributes(forKey: "b")?.created == created)
+    }
+
+    @Test("SecretGenerator: the length, only the alphabet, every symbol reachable; words from the list")
+    func secretGenerator() throws {
+        let digits = Array("0123456789".utf8)
+        let secret = SecretGenerator.characters(count: 4096, from: digits)
+        #expect(secret.count == 4096)
+        #expect(Set(secret.unprotectedBytes) == Set(digits))
+        let words = SecretGenerator.words(count: 8, from: ["alpha", "be"], separator: "+")
+        let parts = String(decoding: words.unprotectedBytes, as: UTF8.self).split(separator: "+")
+        #expect(parts.count == 8 && parts.allSatisfy { $0 == "alpha" || $0 == "be" })
+        #expect(abs(SecretGenerator.entropyBits(count: 6, choices: 7776) - 77.548) < 0.001)
+    }
+
     @Test("remove returns whether there was an entry; removing a missing key writes nothing")
     func remove() throws {
         let store = testStore(path)
@@ -262,6 +366,8 @@ struct SecureKeyValueStoreTests {
             ("nul\0byte", "the name contains a control character"),
             ("tab\tname", "the name contains a control character"),
             ("del\u{7F}", "the name contains a control character"),
+            ("c1\u{85}next-line", "the name contains a control character"),
+            ("csi\u{9B}31m", "the name contains a control character"),
             (String(repeating: "x", count: 4097), "the name is longer than 4096 bytes"),
             (String(repeating: "é", count: 2049), "the name is longer than 4096 bytes"),  // 4098 bytes
         ]
@@ -499,18 +605,23 @@ struct SecureKeyValueStoreTests {
         #expect(try fresh.keys() == [])
     }
 
-    @Test("a store keeps writing after another store changed the passphrase")
+    @Test("a store open while another changed the passphrase must reopen: keyChanged, nothing written")
     func writeAfterPassphraseChangeElsewhere() throws {
         try makeVault(path, entries: [("k", "v")])
         let first = testStore(path)
         let second = testStore(path)
         try first.open(with: testPassphrase)
         try second.open(with: testPassphrase)
-        try second.changeEncryptionKey(with: otherPassphrase)
-        try first.put("w", forKey: "k2")  // the data key is unchanged, so first can still write
+        try second.changeEncryptionKey(with: otherPassphrase)  // a new data key: first's is retired
+        let changed = try readBytes(path)
+        #expect(throws: VaultError.keyChanged(path: path)) { try first.put("w", forKey: "k2") }
+        #expect(throws: VaultError.keyChanged(path: path)) { try first.reload() }
+        #expect(try readBytes(path) == changed)
         #expect(openError(path, passphrase: testPassphrase) == .wrongPassphrase(path: path))
         let fresh = testStore(path)
         try fresh.open(with: otherPassphrase)
+        #expect(try fresh.keys() == ["k"])
+        try fresh.put("w", forKey: "k2")
         #expect(try fresh.keys() == ["k", "k2"])
     }
 
@@ -523,7 +634,8 @@ struct SecureKeyValueStoreTests {
         try makeVault(otherPath, entries: [("x", "y")])
         #expect(rename(otherPath, path) == 0)
         let replaced = try readBytes(path)
-        #expect(throws: VaultError.wrongPassphrase(path: path)) { try store.put("w", forKey: "k2") }
+        // Another salt and a key that does not open it: to this store, the vault was re-keyed.
+        #expect(throws: VaultError.keyChanged(path: path)) { try store.put("w", forKey: "k2") }
         #expect(try readBytes(path) == replaced)
     }
 

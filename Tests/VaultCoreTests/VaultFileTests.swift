@@ -214,6 +214,8 @@ struct VaultFileTests {
         let unrelated = [
             ".test.vault.short.tmp", ".other.vault.0123456789abcdef.tmp", "test.vault.0123456789abcdef.tmp",
             ".test.vault.0123456789abcdef.tmpx",
+            // The right length but not 16 lowercase hexadecimal digits (issue 11, item 11): not ours.
+            ".test.vault.my-notes-backup1.tmp", ".test.vault.0123456789ABCDEF.tmp", ".test.vault.0123456789abcdeg.tmp",
         ]
         for name in stray + unrelated { try writeBytes([1, 2, 3], to: directory.file(name)) }
         let store = testStore(path)

@@ -1,0 +1,116 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+
+/// `vault generate`: a new random secret, made in guarded memory and stored in one write; printed only with
+/// `--print`. Its entropy goes to stderr.
+package struct Generate: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "generate",
+        abstract: "Store a new random secret under NAME (libsodium's uniform random numbers); print it only with --print.",
+        discussion: """
+            Characters (default: 24 from 'alnum') or, with --words N, N words of the EFF large word list
+            (7,776 words, 12.9 bits each; https://www.eff.org/dice, CC BY 3.0 US). The entropy in bits goes to
+            stderr. NAME must not exist unless --force.
+
+            Character sets: alnum (A-Z a-z 0-9, 62), alpha (52), lower (26), digits (10), hex (0-9 a-f, 16),
+            symbols (the 94 printable ASCII characters but space), or any other value: exactly those characters
+            (at least 2 distinct printable ASCII characters).
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "The entry's name.")
+    package var name: String
+
+    @Option(help: "The number of characters (1 to 4096).")
+    package var length: Int = 24
+
+    @Option(help: "alnum, alpha, lower, digits, hex, symbols, or the characters to draw from.")
+    package var charset: String = "alnum"
+
+    @Option(help: "Generate N words instead of characters (1 to 64).")
+    package var words: Int?
+
+    @Option(help: "What separates the words.")
+    package var separator: String = " "
+
+    @Flag(help: "Also print the secret on stdout (a newline follows on a terminal).")
+    package var print = false
+
+    @Flag(name: .shortAndLong, help: "Replace NAME if it exists.")
+    package var force = false
+
+    package func validate() throws {
+        if options.passphraseFD == 1 { throw ValidationError("stdout is not a passphrase source") }
+        if let words {
+            guard (1...64).contains(words) else { throw ValidationError("--words must be 1 to 64") }
+        } else {
+            guard (1...4096).contains(length) else { throw ValidationError("--length must be 1 to 4096") }
+            _ = try alphabet()
+        }
+    }
+
+    /// The characters to draw from.
+    func alphabet() throws -> [UInt8] {
+        let upper = Array(UInt8(ascii: "A")...UInt8(ascii: "Z")), lower = Array(UInt8(ascii: "a")...UInt8(ascii: "z"))
+        let digits = Array(UInt8(ascii: "0")...UInt8(ascii: "9"))
+        switch charset {
+        case "alnum": return upper + lower + digits
+        case "alpha": return upper + lower
+        case "lower": return lower
+        case "digits": return digits
+        case "hex": return digits + Array(UInt8(ascii: "a")...UInt8(ascii: "f"))
+        case "symbols": return Array(UInt8(ascii: "!")...UInt8(ascii: "~"))
+        default:
+            let set = Array(Set(charset.utf8)).sorted()
+            guard set.count >= 2, set.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw ValidationError(
+                    "--charset: a set name (alnum, alpha, lower, digits, hex, symbols) or at least 2 distinct printable ASCII characters")
+            }
+            return set
+        }
+    }
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            try checkNameArgumentIsUTF8(name)
+            try SecureKeyValueStore.validate(key: name)
+            let secret: SecureBytes
+            let bits: Double
+            let what: String
+            if let words {
+                let list = EFFLargeWordList.words
+                secret = SecretGenerator.words(count: words, from: list, separator: separator)
+                bits = SecretGenerator.entropyBits(count: words, choices: list.count)
+                what = "\(words) word\(words == 1 ? "" : "s") of the EFF large list"
+            } else {
+                let alphabet = try alphabet()
+                secret = SecretGenerator.characters(count: length, from: alphabet)
+                bits = SecretGenerator.entropyBits(count: length, choices: alphabet.count)
+                what = "\(length) character\(length == 1 ? "" : "s") from a set of \(alphabet.count)"
+            }
+            try withVault(options) { vault in
+                try vault.update { changes in
+                    if !force { changes.require(name, exists: false) }
+                    try changes.put(secret, forKey: name)
+                }
+            }
+            let rounded = (bits * 10).rounded(.down) / 10
+            if options.json {
+                var object: [String: Any] = ["name": name, "stored": true, "entropy_bits": rounded]
+                // JSON needs the secret in ordinary memory, as `get --json` does; only when asked.
+                if print { object["value"] = String(decoding: secret.unprotectedBytes, as: UTF8.self) }
+                try writeJSON(object)
+                return
+            }
+            writeToStderr("vault: generated \(what): \(rounded) bits of entropy\n")
+            if print {
+                try secret.withUnsafeBytes { try writeToStdout($0) }
+                if isatty(1) == 1 { try writeToStdout("\n") }
+            }
+        }
+    }
+}

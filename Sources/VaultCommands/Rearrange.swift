@@ -1,0 +1,133 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+
+/// `vault mv` and `vault cp`: one atomic write each, checked under the vault's lock (no window between the
+/// check that the target is free and the write).
+package struct Move: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "mv",
+        abstract: "Rename the entry SOURCE to TARGET in one atomic write, keeping its creation time (TARGET must not exist unless --force).")
+
+    @OptionGroup var options: VaultOptions
+    @OptionGroup var names: SourceAndTarget
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            try names.rearrange(keepCreated: true, removeSource: true, options: options)
+            if options.json { try writeJSON(["name": names.target, "from": names.source, "moved": true]) }
+        }
+    }
+}
+
+package struct Copy: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "cp",
+        abstract: "Copy the value of SOURCE to a new entry TARGET in one atomic write (TARGET must not exist unless --force).")
+
+    @OptionGroup var options: VaultOptions
+    @OptionGroup var names: SourceAndTarget
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            try names.rearrange(keepCreated: false, removeSource: false, options: options)
+            if options.json { try writeJSON(["name": names.target, "from": names.source, "copied": true]) }
+        }
+    }
+}
+
+/// The arguments of `mv` and `cp`, and their one batch.
+package struct SourceAndTarget: ParsableArguments {
+    package init() {}
+
+    @Argument(help: "The existing entry.")
+    package var source: String
+
+    @Argument(help: "The new name.")
+    package var target: String
+
+    @Flag(name: .shortAndLong, help: "Replace TARGET if it exists.")
+    package var force = false
+
+    package func validate() throws {
+        if source == target { throw ValidationError("'\(source)' and '\(target)' are the same entry") }
+    }
+
+    /// One batch: `source` must exist, `target` must not (unless `force`), the copy, and for a move the removal.
+    func rearrange(keepCreated: Bool, removeSource: Bool, options: VaultOptions) throws {
+        try checkNameArgumentIsUTF8(source)
+        try checkNameArgumentIsUTF8(target)
+        try SecureKeyValueStore.validate(key: target)
+        try withVault(options) { vault in
+            try vault.update { changes in
+                changes.require(source, exists: true)
+                if !force { changes.require(target, exists: false) }
+                try changes.copy(source, to: target, keepCreated: keepCreated)
+                if removeSource { changes.remove(source) }
+            }
+        }
+    }
+}
+
+/// `vault find`: names that contain PATTERN, or match it as a glob, ignoring case.
+package struct Find: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "find",
+        abstract: "List the names that contain PATTERN, or match it as a glob (*, ?, [...]), ignoring case.",
+        discussion: "Exits 2 when no name matches. Reads names only: no value is decrypted into output.")
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: "A substring, or a glob when it holds *, ? or [.")
+    package var pattern: String
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            let matches = try withVault(options) { vault in
+                try vault.keys().filter(NamePattern(pattern).matches)
+            }
+            guard !matches.isEmpty else {
+                throw CLIError.message("no entry matches '\(pattern)'", exitCode: Exit.notFound)
+            }
+            if options.json {
+                try writeJSON(["pattern": pattern, "names": matches])
+            } else {
+                try writeLines(matches)
+            }
+        }
+    }
+}
+
+/// A `find` pattern: a case-insensitive substring, or a case-insensitive glob (`fnmatch` without
+/// `FNM_PATHNAME`: `*` matches `/` too, as names such as `github.com/alice` are not paths).
+package struct NamePattern {
+    let folded: String
+    let isGlob: Bool
+
+    package init(_ pattern: String) {
+        folded = pattern.lowercased()
+        isGlob = pattern.contains { "*?[".contains($0) }
+    }
+
+    package func matches(_ name: String) -> Bool {
+        let name = name.lowercased()
+        guard isGlob else { return name.contains(folded) }
+        return fnmatch(folded, name, 0) == 0
+    }
+}
+
+/// Names on stdout, one a line, from one buffer.
+package func writeLines(_ names: [String]) throws {
+    var output = [UInt8]()
+    for name in names {
+        output.append(contentsOf: name.utf8)
+        output.append(UInt8(ascii: "\n"))
+    }
+    try output.withUnsafeBytes { try writeToStdout($0) }
+}

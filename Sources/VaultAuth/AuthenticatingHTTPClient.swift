@@ -65,7 +65,11 @@ public final class AuthenticatingHTTPClient: Sendable {
     ) async throws -> HTTPResponse {
         try await exchange(request) { response, body in
             while let buffer = try await body.next() {
-                try buffer.withUnsafeReadableBytes { try sink(response, $0) }
+                do {
+                    try buffer.withUnsafeReadableBytes { try sink(response, $0) }
+                } catch {
+                    throw ConsumerFailure(error: error)
+                }
             }
         }.1
     }

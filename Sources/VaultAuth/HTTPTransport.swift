@@ -151,6 +151,8 @@ struct HTTPTransport: Sendable {
             } onCancel: {
                 watch.cancel()
             }
+        } catch let failure as ConsumerFailure {
+            throw failure.error  // the caller's own error (e.g. stdout closed), not the network's
         } catch {
             throw watch.translate(error, url: url, timeout: timeout)
         }
@@ -256,6 +258,11 @@ struct ResponseBody {
         var count = 0
         while count <= limit, let buffer = try await next() { count += buffer.readableBytes }
     }
+}
+
+/// An error of the code that consumes a body (not of the connection): passed through untranslated.
+struct ConsumerFailure: Error {
+    let error: any Error
 }
 
 /// The pin check's failure (translated by ``ConnectionWatch``).

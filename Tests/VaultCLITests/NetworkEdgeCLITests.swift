@@ -9,7 +9,7 @@ import VaultTestSupport
 /// TLS with a private CA and pins against a real nginx, a whole-exchange timeout against a trickling server,
 /// proxies from the environment, redirects to another origin, bodies too large to buffer, and a 401 on the
 /// registration check. Every process runs without a terminal (`setsid`).
-@Suite(.timeLimit(.minutes(5))) struct NetworkEdgeCLITests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct NetworkEdgeCLITests {
     /// The request log of the Python counting server: method, target, path and header fields (names lower case).
     struct LoggedRequest: Decodable, Equatable {
         let method: String
@@ -294,7 +294,7 @@ import VaultTestSupport
         let server = try PythonServer(.counting)
         let box = try Sandbox()
         try box.initVault()
-        let size = 512 << 20
+        let size = 256 << 20
         // Python runs vault, counts what it writes, and reports its peak RSS (KiB) once it was waited for.
         let script = """
             import resource, subprocess, sys
@@ -318,6 +318,18 @@ import VaultTestSupport
         #expect(status == 0)
         #expect(count == size)
         #expect(peakKiB < 128 << 10, "peak RSS \(peakKiB) KiB for a \(size >> 20) MiB body")
+    }
+
+    @Test func aFullStdoutIsReportedAsSuchNotAsANetworkFailure() throws {
+        let server = try PythonServer(.counting)
+        let box = try Sandbox()
+        try box.initVault()
+        let result = try CLI.shell(
+            #""$VAULT" fetch "$URL" --allow-insecure-http --passphrase-file "$P" >/dev/full"#,
+            environment: box.environment.merging(
+                ["URL": server.origin + "/big?bytes=1048576", "P": box.passphraseFile]) { $1 })
+        #expect(result.status == 1)
+        #expect(result.stderr == "vault: cannot write 'stdout' failed: No space left on device\n")
     }
 
     @Test func aRegistrationAnswerLargerThanTheCapIsRefused() throws {

@@ -5,12 +5,11 @@ import VaultCommands
 import VaultCore
 import VaultTerminal
 
-/// `vault credential get|store|erase`: a git credential helper (git-credential(1), "CUSTOM HELPERS").
+/// `vault credential get|store|erase`: a git credential helper (gitcredentials(7), git-credential(1)).
 ///
-/// Entries are kept by ``VaultCredentialStore`` under a pseudo-realm, so that `vault logout URL` and the helper
-/// agree (docs/AUTH.md, "git credential helper"): realm `git` for `protocol` + `host`, or `git/<path>` when git
-/// sends a `path` (`credential.useHttpPath`); the password's expiry when git gave one. The helper never makes
-/// its entries the vault's primary credential (the tutorials' `username`/`password`).
+/// Entries are kept by ``VaultCredentialStore`` under pseudo-realms (``GitSlot``), so that `vault logout URL`
+/// and the helper agree (docs/AUTH.md, "git credential helper"). The helper never makes its entries the vault's
+/// primary credential (the tutorials' `username`/`password`).
 package struct CredentialHelper: AsyncParsableCommand {
     package init() {}
 
@@ -19,75 +18,326 @@ package struct CredentialHelper: AsyncParsableCommand {
         abstract: NetworkVerb.credential.abstract,
         discussion: """
             Reads git's key=value lines from stdin up to a blank line or end of input. `get` prints
-            username=, password= (and password_expiry_utc=) of a stored credential, or nothing;
-            `store` stores; `erase` removes (only when username and password, if given, match).
-            Only the http and https protocols are kept. The passphrase comes from --passphrase-fd,
-            --passphrase-file, VAULT_PASSPHRASE or the terminal (/dev/tty), never from stdin.
+            username=, password= (password_expiry_utc=, oauth_refresh_token=) of a stored, unexpired
+            credential, or authtype= and credential= to a caller that sent capability[]=authtype, or nothing;
+            `store` stores; `erase` removes (only what matches the username and password given).
+            Only the http and https protocols are kept. A request with a NUL or carriage return in a line,
+            or a host that is not exactly host[:port], is refused. The passphrase comes from
+            --passphrase-fd, --passphrase-file, VAULT_PASSPHRASE, the agent or the terminal (/dev/tty,
+            never with git config credential.interactive=false), never from stdin.
             Other operations are ignored, as git expects.
             """)
 
     @OptionGroup var options: VaultOptions
+
+    @Option(help: ArgumentHelp(
+        "Forget what `store` stores after this many seconds (git-credential-cache's option).", valueName: "seconds"))
+    var timeout: Int?
 
     @Argument(help: "get, store or erase.")
     var operation: String
 
     package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries git's request: use another --passphrase-fd") }
+        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be 1 second or more") }
     }
-
-    /// Pseudo-realm of the helper's entries.
-    static let realm = "git"
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {
             guard ["get", "store", "erase"].contains(operation) else { return }  // git: ignore unknown operations
             let request = try GitCredentialRequest.read(fd: 0)
-            guard let space = request.space else {
+            guard let origin = try request.origin() else {
                 if operation == "store", let scheme = request.protocol {
                     FileHandle.standardError.write(Data(
                         "vault: credential: protocol '\(scheme)' is not supported (only http and https); not stored\n".utf8))
                 }
                 return
             }
-            let file = options.makeStore()
-            if !file.exists && operation != "store" { return }  // nothing stored anywhere: no passphrase needed
-            let vault = try openVault(options)
+            if !options.makeStore().exists && operation != "store" { return }  // nothing stored: no passphrase needed
+            let vault = try openVaultForGit()
             defer { vault.close() }
             let credentials = VaultCredentialStore(store: vault)
+            // As git's own helpers match: an erase without a path removes the host's credentials of every path.
+            let anyPath = operation == "erase" && request.path == nil
+            let records = try GitRecord.all(in: credentials, origin: origin, path: request.path, anyPath: anyPath)
+            let now = Int64(Date().timeIntervalSince1970)
             switch operation {
-            case "get":
-                guard let stored = try credentials.credential(for: space) else { return }
-                if let username = request.username, username != stored.username { return }
-                // One write, assembled in guarded memory: "username=U\npassword=P\n".
-                let head = Array("username=\(stored.username)\npassword=".utf8)
-                let output = stored.password.withUnsafeBytes { password in
-                    SecureBytes(count: head.count + password.count + 1) { buffer in
-                        buffer.copyBytes(from: head)
-                        UnsafeMutableRawBufferPointer(rebasing: buffer[head.count...]).copyMemory(from: password)
-                        buffer[head.count + password.count] = UInt8(ascii: "\n")
-                    }
-                }
-                try output.withUnsafeBytes { try writeToStdout($0) }
-                if let expiry = try credentials.expiry(for: space) {
-                    try writeToStdout("password_expiry_utc=\(expiry)\n")
-                }
-            case "store":
-                guard let username = request.username, let password = request.password else { return }
-                let credential = Credential(username: username, password: password)
-                guard (try? credential.validate()) != nil else { return }
-                // Replaces the primary credential only when git's space already is the primary one.
-                let isPrimary = try credentials.primary() == space
-                var changes = SecureKeyValueStore.Changes()
-                try credentials.stage(credential, for: space, asPrimary: isPrimary, into: &changes)
-                try credentials.setExpiry(request.passwordExpiryUTC, for: space, into: &changes)
-                try vault.write(changes)
-            default:  // erase
-                guard let stored = try credentials.credential(for: space) else { return }
-                if let username = request.username, username != stored.username { return }
-                if let password = request.password, password != stored.password { return }
-                try credentials.removeCredentials(of: [space])
+            case "get": try get(request, from: records, now: now)
+            case "store": try store(request, into: credentials, records: records, origin: origin, now: now)
+            default: try erase(request, from: credentials, records: records)
             }
         }
+    }
+
+    /// The vault through the agent or a passphrase source; else the terminal prompt, unless git's configuration
+    /// says `credential.interactive=false` (then a clear error at once, and no prompt).
+    func openVaultForGit() throws -> any KeyValueVault {
+        if !options.hasPassphraseSource {
+            if let vault = try AgentAccess.vault(for: options, mayPrompt: false) { return vault }
+            if Terminal.controlling() != nil, !GitConfiguration.allowsPrompts() {
+                throw CredentialHelperError.promptsDisabled
+            }
+        }
+        return try openVault(options)
+    }
+
+    /// Prints the most recently stored unexpired credential that matches, or nothing.
+    func get(_ request: GitCredentialRequest, from records: [GitRecord], now: Int64) throws {
+        let capable = request.capabilities.contains("authtype")
+        let candidates = records.filter { record in
+            guard !record.isExpired(now: now) else { return false }
+            if let username = request.username { return record.credential?.username == username }
+            return record.credential != nil || (capable && record.extras.authCredential != nil)
+        }
+        guard let best = candidates.max(by: { ($0.modified, $0.space.key) < ($1.modified, $1.space.key) })
+        else { return }
+        var output = GitCredentialOutput()
+        if capable { try output.add("capability[]", "authtype") }
+        if capable, let type = best.extras.authType, let encoded = best.extras.authCredential {
+            try output.add("authtype", type)
+            try output.add("credential", encoded)
+        } else if let credential = best.credential {
+            try output.add("username", credential.username)
+            try output.add("password", credential.password)
+            if let token = best.extras.oauthRefreshToken { try output.add("oauth_refresh_token", token) }
+        } else {
+            return
+        }
+        if let expiry = best.extras.passwordExpiryUTC { try output.add("password_expiry_utc", expiry) }
+        try output.bytes().withUnsafeBytes { try writeToStdout($0) }
+    }
+
+    /// Stores `username`/`password` (with their expiry and refresh token, and a pre-encoded credential unless
+    /// `ephemeral`) in the record of that username, else in the shared slot when it is free, else in the
+    /// username's own slot; a pre-encoded credential alone goes to the space's pre-encoded slot. One update.
+    func store(
+        _ request: GitCredentialRequest, into credentials: VaultCredentialStore, records: [GitRecord],
+        origin: Origin, now: Int64
+    ) throws {
+        let preEncoded = request.ephemeral ? nil : request.preEncoded
+        var expiry = request.passwordExpiryUTC
+        if let timeout { expiry = min(expiry ?? .max, now + Int64(timeout)) }
+        let extras = CredentialExtras(
+            passwordExpiryUTC: expiry.map(String.init), oauthRefreshToken: request.oauthRefreshToken,
+            authType: preEncoded?.type, authCredential: preEncoded?.credential)
+        var changes = SecureKeyValueStore.Changes()
+        let space: ProtectionSpace
+        if let username = request.username, let password = request.password {
+            let sharedIsTaken = records.contains { $0.slot.kind == .shared && $0.credential?.username != username }
+            let slot = records.first { $0.credential?.username == username }?.slot
+                ?? GitSlot(kind: sharedIsTaken ? .user(username) : .shared, path: request.path)
+            space = ProtectionSpace(origin: origin, realm: slot.realm)
+            // Replaces the primary credential only when git's space already is the primary one.
+            let isPrimary = try credentials.primary() == space
+            try credentials.stage(
+                Credential(username: username, password: password), for: space, asPrimary: isPrimary, into: &changes)
+        } else if preEncoded != nil {
+            space = ProtectionSpace(origin: origin, realm: GitSlot(kind: .preEncoded, path: request.path).realm)
+        } else {
+            return  // nothing to store
+        }
+        try credentials.stageExtras(extras, for: space, into: &changes)
+        try credentials.store.write(changes)
+    }
+
+    /// Removes every record that matches what the request gives (username, password, pre-encoded credential,
+    /// path); a request with none of them removes every record of the host. One update.
+    func erase(_ request: GitCredentialRequest, from credentials: VaultCredentialStore, records: [GitRecord]) throws {
+        let matching = records.filter { record in
+            if let username = request.username, record.credential?.username != username { return false }
+            if let password = request.password, record.credential?.password != password { return false }
+            if let encoded = request.preEncoded?.credential, record.extras.authCredential != encoded { return false }
+            return true
+        }
+        guard !matching.isEmpty else { return }
+        try credentials.removeCredentials(of: matching.map(\.space))
+    }
+}
+
+/// Failures of the credential helpers that are not a library's.
+package enum CredentialHelperError: Error, CustomStringConvertible, CLIReportable {
+    /// A line of the request has a NUL or a carriage return (git's CVE-2020-5260 class).
+    case forbiddenByte(key: String, byte: String)
+    /// The host (or `url=`) names no host[:port] exactly.
+    case malformedHost(key: String)
+    /// The vault is locked in the agent, and `credential.interactive=false` forbids asking.
+    case promptsDisabled
+    /// A stored value would break a line of the output.
+    case unprintableValue(key: String)
+
+    package var description: String {
+        switch self {
+        case let .forbiddenByte(key, byte):
+            return "credential: request refused: the line of '\(key)' contains a \(byte)"
+        case let .malformedHost(key):
+            return "credential: request refused: '\(key)' is not exactly a host name or address and an optional port"
+        case .promptsDisabled:
+            return "credential: the vault is locked and git's credential.interactive is false; not asking"
+        case let .unprintableValue(key):
+            return "credential: the stored '\(key)' contains a newline or NUL; not returned"
+        }
+    }
+
+    package var exitCode: Int32 {
+        switch self {
+        case .forbiddenByte, .malformedHost: return Exit.usage
+        case .promptsDisabled, .unprintableValue: return Exit.failure
+        }
+    }
+
+    package var code: String {
+        switch self {
+        case .forbiddenByte, .malformedHost: return "refused_request"
+        case .promptsDisabled: return "no_passphrase"
+        case .unprintableValue: return "unprintable_value"
+        }
+    }
+
+    package var hint: String? {
+        switch self {
+        case .promptsDisabled: return "run 'vault unlock' once"
+        default: return nil
+        }
+    }
+}
+
+/// Where the helper keeps one credential of a host (+ path): the pseudo-realm of its ``ProtectionSpace``.
+///
+/// - `git` (or `git/<path>` with `credential.useHttpPath`): the **shared** slot, the first username's; a
+///   server whose Basic realm is literally `git` shares it with `vault login`/`fetch`.
+/// - `git@<username, percent-encoded>` (`git@<u>/<path>`): any other username's own slot.
+/// - `git!` (`git!/<path>`): a pre-encoded credential without username (`authtype` + `credential`).
+struct GitSlot: Equatable {
+    enum Kind: Equatable {
+        case shared
+        case user(String)
+        case preEncoded
+    }
+
+    var kind: Kind
+    var path: String?
+
+    init(kind: Kind, path: String?) {
+        self.kind = kind
+        self.path = path
+    }
+
+    /// Reads a slot back from a realm; `nil` for realms that are not the helper's.
+    init?(realm: String) {
+        guard realm.hasPrefix("git") else { return nil }
+        let rest = realm.dropFirst(3)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let head = rest[..<slash]
+        path = slash == rest.endIndex ? nil : String(rest[rest.index(after: slash)...])
+        if path?.isEmpty == true { return nil }
+        switch head.first {
+        case nil: kind = .shared
+        case "!" where head.count == 1: kind = .preEncoded
+        case "@":
+            guard let user = ProtectionSpace.percentDecode(head.dropFirst()),
+                  ProtectionSpace.percentEncode(user) == head.dropFirst()
+            else { return nil }
+            kind = .user(user)
+        default: return nil
+        }
+    }
+
+    var realm: String {
+        let base: String
+        switch kind {
+        case .shared: base = "git"
+        case let .user(name): base = "git@" + ProtectionSpace.percentEncode(name)
+        case .preEncoded: base = "git!"
+        }
+        return path.map { base + "/" + $0 } ?? base
+    }
+}
+
+/// One credential the helper stored for a host (+ path).
+struct GitRecord {
+    let space: ProtectionSpace
+    let slot: GitSlot
+    let credential: Credential?
+    let extras: CredentialExtras
+    let modified: Date
+
+    /// The helper's records of `origin` and `path` (of every path with `anyPath`); other realms are not read.
+    static func all(
+        in credentials: VaultCredentialStore, origin: Origin, path: String?, anyPath: Bool = false
+    ) throws -> [GitRecord] {
+        try credentials.storedSpaces().compactMap { space in
+            guard space.origin == origin, let slot = GitSlot(realm: space.realm), anyPath || slot.path == path
+            else { return nil }
+            let credential = try credentials.credential(for: space)
+            let extras = try credentials.extras(for: space)
+            guard credential != nil || extras.authCredential != nil else { return nil }
+            return GitRecord(
+                space: space, slot: slot, credential: credential, extras: extras,
+                modified: try credentials.lastModified(of: space) ?? .distantPast)
+        }
+    }
+
+    /// Whether its `password_expiry_utc` has passed (git does not use an expired password).
+    func isExpired(now: Int64) -> Bool {
+        guard let expiry = extras.passwordExpiryUTC.flatMap({ Int64($0) }) else { return false }
+        return expiry <= now
+    }
+}
+
+/// The helper's answer, assembled in guarded memory and written at once: `key=value` lines.
+struct GitCredentialOutput {
+    private var parts: [(key: String, text: String?, secret: SecureBytes?)] = []
+
+    mutating func add(_ key: String, _ value: String) throws {
+        guard !value.utf8.contains(where: { $0 == 0 || $0 == 0x0A }) else {
+            throw CredentialHelperError.unprintableValue(key: key)
+        }
+        parts.append((key, value, nil))
+    }
+
+    mutating func add(_ key: String, _ value: SecureBytes) throws {
+        guard !value.withUnsafeBytes({ $0.contains(where: { $0 == 0 || $0 == 0x0A }) }) else {
+            throw CredentialHelperError.unprintableValue(key: key)
+        }
+        parts.append((key, nil, value))
+    }
+
+    func bytes() -> SecureBytes {
+        let count = parts.reduce(0) { $0 + $1.key.utf8.count + 2 + ($1.text?.utf8.count ?? $1.secret?.count ?? 0) }
+        return SecureBytes(count: count) { buffer in
+            var offset = 0
+            func append(_ bytes: UnsafeRawBufferPointer) {
+                UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + bytes.count)]).copyMemory(from: bytes)
+                offset += bytes.count
+            }
+            for part in parts {
+                Array((part.key + "=").utf8).withUnsafeBytes(append)
+                if let text = part.text { Array(text.utf8).withUnsafeBytes(append) }
+                part.secret?.withUnsafeBytes(append)
+                [UInt8(ascii: "\n")].withUnsafeBytes(append)
+            }
+        }
+    }
+}
+
+/// git's configuration as the helper sees it: git runs helpers with the caller's `-c` options in the
+/// environment (`GIT_CONFIG_PARAMETERS`) and in the repository's directory, so `git config` reads the same.
+enum GitConfiguration {
+    /// `false` when `credential.interactive` is false (`false`, `no`, `off`, `0`, or `never`): the helper must
+    /// not ask. Asked only when the helper is about to prompt.
+    static func allowsPrompts() -> Bool {
+        let git = Process()
+        git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        git.arguments = ["git", "config", "--get", "credential.interactive"]
+        let output = Pipe()
+        git.standardOutput = output
+        git.standardError = FileHandle.nullDevice
+        git.standardInput = FileHandle.nullDevice
+        guard (try? git.run()) != nil else { return true }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        git.waitUntilExit()
+        let value = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        return !["false", "no", "off", "0", "never"].contains(value)
     }
 }
 
@@ -98,62 +348,170 @@ struct GitCredentialRequest {
     var path: String?
     var username: String?
     var password: SecureBytes?
-    var passwordExpiryUTC: String?
+    /// A valid `password_expiry_utc` (decimal Unix seconds, more than 0); anything else is ignored, as git does.
+    var passwordExpiryUTC: Int64?
+    var oauthRefreshToken: SecureBytes?
+    /// `capability[]` values (`authtype`, `state`, ...).
+    var capabilities: Set<String> = []
+    var authType: String?
+    var authCredential: SecureBytes?
+    var ephemeral = false
+    /// The key whose value named the host (`host` or `url`), for messages.
+    var hostKey = "host"
+
+    /// `authtype` and `credential`, when both are given.
+    var preEncoded: (type: String, credential: SecureBytes)? {
+        guard let authType, !authType.isEmpty, let authCredential else { return nil }
+        return (authType, authCredential)
+    }
 
     /// The longest line accepted, in bytes.
     static let maximumLineByteCount = 64 << 10
 
     /// Reads the request from `fd` one line at a time, stopping at the blank line (nothing after it is read).
-    /// The password goes straight into guarded memory. Unknown keys are ignored.
+    /// Secrets (`password`, `oauth_refresh_token`, `credential`, and a password inside `url=`) go straight into
+    /// guarded memory. Unknown keys (`wwwauth[]`, `state[]`, `continue`, `quit`, ...) are ignored; a line with
+    /// a NUL or a carriage return refuses the whole request.
     static func read(fd: Int32) throws -> GitCredentialRequest {
         var request = GitCredentialRequest()
         while true {
             let line = try SecretInput.read(fd: fd, limit: maximumLineByteCount, untilNewline: true, name: "stdin")
             if line.count == 0 { break }  // blank line or end of input
             let equals: Int? = line.withUnsafeBytes { $0.firstIndex(of: UInt8(ascii: "=")) }
+            let key = line.withUnsafeBytes { String(decoding: $0[..<(equals ?? $0.count)], as: UTF8.self) }
+            for (byte, name) in [(UInt8(0), "NUL"), (UInt8(ascii: "\r"), "carriage return")]
+            where line.withUnsafeBytes({ $0.contains(byte) }) {
+                throw CredentialHelperError.forbiddenByte(key: key, byte: name)
+            }
             guard let equals else { continue }
-            let key = line.withUnsafeBytes { String(decoding: $0[..<equals], as: UTF8.self) }
-            if key == "password" {
-                request.password = line.withUnsafeBytes { bytes in
+            func secret() -> SecureBytes {
+                line.withUnsafeBytes { bytes in
                     let value = UnsafeRawBufferPointer(rebasing: bytes[(equals + 1)...])
                     return SecureBytes(count: value.count) { $0.copyMemory(from: value) }
                 }
-                continue
+            }
+            switch key {
+            case "password": request.password = secret(); continue
+            case "oauth_refresh_token": request.oauthRefreshToken = secret(); continue
+            case "credential": request.authCredential = secret(); continue
+            case "url": try request.apply(url: line, from: equals + 1); continue
+            default: break
             }
             let value = line.withUnsafeBytes { String(decoding: $0[(equals + 1)...], as: UTF8.self) }
             switch key {
             case "protocol": request.protocol = value
-            case "host": request.host = value
-            case "path": request.path = value
+            case "host": request.host = value; request.hostKey = "host"
+            case "path": request.path = value.isEmpty ? nil : value
             case "username": request.username = value
-            case "password_expiry_utc": request.passwordExpiryUTC = value
-            case "url":
-                // `url=` stands for its parts (git-credential(1)); later keys override them.
-                if let url = URLComponents(string: value) {
-                    request.protocol = url.scheme
-                    if let host = url.host {
-                        let bracketed = host.contains(":") ? "[\(host)]" : host
-                        request.host = url.port.map { "\(bracketed):\($0)" } ?? bracketed
-                    }
-                    let path = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
-                    request.path = path.isEmpty ? nil : path
-                    if let user = url.user { request.username = user }
-                }
+            case "password_expiry_utc":
+                request.passwordExpiryUTC = Int64(value).flatMap { $0 > 0 ? $0 : nil }
+            case "capability[]": request.capabilities.insert(value)
+            case "authtype": request.authType = value
+            case "ephemeral": request.ephemeral = ["true", "yes", "on", "1"].contains(value.lowercased())
             default: break
             }
         }
         return request
     }
 
-    /// The protection space of `protocol` + `host` (+ `path`) with the helper's pseudo-realm, or `nil` when the
-    /// protocol is not http/https or the host is missing.
-    var space: ProtectionSpace? {
+    /// `url=<protocol>://[<user>[:<password>]@]<host>[/<path>]` stands for its parts, percent-decoded, as git
+    /// reads it (git-credential(1)): it clears what came before it, and later keys override its parts. A
+    /// decoded part with a NUL, newline or carriage return refuses the request.
+    mutating func apply(url line: SecureBytes, from start: Int) throws {
+        self.protocol = nil; host = nil; path = nil; username = nil; password = nil
+        hostKey = "url"
+        try line.withUnsafeBytes { all in
+            let value = UnsafeRawBufferPointer(rebasing: all[start...])
+            guard let schemeEnd = Self.find(Array("://".utf8), in: value) else {
+                throw CredentialHelperError.malformedHost(key: "url")
+            }
+            self.protocol = String(decoding: value[..<schemeEnd], as: UTF8.self)
+            let authorityStart = schemeEnd + 3
+            let slash = value[authorityStart...].firstIndex(of: UInt8(ascii: "/")) ?? value.count
+            var hostStart = authorityStart
+            if let at = value[authorityStart..<slash].firstIndex(of: UInt8(ascii: "@")) {
+                let colon = value[authorityStart..<at].firstIndex(of: UInt8(ascii: ":"))
+                username = try Self.decodedText(value[authorityStart..<(colon ?? at)], key: "url")
+                if let colon {
+                    password = try Self.decodedSecret(UnsafeRawBufferPointer(rebasing: value[(colon + 1)..<at]))
+                }
+                hostStart = at + 1
+            }
+            host = try Self.decodedText(value[hostStart..<slash], key: "url")
+            if slash < value.count {
+                let decoded = try Self.decodedText(value[(slash + 1)...], key: "url")
+                path = decoded.isEmpty ? nil : decoded
+            }
+        }
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        return (0...(haystack.count - needle.count)).first { start in
+            needle.indices.allSatisfy { haystack[start + $0] == needle[$0] }
+        }
+    }
+
+    /// Percent-decodes `bytes` into guarded memory (an escape that is not `%XX` stays as it is, as in git).
+    private static func decodedSecret(_ bytes: UnsafeRawBufferPointer) throws -> SecureBytes {
+        var count = 0
+        var index = 0
+        while index < bytes.count {
+            index += hexValue(bytes, at: index) != nil ? 3 : 1
+            count += 1
+        }
+        let decoded = SecureBytes(count: count) { out in
+            var index = 0
+            var written = 0
+            while index < bytes.count {
+                if let byte = hexValue(bytes, at: index) {
+                    out[written] = byte
+                    index += 3
+                } else {
+                    out[written] = bytes[index]
+                    index += 1
+                }
+                written += 1
+            }
+        }
+        guard !decoded.withUnsafeBytes({ $0.contains { $0 == 0 || $0 == 0x0A || $0 == 0x0D } }) else {
+            throw CredentialHelperError.forbiddenByte(key: "url", byte: "NUL, newline or carriage return (decoded)")
+        }
+        return decoded
+    }
+
+    private static func decodedText(_ bytes: Slice<UnsafeRawBufferPointer>, key: String) throws -> String {
+        let decoded = try decodedSecret(UnsafeRawBufferPointer(rebasing: bytes))
+        return decoded.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The byte of a `%XX` escape at `index`, or `nil`.
+    private static func hexValue(_ bytes: UnsafeRawBufferPointer, at index: Int) -> UInt8? {
+        guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count else { return nil }
+        func nibble(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        guard let high = nibble(bytes[index + 1]), let low = nibble(bytes[index + 2]) else { return nil }
+        return high << 4 | low
+    }
+
+    /// The origin of `protocol` + `host`; `nil` when the protocol is not http/https or there is no host.
+    ///
+    /// - Throws: ``CredentialHelperError/malformedHost(key:)`` when `host` is not exactly `host[:port]`
+    ///   (``Origin/init(scheme:authority:)``): nothing is stored under, or read from, another host than the one
+    ///   named.
+    func origin() throws -> Origin? {
         guard let scheme = self.protocol?.lowercased(), scheme == "http" || scheme == "https",
-              let host, !host.isEmpty, !host.contains("/"), !host.contains("@"),
-              let url = URL(string: "\(scheme)://\(host)/"), let origin = Origin(url)
+              let host, !host.isEmpty
         else { return nil }
-        let realm = path.map { $0.isEmpty ? CredentialHelper.realm : "\(CredentialHelper.realm)/\($0)" }
-            ?? CredentialHelper.realm
-        return ProtectionSpace(origin: origin, realm: realm)
+        guard let origin = Origin(scheme: scheme, authority: host) else {
+            throw CredentialHelperError.malformedHost(key: hostKey)
+        }
+        return origin
     }
 }

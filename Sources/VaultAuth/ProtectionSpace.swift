@@ -30,6 +30,40 @@ public struct Origin: Hashable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
+    /// Makes the origin of `scheme` (`http` or `https`, any case) and `authority`, exactly `host` or
+    /// `host:port` with nothing else: a DNS name or IPv4 address of ASCII letters, digits, `-`, `.` and `_`, or
+    /// an IPv6 literal in brackets; a port of 1 to 65535. `nil` for anything else (user info, a path, a query,
+    /// percent escapes, spaces, non-ASCII), so that the origin is the host the caller named and never another
+    /// one a URL parser would have read into it (`a.example#@b.example`).
+    public init?(scheme: String, authority: String) {
+        let scheme = scheme.lowercased()
+        guard scheme == "http" || scheme == "https", !authority.isEmpty else { return nil }
+        var host: Substring
+        var rest: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            rest = authority[authority.index(after: close)...]
+            guard host.contains(":"), host.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == ":" || $0 == ".") }) else { return nil }
+        } else {
+            let colon = authority.firstIndex(of: ":") ?? authority.endIndex
+            host = authority[..<colon]
+            rest = authority[colon...]
+            guard host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_") })
+            else { return nil }
+        }
+        guard !host.isEmpty else { return nil }
+        var port = scheme == "https" ? 443 : 80
+        if !rest.isEmpty {
+            let digits = rest.dropFirst()
+            guard rest.first == ":", !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+                  let number = Int(digits), (1...65535).contains(number)
+            else { return nil }
+            port = number
+        }
+        self.init(scheme: scheme, host: String(host), port: port)
+    }
+
     /// `true` for `https`.
     public var isSecure: Bool { scheme == "https" }
 
@@ -113,7 +147,9 @@ public struct ProtectionSpace: Hashable, Sendable, CustomStringConvertible {
         "\(origin) (realm \"\(realm)\")"
     }
 
-    static func percentEncode(_ string: String) -> String {
+    /// Every byte of `string`'s UTF-8 except `A-Z a-z 0-9 - . _ ~` as `%XX` (upper-case hex): the encoding of
+    /// realms in ``key``.
+    public static func percentEncode(_ string: String) -> String {
         var out = ""
         for byte in string.utf8 {
             switch byte {
@@ -131,7 +167,8 @@ public struct ProtectionSpace: Hashable, Sendable, CustomStringConvertible {
         return out
     }
 
-    static func percentDecode(_ string: Substring) -> String? {
+    /// The inverse of ``percentEncode(_:)``; `nil` for a malformed escape or bytes that are not UTF-8.
+    public static func percentDecode(_ string: Substring) -> String? {
         var bytes: [UInt8] = []
         var iterator = Array(string.utf8)[...]
         while let byte = iterator.popFirst() {

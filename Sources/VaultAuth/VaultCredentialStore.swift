@@ -20,7 +20,10 @@ import VaultCore
 /// | `credential.space`                    | the primary space, as ``ProtectionSpace/key``      |
 /// | `credential/<space key>/username`     | the username of any other space                    |
 /// | `credential/<space key>/password`     | the password of any other space                    |
-/// | `credential/<space key>/password_expiry_utc` | when git said the password expires (any space) |
+/// | `credential/<space key>/password_expiry_utc` | when the password expires, Unix seconds (any space) |
+/// | `credential/<space key>/oauth_refresh_token` | the OAuth refresh token sent with the password (any space) |
+/// | `credential/<space key>/authtype`     | the scheme of a pre-encoded credential, e.g. `Bearer` (any space) |
+/// | `credential/<space key>/credential`   | the pre-encoded credential itself (any space)      |
 ///
 /// `<space key>` is ``ProtectionSpace/key``: `scheme://host:port/realm` with the realm percent-encoded, so it
 /// holds no `/` after the port, e.g. `credential/https://example.com:443/My%20Realm/username`.
@@ -44,6 +47,9 @@ public final class VaultCredentialStore: CredentialStoring {
     private static let primarySpaceKey = "credential.space"
     private static let prefix = "credential/"
     private static let expiryName = "password_expiry_utc"
+    private static let refreshTokenName = "oauth_refresh_token"
+    private static let authTypeName = "authtype"
+    private static let authCredentialName = "credential"
 
     /// The key prefix of a space's own entries: `credential/<space key>/`.
     private static func keyPrefix(for space: ProtectionSpace) -> String { prefix + space.key + "/" }
@@ -109,14 +115,38 @@ public final class VaultCredentialStore: CredentialStoring {
         try store.getString(Self.keyPrefix(for: space) + Self.expiryName)
     }
 
+    /// What `space`'s credential carries besides username and password (all `nil` when nothing is stored).
+    public func extras(for space: ProtectionSpace) throws -> CredentialExtras {
+        let prefix = Self.keyPrefix(for: space)
+        return CredentialExtras(
+            passwordExpiryUTC: try store.getString(prefix + Self.expiryName),
+            oauthRefreshToken: try store.getBytes(prefix + Self.refreshTokenName),
+            authType: try store.getString(prefix + Self.authTypeName),
+            authCredential: try store.getBytes(prefix + Self.authCredentialName))
+    }
+
+    /// When `space`'s entries were last written (its password's, else its pre-encoded credential's), or `nil`
+    /// when it has neither.
+    public func lastModified(of space: ProtectionSpace) throws -> Date? {
+        let prefix = Self.keyPrefix(for: space)
+        if try primary() == space, let attributes = try store.attributes(forKey: Self.passwordKey) {
+            return attributes.modified
+        }
+        return try (store.attributes(forKey: prefix + Self.passwordKey)
+            ?? store.attributes(forKey: prefix + Self.authCredentialName))?.modified
+    }
+
+    /// Every space with a credential: the primary one, each with a `credential/<space key>/username`, and each
+    /// with only a pre-encoded `credential/<space key>/credential`.
     public func storedSpaces() throws -> [ProtectionSpace] {
         try lock.withLock { _ in
             var spaces: Set<ProtectionSpace> = []
             if let primary = try primary() { spaces.insert(primary) }
-            let suffix = "/" + Self.usernameKey
-            for key in try store.keys() where key.hasPrefix(Self.prefix) && key.hasSuffix(suffix) {
-                let spaceKey = key.dropFirst(Self.prefix.count).dropLast(suffix.count)
-                if let space = ProtectionSpace(key: String(spaceKey)) { spaces.insert(space) }
+            for suffix in ["/" + Self.usernameKey, "/" + Self.authCredentialName] {
+                for key in try store.keys() where key.hasPrefix(Self.prefix) && key.hasSuffix(suffix) {
+                    let spaceKey = key.dropFirst(Self.prefix.count).dropLast(suffix.count)
+                    if let space = ProtectionSpace(key: String(spaceKey)) { spaces.insert(space) }
+                }
             }
             return spaces.sorted { $0.key < $1.key }
         }
@@ -209,5 +239,49 @@ public final class VaultCredentialStore: CredentialStoring {
     public func setExpiry(_ expiry: String?, for space: ProtectionSpace, into changes: inout SecureKeyValueStore.Changes) throws {
         let key = Self.keyPrefix(for: space) + Self.expiryName
         if let expiry { try changes.put(expiry, forKey: key) } else { changes.remove(key) }
+    }
+
+    /// Adds to `changes` every extra of `space` as given: each non-`nil` one is written, each `nil` one removed
+    /// (so storing a credential again without an expiry or a refresh token drops the old one).
+    public func stageExtras(
+        _ extras: CredentialExtras, for space: ProtectionSpace, into changes: inout SecureKeyValueStore.Changes
+    ) throws {
+        let prefix = Self.keyPrefix(for: space)
+        try setExpiry(extras.passwordExpiryUTC, for: space, into: &changes)
+        if let token = extras.oauthRefreshToken {
+            try changes.put(token, forKey: prefix + Self.refreshTokenName)
+        } else {
+            changes.remove(prefix + Self.refreshTokenName)
+        }
+        if let type = extras.authType, let credential = extras.authCredential {
+            try changes.put(type, forKey: prefix + Self.authTypeName)
+            try changes.put(credential, forKey: prefix + Self.authCredentialName)
+        } else {
+            changes.remove(prefix + Self.authTypeName)
+            changes.remove(prefix + Self.authCredentialName)
+        }
+    }
+}
+
+/// What a stored credential may carry besides username and password: the attributes of git's credential
+/// protocol (git-credential(1)) that a helper keeps.
+public struct CredentialExtras {
+    /// When the password expires, Unix seconds in UTC, as a decimal string (`password_expiry_utc`).
+    public var passwordExpiryUTC: String?
+    /// An OAuth refresh token that accompanies the password (`oauth_refresh_token`), as confidential as it.
+    public var oauthRefreshToken: SecureBytes?
+    /// The scheme of ``authCredential`` (`authtype`, e.g. `Bearer`); stored only together with it.
+    public var authType: String?
+    /// A pre-encoded credential (`credential`): `Authorization: <authType> <authCredential>`.
+    public var authCredential: SecureBytes?
+
+    public init(
+        passwordExpiryUTC: String? = nil, oauthRefreshToken: SecureBytes? = nil, authType: String? = nil,
+        authCredential: SecureBytes? = nil
+    ) {
+        self.passwordExpiryUTC = passwordExpiryUTC
+        self.oauthRefreshToken = oauthRefreshToken
+        self.authType = authType
+        self.authCredential = authCredential
     }
 }

@@ -18,7 +18,10 @@ package enum AgentAccess {
     ///   so they get one prompt between them.
     /// - Otherwise `nil` (the verb fails at once with "no passphrase"), except that an agent speaking another
     ///   protocol version is reported as such.
-    package static func vault(for options: VaultOptions) throws -> (any KeyValueVault)? {
+    ///
+    /// `mayPrompt: false` never asks (a credential helper told not to interact): the vault held by the agent,
+    /// or `nil`.
+    package static func vault(for options: VaultOptions, mayPrompt: Bool = true) throws -> (any KeyValueVault)? {
         guard !options.acceptRollback else { return nil }
         let path = options.resolvedPath
         let client: AgentClient
@@ -32,7 +35,8 @@ package enum AgentAccess {
         } catch {
             return nil  // an unsafe socket directory: not trusted, so not used
         }
-        guard !options.hasPassphraseSource, options.makeStore().exists, Terminal.controlling() != nil else { return nil }
+        guard mayPrompt, !options.hasPassphraseSource, options.makeStore().exists, Terminal.controlling() != nil
+        else { return nil }
         let turn = try PromptTurn(socketPath: client.socketPath)
         defer { turn.release() }
         if let vault = try client.vault(at: path) { return vault }  // unlocked while we waited our turn

@@ -22,9 +22,10 @@ package enum CommandLineRunner {
         exit(0)
     }
 
-    /// ``main(_:)`` for a root whose verbs may await.
-    package static func main(_ root: AsyncParsableCommand.Type) async -> Never {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+    /// ``main(_:)`` for a root whose verbs may await; `arguments` without the program's name.
+    package static func main(
+        _ root: AsyncParsableCommand.Type, arguments: [String] = Array(CommandLine.arguments.dropFirst())
+    ) async -> Never {
         var command: ParsableCommand
         do {
             command = try root.parseAsRoot(arguments)

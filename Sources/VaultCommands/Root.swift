@@ -11,7 +11,7 @@ package enum Root {
     package static let vaultVerbs: [ParsableCommand.Type] = [
         Init.self, Put.self, Get.self, Delete.self, List.self, Find.self, Move.self, Copy.self, Generate.self,
         Passwd.self, Info.self,
-        Unlock.self, Lock.self, AgentCommand.self,
+        Unlock.self, Lock.self, AgentCommand.self, RunCommand.self, Inject.self,
     ]
 
     /// The root command's configuration: the vault's verbs, then `networkVerbs`.
@@ -51,6 +51,18 @@ package enum Root {
 /// The verbs `vault` hands to `vault-net`, with the one-line summary `vault --help` shows for each.
 package enum NetworkVerb: String, CaseIterable, Sendable {
     case login, fetch, logout, credential, device
+    case dockerCredential = "docker-credential"
+
+    /// The name under which `vault` and `vault-net` act as the docker credential helper (a symbolic link).
+    package static let dockerHelperName = "docker-credential-vault"
+
+    /// The arguments to run for `arguments` (a full argv): `docker-credential-vault ACTION` becomes
+    /// `<argv0> docker-credential ACTION`; any other name is left as it is.
+    package static func dispatchingOnName(_ arguments: [String]) -> [String] {
+        guard let first = arguments.first, first.split(separator: "/").last.map(String.init) == dockerHelperName
+        else { return arguments }
+        return [first, NetworkVerb.dockerCredential.rawValue] + arguments.dropFirst()
+    }
 
     package var abstract: String {
         switch self {
@@ -64,6 +76,8 @@ package enum NetworkVerb: String, CaseIterable, Sendable {
             return "A git credential helper: git config credential.helper '!vault credential --passphrase-file PATH'."
         case .device:
             return "Register this device with a mobile-services server, check or remove the registration."
+        case .dockerCredential:
+            return "A docker credential helper (store, get, erase, list): link it as docker-credential-vault."
         }
     }
 

@@ -10,7 +10,9 @@ import VaultTerminal
 struct VaultNetMain {
     static func main() async {
         ProcessHardening.apply()
-        await CommandLineRunner.main(VaultNet.self)
+        // As docker-credential-vault (a symbolic link): `vault-net docker-credential ACTION`.
+        let arguments = NetworkVerb.dispatchingOnName(CommandLine.arguments).dropFirst()
+        await CommandLineRunner.main(VaultNet.self, arguments: Array(arguments))
     }
 }
 

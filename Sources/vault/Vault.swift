@@ -14,14 +14,18 @@ struct VaultMain {
     static func main() {
         // No core dumps, no ptrace by the same user, signals deliverable: secrets stay in this process.
         ProcessHardening.apply()
-        if NetworkVerb.requested(by: CommandLine.arguments) != nil { NetworkBinary.execute(CommandLine.arguments) }
+        let arguments = NetworkVerb.dispatchingOnName(CommandLine.arguments)  // docker-credential-vault
+        if NetworkVerb.requested(by: arguments) != nil { NetworkBinary.execute(arguments) }
         CommandLineRunner.main(Vault.self)
     }
 }
 
 struct Vault: ParsableCommand {
     static let configuration = Root.configuration(
-        networkVerbs: [LoginVerb.self, FetchVerb.self, LogoutVerb.self, CredentialVerb.self, DeviceVerb.self])
+        networkVerbs: [
+            LoginVerb.self, FetchVerb.self, LogoutVerb.self, CredentialVerb.self, DeviceVerb.self,
+            DockerCredentialVerb.self,
+        ])
 }
 
 /// Runs `vault-net` in place of this process.
@@ -61,3 +65,4 @@ struct FetchVerb: NetworkVerbCommand { static let verb = NetworkVerb.fetch }
 struct LogoutVerb: NetworkVerbCommand { static let verb = NetworkVerb.logout }
 struct CredentialVerb: NetworkVerbCommand { static let verb = NetworkVerb.credential }
 struct DeviceVerb: NetworkVerbCommand { static let verb = NetworkVerb.device }
+struct DockerCredentialVerb: NetworkVerbCommand { static let verb = NetworkVerb.dockerCredential }

@@ -22,4 +22,8 @@ int vault_peer_uid(int fd, unsigned int *uid);
 /// stderr on /dev/null and no other descriptor of ours, and does not wait for it (a daemon: it outlives us). Returns its pid or -1 with errno.
 int vault_spawn_detached(const char *path, char *const argv[]);
 
+/* An in-memory file (memfd_create, no disk) holding `count` bytes, sealed against any change, its offset at 0,
+   inherited by children (no close-on-exec): `vault run --file`. -1 with errno on failure. */
+int vault_secret_memfd(const char *name, const void *bytes, unsigned long count);
+
 #endif

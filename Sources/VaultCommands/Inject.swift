@@ -1,0 +1,176 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+import VaultTerminal
+
+/// `vault inject [-i TEMPLATE] [-o OUT]`: copies a template, each `{{ vault "ENTRY" }}` replaced by the entry's
+/// value (docs in the README, "Any process").
+package struct Inject: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "inject",
+        abstract: "Fill {{ vault \"ENTRY\" }} placeholders of a template (stdin or -i) into stdout or -o OUT (0600, atomic).",
+        discussion: """
+            A placeholder is `{{`, optional spaces, `vault`, spaces, the entry's name in double quotes (\\" and \\\\
+            inside it stand for " and \\), optional spaces, `}}`. Any other text, other `{{ ... }}` included, is
+            copied as it is. A missing entry is an error naming it (exit 2) and nothing is written; a malformed
+            placeholder is an error naming its line (exit 64). OUT is replaced atomically and created 0600.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Option(name: [.customShort("i"), .customLong("in")], help: ArgumentHelp("The template (default: stdin).", valueName: "path"))
+    var input: String?
+
+    @Option(name: [.customShort("o"), .customLong("out")], help: ArgumentHelp("Write here (default: stdout).", valueName: "path"))
+    var output: String?
+
+    /// The largest template accepted, in bytes.
+    static let maximumTemplateByteCount = 16 << 20
+
+    package func validate() throws {
+        if input == nil, options.passphraseFD == 0 { throw ValidationError("stdin carries the template: use another --passphrase-fd") }
+    }
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            let template: [UInt8]
+            if let input {
+                guard let data = FileManager.default.contents(atPath: input) else {
+                    throw VaultError.io(operation: "cannot read", path: input, errno: errno == 0 ? ENOENT : errno)
+                }
+                template = Array(data)
+            } else {
+                let bytes = try SecretInput.read(fd: 0, limit: Self.maximumTemplateByteCount, untilNewline: false, name: "stdin")
+                template = bytes.withUnsafeBytes { Array($0) }
+            }
+            let pieces = try Template.parse(template)
+            let names = pieces.compactMap { if case let .entry(name) = $0 { return name } else { return nil } }
+            var values: [String: SecureBytes] = [:]
+            if !names.isEmpty {
+                try withVault(options) { vault in
+                    for name in names where values[name] == nil {
+                        guard let value = try vault.getBytes(name) else {
+                            throw CLIError.noSuchEntry(name: name, path: vault.path)
+                        }
+                        values[name] = value
+                    }
+                }
+            }
+            let count = pieces.reduce(0) { total, piece in
+                switch piece {
+                case let .text(range): return total + range.count
+                case let .entry(name): return total + (values[name]?.count ?? 0)
+                }
+            }
+            let filled = SecureBytes(count: count) { out in
+                var offset = 0
+                for piece in pieces {
+                    switch piece {
+                    case let .text(range):
+                        template[range].withUnsafeBytes {
+                            UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
+                        }
+                        offset += range.count
+                    case let .entry(name):
+                        values[name]?.withUnsafeBytes {
+                            UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
+                            offset += $0.count
+                        }
+                    }
+                }
+            }
+            if let output {
+                try filled.withUnsafeBytes { try OutputFile.replace(output, with: $0) }
+            } else {
+                try filled.withUnsafeBytes { try writeToStdout($0) }
+            }
+        }
+    }
+}
+
+/// A template cut into literal text and `{{ vault "NAME" }}` placeholders.
+enum Template {
+    enum Piece: Equatable {
+        case text(Range<Int>)
+        case entry(String)
+    }
+
+    static func parse(_ bytes: [UInt8]) throws -> [Piece] {
+        var pieces: [Piece] = []
+        var textStart = 0
+        var index = 0
+        func at(_ offset: Int) -> UInt8? { offset < bytes.count ? bytes[offset] : nil }
+        func line(_ offset: Int) -> Int { bytes[..<offset].filter { $0 == 0x0A }.count + 1 }
+        while index + 1 < bytes.count {
+            guard bytes[index] == UInt8(ascii: "{"), bytes[index + 1] == UInt8(ascii: "{") else { index += 1; continue }
+            var cursor = index + 2
+            while at(cursor) == UInt8(ascii: " ") { cursor += 1 }
+            guard bytes[cursor...].starts(with: Array("vault".utf8)),
+                  [UInt8(ascii: " "), UInt8(ascii: "\"")].contains(at(cursor + 5))
+            else { index += 1; continue }  // another `{{`: literal text
+            let malformed = CLIError.message(
+                "malformed placeholder on line \(line(index)): expected {{ vault \"ENTRY\" }}", exitCode: Exit.usage)
+            cursor += 5
+            while at(cursor) == UInt8(ascii: " ") { cursor += 1 }
+            guard at(cursor) == UInt8(ascii: "\"") else { throw malformed }
+            cursor += 1
+            var name: [UInt8] = []
+            while true {
+                guard let byte = at(cursor), byte != 0x0A else { throw malformed }
+                cursor += 1
+                if byte == UInt8(ascii: "\"") { break }
+                if byte == UInt8(ascii: "\\") {
+                    guard let escaped = at(cursor), escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\") else {
+                        throw malformed
+                    }
+                    name.append(escaped)
+                    cursor += 1
+                } else {
+                    name.append(byte)
+                }
+            }
+            while at(cursor) == UInt8(ascii: " ") { cursor += 1 }
+            guard at(cursor) == UInt8(ascii: "}"), at(cursor + 1) == UInt8(ascii: "}"),
+                  let text = String(validating: name, as: UTF8.self), !text.isEmpty
+            else { throw malformed }
+            if textStart < index { pieces.append(.text(textStart..<index)) }
+            pieces.append(.entry(text))
+            index = cursor + 2
+            textStart = index
+        }
+        if textStart < bytes.count { pieces.append(.text(textStart..<bytes.count)) }
+        return pieces
+    }
+}
+
+/// Replaces a file the user names (not a vault) atomically: a temporary file beside it (`O_EXCL|O_NOFOLLOW`,
+/// 0600 whatever the umask), written, `fsync`ed, renamed over the file, the directory `fsync`ed. A crash leaves
+/// the old file or the new one, never half of it.
+enum OutputFile {
+    static func replace(_ path: String, with bytes: UnsafeRawBufferPointer) throws {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        let temporary = directory + "/." + url.lastPathComponent + "." + String(UInt64.random(in: 0...UInt64.max), radix: 16) + ".tmp"
+        let fd = Posix.retryingEINTR { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else { throw VaultError.io(operation: "cannot create", path: temporary, errno: errno) }
+        var renamed = false
+        defer { if !renamed { unlink(temporary) } }
+        do {
+            defer { close(fd) }
+            guard fchmod(fd, 0o600) == 0 else { throw VaultError.io(operation: "cannot set permissions of", path: temporary, errno: errno) }
+            let code = Posix.writeAll(fd, bytes)
+            guard code == 0 else { throw VaultError.io(operation: "cannot write", path: temporary, errno: code) }
+            guard Posix.retryingEINTR({ fsync(fd) }) == 0 else { throw VaultError.io(operation: "cannot fsync", path: temporary, errno: errno) }
+        }
+        guard rename(temporary, path) == 0 else { throw VaultError.io(operation: "cannot replace", path: path, errno: errno) }
+        renamed = true
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directoryFD >= 0 else { return }
+        defer { close(directoryFD) }
+        guard Posix.retryingEINTR({ fsync(directoryFD) }) == 0 else {
+            throw VaultError.io(operation: "cannot fsync the directory of", path: path, errno: errno)
+        }
+    }
+}

@@ -1,0 +1,264 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+import VaultTerminal
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `vault run [--env NAME=ENTRY]… [--env-file FILE]… [--stdin ENTRY] [--file NAME=ENTRY]… -- CMD ARGS…`.
+package struct RunCommand: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run CMD with secrets from the vault: in its environment, on its stdin, or in in-memory files.",
+        discussion: """
+            --env NAME=ENTRY sets NAME to the entry's value; --env-file FILE reads NAME=ENTRY lines (blank lines
+            and # comments skipped); --stdin ENTRY feeds the value on CMD's stdin; --file NAME=ENTRY sets NAME to
+            /dev/fd/N, an in-memory file (memfd, never on disk, sealed) holding the value. No secret is ever on a
+            command line. VAULT_PASSPHRASE is not passed on. vault exits with CMD's status (or dies of the signal
+            that ended it); SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to vault are passed to CMD, and Ctrl-C on the
+            terminal reaches CMD once (the terminal sends it to both; vault passes on only a SIGINT sent to it
+            alone). A missing entry is an error naming it (exit 2) and CMD does not run.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Option(name: .customLong("env"), help: ArgumentHelp("Set NAME to ENTRY's value.", valueName: "NAME=ENTRY"))
+    var environment: [String] = []
+
+    @Option(name: .customLong("env-file"), help: ArgumentHelp("NAME=ENTRY lines.", valueName: "path"))
+    var environmentFiles: [String] = []
+
+    @Option(name: .customLong("stdin"), help: ArgumentHelp("Feed ENTRY's value on CMD's stdin.", valueName: "entry"))
+    var stdinEntry: String?
+
+    @Option(name: .customLong("file"), help: ArgumentHelp("Set NAME to /dev/fd/N holding ENTRY's value.", valueName: "NAME=ENTRY"))
+    var files: [String] = []
+
+    @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
+    var command: [String] = []
+
+    package func validate() throws {
+        guard !command.isEmpty else { throw ValidationError("give the command after --") }
+        for mapping in environment + files { _ = try Self.mapping(mapping) }
+        if stdinEntry != nil, options.passphraseFD == 0 {
+            throw ValidationError("--stdin feeds the command's stdin: use another --passphrase-fd")
+        }
+    }
+
+    /// `NAME=ENTRY`, NAME a portable variable name.
+    static func mapping(_ text: String) throws -> (name: String, entry: String) {
+        guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+            throw ValidationError("expected NAME=ENTRY, got '\(text)'")
+        }
+        let name = String(text[..<equals])
+        let entry = String(text[text.index(after: equals)...])
+        guard name.utf8.allSatisfy({ $0 == UInt8(ascii: "_") || ($0 < 0x80 && (isalnum(Int32($0)) != 0)) }),
+              let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first), !entry.isEmpty
+        else { throw ValidationError("'\(name)' is not a variable name (letters, digits, _), or the entry is empty") }
+        return (name, entry)
+    }
+
+    package func run() throws {
+        var status: Int32 = 0
+        try reportingErrors(json: options.json) {
+            var variables = try environment.map(Self.mapping)
+            for file in environmentFiles {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw VaultError.io(operation: "cannot read", path: file, errno: errno == 0 ? ENOENT : errno)
+                }
+                for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+                    let text = line.trimmingCharacters(in: .whitespaces)
+                    if text.isEmpty || text.hasPrefix("#") { continue }
+                    do { variables.append(try Self.mapping(text)) } catch let error as ValidationError {
+                        throw CLIError.message("\(file): \(error.message)", exitCode: Exit.usage)
+                    }
+                }
+            }
+            let fileMappings = try files.map(Self.mapping)
+            // Every value first, then the vault is closed (its key zeroed) before the command starts.
+            var values: [String: SecureBytes] = [:]
+            try withVault(options) { vault in
+                for entry in variables.map(\.entry) + fileMappings.map(\.entry) + (stdinEntry.map { [$0] } ?? [])
+                where values[entry] == nil {
+                    guard let value = try vault.getBytes(entry) else { throw CLIError.noSuchEntry(name: entry, path: vault.path) }
+                    values[entry] = value
+                }
+            }
+            var child = ChildCommand(arguments: command)
+            for (name, entry) in variables {
+                guard let value = values[entry], !value.withUnsafeBytes({ $0.contains(0) }) else {
+                    throw CLIError.message(
+                        "entry '\(entry)' contains a NUL byte and cannot be an environment variable (use --file or --stdin)",
+                        exitCode: Exit.usage)
+                }
+                child.setSecret(name, value)
+            }
+            for (name, entry) in fileMappings {
+                let fd = try InMemoryFile.make(name: "vault-" + entry, contents: values[entry]!)
+                child.inherit(fd)
+                child.set(name, "/dev/fd/\(fd)")
+            }
+            child.stdinSecret = stdinEntry.flatMap { values[$0] }
+            status = try child.run()
+        }
+        // Exit as the command did: its code, or the signal that ended it.
+        if status >= 128 + 1, status < 128 + 65 {
+            let signal = status - 128
+            Glibc.signal(signal, SIG_DFL)
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, signal)
+            pthread_sigmask(SIG_UNBLOCK, &set, nil)
+            kill(getpid(), signal)
+        }
+        throw ExitCode(status)
+    }
+}
+
+/// The command `vault run` starts: its environment (ours without `VAULT_PASSPHRASE`, plus the secrets, which are
+/// kept in guarded memory here), descriptors to inherit, an optional secret on its stdin; signals passed on.
+struct ChildCommand {
+    let arguments: [String]
+    private var plain: [String: String]
+    private var secrets: [(name: String, value: SecureBytes)] = []
+    private var inherited: [Int32] = []
+    var stdinSecret: SecureBytes?
+
+    init(arguments: [String]) {
+        self.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["VAULT_PASSPHRASE"] = nil
+        plain = environment
+    }
+
+    mutating func set(_ name: String, _ value: String) {
+        secrets.removeAll { $0.name == name }
+        plain[name] = value
+    }
+
+    mutating func setSecret(_ name: String, _ value: SecureBytes) {
+        plain[name] = nil
+        secrets.removeAll { $0.name == name }
+        secrets.append((name, value))
+    }
+
+    mutating func inherit(_ fd: Int32) { inherited.append(fd) }
+
+    /// The signals vault waits for while the command runs.
+    static let forwarded: [Int32] = [SIGTERM, SIGHUP, SIGUSR1, SIGUSR2]
+
+    /// Starts the command, passes signals on until it ends, and returns its status as a shell reports it.
+    func run() throws -> Int32 {
+        // "NAME=value\0" of every secret in one guarded region; the plain ones as C strings.
+        let total = secrets.reduce(0) { $0 + $1.name.utf8.count + 2 + $1.value.count }
+        var offsets: [Int] = []
+        let block = SecureBytes(count: total) { out in
+            var offset = 0
+            for (name, value) in secrets {
+                offsets.append(offset)
+                for byte in Array((name + "=").utf8) { out[offset] = byte; offset += 1 }
+                value.withUnsafeBytes { bytes in
+                    UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + bytes.count)]).copyMemory(from: bytes)
+                    offset += bytes.count
+                }
+                out[offset] = 0
+                offset += 1
+            }
+        }
+        let plainStrings = plain.map { strdup($0.key + "=" + $0.value) }
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer {
+            plainStrings.forEach { free($0) }
+            argv.forEach { free($0) }
+        }
+
+        var stdinPipe: [Int32] = [-1, -1]
+        if stdinSecret != nil {
+            guard pipe(&stdinPipe) == 0 else { throw VaultError.io(operation: "cannot create a pipe for", path: "stdin", errno: errno) }
+            _ = fcntl(stdinPipe[1], F_SETFD, FD_CLOEXEC)
+        }
+        defer { for fd in stdinPipe where fd >= 0 { close(fd) } }
+
+        // Wait for these signals synchronously (blocked now, before the child exists).
+        var waited = sigset_t()
+        sigemptyset(&waited)
+        for signal in Self.forwarded + [SIGCHLD, SIGINT, SIGQUIT] { sigaddset(&waited, signal) }
+        pthread_sigmask(SIG_BLOCK, &waited, nil)
+        // An ignored signal is discarded, never waited for: a parent that ignores SIGINT (nohup, a test runner)
+        // must not stop vault from passing on one sent to it.
+        for signal in Self.forwarded + [SIGCHLD, SIGINT, SIGQUIT] { Glibc.signal(signal, SIG_DFL) }
+        signal(SIGPIPE, SIG_IGN)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in Self.forwarded + [SIGCHLD, SIGINT, SIGQUIT, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if stdinSecret != nil {
+            posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
+            posix_spawn_file_actions_addclose(&actions, stdinPipe[0])
+        }
+
+        var pid: pid_t = 0
+        let result: Int32 = block.withUnsafeBytes { region in
+            let base = UnsafeMutableRawPointer(mutating: region.baseAddress)
+            let secretPointers = offsets.map { base!.advanced(by: $0).assumingMemoryBound(to: CChar.self) }
+            let envp: [UnsafeMutablePointer<CChar>?] = plainStrings + secretPointers.map { Optional($0) } + [nil]
+            return posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+        }
+        for fd in inherited { close(fd) }
+        guard result == 0 else {
+            pthread_sigmask(SIG_UNBLOCK, &waited, nil)
+            throw CLIError.message("cannot run '\(arguments[0])': \(String(cString: strerror(result)))", exitCode: 127)
+        }
+
+        if let secret = stdinSecret {
+            close(stdinPipe[0])
+            let writeEnd = stdinPipe[1]
+            // A thread, so a value larger than the pipe's buffer never blocks the signal loop.
+            let writer = Thread {
+                _ = secret.withUnsafeBytes { Posix.writeAll(writeEnd, $0) }
+                close(writeEnd)
+            }
+            writer.start()
+            stdinPipe = [-1, -1]  // the read end is closed, the write end belongs to the writer
+        }
+        return Self.wait(for: pid, handling: waited)
+    }
+
+    /// Passes signals on until `pid` ends; its status as a shell reports it (128 + signal).
+    static func wait(for pid: pid_t, handling waited: sigset_t) -> Int32 {
+        var set = waited
+        while true {
+            var status: Int32 = 0
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid {
+                if status & 0x7F == 0 { return (status >> 8) & 0xFF }  // exited
+                return 128 + (status & 0x7F)  // killed by a signal
+            }
+            var info = siginfo_t()
+            var timeout = timespec(tv_sec: 0, tv_nsec: 200_000_000)
+            let signal = sigtimedwait(&set, &info, &timeout)
+            guard signal > 0 else { continue }
+            switch signal {
+            case SIGCHLD: continue
+            case SIGINT, SIGQUIT:
+                // From the terminal (the kernel) it reached the command too; pass on only one sent to vault alone.
+                if info.si_code == SI_USER { kill(pid, signal) }
+            default: kill(pid, signal)
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+
+/// `vault run` and `vault inject` (issue 12, "Any process"), through the real binary.
+@Suite(.timeLimit(.minutes(3))) struct RunInjectTests {
+    let box: Sandbox
+
+    init() throws {
+        box = try Sandbox()
+        try box.initVault()
+        for (name, value) in [("k1", "v1 with spaces"), ("k2", "v2\nsecond line"), ("k3", "v3"), ("odd \"name\"", "v4")] {
+            let put = try box.vault(["put", name], stdin: Data(value.utf8))
+            #expect(put.status == 0, "put \(name): \(put.stderr)")
+        }
+    }
+
+    /// `vault run --passphrase-file P ARGUMENTS` (the option before `--`, which ends vault's options).
+    func run(_ arguments: [String]) throws -> CLIResult {
+        try box.vault(["run", "--passphrase-file", box.passphraseFile] + arguments, passphrase: false)
+    }
+
+    @Test func runGivesSecretsByEnvironmentFileAndStdinAndExitsWithTheCommandsStatus() throws {
+        try box.write("# comment\n\nB=k3\n", to: box.directory + "/env")
+        let script = #"printf '%s|%s|' "$A" "$B"; cat "$F"; printf '|'; cat; printf '|%s|' "${VAULT_PASSPHRASE-unset}"; case "$F" in /dev/fd/*) echo memfd;; esac; exit 7"#
+        let result = try box.vault(
+            ["run", "--env", "A=k1", "--env-file", box.directory + "/env", "--file", "F=k2", "--stdin", "k3", "--",
+             "/bin/sh", "-c", script],
+            passphrase: false, extraEnvironment: ["VAULT_PASSPHRASE": "correct horse battery staple"])
+        #expect(result.status == 7, "run: exit \(result.status), \(result.stderr)")
+        #expect(result.stdoutText == "v1 with spaces|v3|v2\nsecond line|v3|unset|memfd\n")
+        #expect(result.stderr == "")
+    }
+
+    @Test func runRefusesAMissingEntryAndDoesNotStartTheCommand() throws {
+        let marker = box.directory + "/ran"
+        let result = try run(["--env", "A=k1", "--env", "B=missing", "--", "/usr/bin/touch", marker])
+        #expect(result.status == 2)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr == "vault: no entry 'missing' in vault '\(box.vaultPath)'\nhint: 'vault list' shows the names\n")
+        #expect(!FileManager.default.fileExists(atPath: marker))
+
+        let bad = try run(["--env", "1A=k1", "--", "/bin/true"])
+        #expect(bad.status == 64)
+        let nul = try box.vault(["put", "nul"], stdin: Data([0x61, 0x00, 0x62]))
+        #expect(nul.status == 0)
+        let refused = try run(["--env", "A=nul", "--", "/bin/true"])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.hasPrefix("vault: entry 'nul' contains a NUL byte and cannot be an environment variable"))
+    }
+
+    @Test func runPassesSigtermOnAndDiesOfTheCommandsSignal() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.vault)
+        process.arguments = ["run", "--passphrase-file", box.passphraseFile, "--", "/bin/sh", "-c",
+                             "trap 'echo got INT' INT; trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 0.05; done"]
+        process.environment = box.environment.merging(["PATH": "/usr/bin:/bin", "VAULT_AGENT_SOCK": "/nonexistent/x"]) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let reader = output.fileHandleForReading
+        var seen = Data()
+        let deadline = Date().addingTimeInterval(30)
+        while !String(decoding: seen, as: UTF8.self).contains("ready\n"), Date() < deadline {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            seen += chunk
+        }
+        #expect(String(decoding: seen, as: UTF8.self) == "ready\n")
+        // A SIGINT sent to vault alone (not from the terminal) is passed on too.
+        kill(process.processIdentifier, SIGINT)
+        while !String(decoding: seen, as: UTF8.self).contains("got INT\n"), Date() < deadline {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            seen += chunk
+        }
+        kill(process.processIdentifier, SIGTERM)
+        seen += reader.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(String(decoding: seen, as: UTF8.self) == "ready\ngot INT\ngot TERM\n")
+        #expect(process.terminationReason == .exit && process.terminationStatus == 3)
+
+        // A command killed by a signal: vault dies of the same signal.
+        let killed = try run(["--", "/bin/sh", "-c", "kill -KILL $$"])
+        #expect(killed.status == 128 + SIGKILL || killed.status == SIGKILL, "exit \(killed.status)")
+    }
+
+    /// Ctrl-C reaches the command (and vault exits with its status). That it arrives once is by design (vault
+    /// passes on only a SIGINT sent to it alone, `si_code == SI_USER`), but not provable here: the terminal's
+    /// SIGINT and a passed-on one would arrive together, and the kernel keeps one pending SIGINT.
+    @Test func ctrlCOnTheTerminalReachesTheCommand() throws {
+        var environment = box.environment
+        environment["VAULT"] = CLI.vault
+        environment["P"] = box.passphraseFile
+        let inner = "n=0; trap 'n=$((n+1))' INT; echo ready; sleep 2; sleep 1; echo \"INT x$n\"; exit 5"
+        // The outer shell has a trap (not an ignored SIGINT, which children would inherit) so it reports the exit.
+        let script = "trap : INT; \"$VAULT\" run --passphrase-file \"$P\" -- /bin/sh -c '\(inner.replacingOccurrences(of: "'", with: "'\\''"))'; echo \"[exit $?]\""
+        let result = try PseudoTerminal.run(
+            "/bin/sh", ["-c", script], steps: [("ready", "\u{03}", nil)], environment: environment, seconds: 30, timeout: 60)
+        #expect(result.stdoutText.hasSuffix("INT x1\n[exit 5]\n[echo on]\n"), "transcript: \(result.stdoutText)")
+    }
+
+    @Test func injectFillsPlaceholdersAndWritesOut0600Atomically() throws {
+        let template = "a={{ vault \"k1\" }};b={{vault \"k3\"}};c={{ vault \"odd \\\"name\\\"\" }};{{ other }} {{vaultish}}\n"
+        let stdout = try box.vault(["inject"], stdin: Data(template.utf8))
+        #expect(stdout.status == 0, "inject: \(stdout.stderr)")
+        #expect(stdout.stdoutText == "a=v1 with spaces;b=v3;c=v4;{{ other }} {{vaultish}}\n")
+
+        let out = box.directory + "/out.conf"
+        try box.write("old\n", to: out, mode: 0o644)
+        try box.write(template, to: box.directory + "/t.tpl")
+        let file = try box.vault(["inject", "-i", box.directory + "/t.tpl", "-o", out])
+        #expect(file.status == 0 && file.stdout.isEmpty && file.stderr == "", "inject -o: \(file.stderr)")
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == "a=v1 with spaces;b=v3;c=v4;{{ other }} {{vaultish}}\n")
+        let mode = try FileManager.default.attributesOfItem(atPath: out)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        // A missing entry: an error naming it, OUT untouched, no temporary file left.
+        let missing = try box.vault(["inject", "-o", out], stdin: Data("x={{ vault \"k1\" }} y={{ vault \"nope\" }}\n".utf8))
+        #expect(missing.status == 2)
+        #expect(missing.stderr == "vault: no entry 'nope' in vault '\(box.vaultPath)'\nhint: 'vault list' shows the names\n")
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == "a=v1 with spaces;b=v3;c=v4;{{ other }} {{vaultish}}\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: box.directory).filter { $0.hasSuffix(".tmp") } == [])
+
+        let malformed = try box.vault(["inject"], stdin: Data("ok\nx={{ vault k1 }}\n".utf8))
+        #expect(malformed.status == 64)
+        #expect(malformed.stdout.isEmpty)
+        #expect(malformed.stderr == "vault: malformed placeholder on line 2: expected {{ vault \"ENTRY\" }}\n")
+    }
+}

@@ -25,6 +25,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
     ],
     targets: [
         // C, wrapped in one place each.
@@ -44,15 +46,25 @@ let package = Package(
         .target(name: "VaultTerminal", dependencies: ["VaultCore", "CVaultSystem"]),
         // The agent: keeps unlocked vaults' keys in one process and serves their entries on a Unix socket.
         .target(name: "VaultAgent", dependencies: ["VaultCore", "CVaultSystem"]),
-        // HTTP Basic authentication from the vault.
-        .target(name: "VaultAuth", dependencies: ["VaultCore", "VaultTerminal"]),
+        // HTTP Basic authentication from the vault, over SwiftNIO and NIOSSL (docs/AUTH.md, "The transport").
+        .target(
+            name: "VaultAuth",
+            dependencies: [
+                "VaultCore", "VaultSodium", "VaultTerminal",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
         // Test doubles of VaultAuth (a counting in-memory credential store), as HummingbirdTesting.
         .target(name: "VaultAuthTesting", dependencies: ["VaultAuth"]),
 
-        // The CLI: `vault` runs the vault's own verbs and links no networking (libcurl would cost every start
-        // ~8 ms); it executes `vault-net`, installed next to it, for the verbs that talk HTTP.
+        // The CLI: `vault` runs the vault's own verbs and links no networking (SwiftNIO and BoringSSL would cost
+        // every start ~3 ms of CPU: Benchmarks/README.md); it executes `vault-net`, installed next to it, for the
+        // verbs that talk HTTP.
         .target(
             name: "VaultCommands",
             dependencies: ["VaultCore", "VaultTerminal", "VaultAgent", .product(name: "ArgumentParser", package: "swift-argument-parser")]

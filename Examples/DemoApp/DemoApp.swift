@@ -47,6 +47,7 @@ struct DemoApp: AsyncParsableCommand {
 
     private func start() async throws {
         let configuration = try target.configuration()
+        let tls = try http.tlsOptions()
         // The password is read before the vault's passphrase prompt, so a pipe is drained first.
         let prompt = try credential.prompt(terminal: true)
 
@@ -67,7 +68,7 @@ struct DemoApp: AsyncParsableCommand {
 
         let result = try await MobileServicesStartup.start(
             store: store, passphrase: nil, configuration: configuration, prompt: prompt,
-            options: http.authenticatorOptions, timeout: http.timeout)
+            options: http.authenticatorOptions, timeout: http.timeout, tls: tls)
         let target = result.client.configuration
         switch result.outcome {
         case .verified:

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
 import VaultAuth
 import VaultCore
@@ -19,8 +16,14 @@ import VaultCore
 ///   reads its `TravelAgencies` this way: Examples/DemoApp/TravelAgency.swift).
 ///
 /// Credentials go through a `KeystoreAuthenticator` on the vault (`VaultCredentialStore`), so its rules hold:
-/// a rejected stored password is erased and asked for once, a typed one is kept only once accepted, plain
-/// `http` carries credentials only to loopback and only with `allowInsecureLoopbackHTTP`.
+/// a rejected stored password is asked for once, a typed one is kept only once accepted, plain `http` carries
+/// credentials only to loopback and only with `allowInsecureLoopbackHTTP`. Unlike `vault fetch`, a stored
+/// password the server rejects (401) on the check, a back-end request or the unregistration is **kept** in the
+/// vault with the `appcid` (`AuthenticationError.storedCredentialRejected(…, erased: false)` without a prompt).
+///
+/// Every request goes to the configured origin only: a redirect to another origin fails
+/// (`AuthenticationError.redirectRefused`), so no other origin's answer can confirm a registration. What is
+/// parsed is read up to ``maximumResponseSize``; back-end bodies up to ``maximumServiceResponseSize``.
 ///
 /// All methods are `async` and every request ends (timeouts). The vault's calls, which block (file I/O, `fsync`,
 /// another process's lock), run off the cooperative pool (`runBlocking`). The store must be open.
@@ -54,8 +57,16 @@ public final class MobileServicesClient: Sendable {
     public let options: KeystoreAuthenticator.Options
     /// The registration body.
     public let deviceInfo: DeviceInfo
-    /// Seconds before an idle request fails.
+    /// Seconds a call may take (each method's requests together, prompts not counted).
     public let timeout: TimeInterval
+    /// Extra trust roots and public-key pins for the server's certificate.
+    public let tls: TLSOptions
+
+    /// The most of a registration or check answer that is read (1 MiB): it is parsed, and nothing it holds is
+    /// that long. A longer one fails with `AuthenticationError.responseTooLarge`.
+    public static let maximumResponseSize = AuthenticatingHTTPClient.defaultMaximumBodySize
+    /// The most of a back-end answer ``data(forServicePath:)`` reads: 16 MiB.
+    public static let maximumServiceResponseSize = 16 << 20
 
     /// The authenticator on the vault used for everything but the registration itself.
     public let authenticator: KeystoreAuthenticator
@@ -78,21 +89,24 @@ public final class MobileServicesClient: Sendable {
         prompt: (any CredentialPrompting)?,
         options: KeystoreAuthenticator.Options = .init(),
         deviceInfo: DeviceInfo = .current(),
-        timeout: TimeInterval = AuthenticatingHTTPClient.defaultTimeout
+        timeout: TimeInterval = AuthenticatingHTTPClient.defaultTimeout,
+        tls: TLSOptions = TLSOptions()
     ) {
         self.configuration = configuration
+        self.tls = tls
         self.store = store
         self.prompt = prompt
         self.options = options
         self.deviceInfo = deviceInfo
         self.timeout = timeout
         self.credentials = VaultCredentialStore(store: store)
-        self.authenticator = KeystoreAuthenticator(store: credentials, prompt: prompt, options: options)
-        self.http = AuthenticatingHTTPClient(authenticator: authenticator, timeout: timeout)
-    }
-
-    deinit {
-        http.invalidate()
+        // A 401 to the check (or a later request) keeps the credential: it belongs to the registration, and
+        // erasing it would leave an appcid without its user (docs/MOBILE-SERVICES.md, "A rejected password").
+        var kept = options
+        kept.eraseRejectedCredentials = false
+        self.authenticator = KeystoreAuthenticator(store: credentials, prompt: prompt, options: kept)
+        self.http = AuthenticatingHTTPClient(
+            authenticator: authenticator, timeout: timeout, tls: tls, redirects: .sameOriginOnly)
     }
 
     /// The stored application connection id, or `nil`.
@@ -128,16 +142,15 @@ public final class MobileServicesClient: Sendable {
         let staging = StagingCredentialStore(base: credentials)
         let authenticator = KeystoreAuthenticator(store: staging, prompt: prompt, options: options)
         try await rememberPrimarySpace(in: authenticator)
-        let client = AuthenticatingHTTPClient(authenticator: authenticator, timeout: timeout)
-        defer { client.invalidate() }
+        let client = AuthenticatingHTTPClient(
+            authenticator: authenticator, timeout: timeout, tls: tls, redirects: .sameOriginOnly)
 
-        var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        request.httpBody = try encoder.encode(deviceInfo)
+        let request = HTTPRequest(
+            method: "POST", url: url,
+            headers: HTTPHeaderFields([("Content-Type", "application/json"), ("Accept", "application/json")]),
+            body: Array(try encoder.encode(deviceInfo)))
 
         let (data, response) = try await send(request, through: client, operation: .registration)
         guard response.statusCode == 201 else {
@@ -290,7 +303,9 @@ public final class MobileServicesClient: Sendable {
     public func data(forServicePath path: String) async throws -> Data {
         guard let appcid = try await loadApplicationConnectionId() else { throw MobileServicesError.notRegistered }
         let url = configuration.serviceURL(path: path)
-        let (data, response) = try await serviceRequest(url: url, method: "GET", appcid: appcid, operation: .serviceRequest)
+        let (data, response) = try await serviceRequest(
+            url: url, method: "GET", appcid: appcid, operation: .serviceRequest,
+            maximumBodySize: Self.maximumServiceResponseSize)
         guard response.statusCode == 200 else {
             throw MobileServicesError.unexpectedStatus(
                 operation: .serviceRequest, url: url.absoluteString, status: response.statusCode)
@@ -301,15 +316,15 @@ public final class MobileServicesClient: Sendable {
     // MARK: - Plumbing
 
     private func serviceRequest(
-        url: URL, method: String, appcid: String, operation: MobileServicesError.Operation
-    ) async throws -> (Data, HTTPURLResponse) {
+        url: URL, method: String, appcid: String, operation: MobileServicesError.Operation,
+        maximumBodySize: Int = MobileServicesClient.maximumResponseSize
+    ) async throws -> (Data, HTTPResponse) {
         guard Self.isValidApplicationConnectionId(appcid) else { throw MobileServicesError.invalidStoredRegistration }
         try await rememberPrimarySpace(in: authenticator)
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        request.setValue(appcid, forHTTPHeaderField: "X-SMP-APPCID")
-        return try await send(request, through: http, operation: operation)
+        let request = HTTPRequest(
+            method: method, url: url,
+            headers: HTTPHeaderFields([("Accept", "application/json"), ("X-SMP-APPCID", appcid)]))
+        return try await send(request, through: http, operation: operation, maximumBodySize: maximumBodySize)
     }
 
     /// Lets `authenticator` send the stored credential with the first request when the vault's primary space is
@@ -322,10 +337,11 @@ public final class MobileServicesClient: Sendable {
     }
 
     private func send(
-        _ request: URLRequest, through client: AuthenticatingHTTPClient, operation: MobileServicesError.Operation
-    ) async throws -> (Data, HTTPURLResponse) {
+        _ request: HTTPRequest, through client: AuthenticatingHTTPClient, operation: MobileServicesError.Operation,
+        maximumBodySize: Int = MobileServicesClient.maximumResponseSize
+    ) async throws -> (Data, HTTPResponse) {
         do {
-            return try await client.data(for: request)
+            return try await client.data(for: request, maximumBodySize: maximumBodySize)
         } catch let AuthenticationError.transportFailed(url, detail) {
             throw MobileServicesError.serverUnreachable(url: url.absoluteString, detail: detail)
         }

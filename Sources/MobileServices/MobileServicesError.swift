@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import VaultAuth
 
 /// Every failure of the mobile-services client that is not about credentials.

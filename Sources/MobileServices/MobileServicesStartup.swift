@@ -16,7 +16,7 @@ public enum MobileServicesStartup {
         case reregistered
     }
 
-    /// What ``start(store:passphrase:createIfMissing:configuration:prompt:options:deviceInfo:timeout:)`` returns.
+    /// What ``start(store:passphrase:createIfMissing:configuration:prompt:options:deviceInfo:timeout:tls:)`` returns.
     public struct Result: Sendable {
         /// The vault, open (the caller closes it).
         public let store: any KeyValueVault
@@ -50,7 +50,8 @@ public enum MobileServicesStartup {
         prompt: (any CredentialPrompting)?,
         options: KeystoreAuthenticator.Options = .init(),
         deviceInfo: DeviceInfo = .current(),
-        timeout: TimeInterval = AuthenticatingHTTPClient.defaultTimeout
+        timeout: TimeInterval = AuthenticatingHTTPClient.defaultTimeout,
+        tls: TLSOptions = TLSOptions()
     ) async throws -> Result {
         // Opening runs Argon2id and takes the file lock: off the cooperative pool, as every store call here.
         let remembered = try await runBlocking { () throws -> MobileServicesConfiguration? in
@@ -64,7 +65,7 @@ public enum MobileServicesStartup {
         guard let configuration = configuration ?? remembered else { throw MobileServicesError.notConfigured }
         let client = MobileServicesClient(
             configuration: configuration, store: store, prompt: prompt, options: options, deviceInfo: deviceInfo,
-            timeout: timeout)
+            timeout: timeout, tls: tls)
 
         var outcome = Outcome.registered
         if try await runBlocking({ try client.storedApplicationConnectionId() }) != nil {

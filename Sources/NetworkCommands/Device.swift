@@ -36,7 +36,7 @@ package struct Device: AsyncParsableCommand {
 /// the store.
 private func makeDeviceClient(
     _ options: VaultOptions, _ http: HTTPOptions, configuration: MobileServicesConfiguration? = nil,
-    prompt: CLICredentialPrompt
+    prompt: CLICredentialPrompt?
 ) throws -> (any KeyValueVault, MobileServicesClient) {
     let store = try openVault(options)
     do {
@@ -45,15 +45,21 @@ private func makeDeviceClient(
         }
         var authenticatorOptions = http.authenticatorOptions
         // A script's credential: log in with exactly what was given.
-        if prompt.hasScriptedCredential { authenticatorOptions.useStoredCredentials = false }
+        if prompt?.hasScriptedCredential == true { authenticatorOptions.useStoredCredentials = false }
         let client = MobileServicesClient(
             configuration: configuration, store: store, prompt: prompt, options: authenticatorOptions,
-            timeout: http.timeout)
+            timeout: http.timeout, tls: try http.tlsOptions())
         return (store, client)
     } catch {
         store.close()
         throw error
     }
+}
+
+/// The terminal prompt when there is a terminal; else none, so that a rejected stored password is reported as
+/// such (and kept) instead of as a prompt that cannot open.
+private func terminalPrompt() -> CLICredentialPrompt? {
+    Terminal.controlling() != nil ? CLICredentialPrompt.terminal() : nil
 }
 
 struct DeviceRegister: AsyncParsableCommand {
@@ -126,7 +132,7 @@ struct DeviceStatus: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: options.json) {
-            let (store, client) = try makeDeviceClient(options, http, prompt: CLICredentialPrompt.terminal())
+            let (store, client) = try makeDeviceClient(options, http, prompt: terminalPrompt())
             defer { store.close() }
             let configuration = client.configuration
             let status: MobileServicesClient.RegistrationStatus
@@ -166,7 +172,7 @@ struct DeviceUnregister: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: options.json) {
-            let (store, client) = try makeDeviceClient(options, http, prompt: CLICredentialPrompt.terminal())
+            let (store, client) = try makeDeviceClient(options, http, prompt: terminalPrompt())
             defer { store.close() }
             let deletedOnServer: Bool
             do {

@@ -1,8 +1,5 @@
 import ArgumentParser
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import VaultAuth
 import VaultCommands
 import VaultCore
@@ -20,7 +17,9 @@ package struct Fetch: AsyncParsableCommand {
             Like `curl --fail`: an HTTP error status (400 or more) prints a message on stderr, nothing on
             stdout, and exits 1. Exit 3 when the credentials were rejected (a stored credential the server
             rejects is stale: it is removed from the vault and not sent again) or when none is stored and
-            there is no terminal to ask on; 1 on a network failure or timeout (--timeout).
+            there is no terminal to ask on; 1 on a network or TLS failure or timeout (--timeout).
+            The body goes to stdout as it arrives (any length, in bounded memory). Redirects are followed;
+            to another origin without the credential or any --header.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -40,25 +39,26 @@ package struct Fetch: AsyncParsableCommand {
         let headers = try self.headers.map(Header.init(parsing:))
         try await reportingErrors(json: options.json) {
             let target = try http.target(url)
-            var request = URLRequest(url: target)
-            for header in headers { request.addValue(header.value, forHTTPHeaderField: header.name) }
+            let tls = try http.tlsOptions()
+            var request = HTTPRequest(url: target)
+            for header in headers { request.headers.add(header.name, header.value) }
             let vault = try openVault(options)
             defer { vault.close() }
             // Without a terminal nobody can be asked: a missing or stale credential fails at once.
             let prompt = Terminal.controlling() != nil ? CLICredentialPrompt(username: nil, password: nil, terminal: true) : nil
             let authenticator = KeystoreAuthenticator(
                 store: VaultCredentialStore(store: vault), prompt: prompt, options: http.authenticatorOptions)
-            let client = AuthenticatingHTTPClient(authenticator: authenticator, timeout: http.timeout)
-            defer { client.invalidate() }
-            let body: Data
-            let response: HTTPURLResponse
+            let client = AuthenticatingHTTPClient(authenticator: authenticator, timeout: http.timeout, tls: tls)
+            let response: HTTPResponse
             do {
-                (body, response) = try await client.data(for: request)
+                // Like curl --fail: the body of an error status is not written.
+                response = try await client.stream(request) { response, chunk in
+                    if response.statusCode < 400 { try writeToStdout(chunk) }
+                }
             } catch let error as AuthenticationError {
                 throw NetworkCLIError.authentication(error, url: url, login: false)
             }
             guard response.statusCode < 400 else { throw NetworkCLIError.httpStatus(response.statusCode, url: url) }
-            try body.withUnsafeBytes { try writeToStdout($0) }
         }
     }
 }

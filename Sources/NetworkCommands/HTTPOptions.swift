@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import VaultAuth
 
-/// `--allow-insecure-http` and `--timeout`: the options of every command that talks to a server (`login`,
-/// `fetch`, `device …`, the DemoApp).
+/// `--allow-insecure-http`, `--timeout`, `--cacert` and `--pinned-pubkey`: the options of every command that
+/// sends requests (`login`, `fetch`, `device …`, the DemoApp).
 package struct HTTPOptions: ParsableArguments {
     package init() {}
 
@@ -13,13 +13,32 @@ package struct HTTPOptions: ParsableArguments {
     package var allowInsecureHTTP = false
 
     @Option(help: ArgumentHelp(
-        "Seconds a request may stay idle before it fails (the whole request: 4 times that).", valueName: "seconds"))
+        "Seconds the exchange may take: connecting, TLS, the whole answer and redirects (not the time at a prompt).",
+        valueName: "seconds"))
     package var timeout: Double = 30
+
+    @Option(help: ArgumentHelp(
+        "A PEM file of CA certificates to trust besides the system's (e.g. a private CA).", valueName: "path"))
+    package var cacert: String?
+
+    @Option(
+        name: .customLong("pinned-pubkey"),
+        help: ArgumentHelp(
+            "The server's public key must also match: sha256//BASE64 (curl's syntax; several separated by ';').",
+            valueName: "hashes"))
+    package var pinnedPublicKey: String?
 
     package func validate() throws {
         guard timeout > 0, timeout <= 3600 else {
             throw ValidationError("--timeout must be more than 0 and at most 3600 seconds")
         }
+    }
+
+    /// The TLS options `--cacert` and `--pinned-pubkey` ask for.
+    ///
+    /// - Throws: ``AuthenticationError/invalidTLSOption(_:)`` for an unreadable file or a malformed pin.
+    package func tlsOptions() throws -> TLSOptions {
+        try TLSOptions(caCertificatesFile: cacert, pinnedPublicKey: pinnedPublicKey)
     }
 
     /// The authenticator's options these flags ask for.

@@ -1,8 +1,5 @@
 import ArgumentParser
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import VaultAuth
 import VaultCommands
 import VaultCore
@@ -39,6 +36,7 @@ package struct Login: AsyncParsableCommand {
     package func run() async throws {
         try await reportingErrors(json: options.json) {
             let target = try http.target(url)
+            let tls = try http.tlsOptions()
             let vault = try openVault(options)
             defer { vault.close() }
             let prompt = try credential.prompt(terminal: Terminal.controlling() != nil)
@@ -46,11 +44,11 @@ package struct Login: AsyncParsableCommand {
             authenticatorOptions.useStoredCredentials = false  // a login always asks
             let authenticator = KeystoreAuthenticator(
                 store: VaultCredentialStore(store: vault), prompt: prompt, options: authenticatorOptions)
-            let client = AuthenticatingHTTPClient(authenticator: authenticator, timeout: http.timeout)
-            defer { client.invalidate() }
-            let response: HTTPURLResponse
+            let client = AuthenticatingHTTPClient(authenticator: authenticator, timeout: http.timeout, tls: tls)
+            let response: HTTPResponse
             do {
-                (_, response) = try await client.data(for: URLRequest(url: target))
+                // The body is not shown: read and dropped.
+                response = try await client.stream(HTTPRequest(url: target)) { _, _ in }
             } catch let error as AuthenticationError {
                 throw NetworkCLIError.authentication(error, url: url, login: true)
             }

@@ -56,9 +56,10 @@ extension NetworkCLIError: CLIReportable {
             return "refusing plain http to '\(url)'"
         case let .noCredential(origin, path):
             return "no credential for \(origin) in vault '\(path)'"
-        case let .authentication(.storedCredentialRejected(space, username), _, _):
+        case let .authentication(.storedCredentialRejected(space, username, erased), _, _):
             return "stored credential rejected: the server at \(space) rejected the stored password for "
-                + "'\(username)'; it was removed from the vault and will not be sent again"
+                + "'\(username)'; "
+                + (erased ? "it was removed from the vault and will not be sent again" : "it is kept in the vault")
         case let .authentication(.noPromptAvailable(space, detail), _, _):
             let reason = detail.hasPrefix("no credential is stored")
                 ? "no credential is stored and there is no terminal to ask on" : detail
@@ -75,8 +76,9 @@ extension NetworkCLIError: CLIReportable {
         case let .insecureHTTP(_, loopback):
             return loopback ? "use https, or pass --allow-insecure-http (loopback addresses only)"
                 : "use https (plain http is allowed only to loopback addresses, with --allow-insecure-http)"
-        case let .authentication(.storedCredentialRejected, url, _):
-            return "to store a fresh one, run: vault login \(url)"
+        case let .authentication(.storedCredentialRejected(_, _, erased), url, _):
+            return erased ? "to store a fresh one, run: vault login \(url)"
+                : "run the command again on a terminal to enter the new password"
         case let .authentication(.noPromptAvailable, url, login):
             return login ? AuthenticationError.scriptedLoginHint : "to store one, run: vault login \(url)"
         case let .authentication(error, _, _):
@@ -94,8 +96,10 @@ extension AuthenticationError: CLIReportable {
         case .credentialsRejected, .storedCredentialRejected, .noPromptAvailable, .promptCancelled,
              .unsupportedChallenge, .crossOriginChallenge:
             return Exit.authentication
-        case .promptFailed, .insecureTransport, .transportFailed, .malformedStoredSpace: return Exit.failure
-        case .invalidUsername, .unsupportedURL: return Exit.usage
+        case .promptFailed, .insecureTransport, .transportFailed, .malformedStoredSpace, .tlsFailed,
+             .pinnedPublicKeyMismatch, .timedOut, .responseTooLarge, .redirectRefused:
+            return Exit.failure
+        case .invalidUsername, .unsupportedURL, .invalidTLSOption: return Exit.usage
         }
     }
 
@@ -113,6 +117,12 @@ extension AuthenticationError: CLIReportable {
         case .transportFailed: return "network_error"
         case .unsupportedURL: return "unsupported_url"
         case .malformedStoredSpace: return "malformed_stored_space"
+        case .invalidTLSOption: return "invalid_tls_option"
+        case .tlsFailed: return "tls_error"
+        case .pinnedPublicKeyMismatch: return "tls_pin_mismatch"
+        case .timedOut: return "timeout"
+        case .responseTooLarge: return "response_too_large"
+        case .redirectRefused: return "redirect_refused"
         }
     }
 
@@ -125,8 +135,17 @@ extension AuthenticationError: CLIReportable {
         case let .crossOriginChallenge(_, challengedBy): return "request '\(challengedBy.absoluteString)' directly"
         case .transportFailed: return "check the URL and that the server is running"
         case .malformedStoredSpace: return "log in again: 'vault login URL' records it anew"
+        case .tlsFailed:
+            return "TLS: if the server's certificate comes from a private CA, pass that CA's certificate with "
+                + "--cacert PATH (PEM); check that the URL's host is one the certificate names"
+        case .pinnedPublicKeyMismatch:
+            return "TLS: the server presented another key than --pinned-pubkey names; if its key was replaced "
+                + "on purpose, pin the new one"
+        case .timedOut: return "raise --timeout, or check that the server is responding"
+        case let .redirectRefused(_, to, reason):
+            return reason == .crossOrigin ? "request '\(to.absoluteString)' directly if you trust it" : nil
         case .credentialsRejected, .promptCancelled, .unsupportedChallenge, .promptFailed, .invalidUsername,
-             .unsupportedURL:
+             .unsupportedURL, .invalidTLSOption, .responseTooLarge:
             return nil
         }
     }

@@ -10,9 +10,10 @@ public enum AuthenticationError: Error, Equatable, Sendable {
     /// The server rejected (401) the credential of `username`, and it was the last attempt: the stored one was
     /// rejected and then the one the user typed, or two the user typed.
     case credentialsRejected(space: ProtectionSpace, username: String)
-    /// The server rejected (401) the stored credential of `username`; it is stale and will not be sent again,
-    /// and no prompt was available to ask for a fresh one.
-    case storedCredentialRejected(space: ProtectionSpace, username: String)
+    /// The server rejected (401) the stored credential of `username`; it is stale and will not be sent again by
+    /// this authenticator, and no prompt was available to ask for a fresh one. `erased`: it was removed from the
+    /// store (``KeystoreAuthenticator/Options/eraseRejectedCredentials``); otherwise it is still stored.
+    case storedCredentialRejected(space: ProtectionSpace, username: String, erased: Bool)
     /// The server asks for credentials, none can be used, and there is no way to ask the user
     /// (no prompt configured, or no terminal). `detail` says which.
     case noPromptAvailable(space: ProtectionSpace, detail: String)
@@ -37,6 +38,27 @@ public enum AuthenticationError: Error, Equatable, Sendable {
     case transportFailed(url: URL, detail: String)
     /// The URL is not an absolute `http` or `https` URL.
     case unsupportedURL(String)
+    /// A TLS option cannot be used (an unreadable CA file, a malformed pin); `detail` says which.
+    case invalidTLSOption(String)
+    /// The TLS connection failed: the certificate is not trusted or not valid for the host, or the handshake
+    /// failed. Nothing was sent.
+    case tlsFailed(url: URL, detail: String)
+    /// The server's certificate verified, but its public key is none of the pinned ones. Nothing was sent.
+    case pinnedPublicKeyMismatch(url: URL)
+    /// The request did not complete within `seconds` (connecting, TLS, sending and the whole answer).
+    case timedOut(url: URL, seconds: Double)
+    /// The answer's body is longer than `limit` bytes, the most this operation reads.
+    case responseTooLarge(url: URL, limit: Int)
+    /// A redirect from `from` to `to` was not followed (`reason`).
+    case redirectRefused(from: URL, to: URL, reason: RedirectRefusal)
+
+    /// Why a redirect was not followed.
+    public enum RedirectRefusal: String, Equatable, Sendable {
+        case crossOrigin = "it leads to another origin"
+        case downgrade = "it leads from https to plain http"
+        case tooMany = "there were too many redirects"
+        case unsupportedLocation = "its Location is not an http or https URL"
+    }
 
     /// Why a username cannot be sent with HTTP Basic authentication (RFC 7617).
     public enum UsernameProblem: String, Equatable, Sendable {
@@ -51,9 +73,9 @@ extension AuthenticationError: CustomStringConvertible, LocalizedError {
         switch self {
         case let .credentialsRejected(space, username):
             return "credentials rejected: the server at \(space) rejected the password for '\(username)'"
-        case let .storedCredentialRejected(space, username):
+        case let .storedCredentialRejected(space, username, erased):
             return "stored credential rejected: the server at \(space) rejected the stored password for "
-                + "'\(username)'; it will not be sent again"
+                + "'\(username)'; " + (erased ? "it was removed from the store" : "it is kept in the store")
         case let .noPromptAvailable(space, detail):
             return "cannot ask for credentials for \(space): \(detail)"
         case let .promptCancelled(space):
@@ -77,8 +99,26 @@ extension AuthenticationError: CustomStringConvertible, LocalizedError {
             return "request to '\(url.absoluteString)' failed: \(detail)"
         case let .unsupportedURL(string):
             return "unsupported URL '\(string)': only absolute http and https URLs are supported"
+        case let .invalidTLSOption(detail):
+            return "invalid TLS option: \(detail)"
+        case let .tlsFailed(url, detail):
+            return "TLS connection to '\(url.absoluteString)' failed: \(detail); nothing was sent"
+        case let .pinnedPublicKeyMismatch(url):
+            return "TLS connection to '\(url.absoluteString)' refused: the server's public key does not match the "
+                + "pinned key; nothing was sent"
+        case let .timedOut(url, seconds):
+            return "request to '\(url.absoluteString)' timed out: no complete answer within \(Self.format(seconds)) s"
+        case let .responseTooLarge(url, limit):
+            return "the answer of '\(url.absoluteString)' is larger than \(limit) bytes, the most that is read"
+        case let .redirectRefused(from, to, reason):
+            return "not following the redirect from '\(from.absoluteString)' to '\(to.absoluteString)': "
+                + reason.rawValue
         }
     }
 
     public var errorDescription: String? { description }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
 }

@@ -44,7 +44,7 @@ public struct Credential: Sendable, CustomStringConvertible {
     /// The value of an `Authorization` header for this credential: `Basic base64(username ":" password)`,
     /// both in UTF-8 (RFC 7617 with `charset="UTF-8"`).
     ///
-    /// `URLRequest` takes header values as `String`, so this value is an ordinary (unwiped) copy of the
+    /// Header values are `String`s (``HTTPHeaderFields``), so this value is an ordinary (unwiped) copy of the
     /// encoded password: build it just before sending and let it go right after.
     public func authorizationHeaderValue() -> String {
         let user = Array(username.utf8)

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// The reason phrases of HTTP status codes (RFC 9110), for messages: the one table of the package.
 public enum HTTPStatusText {
@@ -17,11 +14,13 @@ public enum HTTPStatusText {
     ]
 
     /// The reason phrase of `status`, e.g. `Not Found`; for a code not in the table, its class
-    /// (`client error`, `server error`) or Foundation's text.
+    /// (`client error`, `server error`, `redirect`, `success`, `informational`).
     public static func reason(_ status: Int) -> String {
         if let phrase = phrases[status] { return phrase }
         if status >= 500 { return "server error" }
         if status >= 400 { return "client error" }
-        return HTTPURLResponse.localizedString(forStatusCode: status)
+        if status >= 300 { return "redirect" }
+        if status >= 200 { return "success" }
+        return "informational"
     }
 }

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
 import VaultCore
 
@@ -21,7 +18,7 @@ import VaultCore
 ///   ``Options/allowInsecureLoopbackHTTP`` is set; never to an origin other than the one that challenged.
 ///
 /// The decision logic is ``Exchange``, a state machine without I/O; ``perform(_:using:)`` drives it over any
-/// transport, and ``AuthenticatingHTTPClient`` over `URLSession`. ``perform(_:using:)`` runs the exchange's
+/// transport, and ``AuthenticatingHTTPClient`` over SwiftNIO. ``perform(_:using:)`` runs the exchange's
 /// steps, which call the credential store (the vault blocks: file I/O, `fsync`, another process's lock), off
 /// the cooperative pool (`runBlocking`).
 public final class KeystoreAuthenticator: Sendable {
@@ -112,27 +109,27 @@ public final class KeystoreAuthenticator: Sendable {
     /// Sends `request` through `transport`, answering Basic challenges by the rules above.
     ///
     /// `request`'s own `Authorization` header is replaced on every attempt (removed when no credential is sent).
-    /// `transport` must return the response of a 401 too (with any body), not fail on it.
+    /// `transport` must return the response of a 401 too (with any body), not fail on it; `Body` is what it
+    /// made of the response's body (``AuthenticatingHTTPClient`` drops a 401's and reads or streams the others).
     ///
     /// - Returns: the first response that is not answered with another attempt (any status but a handled 401).
     /// - Throws: ``AuthenticationError``, or what `transport`, the store or the prompt throw.
-    public func perform(
-        _ request: URLRequest,
-        using transport: (URLRequest) async throws -> (Data, HTTPURLResponse)
-    ) async throws -> (Data, HTTPURLResponse) {
-        guard let url = request.url else { throw AuthenticationError.unsupportedURL("") }
-        var exchange = try makeExchange(for: url)
+    public func perform<Body>(
+        _ request: HTTPRequest,
+        using transport: (HTTPRequest) async throws -> (Body, HTTPResponse)
+    ) async throws -> (Body, HTTPResponse) {
+        var exchange = try makeExchange(for: request.url)
         var step: Exchange.Step
         (exchange, step) = try await Self.offPool(exchange) { try $0.start() }
         while true {
             switch step {
             case let .send(credential):
                 var attempt = request
-                attempt.setValue(credential?.authorizationHeaderValue(), forHTTPHeaderField: "Authorization")
-                let (data, response) = try await transport(attempt)
+                attempt.headers.set("Authorization", credential?.authorizationHeaderValue())
+                let (body, response) = try await transport(attempt)
                 let answer = Exchange.Response(response)
                 (exchange, step) = try await Self.offPool(exchange) { try $0.handle(answer) }
-                if case .deliver = step { return (data, response) }
+                if case .deliver = step { return (body, response) }
             case let .prompt(space, reason, suggestedUsername):
                 guard let prompt else {  // Exchange only asks when a prompt exists.
                     throw AuthenticationError.noPromptAvailable(space: space, detail: "no prompt is configured")
@@ -191,10 +188,10 @@ extension KeystoreAuthenticator {
             }
 
             /// Reads status, URL and `WWW-Authenticate` of `response`.
-            public init(_ response: HTTPURLResponse) {
+            public init(_ response: HTTPResponse) {
                 self.init(
                     statusCode: response.statusCode, url: response.url,
-                    wwwAuthenticate: response.value(forHTTPHeaderField: "WWW-Authenticate").map { [$0] } ?? [])
+                    wwwAuthenticate: response.headers.values("WWW-Authenticate"))
             }
         }
 
@@ -253,7 +250,9 @@ extension KeystoreAuthenticator {
             let authenticator = self.authenticator
             guard response.statusCode == 401 else {
                 finished = true
-                if (200..<300).contains(response.statusCode), let sent = lastSent {
+                // A 2xx from another origin (a redirect led there, without the credential) accepts nothing.
+                if (200..<300).contains(response.statusCode), let sent = lastSent,
+                   Origin(response.url ?? url) == origin {
                     if sent.source == .entered && authenticator.options.storeAcceptedCredentials {
                         try authenticator.store.store(sent.credential, for: sent.space)
                     }
@@ -291,7 +290,8 @@ extension KeystoreAuthenticator {
                 guard authenticator.prompt != nil else {
                     throw sent.source == .stored
                         ? AuthenticationError.storedCredentialRejected(
-                            space: sent.space, username: sent.credential.username)
+                            space: sent.space, username: sent.credential.username,
+                            erased: authenticator.options.eraseRejectedCredentials)
                         : AuthenticationError.credentialsRejected(
                             space: sent.space, username: sent.credential.username)
                 }
@@ -321,7 +321,7 @@ extension KeystoreAuthenticator {
         /// Takes the prompt's answer; a credential is sent next.
         ///
         /// `nil` (declined) fails with ``AuthenticationError/promptCancelled(space:)`` when nothing was rejected
-        /// yet, and otherwise with the rejection it answered: ``AuthenticationError/storedCredentialRejected(space:username:)``
+        /// yet, and otherwise with the rejection it answered: ``AuthenticationError/storedCredentialRejected(space:username:erased:)``
         /// or ``AuthenticationError/credentialsRejected(space:username:)`` (so a script that supplies one
         /// credential gets "rejected", not "cancelled").
         public mutating func handlePromptResult(_ credential: Credential?) throws -> Step {
@@ -332,7 +332,8 @@ extension KeystoreAuthenticator {
                 if let rejected = lastRejected {
                     throw rejected.source == .stored
                         ? AuthenticationError.storedCredentialRejected(
-                            space: rejected.space, username: rejected.credential.username)
+                            space: rejected.space, username: rejected.credential.username,
+                            erased: authenticator.options.eraseRejectedCredentials)
                         : AuthenticationError.credentialsRejected(
                             space: rejected.space, username: rejected.credential.username)
                 }

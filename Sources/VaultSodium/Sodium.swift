@@ -161,6 +161,23 @@ package enum Sodium {
         guard result == 0 else { throw SodiumFailure(function: "crypto_pwhash") }
     }
 
+    // MARK: crypto_hash_sha256
+
+    /// SHA-256 of `input` (for public-key pins in curl's `sha256//` syntax, which name SHA-256).
+    ///
+    /// The corresponding libsodium function is `crypto_hash_sha256`.
+    package static func sha256(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+        precondition(initialized, "libsodium failed to initialise")
+        var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
+        let result = digest.withUnsafeMutableBytes { out in
+            crypto_hash_sha256(
+                out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                input.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput, UInt64(input.count))
+        }
+        precondition(result == 0, "crypto_hash_sha256 cannot fail")
+        return digest
+    }
+
     // MARK: crypto_generichash (BLAKE2b)
 
     package static let hashByteCount = Int(crypto_generichash_BYTES)

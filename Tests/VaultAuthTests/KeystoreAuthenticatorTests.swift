@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
 import VaultCore
 @testable import VaultAuth
@@ -26,17 +23,17 @@ final class FakeServer: @unchecked Sendable {
 
     func setPassword(_ password: String, for user: String) { lock.withLock { users[user] = password } }
 
-    func respond(_ request: URLRequest) -> (Data, HTTPURLResponse) {
-        let authorization = request.value(forHTTPHeaderField: "Authorization")
+    func respond(_ request: HTTPRequest) -> (Data, HTTPResponse) {
+        let authorization = request.headers["Authorization"]
         let valid: Bool = lock.withLock {
             _authorizations.append(authorization)
             return users.contains { Credential(username: $0.key, password: $0.value).authorizationHeaderValue() == authorization }
         }
-        let url = respondingURL ?? request.url!
+        let url = respondingURL ?? request.url
         if valid {
-            return (Data("ok".utf8), HTTPURLResponse(url: url, statusCode: acceptedStatus, httpVersion: "HTTP/1.1", headerFields: [:])!)
+            return (Data("ok".utf8), HTTPResponse(statusCode: acceptedStatus, url: url))
         }
-        return (Data(), HTTPURLResponse(url: url, statusCode: 401, httpVersion: "HTTP/1.1", headerFields: ["WWW-Authenticate": challenge])!)
+        return (Data(), HTTPResponse(statusCode: 401, url: url, headers: HTTPHeaderFields([("WWW-Authenticate", challenge)])))
     }
 }
 
@@ -51,8 +48,8 @@ struct KeystoreAuthenticatorTests {
 
     func perform(
         _ authenticator: KeystoreAuthenticator, _ server: FakeServer, url: URL = Self.url
-    ) async throws -> (Data, HTTPURLResponse) {
-        try await authenticator.perform(URLRequest(url: url)) { server.respond($0) }
+    ) async throws -> (Data, HTTPResponse) {
+        try await authenticator.perform(HTTPRequest(url: url)) { server.respond($0) }
     }
 
     @Test func noStoredCredentialPromptsOnceAndStoresOnlyAfterAcceptance() async throws {
@@ -142,7 +139,7 @@ struct KeystoreAuthenticatorTests {
         let store = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "old")])
         let authenticator = KeystoreAuthenticator(
             store: store, prompt: nil, options: .init(eraseRejectedCredentials: false))
-        await #expect(throws: AuthenticationError.storedCredentialRejected(space: Self.space, username: "alice")) {
+        await #expect(throws: AuthenticationError.storedCredentialRejected(space: Self.space, username: "alice", erased: false)) {
             try await perform(authenticator, server)
         }
         #expect(server.authorizations == [nil, basic("alice", "old")])
@@ -220,7 +217,7 @@ struct KeystoreAuthenticatorTests {
 
         // Stored credential rejected, user declines: reported as stale.
         let stale = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "old")])
-        await #expect(throws: AuthenticationError.storedCredentialRejected(space: Self.space, username: "alice")) {
+        await #expect(throws: AuthenticationError.storedCredentialRejected(space: Self.space, username: "alice", erased: true)) {
             try await perform(KeystoreAuthenticator(store: stale, prompt: ScriptedPrompt([nil])), server)
         }
     }

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
 import VaultTestSupport
 import VaultCore
@@ -20,8 +17,8 @@ extension NginxFixture {
 struct NginxTests {
     static let options = KeystoreAuthenticator.Options(allowInsecureLoopbackHTTP: true)
 
-    func fetch(_ client: AuthenticatingHTTPClient, _ url: URL) async throws -> (Data, HTTPURLResponse) {
-        try await withTimeout(60) { try await client.data(for: URLRequest(url: url)) }
+    func fetch(_ client: AuthenticatingHTTPClient, _ url: URL) async throws -> (Data, HTTPResponse) {
+        try await withTimeout(60) { try await client.data(for: HTTPRequest(url: url)) }
     }
 
     @Test func loginWithRightCredentialsStoresThemAndFetchUsesThem() async throws {
@@ -83,7 +80,7 @@ struct NginxTests {
 
         try nginx.setPassword("second", for: "alice")
         // Same client (the space is known, so the stored credential goes first): reported stale, not resent.
-        await #expect(throws: AuthenticationError.storedCredentialRejected(space: nginx.space, username: "alice")) {
+        await #expect(throws: AuthenticationError.storedCredentialRejected(space: nginx.space, username: "alice", erased: true)) {
             _ = try await fetch(fetcher, nginx.endpoint("/private/"))
         }
         #expect(try vault.keys().isEmpty)  // erased, like git's `credential reject`

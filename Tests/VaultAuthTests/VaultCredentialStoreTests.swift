@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
 import VaultCore
 @testable import VaultAuth
@@ -94,13 +91,13 @@ struct VaultCredentialStoreTests {
         let space = ProtectionSpace(url: url, realm: "fake")!
         let server = FakeServer(users: ["alice": "pw1"])
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "pw1")])
-        _ = try await KeystoreAuthenticator(store: store, prompt: prompt).perform(URLRequest(url: url)) { server.respond($0) }
+        _ = try await KeystoreAuthenticator(store: store, prompt: prompt).perform(HTTPRequest(url: url)) { server.respond($0) }
         #expect(try vault.getString("username") == "alice")
         #expect(try vault.getString("credential.space") == space.key)
 
         server.setPassword("pw2", for: "alice")
-        await #expect(throws: AuthenticationError.storedCredentialRejected(space: space, username: "alice")) {
-            _ = try await KeystoreAuthenticator(store: store, prompt: nil).perform(URLRequest(url: url)) { server.respond($0) }
+        await #expect(throws: AuthenticationError.storedCredentialRejected(space: space, username: "alice", erased: true)) {
+            _ = try await KeystoreAuthenticator(store: store, prompt: nil).perform(HTTPRequest(url: url)) { server.respond($0) }
         }
         #expect(try vault.keys().isEmpty)
     }

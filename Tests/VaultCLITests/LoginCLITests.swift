@@ -256,10 +256,8 @@ import VaultTestSupport
         #expect(Date().timeIntervalSince(start) < 20)
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
-        // libcurl's detail names the time it took: compare without it.
-        let stderr = result.stderr.replacingOccurrences(of: #"after \d+ ms"#, with: "after N ms", options: .regularExpression)
-        #expect(stderr == """
-            vault: request to '\(url)' failed: Failed to connect to 127.0.0.1 port \(port) after N ms: Couldn't connect to server
+        #expect(result.stderr == """
+            vault: request to '\(url)' failed: connection refused
             hint: check the URL and that the server is running
 
             """)

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-/// `vault` links no networking and executes `vault-net`, next to it, for the verbs that talk HTTP.
+/// `vault` links no networking (neither FoundationNetworking nor SwiftNIO) and executes `vault-net`, next to it,
+/// for the verbs that talk HTTP.
 @Suite struct NetworkBinaryTests {
     /// The shared libraries the dynamic loader maps for `binary` (`ldd`).
     func sharedLibraries(_ binary: String) throws -> String {
@@ -10,10 +11,19 @@ import Testing
         return result.stdoutText
     }
 
-    @Test func vaultDoesNotLoadLibcurlButVaultNetDoes() throws {
+    /// `true` when `binary` holds the C symbol `name` of BoringSSL (linked statically, so `ldd` cannot tell).
+    func containsSymbol(_ binary: String, _ name: String) throws -> Bool {
+        try Data(contentsOf: URL(fileURLWithPath: binary)).range(of: Data(name.utf8)) != nil
+    }
+
+    @Test func vaultLinksNoNetworkingVaultNetLinksNIOSSLAndNoLibcurl() throws {
         let vaultNet = CLI.binDirectory.appendingPathComponent("vault-net").path
-        #expect(!(try sharedLibraries(CLI.vault)).contains("libcurl"))
-        #expect(try sharedLibraries(vaultNet).contains("libcurl"))
+        for binary in [CLI.vault, vaultNet] {
+            #expect(!(try sharedLibraries(binary)).contains("libcurl"), "\(binary)")
+            #expect(!(try sharedLibraries(binary)).contains("libFoundationNetworking"), "\(binary)")
+        }
+        #expect(!(try containsSymbol(CLI.vault, "CNIOBoringSSL_SSL_CTX_new")))
+        #expect(try containsSymbol(vaultNet, "CNIOBoringSSL_SSL_CTX_new"))
     }
 
     @Test func networkVerbsRunInVaultNetWithTheSameArgumentsAndExitCode() throws {

@@ -7,10 +7,17 @@ import Foundation
 /// Needs `nginx` and `htpasswd` (Debian: `nginx-light`, `apache2-utils`), which `scripts/install-deps --test`
 /// installs; without them the fixture throws, so the test fails with a message naming that script.
 /// Paths: `/private/` (auth_basic, body "secret area\n"), `/` (public, "public\n"), `/boom` (500).
+///
+/// With `tls`, it listens with TLS (the server certificate of ``TestCertificates``) and ``origin`` is `https`; the
+/// access log is still read over a plain-http port of its own. With `proxyTo`, every path but the barrier goes to
+/// `http://127.0.0.1:proxyTo` (a TLS front of the emulator).
 public final class NginxFixture: @unchecked Sendable {
     public static let realm = "Vault Test"
     public let directory: String
     public let port: Int
+    /// The plain-http port the access-log barrier uses (``port`` itself when there is no TLS).
+    let controlPort: Int
+    public let isTLS: Bool
     let process = Process()
     let htpasswd: String
 
@@ -24,8 +31,9 @@ public final class NginxFixture: @unchecked Sendable {
     }
 
     /// Starts nginx with these users (name: password) in its htpasswd file.
-    public init(users: [String: String]) throws {
+    public init(users: [String: String], tls: TestCertificates? = nil, proxyTo: Int? = nil) throws {
         let (nginx, htpasswd) = try Self.tools()
+        isTLS = tls != nil
         self.htpasswd = htpasswd
         var template = Array((NSTemporaryDirectory() + "/vault-nginx-XXXXXX").utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
@@ -33,6 +41,7 @@ public final class NginxFixture: @unchecked Sendable {
         }
         directory = String(cString: template)
         port = try freeTCPPort()
+        controlPort = tls == nil ? port : try freeTCPPort()
         let root = directory
         // Workers run as an unprivileged user when started as root: let them read the files.
         chmod(root, 0o755)
@@ -40,6 +49,29 @@ public final class NginxFixture: @unchecked Sendable {
         try "secret area\n".write(toFile: root + "/www/private/index.txt", atomically: true, encoding: .utf8)
         try "public\n".write(toFile: root + "/www/index.txt", atomically: true, encoding: .utf8)
         for (user, password) in users { try setPassword(password, for: user) }
+        let listen = tls.map { tls in
+            """
+            listen 127.0.0.1:\(port) ssl;
+                    listen 127.0.0.1:\(controlPort);
+                    ssl_certificate \(tls.serverCertificate);
+                    ssl_certificate_key \(tls.serverKey);
+            """
+        } ?? "listen 127.0.0.1:\(port);"
+        let locations = proxyTo.map { upstream in
+            """
+            location / {
+                        proxy_pass http://127.0.0.1:\(upstream);
+                        proxy_set_header Host $http_host;
+                        proxy_set_header X-Forwarded-Proto $scheme;
+                    }
+            """
+        } ?? """
+            location /private/ {
+                        auth_basic "\(Self.realm)";
+                        auth_basic_user_file \(root)/htpasswd;
+                    }
+                    location = /boom { return 500; }
+            """
         let config = """
             daemon off;
             pid \(root)/nginx.pid;
@@ -56,14 +88,10 @@ public final class NginxFixture: @unchecked Sendable {
                 scgi_temp_path \(root)/scgi;
                 default_type text/plain;
                 server {
-                    listen 127.0.0.1:\(port);
+                    \(listen)
                     root \(root)/www;
                     index index.txt;
-                    location /private/ {
-                        auth_basic "\(Self.realm)";
-                        auth_basic_user_file \(root)/htpasswd;
-                    }
-                    location = /boom { return 500; }
+                    \(locations)
                     location = /_barrier { return 204; }
                 }
             }
@@ -77,7 +105,7 @@ public final class NginxFixture: @unchecked Sendable {
         try process.run()
         // Wait (bounded) until it accepts connections.
         let deadline = Date().addingTimeInterval(15)
-        while !Self.accepts(port: port) {
+        while !Self.accepts(port: port) || !Self.accepts(port: controlPort) {
             guard process.isRunning, Date() < deadline else {
                 let log = (try? String(contentsOfFile: root + "/error.log", encoding: .utf8)) ?? ""
                 stop()
@@ -166,7 +194,7 @@ public final class NginxFixture: @unchecked Sendable {
         return children
     }
 
-    public var origin: String { "http://127.0.0.1:\(port)" }
+    public var origin: String { "\(isTLS ? "https" : "http")://127.0.0.1:\(port)" }
     public func url(_ path: String) -> String { origin + path }
 
     /// The access log: one `status remote_user uri` line per request answered so far.
@@ -181,7 +209,7 @@ public final class NginxFixture: @unchecked Sendable {
             return text.split(separator: "\n").map(String.init)
         }
         let marker = "/_barrier?\(UUID().uuidString)"
-        let sent = Self.get(marker, port: port)
+        let sent = Self.get(marker, port: controlPort)
         let deadline = Date().addingTimeInterval(15)
         while sent, Date() < deadline, !lines().contains(where: { $0.hasSuffix(" " + marker) }) { usleep(5_000) }
         return lines().filter { !$0.hasSuffix(" /_barrier") && !$0.contains(" /_barrier?") }
@@ -215,6 +243,69 @@ public final class NginxFixture: @unchecked Sendable {
             if count < 0 { return false }
         }
     }
+}
+
+/// A test CA and certificates it signed, made with openssl in a temporary directory: a server certificate for
+/// `127.0.0.1` and `localhost`, and the curl-style pins (`sha256//BASE64`, computed by openssl) of its key and of
+/// an unrelated key. Needs `openssl` (`scripts/install-deps --test`).
+public final class TestCertificates: @unchecked Sendable {
+    public let directory: String
+    /// PEM of the CA's certificate (what `--cacert` takes).
+    public let caCertificate: String
+    public let serverCertificate: String
+    public let serverKey: String
+    /// The pin of the server certificate's public key.
+    public let serverPin: String
+    /// The pin of another key.
+    public let otherPin: String
+
+    public init() throws {
+        guard let openssl = findTool("openssl"), let sh = findTool("sh") else {
+            throw TestSupportError("openssl is not installed: run scripts/install-deps --test")
+        }
+        var template = Array((NSTemporaryDirectory() + "/vault-certs-XXXXXX").utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw TestSupportError("mkdtemp failed")
+        }
+        directory = String(cString: template)
+        chmod(directory, 0o755)  // nginx's workers read the key and certificate
+        caCertificate = directory + "/ca.pem"
+        serverCertificate = directory + "/server.pem"
+        serverKey = directory + "/server.key"
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        _ = FileManager.default.createFile(
+            atPath: directory + "/server.ext",
+            contents: Data("""
+                subjectAltName=IP:127.0.0.1,DNS:localhost
+                basicConstraints=critical,CA:FALSE
+                keyUsage=critical,digitalSignature
+                extendedKeyUsage=serverAuth
+
+                """.utf8))
+        let steps: [[String]] = [
+            ["req", "-x509"] + ec + ["-keyout", directory + "/ca.key", "-out", caCertificate, "-days", "2",
+             "-subj", "/CN=vault test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+            ["req"] + ec + ["-keyout", serverKey, "-out", directory + "/server.csr", "-subj", "/CN=127.0.0.1"],
+            ["x509", "-req", "-in", directory + "/server.csr", "-CA", caCertificate, "-CAkey", directory + "/ca.key",
+             "-CAcreateserial", "-out", serverCertificate, "-days", "2", "-extfile", directory + "/server.ext"],
+            ["req"] + ec + ["-keyout", directory + "/other.key", "-out", directory + "/other.csr", "-subj", "/CN=other"],
+        ]
+        for step in steps {
+            let (status, output) = try runTool(openssl, step)
+            guard status == 0 else { throw TestSupportError("openssl \(step[0]) failed: \(output)") }
+        }
+        chmod(serverKey, 0o644)
+        func pin(_ command: String) throws -> String {
+            let (status, output) = try runTool(sh, ["-c", command + " | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | openssl base64 -A"])
+            guard status == 0 else { throw TestSupportError("computing a pin failed: \(output)") }
+            return "sha256//" + output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        serverPin = try pin("openssl x509 -in \(serverCertificate) -pubkey -noout")
+        otherPin = try pin("openssl pkey -in \(directory)/other.key -pubout")
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
 }
 
 /// Runs a tool to completion; returns its exit status and combined output. stdin is written then closed.
@@ -286,10 +377,13 @@ public final class PythonServer: @unchecked Sendable {
         /// Users, a request log and fixed routes (`/protected`, `/forbidden`, `/redirect`, `/digest`, `/bearer`),
         /// driven through `/_control/...`.
         case counting
+        /// As `scripted`, with the body `{"d":{"ApplicationConnectionId":"aaa…"}}` whose id is `idLength` bytes.
+        case scriptedLongRegistration(status: Int, idLength: Int)
 
         var arguments: [String] {
             switch self {
             case .scripted(let status, let body): ["scripted", String(status), body.map { String(format: "%02x", $0) }.joined()]
+            case .scriptedLongRegistration(let status, let idLength): ["scripted", String(status), "@\(idLength)"]
             case .counting: ["counting"]
             }
         }

@@ -6,7 +6,8 @@ Prints `PORT n` as its first line and stops when its stdin closes. Two modes:
       Every request (GET, POST, DELETE) without `Authorization` gets 401 with a Basic challenge (realm
       `mobile-services`, empty body); every other one gets STATUS with the body HEXBODY (hex-encoded bytes) as
       `application/json`. `GET /_count` answers the number of requests so far (itself not counted). For answers
-      the mobile-services emulator never gives (a malformed 201, a 500, ...).
+      the mobile-services emulator never gives (a malformed 201, a 500, ...). HEXBODY `@N` stands for a 201 body
+      whose application connection id is N bytes long (a body too large to pass in hex).
 
   http_test_server.py counting
       Users are set with `/_control/set-password?user=U&password=P`; `/_control/log` answers every other request
@@ -14,8 +15,13 @@ Prints `PORT n` as its first line and stops when its stdin closes. Two modes:
       `/protected` 200 `hello` with a valid credential, else 401 with a Basic challenge; `/forbidden` 403 with a
       valid credential, else 401; `/redirect?to=URL` 302 to URL; `/digest`, `/bearer` 401 with only a Digest or
       Bearer challenge; `/hostile-realm?hex=HEX` 401 with a Basic challenge whose realm is the bytes HEX;
-      anything else 404.
+      `/redirect-to/PORT/...` 302 to `http://127.0.0.1:PORT/headers`; any path with `trickle`
+      (`?bytes=N`, default 100) 200 with Content-Length N, one byte every 0.5 s; `/big?bytes=N` 200 with
+      N bytes (`x`) sent in 1 MiB pieces; `/headers` 200 `ok`; anything else 404. Every request is logged with
+      its method, target and header fields (`headers`, names lower case), a CONNECT or an absolute-form target (a
+      request sent to it as to a proxy) too.
 """
+import time
 import base64
 import http.server
 import json
@@ -30,7 +36,10 @@ log = []
 mode = sys.argv[1]
 if mode == 'scripted':
     status = int(sys.argv[2])
-    body = bytes.fromhex(sys.argv[3])
+    if sys.argv[3].startswith('@'):
+        body = b'{"d":{"ApplicationConnectionId":"' + b'a' * int(sys.argv[3][1:]) + b'"}}'
+    else:
+        body = bytes.fromhex(sys.argv[3])
 elif mode != 'counting':
     sys.exit('usage: http_test_server.py scripted STATUS HEXBODY | counting')
 REALM = 'counting'
@@ -96,7 +105,41 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(404)
         self.read_body()
         with lock:
-            log.append({'path': url.path, 'authorization': self.headers.get('Authorization')})
+            log.append({'method': self.command, 'target': self.path, 'path': url.path,
+                        'authorization': self.headers.get('Authorization'),
+                        'headers': {k.lower(): v for k, v in self.headers.items()}})
+        if self.command == 'CONNECT' or not self.path.startswith('/'):
+            return self.reply(502, b'not a proxy')
+        if url.path.startswith('/redirect-to/'):
+            return self.reply(302, b'', [('Location', 'http://127.0.0.1:%s/headers' % url.path.split('/')[2])])
+        if 'trickle' in url.path:
+            n = int(query.get('bytes', ['100'])[0])
+            self.send_response(200)
+            self.send_header('Content-Length', str(n))
+            self.end_headers()
+            try:
+                for _ in range(n):
+                    self.wfile.write(b'x')
+                    self.wfile.flush()
+                    time.sleep(0.5)
+            except OSError:
+                pass
+            return
+        if url.path == '/big':
+            n = int(query['bytes'][0])
+            self.send_response(200)
+            self.send_header('Content-Length', str(n))
+            self.end_headers()
+            chunk = b'x' * (1 << 20)
+            try:
+                while n > 0:
+                    self.wfile.write(chunk[:n])
+                    n -= min(n, len(chunk))
+            except OSError:
+                pass
+            return
+        if url.path == '/headers':
+            return self.reply(200, b'ok')
         if url.path == '/protected':
             return self.reply(200, b'hello') if self.authorized() else self.challenge()
         if url.path == '/forbidden':
@@ -120,6 +163,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_GET = handle_any
     do_POST = handle_any
     do_DELETE = handle_any
+    do_CONNECT = handle_any
 
     def log_message(self, *args):
         pass

@@ -139,6 +139,8 @@ public final class MobileServicesClient: Sendable {
     @discardableResult
     public func register() async throws -> String {
         let url = configuration.connectionsURL
+        // Before any request: a registration the vault could not record must not be made on the server.
+        try await runBlocking { try self.checkNothingUnownedWouldBeOverwritten() }
         let staging = StagingCredentialStore(base: credentials)
         let authenticator = KeystoreAuthenticator(store: staging, prompt: prompt, options: options)
         try await rememberPrimarySpace(in: authenticator)
@@ -206,6 +208,16 @@ public final class MobileServicesClient: Sendable {
         return appcid
     }
 
+    /// Refuses (``AuthenticationError/unownedEntries(_:)``) when the vault holds the user's own entries under the
+    /// keys a registration writes: `username`/`password` that no credential store wrote (no `credential.space`),
+    /// or an `appcid` without the `mobileservices.server` a registration records next to it.
+    public func checkNothingUnownedWouldBeOverwritten() throws {
+        try credentials.checkPrimaryKeysAreOwned()
+        if try store.contains(Keys.applicationConnectionId), try !store.contains(Keys.server) {
+            throw AuthenticationError.unownedEntries([Keys.applicationConnectionId])
+        }
+    }
+
     static func isValidApplicationConnectionId(_ appcid: String) -> Bool {
         !appcid.isEmpty && appcid.utf8.count <= 128
             && appcid.unicodeScalars.allSatisfy(MobileServicesConfiguration.isIdentifierScalar)
@@ -215,6 +227,7 @@ public final class MobileServicesClient: Sendable {
     /// previous primary of another server moves to its own keys), with the `appcid` and the configuration.
     private func commitRegistration(applicationConnectionId: String, credential: StagingCredentialStore.Entry?) throws {
         var changes = SecureKeyValueStore.Changes()
+        try checkNothingUnownedWouldBeOverwritten()
         if let credential {
             try credentials.stage(credential.credential, for: credential.space, asPrimary: true, into: &changes)
         }
@@ -251,7 +264,7 @@ public final class MobileServicesClient: Sendable {
             try await runBlocking {
                 var changes = SecureKeyValueStore.Changes()
                 changes.remove(Keys.applicationConnectionId)
-                self.credentials.stagePurgeOfPrimary(into: &changes)
+                try self.credentials.stagePurgeOfPrimary(ifItBelongsTo: url, into: &changes)
                 try self.store.write(changes)
             }
             verified.withLock { $0 = false }

@@ -90,6 +90,8 @@ struct DeviceRegister: AsyncParsableCommand {
             let prompt = try credential.prompt(terminal: true)
             let (store, client) = try makeDeviceClient(options, http, configuration: configuration, prompt: prompt)
             defer { store.close() }
+            // The user's own entries under the registration's keys first: "already registered" would be untrue.
+            try client.checkNothingUnownedWouldBeOverwritten()
             if try client.storedApplicationConnectionId() != nil {
                 let remembered = try MobileServicesConfiguration.remembered(in: store)
                 throw MobileServicesError.alreadyRegistered(

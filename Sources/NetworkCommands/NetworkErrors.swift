@@ -100,6 +100,7 @@ extension AuthenticationError: CLIReportable {
              .pinnedPublicKeyMismatch, .timedOut, .responseTooLarge, .redirectRefused:
             return Exit.failure
         case .invalidUsername, .unsupportedURL, .invalidTLSOption: return Exit.usage
+        case .unownedEntries: return Exit.exists
         }
     }
 
@@ -123,6 +124,7 @@ extension AuthenticationError: CLIReportable {
         case .timedOut: return "timeout"
         case .responseTooLarge: return "response_too_large"
         case .redirectRefused: return "redirect_refused"
+        case .unownedEntries: return "unowned_entries"
         }
     }
 
@@ -135,6 +137,9 @@ extension AuthenticationError: CLIReportable {
         case let .crossOriginChallenge(_, challengedBy): return "request '\(challengedBy.absoluteString)' directly"
         case .transportFailed: return "check the URL and that the server is running"
         case .malformedStoredSpace: return "log in again: 'vault login URL' records it anew"
+        case let .unownedEntries(names):
+            return "rename them first (" + names.map { "vault mv \($0) my/\($0)" }.joined(separator: ", ")
+                + "), or use another vault for the device (--vault PATH)"
         case .tlsFailed:
             return "TLS: if the server's certificate comes from a private CA, pass that CA's certificate with "
                 + "--cacert PATH (PEM); check that the URL's host is one the certificate names"

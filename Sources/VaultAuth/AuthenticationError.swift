@@ -51,6 +51,10 @@ public enum AuthenticationError: Error, Equatable, Sendable {
     case responseTooLarge(url: URL, limit: Int)
     /// A redirect from `from` to `to` was not followed (`reason`).
     case redirectRefused(from: URL, to: URL, reason: RedirectRefusal)
+    /// The vault holds entries under the primary credential's keys (`username`, `password`) that no credential
+    /// store wrote (there is no `credential.space`): they are the user's own, and are neither overwritten nor
+    /// adopted. Nothing was written.
+    case unownedEntries([String])
 
     /// Why a redirect was not followed.
     public enum RedirectRefusal: String, Equatable, Sendable {
@@ -93,6 +97,9 @@ extension AuthenticationError: CustomStringConvertible, LocalizedError {
                 + "'\(challengedBy.absoluteString)', another origin, which asks for credentials"
         case let .invalidUsername(problem):
             return "invalid username: \(problem.rawValue) (it must be non-empty, without ':' or control characters)"
+        case let .unownedEntries(names):
+            return "the vault already has entries " + names.map { "'\($0)'" }.joined(separator: " and ")
+                + " that no credential or registration of vault wrote; they are left as they are"
         case let .malformedStoredSpace(entry):
             return "the vault entry '\(entry)' does not name a protection space (scheme://host:port/realm)"
         case let .transportFailed(url, detail):

@@ -203,6 +203,8 @@ public final class VaultCredentialStore: CredentialStoring {
             try changes.put(credential.password, forKey: prefix + Self.passwordKey)
             return
         }
+        // Unless the embedder declared these keys `space`'s (``primarySpace``, the tutorials' vaults).
+        if primarySpace != space { try checkPrimaryKeysAreOwned() }
         if let previous = try recordedPrimary(), previous != space,
            let moved = try read(usernameKey: Self.usernameKey, passwordKey: Self.passwordKey) {
             let movedPrefix = Self.keyPrefix(for: previous)
@@ -228,11 +230,31 @@ public final class VaultCredentialStore: CredentialStoring {
         }
     }
 
+    /// Throws ``AuthenticationError/unownedEntries(_:)`` when `username` or `password` exist but no
+    /// `credential.space` does: then they are not a credential any store wrote but the user's own entries,
+    /// which are never overwritten (nor adopted: a later purge would delete them).
+    public func checkPrimaryKeysAreOwned() throws {
+        guard try recordedPrimary() == nil else { return }
+        let unowned = try [Self.usernameKey, Self.passwordKey].filter { try store.contains($0) }
+        guard unowned.isEmpty else { throw AuthenticationError.unownedEntries(unowned) }
+    }
+
     /// Adds to `changes` the removal of the primary credential: `username`, `password` and `credential.space`.
     public func stagePurgeOfPrimary(into changes: inout SecureKeyValueStore.Changes) {
         changes.remove(Self.usernameKey)
         changes.remove(Self.passwordKey)
         changes.remove(Self.primarySpaceKey)
+    }
+
+    /// ``stagePurgeOfPrimary(into:)`` only when `credential.space` records a primary credential of `origin`'s
+    /// server (scheme, host and port): what device registration removes when its registration is gone, so that
+    /// it never deletes entries it did not write (the user's own `username`, another server's credential).
+    /// Whether it did.
+    @discardableResult
+    public func stagePurgeOfPrimary(ifItBelongsTo origin: URL, into changes: inout SecureKeyValueStore.Changes) throws -> Bool {
+        guard let recorded = try recordedPrimary(), recorded.origin == Origin(origin) else { return false }
+        stagePurgeOfPrimary(into: &changes)
+        return true
     }
 
     /// Adds to `changes` the expiry of `space`'s password (git's `password_expiry_utc`), or its removal (`nil`).

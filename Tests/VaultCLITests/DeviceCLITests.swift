@@ -167,6 +167,43 @@ import VaultTestSupport
         ])
     }
 
+    /// Issue 11, item 19: the user's own `username` and `password` (no `credential.space`: no credential store
+    /// wrote them), or an `appcid` of their own, are never overwritten, adopted or purged by registration: it
+    /// refuses before any request (exit 7), and the server holds no registration the vault could not record.
+    @Test func registrationNeverOverwritesTheUsersOwnEntries() async throws {
+        let (box, passwordFile) = try Self.makeBox()
+        let emulator = try EmulatorProcess(directory: box.directory)
+        defer { emulator.stop() }
+        #expect(try box.vault(["put", "username"], stdin: Data("my-own-name".utf8)).status == 0)
+        #expect(try box.vault(["put", "password"], stdin: Data("my-own-password".utf8)).status == 0)
+        let before = try Self.vaultBytes(box)
+        try await emulator.resetStats()
+        let refused = try Self.register(box, emulator, passwordFile: passwordFile)
+        #expect(refused.status == 7 && refused.stdout.isEmpty)
+        #expect(refused.stderr == """
+            vault: the vault already has entries 'username' and 'password' that no credential or registration of vault wrote; they are left as they are
+            hint: rename them first (vault mv username my/username, vault mv password my/password), or use another vault for the device (--vault PATH)
+
+            """)
+        #expect(try Self.vaultBytes(box) == before, "the refused registration wrote the vault")
+        #expect(try await emulator.connectionIds() == [], "the server holds a registration the vault could not record")
+        #expect(try await emulator.stats() == [:], "a request was sent")
+
+        // Renamed out of the way, registration works, and the user's entries are untouched.
+        #expect(try box.vault(["mv", "username", "my/username"]).status == 0)
+        #expect(try box.vault(["mv", "password", "my/password"]).status == 0)
+        #expect(try Self.register(box, emulator, passwordFile: passwordFile).status == 0)
+        #expect(try box.vault(["get", "my/username"]).stdoutText == "my-own-name")
+        #expect(try box.vault(["get", "username"]).stdoutText == "alice")
+
+        // An `appcid` of the user's own (no `mobileservices.server` next to it) is refused the same way.
+        let (other, otherPasswordFile) = try Self.makeBox()
+        #expect(try other.vault(["put", "appcid"], stdin: Data("mine".utf8)).status == 0)
+        let appcid = try Self.register(other, emulator, passwordFile: otherPasswordFile)
+        #expect(appcid.status == 7 && appcid.stderr.hasPrefix("vault: the vault already has entries 'appcid' that no credential or registration"), "\(appcid.stderr)")
+        #expect(try other.vault(["get", "appcid"]).stdoutText == "mine")
+    }
+
     @Test func wrongPasswordExitsThreeAndStoresNothing() async throws {
         let (box, passwordFile) = try Self.makeBox(password: "wrong-password")
         let emulator = try EmulatorProcess(directory: box.directory)

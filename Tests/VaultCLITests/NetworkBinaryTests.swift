@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// `vault` links no networking (neither FoundationNetworking nor SwiftNIO) and executes `vault-net`, next to it,
 /// for the verbs that talk HTTP.
@@ -24,6 +25,27 @@ import Testing
         }
         #expect(!(try containsSymbol(CLI.vault, "CNIOBoringSSL_SSL_CTX_new")))
         #expect(try containsSymbol(vaultNet, "CNIOBoringSSL_SSL_CTX_new"))
+    }
+
+    /// Issue 13: the CLI leaves no stray directory in `$HOME` (URLSession made `~/.cache/org.swift.foundation.URLCache`
+    /// and `~/.local/share/<binary directory>`): after init, put, get, list and a real `fetch`, `$HOME` holds only
+    /// the rollback records (`~/.local/state/vault`).
+    @Test func noStrayDirectoryInHome() throws {
+        let box = try Sandbox()
+        let home = box.directory + "/home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+        let environment = ["HOME": home]
+        try #require(try box.vault(["init"], extraEnvironment: environment).status == 0)
+        #expect(try box.vault(["put", "k"], stdin: Data("v".utf8), extraEnvironment: environment).status == 0)
+        #expect(try box.vault(["get", "k"], extraEnvironment: environment).stdoutText == "v")
+        #expect(try box.vault(["list"], extraEnvironment: environment).status == 0)
+        let server = try PythonServer(.counting)
+        defer { server.stop() }
+        let fetch = try box.vault(["fetch", server.origin + "/nothing-here", "--allow-insecure-http"], extraEnvironment: environment)
+        #expect(fetch.status == 1, "fetch: exit \(fetch.status), \(fetch.stderr)")  // a 404: the request was made
+        let made = FileManager.default.enumerator(atPath: home)?.allObjects.compactMap { $0 as? String }.sorted() ?? []
+        #expect(made.allSatisfy { $0 == ".local" || $0 == ".local/state" || $0.hasPrefix(".local/state/vault") }, "\(made)")
+        #expect(made.contains(".local/state/vault"))
     }
 
     @Test func networkVerbsRunInVaultNetWithTheSameArgumentsAndExitCode() throws {

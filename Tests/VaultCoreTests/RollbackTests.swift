@@ -191,6 +191,21 @@ struct RollbackTests {
         #expect(!text.contains("three") && !text.contains("correct horse"))
     }
 
+    /// Issue 11, item 9: a process stopped while it holds the state directory's lock (here: this test holds it)
+    /// never makes a reader wait forever: the record is skipped after a bounded wait (5 s), and the vault opens.
+    @Test(.timeLimit(.minutes(1))) func aHeldStateDirectoryLockDelaysButNeverBlocksAnOpen() throws {
+        _ = try vaultWithOldCopy()
+        let fd = open(stateDirectory, O_RDONLY | O_DIRECTORY)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        try #require(flock(fd, LOCK_EX) == 0)
+        let started = Date()
+        #expect(openError(path, options: options()) == nil)
+        let waited = Date().timeIntervalSince(started)
+        #expect(waited >= 4.5 && waited < 15, "waited \(waited) s")
+        flock(fd, LOCK_UN)
+    }
+
     @Test func anUnwritableStateDirectoryNeverStopsAVaultFromOpening() throws {
         _ = try vaultWithOldCopy()
         var options = options()

@@ -127,6 +127,13 @@ package struct CredentialHelper: AsyncParsableCommand {
             let slot = records.first { $0.credential?.username == username }?.slot
                 ?? GitSlot(kind: sharedIsTaken ? .user(username) : .shared, path: request.path)
             space = ProtectionSpace(origin: origin, realm: slot.realm)
+            // git approves after every authenticated request: what is stored already is not written again
+            // (a write re-seals the whole vault and replaces the file).
+            if let stored = try credentials.credential(for: space), stored.username == username,
+                stored.password == password, try credentials.extras(for: space).isSame(as: extras)
+            {
+                return
+            }
             // Replaces the primary credential only when git's space already is the primary one.
             let isPrimary = try credentials.primary() == space
             try credentials.stage(

@@ -287,6 +287,14 @@ public final class VaultCredentialStore: CredentialStoring {
 
 /// What a stored credential may carry besides username and password: the attributes of git's credential
 /// protocol (git-credential(1)) that a helper keeps.
+extension CredentialExtras {
+    /// Whether `other` holds the same extras (secrets compared in constant time).
+    public func isSame(as other: CredentialExtras) -> Bool {
+        passwordExpiryUTC == other.passwordExpiryUTC && authType == other.authType
+            && oauthRefreshToken == other.oauthRefreshToken && authCredential == other.authCredential
+    }
+}
+
 public struct CredentialExtras {
     /// When the password expires, Unix seconds in UTC, as a decimal string (`password_expiry_utc`).
     public var passwordExpiryUTC: String?

@@ -122,6 +122,29 @@ import Testing
             == "username=bob\npassword=pw2\n")
     }
 
+    /// git calls `store` after every authenticated request: storing what is already stored writes nothing (the
+    /// file keeps its bytes and inode), while a changed password or expiry is written.
+    @Test func storingTheSameCredentialAgainWritesNothing() throws {
+        try box.initVault()
+        let request = "protocol=https\nhost=git.example.com\nusername=bob\npassword=first\n\n"
+        #expect(try helper("store", request).status == 0)
+        var before = stat()
+        #expect(stat(box.vaultPath, &before) == 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        #expect(try helper("store", request).status == 0)
+        var after = stat()
+        #expect(stat(box.vaultPath, &after) == 0)
+        #expect(after.st_ino == before.st_ino, "the same credential replaced the file")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == bytes)
+        let changed = request.replacingOccurrences(of: "password=first", with: "password=second")
+        #expect(try helper("store", changed).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) != bytes)
+        let expiring = changed.replacingOccurrences(of: "\n\n", with: "\npassword_expiry_utc=4102444800\n\n")
+        let beforeExpiry = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        #expect(try helper("store", expiring).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) != beforeExpiry, "a new expiry was not written")
+    }
+
     @Test func eraseRemovesOnlyAMatchingCredential() throws {
         try box.initVault()
         #expect(try helper("store", "protocol=https\nhost=h.example\nusername=bob\npassword=pw\n").status == 0)

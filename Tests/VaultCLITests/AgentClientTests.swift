@@ -7,7 +7,7 @@ import VaultTestSupport
 /// the DemoApp's second start with the vault unlocked in the agent. Every command runs with `VAULT_AGENT_SOCK`
 /// inside the test's own directory (``AgentBox``), and the agent is stopped (SIGTERM, then whatever is left is
 /// killed) at the end, also on failure. Every wait is bounded.
-@Suite(.timeLimit(.minutes(3))) struct AgentClientTests {
+@Suite(.processTimeLimit) struct AgentClientTests {
     static let gitGivesUp = "fatal: could not read Username for 'https://git.example.com': terminal prompts disabled\n"
     static let noPassphrase = """
         vault: no passphrase: there is no terminal to ask on

@@ -7,7 +7,7 @@ import VaultTestSupport
 /// (`VAULT_AGENT_SOCK` inside its own temporary directory, ``AgentBox``) and kills it at the end, also on failure.
 /// No command has a terminal or a `VAULT_PASSPHRASE`; a command without `--passphrase-file` has no passphrase
 /// source at all. Waits poll; the expiry tests sleep until just past the deadline, then assert.
-@Suite(.timeLimit(.minutes(3))) struct AgentTests {
+@Suite(.processTimeLimit) struct AgentTests {
     static let noPassphrase = "vault: no passphrase: there is no terminal to ask on"
 
     /// A value that cannot occur by chance (a test value, never a real secret).

@@ -194,3 +194,11 @@ func monotonicNow() -> Double {
     clock_gettime(CLOCK_MONOTONIC, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
+
+extension Trait where Self == TimeLimitTrait {
+    /// The time limit of the suites that drive child processes. Their tests block a thread of Swift's
+    /// cooperative pool while a child runs (2 threads on a 2-core machine): a test that has started may wait
+    /// minutes for a thread behind long ones (ConcurrencyTests, git's t0303, the registry), and its limit
+    /// counts from its start. 10 minutes still ends a hang; CI's whole second run takes about 4.
+    static var processTimeLimit: Self { .timeLimit(.minutes(10)) }
+}

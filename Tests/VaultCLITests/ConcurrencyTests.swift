@@ -4,7 +4,7 @@ import VaultCore
 
 /// Many writer processes and readers at once; the lock holder killed while it holds the lock.
 /// `VAULT_CONCURRENCY_WRITERS` and `VAULT_CONCURRENCY_PUTS` (default 8 × 250) scale the first test.
-@Suite(.serialized, .timeLimit(.minutes(5))) struct ConcurrencyTests {
+@Suite(.serialized, .processTimeLimit) struct ConcurrencyTests {
     final class Flag: @unchecked Sendable {
         private let lock = NSLock()
         private var value = false

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `vault credential get|store|erase`, driven directly and by real git (`git credential approve/fill/reject`).
-@Suite(.timeLimit(.minutes(5))) struct CredentialHelperTests {
+@Suite(.processTimeLimit) struct CredentialHelperTests {
     let box: Sandbox
 
     init() throws {

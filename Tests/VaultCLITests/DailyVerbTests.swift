@@ -5,7 +5,7 @@ import VaultCore
 /// The verbs of daily use (issue 13): `mv`, `cp`, `delete` of several names, `put --no-clobber` and
 /// `--trim-newline`, `get`'s newline on a terminal, `generate`, `find`. Through the real binary, with exact
 /// stdout, stderr and exit codes, and the file left untouched by every refusal.
-@Suite(.timeLimit(.minutes(5))) struct DailyVerbTests {
+@Suite(.processTimeLimit) struct DailyVerbTests {
     /// A sandbox with a vault holding `entries` (name, value), put in that order.
     static func box(_ entries: [(String, String)]) throws -> Sandbox {
         let box = try Sandbox()

@@ -7,7 +7,7 @@ import VaultTestSupport
 
 /// `vault device ...` and `DemoApp` end to end, against the built `mobile-services-emulator` on loopback.
 /// Every process runs with `setsid` (no terminal): nothing can prompt.
-@Suite(.timeLimit(.minutes(3))) struct DeviceCLITests {
+@Suite(.processTimeLimit) struct DeviceCLITests {
     static let appId = "com.example.demo"
     static let password = "s3cret:with-colon"
 

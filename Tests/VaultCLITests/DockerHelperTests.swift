@@ -5,7 +5,7 @@ import VaultTestSupport
 /// `docker-credential-vault` (a symbolic link to `vault`): the protocol of docker-credential-helpers driven
 /// directly, then end to end with a real registry (Debian's `docker-registry`, distribution 2.8, htpasswd auth,
 /// TLS from a CA made here with openssl) and a real client (`skopeo`, containers/image, through `credHelpers`).
-@Suite(.timeLimit(.minutes(5))) struct DockerHelperTests {
+@Suite(.processTimeLimit) struct DockerHelperTests {
     static let notFound = "credentials not found in native keychain\n"
 
     /// A directory with `docker-credential-vault` → `vault` (or `vault-net`), to put first on PATH.

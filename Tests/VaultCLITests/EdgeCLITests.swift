@@ -10,7 +10,7 @@ import Darwin
 
 /// The CLI at the edges of the system (issue 11): a closed or full stderr, a hostile umask, huge files at the
 /// vault path, passphrase files and pipes of other users, names that are not UTF-8, values at the limit.
-@Suite(.serialized, .timeLimit(.minutes(5))) struct EdgeCLITests {
+@Suite(.serialized, .processTimeLimit) struct EdgeCLITests {
     static func mode(_ path: String) -> mode_t? {
         var info = stat()
         return lstat(path, &info) == 0 ? info.st_mode : nil

@@ -8,7 +8,7 @@ import VaultTestSupport
 /// one approved login, `git clone`, `git push` and `git fetch` ask nothing; once the vault is locked, `git fetch`
 /// fails at once with git's own words and nothing is written. Needs git, nginx, fcgiwrap and openssl
 /// (`scripts/install-deps --test`); without one, the test fails naming it.
-@Suite(.timeLimit(.minutes(5))) struct GitHTTPSTests {
+@Suite(.processTimeLimit) struct GitHTTPSTests {
     /// git, nginx with TLS and `auth_basic` (one user), and `fcgiwrap` running `git http-backend` on a bare
     /// `repo.git` (branch `main`, one commit, `http.receivepack true`), all in a temporary directory.
     ///

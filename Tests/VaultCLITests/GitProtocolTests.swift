@@ -251,7 +251,7 @@ import Testing
 
 /// Real git, on a terminal, with the vault locked in the agent: `credential.interactive=false` gets no prompt
 /// (and a clear line), the default gets one passphrase prompt.
-@Suite(.timeLimit(.minutes(3))) struct GitInteractiveTests {
+@Suite(.processTimeLimit) struct GitInteractiveTests {
     static let request = "protocol=https\nhost=git.example.com\n\n"
 
     /// `git credential fill` on a pseudo-terminal, its request piped in, askpass answering git's own questions.

@@ -5,7 +5,7 @@ import Testing
 /// running `vault` cannot be traced or read by another process of the same (non-root) user and dumps no core;
 /// files and directories keep their modes under any umask; files an attacker plants at temporary names change
 /// nothing. The tests are synchronous (blocking waits on a dedicated thread, never the cooperative pool).
-@Suite(.serialized, .timeLimit(.minutes(5))) struct HygieneTests {
+@Suite(.serialized, .processTimeLimit) struct HygieneTests {
     /// strace, installed by `scripts/install-deps --test`; a test that needs it fails without it.
     static let strace: String? = ["/usr/bin/strace", "/bin/strace"].first { FileManager.default.isExecutableFile(atPath: $0) }
 

@@ -4,7 +4,7 @@ import Testing
 /// What the command line is given, at its edges (issue 11, items 20 and 21): a vault path that names a
 /// directory, a descriptor that was not passed, a lock file that is a directory, an unbounded lock timeout, and
 /// entry names given off the command line (`--name-fd`).
-@Suite(.timeLimit(.minutes(5))) struct InputEdgeTests {
+@Suite(.processTimeLimit) struct InputEdgeTests {
     // MARK: item 21
 
     /// `--vault DIR/new/` (and a path that is a directory) is refused before anything is created in it.

@@ -6,7 +6,7 @@ import VaultTestSupport
 ///
 /// The CLI runs without a controlling terminal (`setsid`), so no prompt is ever possible: every path that would
 /// need one must fail at once with its documented exit code.
-@Suite(.timeLimit(.minutes(5))) struct LoginCLITests {
+@Suite(.processTimeLimit) struct LoginCLITests {
     let box: Sandbox
     let nginx: NginxFixture
 

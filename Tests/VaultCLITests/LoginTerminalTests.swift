@@ -4,7 +4,7 @@ import VaultTestSupport
 
 /// `vault login` and `vault fetch` asking on a terminal: the binary runs on a pseudo-terminal (``PseudoTerminal``),
 /// which answers each prompt.
-@Suite(.timeLimit(.minutes(5))) struct LoginTerminalTests {
+@Suite(.processTimeLimit) struct LoginTerminalTests {
     /// Runs `vault arguments` on a pseudo-terminal with the sandbox's passphrase file; answers each pair of
     /// `Username` / `Password for` prompts with the next two entries of `answers`.
     func onTerminal(_ box: Sandbox, _ arguments: [String], answers: [String]) throws -> CLIResult {

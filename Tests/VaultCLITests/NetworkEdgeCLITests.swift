@@ -9,7 +9,7 @@ import VaultTestSupport
 /// TLS with a private CA and pins against a real nginx, a whole-exchange timeout against a trickling server,
 /// proxies from the environment, redirects to another origin, bodies too large to buffer, and a 401 on the
 /// registration check. Every process runs without a terminal (`setsid`).
-@Suite(.serialized, .timeLimit(.minutes(5))) struct NetworkEdgeCLITests {
+@Suite(.serialized, .processTimeLimit) struct NetworkEdgeCLITests {
     /// The request log of the Python counting server: method, target, path and header fields (names lower case).
     struct LoggedRequest: Decodable, Equatable {
         let method: String

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `vault` refuses an older copy of the vault (exit 6, `rollback_detected`) unless `--accept-rollback`.
-@Suite(.timeLimit(.minutes(2))) struct RollbackCLITests {
+@Suite(.processTimeLimit) struct RollbackCLITests {
     @Test func olderCopyExitsSixUntilAccepted() throws {
         let box = try Sandbox()
         let state = box.directory + "/state"

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `vault run` and `vault inject` (issue 12, "Any process"), through the real binary.
-@Suite(.timeLimit(.minutes(3))) struct RunInjectTests {
+@Suite(.processTimeLimit) struct RunInjectTests {
     let box: Sandbox
 
     init() throws {

@@ -4,7 +4,7 @@ import Testing
 /// The terminal's edges on a real pseudo-terminal (``PseudoTerminal``) with real processes: prompts of
 /// concurrent processes take turns, every signal at a prompt ends it with echo back on and nothing stored, and
 /// no crash report ever shows memory (issue 11, items 1 and 2).
-@Suite(.timeLimit(.minutes(5))) struct TerminalEdgeTests {
+@Suite(.processTimeLimit) struct TerminalEdgeTests {
     static let passphrase = "correct horse battery staple"
 
     /// `vault get a | vault put b` on one terminal: two processes, two prompts. The first is answered only once

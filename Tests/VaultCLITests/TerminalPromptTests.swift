@@ -4,7 +4,7 @@ import Testing
 /// The passphrase and value prompts on a real pseudo-terminal (``PseudoTerminal``): what the user sees, that
 /// nothing secret is echoed, and that Ctrl-C while a secret is typed ends the program by SIGINT (the previous
 /// disposition, exit status 130 in a shell) after turning echo back on, and changes nothing.
-@Suite(.timeLimit(.minutes(5))) struct TerminalPromptTests {
+@Suite(.processTimeLimit) struct TerminalPromptTests {
     static let sigint: Int32 = 128 + SIGINT
 
     /// Runs `vault arguments` on a terminal with the sandbox's vault and no passphrase source, so it asks.

@@ -5,7 +5,7 @@ import VaultTestSupport
 
 /// Text from elsewhere never reaches a terminal or stderr raw (issue 11, items 3 and 21): ``TerminalText`` and
 /// where it is used: `vault list`, error messages, a server's realm in prompts and errors.
-@Suite(.timeLimit(.minutes(5))) struct TerminalTextTests {
+@Suite(.processTimeLimit) struct TerminalTextTests {
     /// A name that shows as `invoiceexe.pdf` (a bidi override reverses what follows) on two lines (a line
     /// separator). Control characters (C0, DEL, C1) are refused in names; these are not.
     static let hostileName = "invoice\u{202E}fdp.exe\u{2028}x"

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// End-to-end tests of the `vault` binary: stdout, stderr and exit code checked together.
-@Suite(.timeLimit(.minutes(2))) struct VaultCLITests {
+@Suite(.processTimeLimit) struct VaultCLITests {
     @Test func initCreatesPrivateFilesWhateverTheUmask() throws {
         let box = try Sandbox()
         let result = try CLI.shell(

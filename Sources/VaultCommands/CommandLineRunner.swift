@@ -7,13 +7,7 @@ import Foundation
 package enum CommandLineRunner {
     /// Runs `root` with the process's arguments and exits.
     package static func main(_ root: ParsableCommand.Type) -> Never {
-        let arguments = Array(CommandLine.arguments.dropFirst())
-        var command: ParsableCommand
-        do {
-            command = try root.parseAsRoot(arguments)
-        } catch {
-            failToParse(root, error, arguments: arguments)
-        }
+        var command = parse(root, Array(CommandLine.arguments.dropFirst()))
         do {
             try command.run()
         } catch {
@@ -26,12 +20,7 @@ package enum CommandLineRunner {
     package static func main(
         _ root: AsyncParsableCommand.Type, arguments: [String] = Array(CommandLine.arguments.dropFirst())
     ) async -> Never {
-        var command: ParsableCommand
-        do {
-            command = try root.parseAsRoot(arguments)
-        } catch {
-            failToParse(root, error, arguments: arguments)
-        }
+        var command = parse(root, arguments)
         do {
             if var asynchronous = command as? AsyncParsableCommand {
                 try await asynchronous.run()
@@ -42,6 +31,15 @@ package enum CommandLineRunner {
             root.exit(withError: error)
         }
         exit(0)
+    }
+
+    /// The command `arguments` name; a parse failure is reported (``failToParse(_:_:arguments:)``) and exits.
+    static func parse(_ root: ParsableCommand.Type, _ arguments: [String]) -> ParsableCommand {
+        do {
+            return try root.parseAsRoot(arguments)
+        } catch {
+            failToParse(root, error, arguments: arguments)
+        }
     }
 
     /// Reports a parse failure and exits: help and version requests as ArgumentParser does; usage errors as

@@ -190,7 +190,9 @@ public final class AgentServer: Sendable {
             if let value = try store.getBytes(try required(request.string(.name))) { reply.field(.value, value) }
         case .list:
             try store.reload()
-            for name in try store.keys() {
+            let names = try store.keys()
+            reply.reserve(names.reduce(0) { $0 + AgentWire.Writer.fieldSize($1.utf8.count) + 3 * AgentWire.Writer.fieldSize(8) })
+            for name in names {
                 guard let attributes = try store.attributes(forKey: name) else { continue }
                 reply.field(.name, name)
                 reply.field(.created, Int64((attributes.created.timeIntervalSince1970 * 1000).rounded()))
@@ -199,7 +201,9 @@ public final class AgentServer: Sendable {
             }
         case .names:
             try store.reload()
-            for name in try store.keys() { reply.field(.name, name) }
+            let names = try store.keys()
+            reply.reserve(names.reduce(0) { $0 + AgentWire.Writer.fieldSize($1.utf8.count) })
+            for name in names { reply.field(.name, name) }
         case .write:
             try store.write(try changes(from: request))
         case .remove:

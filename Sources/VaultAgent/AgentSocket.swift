@@ -9,9 +9,8 @@ import Glibc
 public enum AgentSocket {
     /// `$VAULT_AGENT_SOCK`, else `$XDG_RUNTIME_DIR/vault/agent.sock`, else `/tmp/vault-$UID/agent.sock`.
     public static var defaultPath: String {
-        let environment = ProcessInfo.processInfo.environment
-        if let path = environment["VAULT_AGENT_SOCK"], !path.isEmpty { return path }
-        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { return runtime + "/vault/agent.sock" }
+        if let path = Posix.environment("VAULT_AGENT_SOCK"), !path.isEmpty { return path }
+        if let runtime = Posix.environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") { return runtime + "/vault/agent.sock" }
         return "/tmp/vault-\(geteuid())/agent.sock"
     }
 

@@ -27,6 +27,14 @@ enum AgentWire {
             append([version, kind])
         }
 
+        /// Makes room for `byteCount` more bytes (``SecretBuffer/reserve(_:)``).
+        func reserve(_ byteCount: Int) {
+            buffer.reserve(byteCount)
+        }
+
+        /// The bytes of a field carrying `count` bytes: its tag, length and value.
+        static func fieldSize(_ count: Int) -> Int { 5 + count }
+
         func append(_ bytes: [UInt8]) {
             bytes.withUnsafeBytes { append($0) }
         }
@@ -54,8 +62,8 @@ enum AgentWire {
         }
 
         func field(_ tag: Tag, _ number: UInt64) {
-            let bytes = (0..<8).map { UInt8((number >> (56 - 8 * $0)) & 0xFF) }
-            bytes.withUnsafeBytes { field(tag, $0) }
+            // Big-endian, from the stack (a list writes three numbers per entry).
+            withUnsafeBytes(of: number.bigEndian) { field(tag, $0) }
         }
 
         func field(_ tag: Tag, _ number: Int64) { field(tag, UInt64(bitPattern: number)) }

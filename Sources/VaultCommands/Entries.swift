@@ -117,27 +117,38 @@ package struct Put: ParsableCommand {
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            let name = try entry.resolve()
-            try SecureKeyValueStore.validate(key: name)
-            try withVault(options) { vault in
-                var value: SecureBytes
-                if isatty(0) == 1, let terminal = Terminal.controlling() {
-                    // Enter alone or Ctrl-D at the prompt is a slip, not a value (an empty value can come from stdin).
-                    guard let typed = try terminal.readSecret(prompt: "Value for '\(TerminalText.escaped(name))': "), typed.count > 0 else {
-                        throw CLIError.message("no value typed: nothing stored", exitCode: Exit.failure)
-                    }
-                    value = typed
-                } else {
-                    value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
-                    if trimNewline { value = value.droppingFinalNewline() }
-                }
-                try vault.update { changes in
-                    if noClobber { changes.require(name, exists: false) }
-                    try changes.put(value, forKey: name)
-                }
-            }
-            if options.json { try writeJSON(["name": name, "stored": true]) }
+            try Self.store(
+                try entry.resolve(), noClobber: noClobber, trimNewline: trimNewline, json: options.json,
+                in: { try openVault(options) })
         }
+    }
+
+    /// What `put` does once it has the name: checks it, opens the vault (`open`), reads the value and stores it
+    /// (shared with ``QuickPath``).
+    static func store(
+        _ name: String, noClobber: Bool, trimNewline: Bool, json: Bool, in open: () throws -> any KeyValueVault
+    ) throws {
+        try SecureKeyValueStore.validate(key: name)
+        do {
+            let vault = try open()
+            defer { vault.close() }
+            var value: SecureBytes
+            if isatty(0) == 1, let terminal = Terminal.controlling() {
+                // Enter alone or Ctrl-D at the prompt is a slip, not a value (an empty value can come from stdin).
+                guard let typed = try terminal.readSecret(prompt: "Value for '\(TerminalText.escaped(name))': "), typed.count > 0 else {
+                    throw CLIError.message("no value typed: nothing stored", exitCode: Exit.failure)
+                }
+                value = typed
+            } else {
+                value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
+                if trimNewline { value = value.droppingFinalNewline() }
+            }
+            try vault.update { changes in
+                if noClobber { changes.require(name, exists: false) }
+                try changes.put(value, forKey: name)
+            }
+        }
+        if json { try writeJSON(["name": name, "stored": true]) }
     }
 }
 
@@ -176,24 +187,27 @@ package struct Get: ParsableCommand {
     package func run() throws {
         try reportingErrors(json: options.json) {
             let name = try entry.resolve()
-            try withVault(options) { vault in
-                guard let value = try vault.getBytes(name) else {
-                    throw CLIError.noSuchEntry(name: name, path: vault.path)
-                }
-                if options.json {
-                    // JSON needs a copy in ordinary memory; the raw form writes straight from guarded memory.
-                    let bytes = value.unprotectedBytes
-                    if let text = String(validating: bytes, as: UTF8.self) {
-                        try writeJSON(["name": name, "value": text, "encoding": "utf8"])
-                    } else {
-                        try writeJSON(["name": name, "value": Data(bytes).base64EncodedString(), "encoding": "base64"])
-                    }
-                } else {
-                    try value.withUnsafeBytes { try writeToStdout($0) }
-                    // On a terminal, the shell's prompt would follow the secret on its line; piped output stays exact.
-                    if isatty(1) == 1 { try writeToStdout("\n") }
-                }
+            try withVault(options) { try Self.printValue(of: name, in: $0, json: options.json) }
+        }
+    }
+
+    /// What `get` prints for the entry `name` of `vault` (shared with ``QuickPath``).
+    static func printValue(of name: String, in vault: any KeyValueVault, json: Bool) throws {
+        guard let value = try vault.getBytes(name) else {
+            throw CLIError.noSuchEntry(name: name, path: vault.path)
+        }
+        if json {
+            // JSON needs a copy in ordinary memory; the raw form writes straight from guarded memory.
+            let bytes = value.unprotectedBytes
+            if let text = String(validating: bytes, as: UTF8.self) {
+                try writeJSON(["name": name, "value": text, "encoding": "utf8"])
+            } else {
+                try writeJSON(["name": name, "value": Data(bytes).base64EncodedString(), "encoding": "base64"])
             }
+        } else {
+            try value.withUnsafeBytes { try writeToStdout($0) }
+            // On a terminal, the shell's prompt would follow the secret on its line; piped output stays exact.
+            if isatty(1) == 1 { try writeToStdout("\n") }
         }
     }
 }
@@ -255,22 +269,25 @@ package struct List: ParsableCommand {
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            try withVault(options) { store in
-                if options.json {
-                    let formatter = ISO8601DateFormatter()
-                    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                    let entries: [[String: Any]] = try store.listing().map { name, attributes in
-                        [
-                            "name": name, "size": attributes.byteCount,
-                            "created": formatter.string(from: attributes.created),
-                            "modified": formatter.string(from: attributes.modified),
-                        ]
-                    }
-                    try writeJSON(["entries": entries])
-                } else {
-                    try writeLines(try store.keys())
-                }
+            try withVault(options) { try Self.printNames(of: $0, json: options.json) }
+        }
+    }
+
+    /// What `list` prints for `vault` (shared with ``QuickPath``).
+    static func printNames(of vault: any KeyValueVault, json: Bool) throws {
+        if json {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let entries: [[String: Any]] = try vault.listing().map { name, attributes in
+                [
+                    "name": name, "size": attributes.byteCount,
+                    "created": formatter.string(from: attributes.created),
+                    "modified": formatter.string(from: attributes.modified),
+                ]
             }
+            try writeJSON(["entries": entries])
+        } else {
+            try writeLines(try vault.keys())
         }
     }
 }

@@ -26,19 +26,25 @@ package struct VaultOptions: ParsableArguments {
     package var acceptRollback = false
 
     package func validate() throws {
-        if let path = vaultPath, path.isEmpty { throw ValidationError("--vault needs a path") }
+        if let problem = Self.problem(vaultPath: vaultPath) { throw ValidationError(problem) }
+    }
+
+    /// What is wrong with `--vault` (`nil`: not given) or `VAULT_LOCK_TIMEOUT`, if anything: the checks of
+    /// ``validate()``, also made by ``QuickPath`` before it takes a command line.
+    static func problem(vaultPath: String?) -> String? {
+        if let path = vaultPath, path.isEmpty { return "--vault needs a path" }
         // A vault is a file: 'DIR/new/' would put the lock at 'DIR/new/.lock' and then find a "vault" there.
-        let path = resolvedPath
+        let path = resolvedPath(vaultPath)
         let last = path.split(separator: "/").last ?? ""
         var info = stat()
         if path.hasSuffix("/") || last == "." || last == ".."
             || (stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR) {
-            throw ValidationError("the vault path '\(path)' names a directory: give the path of a file in it (e.g. '\((path as NSString).appendingPathComponent("default.vault"))')")
+            return "the vault path '\(path)' names a directory: give the path of a file in it (e.g. '\((path as NSString).appendingPathComponent("default.vault"))')"
         }
-        if let text = ProcessInfo.processInfo.environment["VAULT_LOCK_TIMEOUT"], Self.lockTimeout(text) == nil {
-            throw ValidationError(
-                "VAULT_LOCK_TIMEOUT must be a number of seconds from 0 to \(Int(Self.maximumLockTimeoutSeconds)), not '\(text)'")
+        if let text = Posix.environment("VAULT_LOCK_TIMEOUT"), lockTimeout(text) == nil {
+            return "VAULT_LOCK_TIMEOUT must be a number of seconds from 0 to \(Int(maximumLockTimeoutSeconds)), not '\(text)'"
         }
+        return nil
     }
 
     /// The longest `VAULT_LOCK_TIMEOUT` accepted, in seconds (an hour): a writer never waits for ever.
@@ -52,9 +58,11 @@ package struct VaultOptions: ParsableArguments {
     }
 
     /// The vault path: --vault, $VAULT_PATH, or the default.
-    package var resolvedPath: String {
-        let environment = ProcessInfo.processInfo.environment
-        let path = vaultPath ?? environment["VAULT_PATH"].flatMap { $0.isEmpty ? nil : $0 }
+    package var resolvedPath: String { Self.resolvedPath(vaultPath) }
+
+    /// The vault path for `--vault` (`nil`: not given): it, else $VAULT_PATH, else the default; absolute.
+    static func resolvedPath(_ vaultPath: String?) -> String {
+        let path = vaultPath ?? Posix.environment("VAULT_PATH").flatMap { $0.isEmpty ? nil : $0 }
             ?? SecureKeyValueStore.defaultDirectory + "/default.vault"
         return path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
@@ -63,10 +71,9 @@ package struct VaultOptions: ParsableArguments {
     /// `VAULT_LOCK_TIMEOUT` (seconds, 0 to 3600; other values are refused by ``validate()``) overrides how long a
     /// writer waits for another's lock.
     package var storeOptions: SecureKeyValueStore.Options {
-        let environment = ProcessInfo.processInfo.environment
-        var options = environment["VAULT_TESTING_INSECURE_KDF"] == "1"
+        var options = Posix.environment("VAULT_TESTING_INSECURE_KDF") == "1"
             ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
-        if let timeout = environment["VAULT_LOCK_TIMEOUT"].flatMap(Self.lockTimeout) {
+        if let timeout = Posix.environment("VAULT_LOCK_TIMEOUT").flatMap(Self.lockTimeout) {
             options.lockTimeoutSeconds = timeout
         }
         // Rollback protection is on in the CLI: the last generation seen is kept in $XDG_STATE_HOME/vault.

@@ -7,6 +7,12 @@ import Darwin
 /// The POSIX helpers every syscall site of the package uses (swift-system's `valueOrErrno` idea): `EINTR`
 /// is retried in one place and `errno` is captured at the moment of failure.
 package enum Posix {
+    /// The environment variable `name`, if set: one `getenv`, where `ProcessInfo`'s `environment` builds a
+    /// dictionary of the whole environment on every use (a few percent of a `vault get`'s start).
+    package static func environment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
     /// A C error number, as a Swift error.
     package struct Errno: Error, Equatable, Sendable {
         package let code: Int32

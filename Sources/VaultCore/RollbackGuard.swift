@@ -24,9 +24,8 @@ public struct RollbackProtection: Sendable, Equatable {
 
     /// `$XDG_STATE_HOME/vault`, or `~/.local/state/vault` when `XDG_STATE_HOME` is unset or not absolute.
     public static var defaultStateDirectory: String {
-        let environment = ProcessInfo.processInfo.environment
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/vault" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        if let state = Posix.environment("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/vault" }
+        let home = Posix.environment("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return home + "/.local/state/vault"
     }
 

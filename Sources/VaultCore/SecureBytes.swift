@@ -170,7 +170,9 @@ final class GuardedArena: @unchecked Sendable {
         count -= n
     }
 
-    private func reserve(_ byteCount: Int) {
+    /// Makes room for `byteCount` more bytes in one region (each growth is a new guarded region: an mmap,
+    /// mprotect and mlock, and the old one's munlock and munmap).
+    func reserve(_ byteCount: Int) {
         guard byteCount > capacity - count else { return }
         let newCapacity = max(count + byteCount, capacity * 2, 4096)
         let grown = Sodium.allocate(byteCount: newCapacity)
@@ -218,6 +220,12 @@ package final class SecretBuffer {
         upTo byteCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Result<Int, Failure>
     ) -> Result<Int, Failure> {
         arena.append(upTo: byteCount, fill)
+    }
+
+    /// Makes room for `byteCount` more bytes at once, for a writer that knows its size: growing region by region
+    /// costs a guarded allocation each time (a 10,000-name list grew six times).
+    package func reserve(_ byteCount: Int) {
+        arena.reserve(byteCount)
     }
 
     /// Copies `bytes` to the end (not generic: a writer appends many small fields, and an unspecialised

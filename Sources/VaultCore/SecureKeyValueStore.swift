@@ -73,11 +73,10 @@ public final class SecureKeyValueStore: Sendable {
 
     /// `$XDG_DATA_HOME/vault`, or `~/.local/share/vault` when `XDG_DATA_HOME` is unset or not absolute.
     public static var defaultDirectory: String {
-        let environment = ProcessInfo.processInfo.environment
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+        if let data = Posix.environment("XDG_DATA_HOME"), data.hasPrefix("/") {
             return data + "/vault"
         }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = Posix.environment("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return home + "/.local/share/vault"
     }
 

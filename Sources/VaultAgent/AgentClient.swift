@@ -112,9 +112,9 @@ public final class AgentClient: Sendable {
     /// What is unlocked and the time left (not an activity: it extends no timeout).
     public func status() throws -> Status {
         let answer = try request(.status)
-        let paths = answer.ranges(.path).map(answer.string)
-        let idle = answer.ranges(.idleLeft).compactMap(answer.number)
-        let max = answer.ranges(.maxLeft).compactMap(answer.number)
+        let paths = answer.strings(.path)
+        let idle = answer.numbers(.idleLeft)
+        let max = answer.numbers(.maxLeft)
         guard paths.count == idle.count, idle.count == max.count else { throw AgentError.protocolError("a malformed status") }
         return Status(
             pid: Int(answer.number(.pid) ?? 0), socketPath: answer.string(.socket) ?? socketPath,

@@ -33,9 +33,9 @@ public final class AgentVault: KeyValueVault {
     public func listing() throws -> [(name: String, attributes: SecureKeyValueStore.EntryAttributes)] {
         let answer = try client.request(.list, path: path)
         let names = answer.strings(.name)
-        let created = answer.ranges(.created).compactMap(answer.number)
-        let modified = answer.ranges(.modified).compactMap(answer.number)
-        let sizes = answer.ranges(.size).compactMap(answer.number)
+        let created = answer.numbers(.created)
+        let modified = answer.numbers(.modified)
+        let sizes = answer.numbers(.size)
         guard [created.count, modified.count, sizes.count].allSatisfy({ $0 == names.count }) else {
             throw AgentError.protocolError("a malformed list")
         }

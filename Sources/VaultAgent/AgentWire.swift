@@ -76,47 +76,74 @@ enum AgentWire {
         let payload: SecureBytes
         let version: UInt8
         let kind: UInt8
-        /// The fields in order: tag and where its bytes are in `payload`.
-        let fields: [(tag: UInt8, range: Range<Int>)]
+        /// Where one field's bytes are in `payload`. A plain struct: an array of `(UInt8, Range<Int>)` tuples
+        /// made the runtime look `Int: Comparable` up by name, scanning every conformance of the static binary,
+        /// and that lookup was a tenth of a `vault list` through the agent.
+        struct Field {
+            let tag: UInt8
+            let start: Int
+            let count: Int
+            var range: Range<Int> { start..<start + count }
+        }
+
+        /// The fields in order.
+        let fields: [Field]
 
         init(payload: SecureBytes) throws(AgentError) {
             self.payload = payload
             guard payload.count >= 2 else { throw .protocolError("a message shorter than its header") }
             (version, kind) = payload.withUnsafeBytes { ($0[0], $0[1]) }
-            var fields = [(tag: UInt8, range: Range<Int>)]()
+            var fields = [Field]()
             if version == AgentWire.version {
                 try payload.withUnsafeBytes { (bytes) throws(AgentError) in
-                    var offset = 2
-                    while offset < bytes.count {
-                        guard bytes.count - offset >= 5 else { throw .protocolError("a truncated field") }
-                        let tag = bytes[offset]
-                        let length = (Int(bytes[offset + 1]) << 24) | (Int(bytes[offset + 2]) << 16)
-                            | (Int(bytes[offset + 3]) << 8) | Int(bytes[offset + 4])
-                        offset += 5
-                        guard bytes.count - offset >= length else { throw .protocolError("a truncated field") }
-                        fields.append((tag, offset..<offset + length))
-                        offset += length
+                    // Two passes, the first only counting: a list carries thousands of fields, and growing the
+                    // array as it goes copied it a dozen times.
+                    for pass in 0..<2 {
+                        var offset = 2, count = 0
+                        while offset < bytes.count {
+                            guard bytes.count - offset >= 5 else { throw .protocolError("a truncated field") }
+                            let tag = bytes[offset]
+                            let length = (Int(bytes[offset + 1]) << 24) | (Int(bytes[offset + 2]) << 16)
+                                | (Int(bytes[offset + 3]) << 8) | Int(bytes[offset + 4])
+                            offset += 5
+                            guard bytes.count - offset >= length else { throw .protocolError("a truncated field") }
+                            if pass == 1 { fields.append(Field(tag: tag, start: offset, count: length)) }
+                            count += 1
+                            offset += length
+                        }
+                        if pass == 0 { fields.reserveCapacity(count) }
                     }
                 }
             }
             self.fields = fields
         }
 
-        func ranges(_ tag: Tag) -> [Range<Int>] { fields.filter { $0.tag == tag.rawValue }.map(\.range) }
+        /// Where the first field of `tag` is.
+        func first(_ tag: Tag) -> Range<Int>? {
+            for field in fields where field.tag == tag.rawValue { return field.range }
+            return nil
+        }
+
+        /// Every field of `tag` as a big-endian number, in order (fields of another size are left out).
+        func numbers(_ tag: Tag) -> [UInt64] {
+            fields.compactMap { $0.tag == tag.rawValue ? number($0.range) : nil }
+        }
 
         func string(_ range: Range<Int>) -> String {
             payload.withUnsafeBytes { String(decoding: UnsafeRawBufferPointer(rebasing: $0[range]), as: UTF8.self) }
         }
 
-        func string(_ tag: Tag) -> String? { ranges(tag).first.map(string) }
+        func string(_ tag: Tag) -> String? { first(tag).map(string) }
 
         /// Every field of `tag` as a string, in order (one pass: a list holds thousands).
         func strings(_ tag: Tag) -> [String] {
             payload.withUnsafeBytes { bytes in
-                fields.compactMap { field in
-                    field.tag == tag.rawValue
-                        ? String(decoding: UnsafeRawBufferPointer(rebasing: bytes[field.range]), as: UTF8.self) : nil
+                var strings = [String]()
+                strings.reserveCapacity(fields.count)
+                for field in fields where field.tag == tag.rawValue {
+                    strings.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[field.range]), as: UTF8.self))
                 }
+                return strings
             }
         }
 
@@ -126,21 +153,21 @@ enum AgentWire {
             }
         }
 
-        func secret(_ tag: Tag) -> SecureBytes? { ranges(tag).first.map(secret) }
+        func secret(_ tag: Tag) -> SecureBytes? { first(tag).map(secret) }
 
         func number(_ range: Range<Int>) -> UInt64? {
             guard range.count == 8 else { return nil }
             return payload.withUnsafeBytes { bytes in bytes[range].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
         }
 
-        func number(_ tag: Tag) -> UInt64? { ranges(tag).first.flatMap(number) }
+        func number(_ tag: Tag) -> UInt64? { first(tag).flatMap(number) }
 
-        func bool(_ tag: Tag) -> Bool { ranges(tag).first.map { range in payload.withUnsafeBytes { $0[range].first == 1 } } ?? false }
+        func bool(_ tag: Tag) -> Bool { first(tag).map { range in payload.withUnsafeBytes { $0[range].first == 1 } } ?? false }
 
         /// Calls `body` with each field's tag and bytes, in order.
         func forEachField(_ body: (UInt8, UnsafeRawBufferPointer) throws -> Void) rethrows {
             try payload.withUnsafeBytes { bytes in
-                for (tag, range) in fields { try body(tag, UnsafeRawBufferPointer(rebasing: bytes[range])) }
+                for field in fields { try body(field.tag, UnsafeRawBufferPointer(rebasing: bytes[field.range])) }
             }
         }
     }

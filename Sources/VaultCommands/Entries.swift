@@ -46,7 +46,9 @@ package func checkNameArgumentIsUTF8(_ name: String) throws {
 package struct EntryNameOptions: ParsableArguments {
     package init() {}
 
-    @Argument(help: "The entry's name (or give it with --name-fd, off the command line).")
+    @Argument(
+        help: "The entry's name (or give it with --name-fd, off the command line).",
+        completion: NameCompletion.existingEntry)
     package var name: String?
 
     @Option(
@@ -221,7 +223,9 @@ package struct Delete: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Argument(help: "The entries' names (or give them with --name-fd, off the command line).")
+    @Argument(
+        help: "The entries' names (or give them with --name-fd, off the command line).",
+        completion: NameCompletion.existingEntry)
     package var names: [String] = []
 
     @Option(

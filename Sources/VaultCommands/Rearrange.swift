@@ -45,7 +45,7 @@ package struct Copy: ParsableCommand {
 package struct SourceAndTarget: ParsableArguments {
     package init() {}
 
-    @Argument(help: "The existing entry.")
+    @Argument(help: "The existing entry.", completion: NameCompletion.existingEntry)
     package var source: String
 
     @Argument(help: "The new name.")

@@ -20,6 +20,11 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(
+            name: "FuzzAgentWire",
+            dependencies: [.product(name: "VaultAgent", package: projectIdentity)],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
             name: "FuzzOpen",
             dependencies: [.product(name: "VaultCore", package: projectIdentity)],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]

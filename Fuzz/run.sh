@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (ASan + libFuzzer, debug) and runs each for SECONDS (default 60), seeded with the
 # malformed-file vectors (Tests/Vectors/v1/*.vault), generated plaintexts (FuzzOpen) and the committed
 # regressions, which are also replayed first. Exits non-zero on any crash, sanitizer report, leak or timeout.
-#   Fuzz/run.sh [SECONDS] [TARGET...]      targets: FuzzHeader FuzzOpen (default both)
+#   Fuzz/run.sh [SECONDS] [TARGET...]      targets: FuzzHeader FuzzOpen FuzzAgentWire (default all three)
 # Working corpora and crash artifacts go to Fuzz/.build/fuzz/ (kept between runs, not committed).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -10,7 +10,7 @@ cd "$here"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzHeader FuzzOpen)
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzHeader FuzzOpen FuzzAgentWire)
 export SWIFT_BACKTRACE=enable=no
 
 # SwiftPM applies -sanitize=fuzzer (coverage) only to the fuzz targets themselves: ask for coverage of every
@@ -44,12 +44,41 @@ for label, entries in cases.items():
     open(os.path.join(out, label), "wb").write(head + body)
 PY
 
+# FuzzAgentWire reads a request payload (docs/AGENT.md, "Wire protocol"): give it well-formed write requests
+# (version 2, operation 8) with every kind of change, and the other operations' shapes.
+python3 - "$work/seeds-agent" <<'PY'
+import os, struct, sys
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+PATH, NAME, VALUE, PASSPHRASE, IDLE, MAX, FLAGS, CHANGE, SOURCE = 1, 2, 3, 4, 5, 6, 7, 17, 24
+def field(tag, data):
+    return struct.pack(">BI", tag, len(data)) + data
+def request(kind, *fields):
+    return bytes([2, kind]) + b"".join(fields)
+path = field(PATH, b"/home/u/.local/share/vault/default.vault")
+cases = {
+    "write-put": request(8, path, field(FLAGS, b"\0"), field(CHANGE, b"\1"), field(NAME, b"k"), field(VALUE, b"v")),
+    "write-all": request(8, path, field(FLAGS, b"\1"),
+        field(CHANGE, b"\5"), field(NAME, b"a"), field(CHANGE, b"\6"), field(NAME, b"b"),
+        field(CHANGE, b"\1"), field(NAME, b"c"), field(VALUE, b"x" * 40),
+        field(CHANGE, b"\2"), field(NAME, b"d"),
+        field(CHANGE, b"\3"), field(NAME, b"e"), field(SOURCE, b"c"),
+        field(CHANGE, b"\4"), field(NAME, b"f"), field(SOURCE, b"a")),
+    "get": request(6, path, field(NAME, b"github.com")),
+    "unlock": request(2, path, field(PASSPHRASE, b"pw"), field(IDLE, struct.pack(">Q", 900)), field(MAX, struct.pack(">Q", 28800)), field(FLAGS, b"\0")),
+    "names": request(11, path),
+}
+for label, data in cases.items():
+    open(os.path.join(out, label), "wb").write(data)
+PY
+
 status=0
 for target in "${targets[@]}"; do
     corpus="$work/corpus-$target"
     mkdir -p "$corpus" "$work/artifacts"
     seeds=("$here/../Tests/Vectors/v1")
     [ "$target" = FuzzOpen ] && [ -d "$work/seeds-open" ] && seeds+=("$work/seeds-open")
+    [ "$target" = FuzzAgentWire ] && seeds=("$work/seeds-agent")
     regressions=()
     for file in "$here"/regressions/*; do
         case "$(basename "$file")" in README.md | '*') ;; *) regressions+=("$file") ;; esac

@@ -205,7 +205,7 @@ public final class AgentServer: Sendable {
             reply.reserve(names.reduce(0) { $0 + AgentWire.Writer.fieldSize($1.utf8.count) })
             for name in names { reply.field(.name, name) }
         case .write:
-            try store.write(try changes(from: request))
+            try store.write(try AgentWire.changes(from: request))
         case .remove:
             reply.field(.bool, try store.remove(try required(request.string(.name))))
         case .passwd:
@@ -214,39 +214,6 @@ public final class AgentServer: Sendable {
             throw AgentError.protocolError("not an operation on a vault")
         }
         return reply
-    }
-
-    private func changes(from request: AgentWire.Message) throws -> SecureKeyValueStore.Changes {
-        var changes = SecureKeyValueStore.Changes()
-        if request.bool(.flags) { changes.removeAll() }
-        var kind: AgentChange?
-        var name: String?
-        try request.forEachField { tag, bytes in
-            switch AgentWire.Tag(rawValue: tag) {
-            case .change:
-                kind = bytes.count == 1 ? AgentChange(rawValue: bytes[0]) : nil
-                name = nil
-            case .name:
-                name = String(decoding: bytes, as: UTF8.self)
-                guard let name else { break }
-                switch kind {
-                case .remove: changes.remove(name)
-                case .requireExists: changes.require(name, exists: true)
-                case .requireAbsent: changes.require(name, exists: false)
-                default: break
-                }
-            case .source:
-                guard kind == .copy || kind == .copyKeepingCreated, let name else {
-                    throw AgentError.protocolError("a source without a copy")
-                }
-                try changes.copy(String(decoding: bytes, as: UTF8.self), to: name, keepCreated: kind == .copyKeepingCreated)
-            case .value:
-                guard kind == .put, let name else { throw AgentError.protocolError("a value without a put") }
-                try changes.put(SecureBytes(bytes), forKey: name)
-            default: break
-            }
-        }
-        return changes
     }
 
     private func unlock(_ request: AgentWire.Message) throws -> AgentWire.Writer {

@@ -49,29 +49,7 @@ public final class AgentVault: KeyValueVault {
     public func write(_ changes: SecureKeyValueStore.Changes) throws {
         var failure: (any Error)?
         _ = try client.request(.write, path: path) { writer in
-            writer.field(.flags, changes.removesEverything)
-            do {
-                try changes.forEach { item in
-                    switch item {
-                    case .put(let name, let value):
-                        writer.field(.change, byte: AgentChange.put.rawValue)
-                        writer.field(.name, name)
-                        writer.field(.value, value)
-                    case .remove(let name):
-                        writer.field(.change, byte: AgentChange.remove.rawValue)
-                        writer.field(.name, name)
-                    case .copy(let name, let source, let keepCreated):
-                        writer.field(.change, byte: (keepCreated ? AgentChange.copyKeepingCreated : .copy).rawValue)
-                        writer.field(.name, name)
-                        writer.field(.source, source)
-                    case .require(let name, let exists):
-                        writer.field(.change, byte: (exists ? AgentChange.requireExists : .requireAbsent).rawValue)
-                        writer.field(.name, name)
-                    }
-                }
-            } catch {
-                failure = error
-            }
+            do { try AgentWire.encode(changes, into: writer) } catch { failure = error }
         }
         if let failure { throw failure }
     }

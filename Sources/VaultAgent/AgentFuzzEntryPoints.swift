@@ -1,0 +1,44 @@
+import VaultCore
+
+/// Entry points for the libFuzzer targets in `Fuzz/` (not API: `@_spi(Fuzzing)`), as VaultCore's.
+@_spi(Fuzzing) public enum AgentFuzzEntryPoints {
+    /// Reads `bytes` as the payload of a frame the agent received (what any process of the user can send it):
+    /// the message parse, every field accessor the agent and its clients use, and the batch of changes of a
+    /// write. A batch that decodes is encoded again, as a client sends it, and must decode to the same items.
+    public static func decodeRequest(_ bytes: [UInt8]) {
+        guard let message = try? AgentWire.Message(payload: SecureBytes(bytes)) else { return }
+        for raw in UInt8.min...UInt8.max {
+            guard let tag = AgentWire.Tag(rawValue: raw) else { continue }
+            _ = message.string(tag)
+            _ = message.secret(tag)
+            _ = message.number(tag)
+            _ = message.bool(tag)
+            _ = message.strings(tag)
+            _ = message.numbers(tag)
+        }
+        guard let changes = try? AgentWire.changes(from: message) else { return }
+        let writer = AgentWire.Writer(kind: message.kind)
+        do {
+            try AgentWire.encode(changes, into: writer)
+            let again = try AgentWire.changes(from: AgentWire.Message(payload: writer.buffer.secureBytes()))
+            let sent = try items(of: changes), received = try items(of: again)
+            precondition(sent == received, "a batch changed on its way through the wire")
+        } catch {
+            preconditionFailure("a decoded batch did not encode and decode again: \(error)")
+        }
+    }
+
+    /// The batch's items as text (values in hex), in order, with its remove-everything flag.
+    static func items(of changes: SecureKeyValueStore.Changes) throws -> [String] {
+        var items = ["removes everything: \(changes.removesEverything)"]
+        try changes.forEach { item in
+            switch item {
+            case .put(let name, let value): items.append("put \(name) " + value.map { String($0, radix: 16) }.joined(separator: ","))
+            case .remove(let name): items.append("remove \(name)")
+            case .copy(let name, let source, let keepCreated): items.append("copy \(source) to \(name) keeping created: \(keepCreated)")
+            case .require(let name, let exists): items.append("require \(name) exists: \(exists)")
+            }
+        }
+        return items
+    }
+}

@@ -26,13 +26,15 @@ public final class AgentClient: Sendable {
     ///
     /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)`` when the socket's directory is not safe
     ///   (someone else could be listening in the agent's place).
-    public static func connect(socketPath: String = AgentSocket.defaultPath) throws -> AgentClient? {
+    /// `timeoutSeconds` bounds the connect itself (an agent whose backlog is full, e.g. stopped) and is the
+    /// connection's timeout until a request sets its own.
+    public static func connect(socketPath: String = AgentSocket.defaultPath, timeoutSeconds: Int = 30) throws -> AgentClient? {
         do {
             try AgentSocket.checkDirectory(of: socketPath, create: false)
         } catch VaultError.io(_, _, let code) where code == ENOENT {
             return nil
         }
-        guard let fd = try AgentSocket.connect(to: socketPath, timeoutSeconds: 30) else { return nil }
+        guard let fd = try AgentSocket.connect(to: socketPath, timeoutSeconds: timeoutSeconds) else { return nil }
         return AgentClient(socketPath: socketPath, fd: fd)
     }
 
@@ -66,12 +68,16 @@ public final class AgentClient: Sendable {
     /// The wait for the answer is bounded: 2 s for a probe (an agent that answers nothing, e.g. stopped, must
     /// not hold a command up), 120 s where Argon2id runs (unlock, passwd), 30 s otherwise (a write may wait
     /// for another writer's lock).
-    func request(_ operation: AgentOperation, path: String? = nil, _ fill: (AgentWire.Writer) -> Void = { _ in }) throws -> AgentWire.Message {
+    func request(
+        _ operation: AgentOperation, path: String? = nil, timeoutSeconds: Int? = nil,
+        _ fill: (AgentWire.Writer) -> Void = { _ in }
+    ) throws -> AgentWire.Message {
         let writer = AgentWire.Writer(kind: operation.rawValue)
         if let path { writer.field(.path, path) }
         fill(writer)
         let timeout: Int
         switch operation {
+        case _ where timeoutSeconds != nil: timeout = timeoutSeconds!
         case .probe, .status: timeout = 2
         case .unlock, .passwd: timeout = 120
         default: timeout = 30
@@ -146,6 +152,17 @@ public final class AgentClient: Sendable {
     @discardableResult
     public func lockAll() throws -> Int {
         Int(try request(.lockAll).number(.count) ?? 0)
+    }
+
+    /// The names of the vault at `path`, sorted, or `nil` when it is not unlocked there: for shell completion,
+    /// which asks on every Tab. Not an activity (it extends no idle timeout: completing a name is not using the
+    /// vault), and the answer is awaited 2 s at most (the shell waits on it).
+    public func namesWithoutActivity(at path: String) throws -> [String]? {
+        do {
+            return try request(.names, path: path, timeoutSeconds: 2) { $0.field(.flags, true) }.strings(.name)
+        } catch AgentError.locked {
+            return nil
+        }
     }
 
     /// The vault at `path` through the agent, or `nil` when it is not unlocked there.

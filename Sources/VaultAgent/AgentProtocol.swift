@@ -21,7 +21,8 @@ enum AgentOperation: UInt8 {
     case remove
     /// Change the passphrase: path, passphrase (the new one).
     case passwd
-    /// Every entry's name, sorted, without attributes (`vault list`): path.
+    /// Every entry's name, sorted, without attributes (`vault list`): path; with flags set, not an activity
+    /// (shell completion: it extends no idle timeout).
     case names
 }
 

@@ -165,7 +165,9 @@ public final class AgentServer: Sendable {
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
             case .get, .list, .names, .write, .remove, .passwd:
                 let path = try required(request.string(.path))
-                guard let store = store(for: path, touch: true) else { return locked() }
+                // Names asked with the flag set (shell completion, on every Tab) are not an activity.
+                let touch = !(operation == .names && request.bool(.flags))
+                guard let store = store(for: path, touch: touch) else { return locked() }
                 do {
                     return try perform(operation, request, on: store)
                 } catch VaultError.keyChanged {

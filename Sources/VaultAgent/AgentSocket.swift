@@ -60,6 +60,9 @@ public enum AgentSocket {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw AgentError.connection(errno: errno) }
         var address = try socketAddress(path)
+        // Before the connect: a Unix socket's connect waits for room in the listener's backlog (full when the
+        // agent is stopped) as long as the send timeout allows.
+        setTimeout(fd, seconds: timeoutSeconds)
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
                 Posix.retryingEINTR { Glibc.connect(fd, pointer, socklen_t(MemoryLayout<sockaddr_un>.size)) }
@@ -76,7 +79,6 @@ public enum AgentSocket {
             close(fd)
             throw AgentError.protocolError("the socket's listener is not this user")
         }
-        setTimeout(fd, seconds: timeoutSeconds)
         return fd
     }
 

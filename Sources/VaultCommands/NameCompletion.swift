@@ -1,45 +1,91 @@
 import ArgumentParser
 import VaultAgent
 import VaultCore
-import VaultTerminal
 
 /// Shell completion of entry names (`vault get <Tab>`): the names of the vault that the command line names, when
 /// the agent holds it.
 ///
-/// A completion runs on every Tab, with the user's terminal in the middle of a line, so it never asks for a
-/// passphrase, never opens the vault file here, never prints an error and never waits long: no agent, a locked
-/// vault or any failure completes nothing. Names that would not show as themselves on a terminal (control
-/// characters, bidi controls: ``TerminalText``) are left out, as are those that do not start with what is typed.
+/// A completion runs on every Tab, in the middle of the user's command line, so:
+/// - it never asks for a passphrase and never opens the vault file here: no agent or a locked vault completes
+///   nothing, and it prints no error;
+/// - it waits 2 s at most for the agent (a stopped agent must not hang the shell), and it is not an activity
+///   (pressing Tab keeps no vault unlocked);
+/// - it offers only names made of letters, digits, space and `- _ . , / @ + % = :`, not starting with `-`. bash's
+///   `compgen -W`, which ArgumentParser's bash script feeds the candidates to, expands each word as the shell
+///   would: a name holding `$(…)` or a backquote would run as a command on Tab. Control and bidi characters
+///   are left out too, and so are names that do not start with what is typed.
+/// - zsh reads `name:description` pairs, so a `:` in a name is escaped for it.
 package enum NameCompletion {
     /// The completion of an argument that names an existing entry.
     package static let existingEntry = CompletionKind.custom { words, _, prefix in
-        names(words: words, prefix: prefix)
+        names(words: words, prefix: prefix, shell: CompletionShell.requesting)
     }
 
-    /// The names of the vault `words` name (`--vault PATH`, else `$VAULT_PATH`, else the default) that start
-    /// with `prefix`, sorted; empty when the agent does not hold that vault.
-    package static func names(words: [String], prefix: String) -> [String] {
-        let path = VaultOptions.resolvedPath(vaultPath(in: words))
-        guard let client = try? AgentClient.connect(), let vault = try? client.vault(at: path),
-            let names = try? vault.keys()
+    /// The names offered for `words` (the command line, as the shell hands it over) and `prefix` (what is typed
+    /// of the word being completed), formatted for `shell`.
+    package static func names(words: [String], prefix: String, shell: CompletionShell?) -> [String] {
+        let vaultPath: String?
+        switch vaultWord(in: words) {
+        case .notGiven: vaultPath = nil
+        case .path(let path): vaultPath = path
+        case .unusable: return []  // a vault is named, but not so that this can tell which: none is guessed
+        }
+        let path = VaultOptions.resolvedPath(vaultPath)
+        guard let client = try? AgentClient.connect(timeoutSeconds: 2),
+            let names = try? client.namesWithoutActivity(at: path)
         else { return [] }
-        return names.filter { $0.hasPrefix(prefix) && TerminalText.escaped($0) == $0 }
+        return names.filter { $0.hasPrefix(prefix) && isOffered($0) }.map { shell == .zsh ? zshEscaped($0) : $0 }
     }
 
-    /// The `--vault` of the shell words, if given as a plain word (`--vault PATH` or `--vault=PATH`); a leading
-    /// `~/` is the home directory. Shells hand words over verbatim, so a quoted or escaped path is not
-    /// unquoted here: it is ignored, and the default vault is completed.
-    package static func vaultPath(in words: [String]) -> String? {
-        var found: String?
+    /// Whether `name` is one that completion offers: letters, digits, space and `- _ . , / @ + % = :` only, and
+    /// not starting with `-` (it would read as an option).
+    package static func isOffered(_ name: String) -> Bool {
+        !name.isEmpty && !name.hasPrefix("-")
+            && name.unicodeScalars.allSatisfy { scalar in
+                if scalar.isASCII {
+                    return (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)) || " -_.,/@+%=:".unicodeScalars.contains(scalar)
+                }
+                // Beyond ASCII: letters, marks and digits (no symbols, no spaces of other kinds, no format or
+                // control characters: nothing a shell or a terminal reads as anything but text).
+                switch scalar.properties.generalCategory {
+                case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+                    .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber:
+                    return true
+                default:
+                    return false
+                }
+            }
+    }
+
+    /// `name` for zsh's `_describe`, where `:` separates a candidate from its description.
+    static func zshEscaped(_ name: String) -> String {
+        name.replacingOccurrences(of: ":", with: "\\:")
+    }
+
+    /// How the shell words name the vault.
+    package enum VaultWord: Equatable, Sendable {
+        /// No `--vault`: `$VAULT_PATH` or the default.
+        case notGiven
+        /// `--vault PATH` or `--vault=PATH` as a plain word (a leading `~/` is the home directory).
+        case path(String)
+        /// `--vault` with a quoted, escaped or expanded word, or with nothing after it: shells hand words over
+        /// verbatim, and this does not play the shell.
+        case unusable
+    }
+
+    /// The `--vault` of the shell words (the last one, as the parser takes it).
+    package static func vaultWord(in words: [String]) -> VaultWord {
+        var found: String??
         for (index, word) in words.enumerated() {
-            if word == "--vault", index + 1 < words.count {
-                found = words[index + 1]
+            if word == "--vault" {
+                found = index + 1 < words.count ? .some(words[index + 1]) : .some(nil)
             } else if word.hasPrefix("--vault=") {
-                found = String(word.dropFirst("--vault=".count))
+                found = .some(String(word.dropFirst("--vault=".count)))
             }
         }
-        guard var path = found, !path.isEmpty, !path.contains(where: { "'\"\\$`".contains($0) }) else { return nil }
+        guard let given = found else { return .notGiven }
+        guard var path = given, !path.isEmpty, !path.contains(where: { "'\"\\$`".contains($0) }) else { return .unusable }
         if path.hasPrefix("~/"), let home = Posix.environment("HOME") { path = home + path.dropFirst(1) }
-        return path
+        return .path(path)
     }
 }

@@ -85,16 +85,38 @@ package enum QuickPath {
         }
     }
 
+    /// The test hook `VAULT_TESTING_REQUIRE_QUICK_PATH=1`: a command the quick path leaves to ArgumentParser fails
+    /// instead (exit 70, ``requiredButDeclinedExitCode``), so that a test can tell which path ran; the output of
+    /// the two paths is otherwise the same by design.
+    package static let requireVariable = "VAULT_TESTING_REQUIRE_QUICK_PATH"
+    package static let requiredButDeclinedExitCode: Int32 = 70
+
     /// Runs `arguments` (without the program's name) and exits, when they are a plain form (``parse(_:)``) and
     /// the agent holds the vault; otherwise returns, having read nothing from stdin and written nothing.
     package static func runIfAgentHoldsVault(_ arguments: [String]) {
+        guard let vault = heldVault(arguments) else {
+            if Posix.environment(requireVariable) == "1" {
+                writeToStderr("vault: the quick path left this command to the parser (\(requireVariable) is set)\n")
+                exit(requiredButDeclinedExitCode)
+            }
+            return
+        }
+        run(vault.invocation, on: vault.vault)
+    }
+
+    /// The invocation and the vault the agent holds for it, or `nil` when the quick path does not apply.
+    private static func heldVault(_ arguments: [String]) -> (invocation: Invocation, vault: any KeyValueVault)? {
         guard let invocation = parse(arguments), VaultOptions.problem(vaultPath: invocation.vaultPath) == nil
-        else { return }
+        else { return nil }
         let path = VaultOptions.resolvedPath(invocation.vaultPath)
         // As ``AgentAccess/vault(for:mayPrompt:)``: no agent, a locked vault, an unsafe socket directory or an
         // agent of another version all go to the ordinary path, which reports what needs reporting.
-        guard let client = try? AgentClient.connect(), let held = try? client.vault(at: path) else { return }
-        let vault: any KeyValueVault = held
+        guard let client = try? AgentClient.connect(), let held = try? client.vault(at: path) else { return nil }
+        return (invocation, held)
+    }
+
+    /// Runs `invocation` on `vault` and exits.
+    private static func run(_ invocation: Invocation, on vault: any KeyValueVault) -> Never {
         do {
             try reportingErrors(json: invocation.json) {
                 switch invocation.verb {

@@ -37,8 +37,13 @@ import VaultTestSupport
         let box = try AgentBox()
         defer { box.stopAgents() }
         try box.initVault()
-        for name in ["github.com", "gitlab.com", "aws/prod", "with space"] {
+        for name in ["github.com", "gitlab.com", "aws/prod", "with space", "host:443", "été"] {
             #expect(try box.around(["put", name], stdin: Data("v".utf8)).status == 0)
+        }
+        // Names bash's compgen would expand (a command substitution would run on Tab): never offered.
+        let marker = box.directory + "/expanded"
+        for name in ["x$(touch \(marker))", "x`touch \(marker)`", "x${HOME}", "x{a,b}", "x'quoted'", "x\\y", "~x", "-x"] {
+            #expect(try QuickPathTests.putAround(box, name, Data("v".utf8)).status == 0, "\(name)")
         }
 
         // Locked (no agent at all, then an agent without this vault): nothing, and no prompt, no error.
@@ -51,15 +56,19 @@ import VaultTestSupport
         try box.unlock()
         #expect(try Self.bashCompletions(["vault", "get", "gi"], box: box) == ["github.com", "gitlab.com"])
         #expect(try Self.bashCompletions(["vault", "get", ""], box: box).sorted()
-            == ["aws/prod", "github.com", "gitlab.com", "with space"])
+            == ["aws/prod", "github.com", "gitlab.com", "host:443", "with space", "été"])
+        #expect(!FileManager.default.fileExists(atPath: marker), "a name was expanded as a command")
+        #expect(try Self.bashCompletions(["vault", "get", "x"], box: box) == [], "names that bash would expand were offered")
         #expect(try Self.bashCompletions(["vault", "delete", "github.com", "a"], box: box) == ["aws/prod"])
         #expect(try Self.bashCompletions(["vault", "mv", "aw"], box: box) == ["aws/prod"])
         #expect(try Self.bashCompletions(["vault", "put", "--json", "gith"], box: box) == ["github.com"])
-        // The vault named on the line: another vault the agent holds, or one it does not.
+        // The vault named on the line: another vault the agent holds, or one it does not, or one named so that
+        // the completion cannot tell which (quoted): nothing, rather than the default vault's names.
         #expect(try Self.bashCompletions(["vault", "get", "--vault", other.vaultPath, "gi"], box: box) == [])
         #expect(try Self.bashCompletions(["vault", "get", "--vault=" + box.vaultPath, "gi"], box: box)
             == ["github.com", "gitlab.com"])
         #expect(try Self.bashCompletions(["vault", "get", "--vault", box.directory + "/none.vault", "gi"], box: box) == [])
+        #expect(try Self.bashCompletions(["vault", "get", "--vault", "'" + box.vaultPath + "'", "gi"], box: box) == [])
 
         // Locked again: nothing.
         #expect(try box.vault(["lock"]).status == 0)
@@ -67,15 +76,63 @@ import VaultTestSupport
     }
 
     @Test(arguments: [
-        (["vault", "get", "--vault", "/a/b.vault", "k"], "/a/b.vault"),
-        (["vault", "get", "--vault=/a/b.vault", "k"], "/a/b.vault"),
-        (["vault", "get", "--vault", "'/a/b c.vault'", "k"], nil),
-        (["vault", "get", "--vault", "$HOME/x", "k"], nil),
-        (["vault", "get", "--vault"], nil),
-        (["vault", "get", "k"], nil),
-        (["vault", "get", "--vault", "~/v/a.vault", "k"], (ProcessInfo.processInfo.environment["HOME"] ?? "") + "/v/a.vault"),
-    ] as [([String], String?)])
-    func theVaultOfTheLineIsAPlainWord(words: [String], expected: String?) {
-        #expect(NameCompletion.vaultPath(in: words) == expected)
+        (["vault", "get", "--vault", "/a/b.vault", "k"], .path("/a/b.vault")),
+        (["vault", "get", "--vault=/a/b.vault", "k"], .path("/a/b.vault")),
+        (["vault", "get", "--vault", "/a", "--vault=/b", "k"], .path("/b")),
+        (["vault", "get", "--vault", "'/a/b c.vault'", "k"], .unusable),
+        (["vault", "get", "--vault", "$HOME/x", "k"], .unusable),
+        (["vault", "get", "--vault="], .unusable),
+        (["vault", "get", "--vault"], .unusable),
+        (["vault", "get", "k"], .notGiven),
+        (["vault", "get", "--vault", "~/v/a.vault", "k"], .path((ProcessInfo.processInfo.environment["HOME"] ?? "") + "/v/a.vault")),
+    ] as [([String], NameCompletion.VaultWord)])
+    func theVaultOfTheLineIsAPlainWord(words: [String], expected: NameCompletion.VaultWord) {
+        #expect(NameCompletion.vaultWord(in: words) == expected)
+    }
+
+    @Test(arguments: ["a", "aws/prod", "user@host", "host:443", "a b", "été", "日本", "x=1,y+2%"])
+    func plainNamesAreOffered(name: String) {
+        #expect(NameCompletion.isOffered(name))
+    }
+
+    @Test(arguments: [
+        "", "-a", "a$b", "a`b`", "a'b", "a\"b", "a\\b", "~a", "a{b,c}", "a;b", "a|b", "a&b", "a>b", "a*", "a?", "a[b]",
+        "a!b", "a#b", "a(b)", "a\tb", "a\nb", "a\u{1b}[31m", "a\u{202e}b", "a\u{a0}b", "a\u{2028}b",
+    ])
+    func namesAShellOrATerminalWouldReadAreNotOffered(name: String) {
+        #expect(!NameCompletion.isOffered(name))
+    }
+
+    /// Completing is not using the vault: Tab after Tab leaves the idle timeout running out.
+    @Test func completionIsNotAnActivity() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        #expect(try box.around(["put", "github.com"], stdin: Data("v".utf8)).status == 0)
+        try box.unlock(["--idle", "3s"])
+        let unlocked = monotonicNow()
+        #expect(try Self.bashCompletions(["vault", "get", "gi"], box: box) == ["github.com"])
+        while monotonicNow() - unlocked < 4 {
+            _ = try Self.bashCompletions(["vault", "get", "gi"], box: box)
+            usleep(300_000)
+        }
+        AgentTests.expectLocked(try box.vault(["get", "github.com"]), "get after 4 s of completions with --idle 3s")
+    }
+
+    /// A stopped agent (its connections accepted by the kernel, never answered) costs a Tab 2 s, not 30.
+    @Test func aStoppedAgentHoldsTheShellTwoSecondsAtMost() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        #expect(try box.around(["put", "github.com"], stdin: Data("v".utf8)).status == 0)
+        try box.unlock()
+        let pid = try #require(try box.agentPID())
+        _ = try Self.bashCompletions(["vault", "get", "gi"], box: box)  // the script is generated while it runs
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+        let started = monotonicNow()
+        #expect(try Self.bashCompletions(["vault", "get", "gi"], box: box) == [])
+        let seconds = monotonicNow() - started
+        #expect(seconds < 5, "completion took \(seconds) s with the agent stopped")
     }
 }

@@ -42,9 +42,21 @@ import VaultTestSupport
 
     // MARK: The same bytes either way
 
-    /// Each command line run through the quick path (no passphrase source) and through ArgumentParser (the same
-    /// plus `--passphrase-file`, which the quick path leaves alone; the agent still serves the vault): the same
-    /// exit code, stdout and stderr, and for `put` the same stored value.
+    /// `vault put -- NAME` around the agent (``AgentBox/around(_:stdin:)`` puts its option last, after `--`).
+    static func putAround(_ box: AgentBox, _ name: String, _ value: Data) throws -> AgentRun {
+        try box.vault(
+            ["put", "--passphrase-file", box.passphraseFile, "--", name], stdin: value,
+            environment: ["VAULT_AGENT_SOCK": box.elsewhereSocket])
+    }
+
+    /// The quick path's runs carry the test hook that makes a command it leaves to the parser fail (exit 70), so
+    /// that they are known to have taken it.
+    static let required = [QuickPath.requireVariable: "1"]
+
+    /// Each command line run through the quick path (no passphrase source; the test hook makes sure that it is
+    /// taken) and through ArgumentParser (the same plus `--passphrase-file`, which the quick path leaves alone;
+    /// the agent still serves the vault): the same exit code, stdout and stderr, and for `put` the same stored
+    /// value.
     @Test func theQuickPathAndArgumentParserGiveTheSameBytes() throws {
         let box = try AgentBox()
         defer { box.stopAgents() }
@@ -62,13 +74,13 @@ import VaultTestSupport
             ["list"], ["list", "--json"], ["list", "--vault", box.vaultPath],
         ]
         for arguments in readOnly {
-            let quick = try box.vault(arguments), parsed = try box.vault(arguments, source: true)
+            let quick = try box.vault(arguments, environment: Self.required), parsed = try box.vault(arguments, source: true)
             #expect(quick.status == parsed.status, "\(arguments): exit \(quick.status) / \(parsed.status)")
             #expect(quick.stdout == parsed.stdout, "\(arguments): stdout differs")
             #expect(quick.stderr == parsed.stderr, "\(arguments): stderr \(quick.stderr) / \(parsed.stderr)")
         }
-        #expect(try box.vault(["get", "missing"]).status == 2)
-        #expect(try box.vault(["get", "binary"]).stdout == binary)
+        #expect(try box.vault(["get", "missing"], environment: Self.required).status == 2)
+        #expect(try box.vault(["get", "binary"], environment: Self.required).stdout == binary)
 
         // Writes: each pair starts from the same state, and leaves the same value behind.
         let writes: [([String], Data)] = [
@@ -82,7 +94,7 @@ import VaultTestSupport
             for source in [false, true] {
                 _ = try box.around(["delete", "--force", "new"])
                 #expect(try box.around(["put", "text"], stdin: Data("a value\n".utf8)).status == 0)
-                let run = try box.vault(arguments, stdin: value, source: source)
+                let run = try box.vault(arguments, stdin: value, source: source, environment: source ? [:] : Self.required)
                 outcomes.append((run, try box.around(["get", "new"]).stdout))
             }
             let (quick, quickValue) = outcomes[0], (parsed, parsedValue) = outcomes[1]
@@ -91,7 +103,7 @@ import VaultTestSupport
             #expect(quick.stderr == parsed.stderr, "\(arguments): stderr \(quick.stderr) / \(parsed.stderr)")
             #expect(quickValue == parsedValue, "\(arguments): stored values differ")
         }
-        #expect(try box.vault(["put", "text", "--no-clobber"], stdin: Data("z".utf8)).status == 7)
+        #expect(try box.vault(["put", "text", "--no-clobber"], stdin: Data("z".utf8), environment: Self.required).status == 7)
         #expect(try box.around(["get", "text"]).stdout == Data("a value\n".utf8), "--no-clobber stored a value")
     }
 
@@ -113,10 +125,40 @@ import VaultTestSupport
         AgentTests.expectLockedJSON(try box.vault(["list", "--json"]), "list --json, another vault unlocked")
         AgentTests.expectLocked(try box.vault(["put", "k"], stdin: Data("new".utf8)), "put, another vault unlocked")
         #expect(try box.around(["get", "k"]).stdout == Data("v".utf8), "a put that failed changed the value")
+        // The test hook confirms that these were the parser's.
+        for arguments in [["get", "k"], ["list", "--json"], ["put", "k"]] {
+            let hooked = try box.vault(arguments, stdin: Data("new".utf8), environment: Self.required)
+            #expect(hooked.status == QuickPath.requiredButDeclinedExitCode && hooked.stdout.isEmpty, "\(arguments): \(hooked.stderr)")
+        }
         // Unlocked, then locked again.
         try box.unlock()
-        #expect(try box.vault(["get", "k"]).stdout == Data("v".utf8))
+        #expect(try box.vault(["get", "k"], environment: Self.required).stdout == Data("v".utf8))
         #expect(try box.vault(["lock"]).status == 0)
         AgentTests.expectLocked(try box.vault(["get", "k"]), "get after lock")
+    }
+
+    /// A held vault, but a command line the quick path leaves to the parser: a `--vault` that names a directory
+    /// and a `VAULT_LOCK_TIMEOUT` out of range (the parser's usage errors, 64), and forms outside the plain ones
+    /// (`--`, `--name-fd`), which the parser runs through the agent.
+    @Test func theParserKeepsWhatTheQuickPathDoesNotTake() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        #expect(try Self.putAround(box, "-dash", Data("d".utf8)).status == 0)
+        try box.unlock()
+        let cases: [([String], [String: String], Int32, String)] = [
+            (["get", "k", "--vault", box.directory], [:], 64, "names a directory"),
+            (["list", "--vault=" + box.directory + "/"], [:], 64, "names a directory"),
+            (["get", "--", "-dash"], ["VAULT_LOCK_TIMEOUT": "inf"], 64, "VAULT_LOCK_TIMEOUT must be a number"),
+            (["get", "--", "-dash"], [:], 0, ""),
+        ]
+        for (arguments, environment, status, error) in cases {
+            let hooked = try box.vault(arguments, environment: environment.merging(Self.required) { $1 })
+            #expect(hooked.status == QuickPath.requiredButDeclinedExitCode, "\(arguments): exit \(hooked.status), \(hooked.stderr)")
+            let parsed = try box.vault(arguments, environment: environment)
+            #expect(parsed.status == status && (error.isEmpty ? parsed.stderr.isEmpty : parsed.stderr.contains(error)),
+                "\(arguments): exit \(parsed.status), \(parsed.stderr)")
+        }
+        #expect(try box.vault(["get", "--", "-dash"]).stdout == Data("d".utf8))
     }
 }

@@ -139,7 +139,7 @@ enum AgentWire {
         func strings(_ tag: Tag) -> [String] {
             payload.withUnsafeBytes { bytes in
                 var strings = [String]()
-                strings.reserveCapacity(fields.count)
+                strings.reserveCapacity(fields.reduce(0) { $1.tag == tag.rawValue ? $0 + 1 : $0 })
                 for field in fields where field.tag == tag.rawValue {
                     strings.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[field.range]), as: UTF8.self))
                 }

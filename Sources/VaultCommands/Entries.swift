@@ -206,10 +206,17 @@ package struct Get: ParsableCommand {
             } else {
                 try writeJSON(["name": name, "value": Data(bytes).base64EncodedString(), "encoding": "base64"])
             }
+        } else if isatty(1) == 1 {
+            // On a terminal, the shell's prompt would follow the secret on its line: a newline is added, in the
+            // same write (two `vault get`s on one terminal would otherwise print value, value, newline, newline).
+            let line = SecureBytes(count: value.count + 1) { line in
+                value.withUnsafeBytes { if let base = $0.baseAddress { line.baseAddress!.copyMemory(from: base, byteCount: $0.count) } }
+                line[value.count] = UInt8(ascii: "\n")
+            }
+            try line.withUnsafeBytes { try writeToStdout($0) }
         } else {
+            // Piped output stays exact.
             try value.withUnsafeBytes { try writeToStdout($0) }
-            // On a terminal, the shell's prompt would follow the secret on its line; piped output stays exact.
-            if isatty(1) == 1 { try writeToStdout("\n") }
         }
     }
 }

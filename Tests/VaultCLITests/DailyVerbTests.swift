@@ -146,6 +146,21 @@ import VaultCore
         #expect(try Self.fileBytes(box) == file)
     }
 
+    /// The value and its newline in one write: two `vault get`s on one terminal printed value, value, newline,
+    /// newline (seen in AgentClientTests' two concurrent clients).
+    @Test func onATerminalGetWritesTheValueAndItsNewlineInOneWrite() throws {
+        let strace = try #require(HygieneTests.strace, "strace is not installed: run scripts/install-deps --test")
+        let box = try Self.box([("k", "the value")])
+        let trace = box.directory + "/get.trace"
+        let get = try PseudoTerminal.run(
+            strace, ["-e", "trace=write", "-o", trace, CLI.vault, "get", "k", "--passphrase-file", box.passphraseFile],
+            steps: [], environment: box.environment)
+        #expect(get.status == 0)
+        #expect(get.stdoutText == "the value\n[echo on]\n")
+        let writes = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").filter { $0.hasPrefix("write(1,") }
+        #expect(writes.count == 1 && writes[0].hasPrefix(#"write(1, "the value\n", 10)"#), "writes to stdout: \(writes)")
+    }
+
     // MARK: generate
 
     @Test func generateStoresARandomSecretAndSaysItsEntropy() throws {

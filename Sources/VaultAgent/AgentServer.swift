@@ -63,8 +63,17 @@ public final class AgentServer: Sendable {
     ///   ``AgentError/cannotStart(socket:reason:)`` when another agent already listens there.
     public func run() throws {
         try AgentSocket.checkDirectory(of: socketPath, create: true)
-        if let fd = try? AgentSocket.connect(to: socketPath, timeoutSeconds: 1) {
-            close(fd)
+        let listening: Int32?
+        do {
+            listening = try AgentSocket.connect(to: socketPath, timeoutSeconds: 1)
+        } catch {
+            // Something listens there but did not let us in within the second (an agent that is stopped, its
+            // backlog full) or is not ours: its socket is never taken over (two agents would hold keys, and the
+            // first one's exit would remove the second one's socket).
+            throw AgentError.cannotStart(socket: socketPath, reason: "another agent listens there but does not answer (\(error))")
+        }
+        if let listening {
+            close(listening)
             throw AgentError.cannotStart(socket: socketPath, reason: "another agent is running")
         }
         unlink(socketPath)  // a stale socket of an agent that was killed

@@ -72,6 +72,8 @@ public enum AgentSocket {
             let code = errno
             close(fd)
             if code == ENOENT || code == ECONNREFUSED || code == ENOTSOCK { return nil }
+            // The send timeout ran out while the listener's backlog stayed full (a stopped agent).
+            if code == EAGAIN || code == EWOULDBLOCK { throw AgentError.timedOut }
             throw AgentError.connection(errno: code)
         }
         var uid: UInt32 = 0

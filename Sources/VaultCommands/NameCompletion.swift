@@ -15,6 +15,10 @@ import VaultCore
 ///   would: a name holding `$(…)` or a backquote would run as a command on Tab. Control and bidi characters
 ///   are left out too, and so are names that do not start with what is typed.
 /// - zsh reads `name:description` pairs, so a `:` in a name is escaped for it.
+///
+/// In interactive bash, `--vault=PATH` reaches the generated script as three words (bash breaks words at `=`),
+/// which the script (ArgumentParser's) does not take for an option and its value, so it completes no names
+/// there: `--vault PATH` does.
 package enum NameCompletion {
     /// The completion of an argument that names an existing entry.
     package static let existingEntry = CompletionKind.custom { words, _, prefix in
@@ -46,7 +50,9 @@ package enum NameCompletion {
                     return (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)) || " -_.,/@+%=:".unicodeScalars.contains(scalar)
                 }
                 // Beyond ASCII: letters, marks and digits (no symbols, no spaces of other kinds, no format or
-                // control characters: nothing a shell or a terminal reads as anything but text).
+                // control characters: nothing a shell or a terminal reads as anything but text), and none that
+                // shows as nothing (Hangul filler, grapheme joiner, variation selectors: two names would look alike).
+                if scalar.properties.isDefaultIgnorableCodePoint { return false }
                 switch scalar.properties.generalCategory {
                 case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
                     .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber:

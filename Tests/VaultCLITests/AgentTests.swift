@@ -571,6 +571,58 @@ import VaultTestSupport
         Self.expectLocked(try box.vault(["get", "k"]), "get after the hard limit")
     }
 
+    /// An agent that is stopped (SIGSTOP) with its listener's backlog full lets no client in: a second agent
+    /// must refuse to start rather than take its socket over (two agents would hold keys, and the first one's
+    /// exit would remove the second one's socket), and the first serves again once continued.
+    @Test func aStoppedAgentWithAFullBacklogKeepsItsSocket() throws {
+        let (box, value) = try Self.boxWithEntry()
+        defer { box.stopAgents() }
+        try box.unlock()
+        let pid = try #require(try box.agentPID())
+        #expect(kill(pid, SIGSTOP) == 0)
+        var stopped = true
+        defer { if stopped { kill(pid, SIGCONT) } }
+        // Non-blocking connects until the backlog (64) is full and one would wait.
+        var connections: [Int32] = []
+        defer { connections.forEach { close($0) } }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { path in
+            let bytes = Array(box.socketPath.utf8)
+            path.copyBytes(from: bytes.prefix(path.count - 1))
+        }
+        var full = false
+        for _ in 0..<256 where !full {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            try #require(fd >= 0)
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            if result == 0 {
+                connections.append(fd)
+            } else {
+                let code = errno
+                close(fd)
+                try #require(code == EAGAIN, "connect: errno \(code)")
+                full = true
+            }
+        }
+        try #require(full, "the backlog never filled (\(connections.count) connections)")
+
+        let second = try box.vault(["agent"], timeout: 20)
+        #expect(second.status != 0 && second.seconds < 10, "vault agent: exit \(second.status) after \(second.seconds) s")
+        #expect(second.stderr.contains("another agent listens there but does not answer"), "\(second.stderr)")
+        #expect(AgentFiles.lstatMode(box.socketPath).map { $0 & S_IFMT } == S_IFSOCK, "the stopped agent's socket is gone")
+
+        connections.forEach { close($0) }
+        connections = []
+        #expect(kill(pid, SIGCONT) == 0)
+        stopped = false
+        let get = try box.vault(["get", "k"])
+        #expect(get.status == 0 && get.stdout == Data(value.utf8), "get after SIGCONT: exit \(get.status), \(get.stderr)")
+        #expect(try box.agentPID() == pid, "another agent answers")
+    }
+
     // MARK: - security
 
     @Test func socketDirectoryIsCreatedPrivateWhateverTheUmask() throws {

@@ -98,6 +98,7 @@ import VaultTestSupport
     @Test(arguments: [
         "", "-a", "a$b", "a`b`", "a'b", "a\"b", "a\\b", "~a", "a{b,c}", "a;b", "a|b", "a&b", "a>b", "a*", "a?", "a[b]",
         "a!b", "a#b", "a(b)", "a\tb", "a\nb", "a\u{1b}[31m", "a\u{202e}b", "a\u{a0}b", "a\u{2028}b",
+        "a\u{3164}b", "a\u{34f}b", "a\u{fe0f}", "a\u{200b}b",
     ])
     func namesAShellOrATerminalWouldReadAreNotOffered(name: String) {
         #expect(!NameCompletion.isOffered(name))

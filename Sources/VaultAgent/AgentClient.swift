@@ -77,10 +77,9 @@ public final class AgentClient: Sendable {
         fill(writer)
         let timeout: Int
         switch operation {
-        case _ where timeoutSeconds != nil: timeout = timeoutSeconds!
-        case .probe, .status: timeout = 2
-        case .unlock, .passwd: timeout = 120
-        default: timeout = 30
+        case .probe, .status: timeout = timeoutSeconds ?? 2
+        case .unlock, .passwd: timeout = timeoutSeconds ?? 120
+        default: timeout = timeoutSeconds ?? 30
         }
         let answer: AgentWire.Message = try connection.withLock { fd in
             AgentSocket.setTimeout(fd, seconds: timeout)

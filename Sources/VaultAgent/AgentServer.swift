@@ -1,5 +1,5 @@
 import CVaultSystem
-import Foundation
+import FoundationEssentials
 import Synchronization
 import VaultCore
 #if canImport(Glibc)
@@ -111,7 +111,7 @@ public final class AgentServer: Sendable {
     // MARK: Connections
 
     private func serveInBackground(_ fd: Int32) {
-        let thread = Thread { [self] in
+        startDetachedThread { [self] in
             defer { close(fd) }
             var uid: UInt32 = 0
             guard vault_peer_uid(fd, &uid) == 0, uid == geteuid() else {
@@ -121,8 +121,6 @@ public final class AgentServer: Sendable {
             AgentSocket.setTimeout(fd, seconds: 60)
             serve(fd)
         }
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     private func serve(_ fd: Int32) {

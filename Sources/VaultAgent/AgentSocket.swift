@@ -1,5 +1,5 @@
 import CVaultSystem
-import Foundation
+import FoundationEssentials
 import VaultCore
 #if canImport(Glibc)
 import Glibc
@@ -20,7 +20,7 @@ public enum AgentSocket {
     ///
     /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)``, or ``VaultError/io(operation:path:errno:)``.
     public static func checkDirectory(of socket: String, create: Bool) throws {
-        let directory = (socket as NSString).deletingLastPathComponent
+        let directory = URL(fileURLWithPath: socket).deletingLastPathComponent().path
         var info = stat()
         if lstat(directory, &info) != 0 {
             guard errno == ENOENT, create else {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCore
 
 /// A vault unlocked in the agent, reached through its socket: a ``KeyValueVault`` like the local

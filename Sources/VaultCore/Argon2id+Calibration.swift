@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Picks Argon2id parameters that take about a given time on this machine, and measures one derivation.
 extension Argon2id.Parameters {
@@ -7,9 +7,10 @@ extension Argon2id.Parameters {
         let parameters = self
         let salt = [UInt8](repeating: 0x5A, count: Argon2id.saltByteCount)
         let passphrase = SecureBytes(string: "calibration")
-        let start = DispatchTime.now().uptimeNanoseconds
-        _ = try Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters)
-        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let elapsed = try ContinuousClock().measure {
+            _ = try Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters)
+        }
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
     /// Memory first: the largest memlimit (1 MiB steps, 64 MiB ... 1 GiB, and at most half the available

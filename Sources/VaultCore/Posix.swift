@@ -13,6 +13,18 @@ package enum Posix {
         getenv(name).map { String(cString: $0) }
     }
 
+    /// `$HOME` when set and not empty, else the home directory of the user's passwd entry (`getpwuid_r`),
+    /// else `/`. The XDG defaults of the store, the state directory and the agent's socket start here.
+    package static var homeDirectory: String {
+        if let home = environment("HOME"), !home.isEmpty { return home }
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(getuid(), &entry, &buffer, buffer.count, &result) == 0, result != nil, let dir = entry.pw_dir
+        else { return "/" }
+        return String(cString: dir)
+    }
+
     /// A C error number, as a Swift error.
     package struct Errno: Error, Equatable, Sendable {
         package let code: Int32

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultSodium
 
 #if canImport(Glibc)
@@ -25,8 +25,7 @@ public struct RollbackProtection: Sendable, Equatable {
     /// `$XDG_STATE_HOME/vault`, or `~/.local/state/vault` when `XDG_STATE_HOME` is unset or not absolute.
     public static var defaultStateDirectory: String {
         if let state = Posix.environment("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/vault" }
-        let home = Posix.environment("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return home + "/.local/state/vault"
+        return Posix.homeDirectory + "/.local/state/vault"
     }
 
     /// Records in ``defaultStateDirectory`` (what the `vault` CLI uses).

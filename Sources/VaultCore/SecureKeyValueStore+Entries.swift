@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Reading and writing entries (``SecureKeyValueStore``).
 extension SecureKeyValueStore {

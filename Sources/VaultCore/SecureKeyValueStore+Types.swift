@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SecureKeyValueStore {
     /// How the store treats new vaults, KDF parameters and the lock.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import VaultSodium
 
@@ -76,8 +76,7 @@ public final class SecureKeyValueStore: Sendable {
         if let data = Posix.environment("XDG_DATA_HOME"), data.hasPrefix("/") {
             return data + "/vault"
         }
-        let home = Posix.environment("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return home + "/.local/share/vault"
+        return Posix.homeDirectory + "/.local/share/vault"
     }
 
     /// Whether the store is open (unlocked).

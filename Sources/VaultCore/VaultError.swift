@@ -128,7 +128,7 @@ private func formatSeconds(_ seconds: Double) -> String {
     seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
 }
 
-import Foundation
+import FoundationEssentials
 import VaultSodium
 
 func errnoDescription(_ code: Int32) -> String {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCore
 #if canImport(Glibc)
 import Glibc

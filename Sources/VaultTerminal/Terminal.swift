@@ -1,5 +1,5 @@
 import CVaultSystem
-import Foundation
+import FoundationEssentials
 import Synchronization
 import VaultCore
 #if canImport(Glibc)

@@ -2,8 +2,8 @@
 import PackageDescription
 
 // The arrows go one way:
-//   CSodium → VaultSodium → VaultCore → VaultAuth → MobileServices → NetworkCommands → vault-net, DemoApp
-//   CVaultSystem → VaultTerminal (→ VaultCore) → VaultCommands → NetworkCommands; VaultCommands → vault
+//   CSodium → VaultSodium → VaultCore → VaultCredentials → VaultAuth → MobileServices → NetworkCommands → vault-net, DemoApp
+//   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands → NetworkCommands; VaultCommands → vault
 //   VaultAuth → VaultAuthTesting (test doubles) → the test targets
 // The emulator depends on nothing of ours but the wire format.
 //
@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .library(name: "VaultCore", targets: ["VaultCore"]),
         .library(name: "VaultAgent", targets: ["VaultAgent"]),
+        .library(name: "VaultCredentials", targets: ["VaultCredentials"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
         .library(name: "VaultAuthTesting", targets: ["VaultAuthTesting"]),
@@ -43,14 +44,19 @@ let package = Package(
         .target(name: "VaultCore", dependencies: ["VaultSodium"]),
         // What executables and prompts need and a store library must not carry: the terminal (no-echo prompts,
         // signal handlers), secrets from descriptors and files, process hardening.
-        .target(name: "VaultTerminal", dependencies: ["VaultCore", "CVaultSystem"]),
+        .target(name: "VaultTerminal", dependencies: ["VaultCore", "VaultCredentials", "CVaultSystem"]),
         // The agent: keeps unlocked vaults' keys in one process and serves their entries on a Unix socket.
         .target(name: "VaultAgent", dependencies: ["VaultCore", "CVaultSystem"]),
+        // The credential model: credentials, protection spaces, their layout in a vault (`VaultCredentialStore`), the
+        // prompting protocol. No networking, no terminal: what stores or answers credentials (the git and docker
+        // helpers) needs only this.
+        .target(name: "VaultCredentials", dependencies: ["VaultCore"]),
         // HTTP Basic authentication from the vault, over SwiftNIO and NIOSSL (docs/AUTH.md, "The transport").
+        // Re-exports VaultCredentials.
         .target(
             name: "VaultAuth",
             dependencies: [
-                "VaultCore", "VaultSodium", "VaultTerminal",
+                "VaultCore", "VaultSodium", "VaultCredentials",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -122,7 +128,7 @@ let package = Package(
         .testTarget(name: "VaultCLITests", dependencies: ["VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(
             name: "VaultAuthTests",
-            dependencies: ["VaultAuth", "VaultAuthTesting", "VaultCore", "VaultTerminal", "VaultTestSupport"]),
+            dependencies: ["VaultAuth", "VaultAuthTesting", "VaultCredentials", "VaultCore", "VaultTerminal", "VaultTestSupport"]),
         .testTarget(
             name: "MobileServicesTests",
             dependencies: ["MobileServices", "VaultAuth", "VaultCore", "MobileServicesEmulator", "VaultTestSupport"]),

@@ -1,5 +1,6 @@
 import Synchronization
 import VaultAuth
+import VaultTerminal
 import VaultCore
 
 /// The command line's credential prompt, for every command that may log in: a credential given by a script

@@ -64,7 +64,7 @@ package struct Login: AsyncParsableCommand {
                     "stored": true,
                 ])
             } else {
-                try writeToStdout("logged in to \(space) as '\(user)'\n")
+                try writeToStdout("logged in to \(TerminalText.escaped(space.description)) as '\(TerminalText.escaped(user))'\n")
             }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+import VaultTerminal
 @testable import VaultAuth
 import VaultAuthTesting
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultCore
 
 /// A username and password for HTTP Basic authentication.

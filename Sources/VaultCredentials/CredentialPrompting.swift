@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 /// Why the user is asked for credentials.
 public enum CredentialPromptReason: Equatable, Sendable {
     /// No credential is stored for the protection space.

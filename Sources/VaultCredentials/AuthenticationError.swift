@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Every failure of ``KeystoreAuthenticator`` and ``AuthenticatingHTTPClient``.
 ///

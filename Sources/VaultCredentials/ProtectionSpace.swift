@@ -1,5 +1,4 @@
-import Foundation
-import VaultTerminal
+import FoundationEssentials
 
 /// The origin of a URL: scheme, host and port, lower-cased and with the default port filled in.
 ///
@@ -79,7 +78,7 @@ public struct Origin: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The host as it appears in a URL (IPv6 literals in brackets).
-    var urlHost: String { host.contains(":") ? "[\(host)]" : host }
+    public var urlHost: String { host.contains(":") ? "[\(host)]" : host }
 
     /// `scheme://host:port`, always with the port.
     public var description: String { "\(scheme)://\(urlHost):\(port)" }
@@ -118,7 +117,7 @@ public struct ProtectionSpace: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads a space back from ``key``; `nil` if the string is not in that form.
     public init?(key: String) {
-        guard let schemeEnd = key.range(of: "://") else { return nil }
+        guard let schemeEnd = key.firstRange(of: "://") else { return nil }
         let scheme = String(key[..<schemeEnd.lowerBound])
         let rest = key[schemeEnd.upperBound...]
         guard scheme == "http" || scheme == "https" else { return nil }
@@ -143,10 +142,10 @@ public struct ProtectionSpace: Hashable, Sendable, CustomStringConvertible {
         guard self.key == key else { return nil }  // only the canonical form round-trips
     }
 
-    /// `scheme://host:port` and the realm in quotes, for messages and prompts: the realm, the server's text, is
-    /// escaped (``TerminalText/escaped(_:keepingNewlines:keepingBackslashes:)``), so it cannot send control sequences or newlines.
+    /// `scheme://host:port` and the realm in quotes, for messages. The realm is the server's text, exact: whoever
+    /// shows it on a terminal escapes it (the CLI's error report and prompts do, with `TerminalText`).
     public var description: String {
-        "\(origin) (realm \"\(TerminalText.escaped(realm))\")"
+        "\(origin) (realm \"\(realm)\")"
     }
 
     /// Every byte of `string`'s UTF-8 except `A-Z a-z 0-9 - . _ ~` as `%XX` (upper-case hex): the encoding of

@@ -1,11 +1,11 @@
-import Foundation
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 import VaultCore
-import VaultTerminal
+import VaultCredentials
 
 /// A ``CredentialPrompting`` on the controlling terminal, `/dev/tty`: the username is echoed, the password is not.
 ///
@@ -32,17 +32,8 @@ public struct TerminalCredentialPrompt: CredentialPrompting {
     ) async throws -> Credential? {
         // Blocking terminal I/O runs on its own thread, not on the cooperative pool.
         let ttyPath = self.ttyPath
-        return try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                do {
-                    let credential = try Self.ask(
-                        ttyPath: ttyPath, space: space, reason: reason, suggestedUsername: suggestedUsername)
-                    continuation.resume(returning: credential)
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-            thread.start()
+        return try await runBlocking {
+            try Self.ask(ttyPath: ttyPath, space: space, reason: reason, suggestedUsername: suggestedUsername)
         }
     }
 
@@ -74,11 +65,11 @@ public struct TerminalCredentialPrompt: CredentialPrompting {
         let header: String
         switch reason {
         case .noStoredCredential:
-            header = "Log in to \(space)\n"
+            header = "Log in to \(TerminalText.escaped(space.description))\n"
         case let .storedCredentialRejected(username):
-            header = "The stored password for '\(TerminalText.escaped(username))' was rejected by \(space).\n"
+            header = "The stored password for '\(TerminalText.escaped(username))' was rejected by \(TerminalText.escaped(space.description)).\n"
         case let .enteredCredentialRejected(username):
-            header = "The password for '\(TerminalText.escaped(username))' was rejected by \(space). Try again.\n"
+            header = "The password for '\(TerminalText.escaped(username))' was rejected by \(TerminalText.escaped(space.description)). Try again.\n"
         }
         try terminal.write(header)
         let prompt = suggestedUsername.map { "Username [\(TerminalText.escaped($0))]: " } ?? "Username: "

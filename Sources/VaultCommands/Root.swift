@@ -23,27 +23,28 @@ package enum Root {
 
     package static let abstract = "An encrypted credential vault (libsodium: Argon2id + XSalsa20-Poly1305)."
     package static let version = "0.1.0"
+    // Paragraphs are single lines: ArgumentParser wraps them to the terminal's width, and a hard break inside a
+    // paragraph would leave a ragged line at every width but one. The table's lines fit in 80 columns.
     package static let discussion = """
-            Secrets never come from the command line: values are read from stdin (or a no-echo prompt),
-            the passphrase from the terminal, --passphrase-fd N, --passphrase-file PATH, or the
-            VAULT_PASSPHRASE environment variable (weaker: other processes of yours may read it).
+            Secrets never come from the command line: values are read from stdin (or a no-echo prompt), the passphrase from the terminal, --passphrase-fd N, --passphrase-file PATH, or the VAULT_PASSPHRASE environment variable (weaker: other processes of yours may read it).
 
-            The vault is --vault PATH, else $VAULT_PATH, else $XDG_DATA_HOME/vault/default.vault
-            (~/.local/share/vault/default.vault).
+            The vault is --vault PATH, else $VAULT_PATH, else $XDG_DATA_HOME/vault/default.vault (~/.local/share/vault/default.vault).
 
             EXIT CODES
               0   success
-              1   other failure (I/O error, no vault, no passphrase source, HTTP error status,
-                  network failure or timeout, plain http refused, ...)
-              2   no such entry (logout: no credential stored for the origin)
-                  (device: not registered, or the server removed the registration)
-              3   wrong passphrase, or authentication failure (credentials rejected, stored
-                  credential stale, none stored and no terminal to ask on)
+              1   other failure (I/O error, no vault, no passphrase source, HTTP
+                  error status, network failure or timeout, plain http refused)
+              2   no such entry (logout: no credential stored for the origin;
+                  device: not registered, or the registration was removed)
+              3   wrong passphrase, or authentication failure (credentials
+                  rejected, stored credential stale, none stored and no
+                  terminal to ask on)
               4   unsafe permissions, owner or symlink
               5   vault busy (another process held the lock past the timeout)
-              6   corrupt, truncated or unsupported file (incl. KDF parameters out of range), or an
-                  older copy or another vault put in its place (rollback protection)
-              7   the entry exists (put --no-clobber, mv, cp, generate without --force)
+              6   corrupt, truncated or unsupported file (incl. KDF parameters
+                  out of range), or an older copy or another vault put in its
+                  place (rollback protection)
+              7   the entry exists (put --no-clobber, mv, cp, generate)
               64  usage error
             """
 }

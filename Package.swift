@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "VaultAgent", targets: ["VaultAgent"]),
         .library(name: "VaultCredentials", targets: ["VaultCredentials"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
+        .library(name: "VaultOTP", targets: ["VaultOTP"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
         .library(name: "VaultAuthTesting", targets: ["VaultAuthTesting"]),
         .executable(name: "vault", targets: ["vault"]),
@@ -28,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
     ],
     targets: [
         // C, wrapped in one place each.
@@ -63,6 +65,9 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // One-time passwords (RFC 6238 TOTP from otpauth:// URIs). HMAC-SHA-1 is not in libsodium: it comes from
+        // swift-crypto (BoringSSL), in this target of its own so that only the verbs that compute a code link it.
+        .target(name: "VaultOTP", dependencies: ["VaultCore", .product(name: "Crypto", package: "swift-crypto")]),
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
         // Test doubles of VaultAuth (a counting in-memory credential store), as HummingbirdTesting.
@@ -125,6 +130,7 @@ let package = Package(
         // Test support shared by the test targets (a real nginx, the Python test server, running tools, free ports).
         .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport", resources: [.copy("http_test_server.py")]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium"]),
+        .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(
             name: "VaultAuthTests",

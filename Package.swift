@@ -131,6 +131,7 @@ let package = Package(
         .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport", resources: [.copy("http_test_server.py")]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(
             name: "VaultAuthTests",

@@ -37,6 +37,9 @@ package struct RunCommand: ParsableCommand {
     @Option(name: .customLong("file"), help: ArgumentHelp("Set NAME to /dev/fd/N holding ENTRY's value.", valueName: "NAME=ENTRY"))
     var files: [String] = []
 
+    @Flag(name: .customLong("mask"), help: "Replace every injected value in CMD's stdout and stderr by ******.")
+    var mask = false
+
     @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
     var command: [String] = []
 
@@ -102,6 +105,7 @@ package struct RunCommand: ParsableCommand {
                 child.set(name, "/dev/fd/\(fd)")
             }
             child.stdinSecret = stdinEntry.flatMap { values[$0] }
+            if mask { child.maskedValues = Array(values.values) }
             status = try child.run()
         }
         // Exit as the command did: its code, or the signal that ended it.
@@ -126,6 +130,9 @@ struct ChildCommand {
     private var secrets: [(name: String, value: SecureBytes)] = []
     private var inherited: [Int32] = []
     var stdinSecret: SecureBytes?
+    /// With `--mask`: the values replaced by `******` in the command's stdout and stderr, which then reach ours
+    /// through pipes (``SecretMasker``).
+    var maskedValues: [SecureBytes]?
 
     init(arguments: [String]) {
         self.arguments = arguments
@@ -181,6 +188,19 @@ struct ChildCommand {
             _ = fcntl(stdinPipe[1], F_SETFD, FD_CLOEXEC)
         }
         defer { for fd in stdinPipe where fd >= 0 { close(fd) } }
+        // With --mask, the command's stdout and stderr are pipes that vault copies to its own, masked.
+        var outputPipes: [[Int32]] = []
+        if maskedValues != nil {
+            for _ in 0..<2 {
+                var ends: [Int32] = [-1, -1]
+                guard pipe(&ends) == 0 else {
+                    throw VaultError.io(operation: "cannot create a pipe for", path: "the command's output", errno: errno)
+                }
+                for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+                outputPipes.append(ends)
+            }
+        }
+        defer { for fd in outputPipes.joined() where fd >= 0 { close(fd) } }
 
         // Wait for these signals synchronously (blocked now, before the child exists).
         var waited = sigset_t()
@@ -210,6 +230,9 @@ struct ChildCommand {
             posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
             posix_spawn_file_actions_addclose(&actions, stdinPipe[0])
         }
+        for (index, ends) in outputPipes.enumerated() {
+            posix_spawn_file_actions_adddup2(&actions, ends[1], Int32(index + 1))  // dup2 clears close-on-exec
+        }
 
         var pid: pid_t = 0
         let result: Int32 = block.withUnsafeBytes { region in
@@ -235,7 +258,25 @@ struct ChildCommand {
             writer.start()
             stdinPipe = [-1, -1]  // the read end is closed, the write end belongs to the writer
         }
-        return Self.wait(for: pid, handling: waited)
+        var pumps: [DispatchSemaphore] = []
+        if let maskedValues {
+            for (index, ends) in outputPipes.enumerated() {
+                close(ends[1])
+                let readEnd = ends[0], done = DispatchSemaphore(value: 0)
+                outputPipes[index] = [-1, -1]  // the read end belongs to the pump
+                startDetachedThread {
+                    _ = SecretMasker(values: maskedValues).pump(from: readEnd, to: Int32(index + 1))
+                    close(readEnd)
+                    done.signal()
+                }
+                pumps.append(done)
+            }
+        }
+        let status = Self.wait(for: pid, handling: waited)
+        // All of the command's output is written before vault exits (like a pipe's reader: a process the command
+        // left behind that holds the pipe keeps vault waiting).
+        for pump in pumps { pump.wait() }
+        return status
     }
 
     /// Passes signals on until `pid` ends; its status as a shell reports it (128 + signal).

@@ -1,4 +1,9 @@
 import VaultSodium
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 /// Secret bytes in libsodium-guarded memory, zeroed and freed when the last reference goes away.
 ///
 /// The region comes from `sodium_malloc`: guard pages around it, a canary before it, `mlock`ed where the
@@ -163,6 +168,15 @@ final class GuardedArena: @unchecked Sendable {
         return result
     }
 
+    /// Drops the first `n` bytes: the rest moves to the front and the bytes it leaves behind are zeroed.
+    func removeFirst(_ n: Int) {
+        precondition(n <= count)
+        guard let pointer, n > 0 else { return }
+        memmove(pointer, pointer + n, count - n)  // the regions overlap
+        Sodium.zero(pointer + count - n, byteCount: n)
+        count -= n
+    }
+
     /// Zeroes and drops the last `n` bytes.
     func removeLast(_ n: Int) {
         precondition(n <= count)
@@ -236,6 +250,12 @@ package final class SecretBuffer {
 
     /// Zeroes and drops the last byte.
     package func removeLast() { arena.removeLast(1) }
+
+    /// Drops the first `n` bytes (the rest moves to the front; what it leaves behind is zeroed).
+    package func removeFirst(_ n: Int) { arena.removeFirst(n) }
+
+    /// Zeroes every byte and empties the buffer, keeping its region for the next bytes.
+    package func wipe() { arena.wipe() }
 
     /// Calls `body` with the bytes. The pointer must not escape the closure.
     package func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {

@@ -14,7 +14,13 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-200}
 work=$(mktemp -d)
-trap 'VAULT_AGENT_SOCK="$work/agent.sock" "${VAULT_BIN:-$work/vault}" lock --all >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+# The agent started below is this run's own (its socket is in $work): stopped by the pid that listens there.
+stop_agent() {
+    local pid
+    pid=$(ss -xlpn 2>/dev/null | grep -F "$work/agent.sock" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+}
+trap 'stop_agent; rm -rf "$work"' EXIT
 say() { printf '== %s\n' "$*" >&2; }
 
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null; }

@@ -78,7 +78,10 @@ let package = Package(
         // verbs that talk HTTP.
         .target(
             name: "VaultCommands",
-            dependencies: ["VaultCore", "VaultTerminal", "VaultAgent", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "vault",

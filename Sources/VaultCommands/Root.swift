@@ -11,7 +11,7 @@ package enum Root {
     package static let vaultVerbs: [ParsableCommand.Type] = [
         Init.self, Put.self, Get.self, Delete.self, List.self, Find.self, Move.self, Copy.self, Generate.self,
         Passwd.self, Info.self,
-        Unlock.self, Lock.self, AgentCommand.self, RunCommand.self, Inject.self,
+        Unlock.self, Lock.self, AgentCommand.self, RunCommand.self, Inject.self, Clip.self, ClipClear.self,
     ]
 
     /// The root command's configuration: the vault's verbs, then `networkVerbs`.

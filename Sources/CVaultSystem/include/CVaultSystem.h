@@ -43,4 +43,11 @@ void vault_prompt_end(void);
    inherited by children (no close-on-exec): `vault run --file`. -1 with errno on failure. */
 int vault_secret_memfd(const char *name, const void *bytes, unsigned long count);
 
+/* Starts `file` (looked up on PATH) with `argv` and `envp` (the current environment when NULL): stdin from `input_fd` and stdout to
+   `output_fd` (/dev/null for -1), stderr on /dev/null, no other descriptor of ours, default signal handling; with
+   `detach`, in a new session. Does not wait. For the clipboard tools of `vault clip`, which fork a server that
+   outlives them: nothing of the caller's (a pipe it reads to its end) may stay open in it. Returns the pid or -1
+   with errno. */
+int vault_spawn_tool(const char *file, char *const argv[], char *const envp[], int input_fd, int output_fd, int detach);
+
 #endif

@@ -45,42 +45,6 @@ int vault_peer_uid(int fd, unsigned int *uid) {
     return 0;
 }
 
-int vault_spawn_detached(const char *path, char *const argv[]) {
-    posix_spawnattr_t attributes;
-    posix_spawn_file_actions_t actions;
-    if (posix_spawnattr_init(&attributes) != 0) return -1;
-    if (posix_spawn_file_actions_init(&actions) != 0) {
-        posix_spawnattr_destroy(&attributes);
-        return -1;
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    sigaddset(&defaults, SIGHUP);
-    sigaddset(&defaults, SIGPIPE);
-    posix_spawnattr_setsigdefault(&attributes, &defaults);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    /* Nothing else of ours: a daemon holding the caller's descriptors (a passphrase fd, a pipe a parent waits
-       on to see us exit) would keep them open as long as it runs. */
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    pid_t pid = -1;
-    int result = posix_spawn(&pid, path, &actions, &attributes, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    if (result != 0) {
-        errno = result;
-        return -1;
-    }
-    return pid;
-}
-
 /* ---- Crash reports ---------------------------------------------------------------------------------------- */
 
 int vault_default_crash_signals(void) {
@@ -266,4 +230,16 @@ int vault_spawn_tool(const char *file, char *const argv[], char *const envp[], i
         return -1;
     }
     return pid;
+}
+
+/* ---- The agent's descriptor limit --------------------------------------------------------------------------- */
+
+long vault_raise_open_files_limit(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    if (limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    }
+    return limit.rlim_cur == RLIM_INFINITY ? 1L << 20 : (long)limit.rlim_cur;
 }

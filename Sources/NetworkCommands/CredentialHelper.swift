@@ -39,7 +39,8 @@ package struct CredentialHelper: AsyncParsableCommand {
 
     package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries git's request: use another --passphrase-fd") }
-        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be 1 second or more") }
+        // Bounded so that "now + timeout" can never overflow (a year is more than any cache wants).
+        if let timeout, !(1...(366 * 86_400)).contains(timeout) { throw ValidationError("--timeout must be 1 second to 366 days") }
     }
 
     package func run() async throws {

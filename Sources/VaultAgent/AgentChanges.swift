@@ -42,7 +42,10 @@ extension AgentWire {
                 kind = bytes.count == 1 ? AgentChange(rawValue: bytes[0]) : nil
                 name = nil
             case .name:
-                name = String(decoding: bytes, as: UTF8.self)
+                guard let text = String(validating: bytes, as: UTF8.self) else {
+                    throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8")
+                }
+                name = text
                 guard let name else { break }
                 switch kind {
                 case .remove: changes.remove(name)
@@ -54,7 +57,10 @@ extension AgentWire {
                 guard kind == .copy || kind == .copyKeepingCreated, let name else {
                     throw AgentError.protocolError("a source without a copy")
                 }
-                try changes.copy(String(decoding: bytes, as: UTF8.self), to: name, keepCreated: kind == .copyKeepingCreated)
+                guard let source = String(validating: bytes, as: UTF8.self) else {
+                    throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8")
+                }
+                try changes.copy(source, to: name, keepCreated: kind == .copyKeepingCreated)
             case .value:
                 guard kind == .put, let name else { throw AgentError.protocolError("a value without a put") }
                 try changes.put(SecureBytes(bytes), forKey: name)

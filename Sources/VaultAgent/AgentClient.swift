@@ -38,14 +38,33 @@ public final class AgentClient: Sendable {
         return AgentClient(socketPath: socketPath, fd: fd)
     }
 
+    /// The environment an agent is started with: only what it needs to find its files and socket, and the
+    /// test switches. Never `VAULT_PASSPHRASE` or anything else of the caller's: the agent lives for hours, and
+    /// its environment is readable in /proc by every process of the user as long as it runs.
+    static func agentEnvironment() -> [String] {
+        let kept = ["HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "XDG_RUNTIME_DIR", "XDG_STATE_HOME",
+                    "XDG_DATA_HOME", "XDG_CONFIG_HOME", "VAULT_AGENT_SOCK"]
+        var environment = kept.compactMap { name in Posix.environment(name).map { "\(name)=\($0)" } }
+        var cursor = environ
+        while let entry = cursor.pointee {
+            let text = String(cString: entry)
+            if text.hasPrefix("VAULT_TESTING_") { environment.append(text) }
+            cursor += 1
+        }
+        return environment
+    }
+
     /// Connects to the agent, starting `executable agent` in the background (a new session, detached) when
     /// none answers, and waiting up to 5 seconds for it to listen.
     public static func connectStarting(executable: String, socketPath: String = AgentSocket.defaultPath) throws -> AgentClient {
         try AgentSocket.checkDirectory(of: socketPath, create: true)
         if let client = try connect(socketPath: socketPath) { return client }
+        // What the agent would refuse to replace is refused here, with the reason, before it is started.
+        try AgentSocket.checkReplaceable(socketPath)
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("agent"), nil]
-        defer { argv.forEach { free($0) } }
-        let pid = argv.withUnsafeBufferPointer { vault_spawn_detached(executable, $0.baseAddress!) }
+        let envp: [UnsafeMutablePointer<CChar>?] = agentEnvironment().map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        let pid = vault_spawn_tool(executable, argv, envp, -1, -1, 1)
         guard pid > 0 else {
             throw AgentError.cannotStart(socket: socketPath, reason: "cannot run '\(executable)': \(Posix.describe(errno: errno))")
         }
@@ -54,7 +73,8 @@ public final class AgentClient: Sendable {
             if let client = try connect(socketPath: socketPath) { return client }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
-                throw AgentError.cannotStart(socket: socketPath, reason: "the agent exited at once (status \(status))")
+                let how = status & 0x7F == 0 ? "exit \((status >> 8) & 0xFF)" : "signal \(status & 0x7F)"
+                throw AgentError.cannotStart(socket: socketPath, reason: "the agent exited at once (\(how); 'vault agent' in the foreground shows why)")
             }
             usleep(10_000)
         }

@@ -14,6 +14,8 @@ public enum AgentError: Error, Equatable, Sendable {
     case locked(path: String)
     /// The agent could not start (its socket directory is unsafe, or it exited at once).
     case cannotStart(socket: String, reason: String)
+    /// `VAULT_AGENT_SOCK` names no usable socket path (relative, or longer than a socket address holds).
+    case invalidSocketPath(String, reason: String)
     /// The agent ran the request and it failed there: the failure as the agent's command line presents it.
     case remote(code: String, exitCode: Int32, message: String, hint: String?)
 }
@@ -29,6 +31,7 @@ extension AgentError: CustomStringConvertible {
         case .protocolError(let what): return "the agent's answer broke the protocol: \(what)"
         case .locked(let path): return "vault '\(path)' is not unlocked in the agent"
         case .cannotStart(let socket, let reason): return "cannot start the agent on '\(socket)': \(reason)"
+        case .invalidSocketPath(let path, let reason): return "cannot use the agent socket '\(path)': \(reason)"
         case .remote(_, _, let message, _): return message
         }
     }

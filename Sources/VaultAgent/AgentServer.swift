@@ -25,6 +25,20 @@ public final class AgentServer: Sendable {
     private let log: @Sendable (String) -> Void
     private let unlocked = Mutex<[String: Unlocked]>([:])
     private let stopPipe: (read: Int32, write: Int32)
+    /// The connections being served, by descriptor, with the time of their last request.
+    private let connections = Mutex<[Int32: Double]>([:])
+    /// Bytes held for frames still arriving, over all connections.
+    private let frameBudget = AgentWire.FrameBudget(byteCount: AgentServer.unreadFrameByteLimit)
+
+    /// The most connections served at once; past it, the one idle longest is closed.
+    public static let connectionLimit = 512
+    /// The most bytes the agent holds for frames not yet complete, over all connections.
+    public static let unreadFrameByteLimit = 320 << 20
+    /// The longest idle and hard timeouts an unlock may ask for: a year. (The CLI checks its own options; this
+    /// is the agent's own check of what reaches it.)
+    public static let longestTimeoutSeconds: UInt64 = 366 * 86_400
+    /// The longest file-lock wait an unlock may ask for, as `VAULT_LOCK_TIMEOUT`: an hour.
+    public static let longestLockTimeoutMilliseconds: UInt64 = 3_600_000
 
     private struct Unlocked: Sendable {
         let store: SecureKeyValueStore
@@ -63,6 +77,10 @@ public final class AgentServer: Sendable {
     ///   ``AgentError/cannotStart(socket:reason:)`` when another agent already listens there.
     public func run() throws {
         try AgentSocket.checkDirectory(of: socketPath, create: true)
+        // Nothing of the caller's working directory is held (a USB stick the unlock ran on must unmount).
+        _ = chdir("/")
+        // One descriptor per client: the hard limit, not the soft 1,024 a login session starts with.
+        let descriptorLimit = vault_raise_open_files_limit()
         let listening: Int32?
         do {
             listening = try AgentSocket.connect(to: socketPath, timeoutSeconds: 1)
@@ -76,7 +94,10 @@ public final class AgentServer: Sendable {
             close(listening)
             throw AgentError.cannotStart(socket: socketPath, reason: "another agent is running")
         }
-        unlink(socketPath)  // a stale socket of an agent that was killed
+        // A stale socket of an agent that was killed is removed; anything else at that path (a typo in
+        // VAULT_AGENT_SOCK naming a key file) is never touched.
+        try AgentSocket.checkReplaceable(socketPath)
+        unlink(socketPath)
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard listener >= 0 else { throw VaultError.io(operation: "cannot create socket", path: socketPath, errno: errno) }
         defer { close(listener) }
@@ -85,22 +106,46 @@ public final class AgentServer: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard bound == 0 else { throw VaultError.io(operation: "cannot bind", path: socketPath, errno: errno) }
-        defer { unlink(socketPath) }
+        // The socket this agent made: the only one it will ever remove, and the one it must still be reachable by.
+        var made = stat()
+        guard lstat(socketPath, &made) == 0 else { throw VaultError.io(operation: "cannot bind", path: socketPath, errno: errno) }
+        let own = (device: made.st_dev, inode: made.st_ino)
+        func socketIsOurs() -> Bool {
+            var now = stat()
+            return lstat(socketPath, &now) == 0 && now.st_dev == own.device && now.st_ino == own.inode
+        }
+        defer { if socketIsOurs() { unlink(socketPath) } }
         guard chmod(socketPath, 0o600) == 0, listen(listener, 64) == 0 else {
             throw VaultError.io(operation: "cannot listen on", path: socketPath, errno: errno)
         }
-        log("listening on \(socketPath) (pid \(getpid()))")
+        log("listening on \(socketPath) (pid \(getpid()), \(descriptorLimit) descriptors)")
         var polled = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)]
+        var lastSocketCheck = Posix.monotonicSeconds()
         while true {
             let ready = poll(&polled, 2, 250)
             sweep()
+            // An agent whose socket was removed or replaced (its directory deleted at logout, another agent
+            // started in its place) can never be reached again: it ends, and forgets its keys.
+            let now = Posix.monotonicSeconds()
+            if now - lastSocketCheck >= 1 {
+                lastSocketCheck = now
+                if !socketIsOurs() {
+                    log("the socket \(socketPath) no longer leads here; stopping")
+                    break
+                }
+            }
             if ready <= 0 { continue }
             if polled[1].revents != 0 { break }
             if polled[0].revents & Int16(POLLIN) != 0 {
                 let connection = accept(listener, nil, nil)
                 if connection >= 0 {
                     _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
-                    serveInBackground(connection)
+                    admit(connection)
+                } else if errno == EMFILE || errno == ENFILE {
+                    // Out of descriptors: make room by closing the longest-idle client, and wait a little
+                    // rather than spin on a listener that stays readable.
+                    dropLongestIdle()
+                    usleep(50_000)
                 }
             }
         }
@@ -110,9 +155,33 @@ public final class AgentServer: Sendable {
 
     // MARK: Connections
 
+    /// Serves `fd` on a thread of its own; past ``connectionLimit``, the client idle longest is let go first.
+    private func admit(_ fd: Int32) {
+        let count = connections.withLock { connections in
+            connections[fd] = Posix.monotonicSeconds()
+            return connections.count
+        }
+        if count > Self.connectionLimit { dropLongestIdle(sparing: fd) }
+        serveInBackground(fd)
+    }
+
+    /// Shuts down the connection idle longest (its thread then sees the end of the stream and closes it).
+    private func dropLongestIdle(sparing spared: Int32 = -1) {
+        let idlest = connections.withLock { connections in
+            connections.filter { $0.key != spared }.min { $0.value < $1.value }?.key
+        }
+        if let idlest {
+            shutdown(idlest, Int32(SHUT_RDWR))
+            log("closed the connection idle longest (too many clients)")
+        }
+    }
+
     private func serveInBackground(_ fd: Int32) {
         startDetachedThread { [self] in
-            defer { close(fd) }
+            defer {
+                connections.withLock { _ = $0.removeValue(forKey: fd) }
+                close(fd)
+            }
             var uid: UInt32 = 0
             guard vault_peer_uid(fd, &uid) == 0, uid == geteuid() else {
                 log("refused a connection from uid \(uid)")
@@ -127,8 +196,9 @@ public final class AgentServer: Sendable {
         while true {
             let request: AgentWire.Message
             do {
-                guard let message = try AgentWire.receive(on: fd) else { return }
+                guard let message = try AgentWire.receive(on: fd, budget: frameBudget) else { return }
                 request = message
+                connections.withLock { $0[fd] = Posix.monotonicSeconds() }
             } catch {
                 return
             }
@@ -152,7 +222,7 @@ public final class AgentServer: Sendable {
             case .status: return status()
             case .unlock: return try unlock(request)
             case .lock:
-                let path = try required(request.string(.path))
+                let path = try text(request, .path)
                 let reply = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
                 reply.field(.bool, lock(path, reason: "locked"))
                 return reply
@@ -161,7 +231,7 @@ public final class AgentServer: Sendable {
                 reply.field(.count, UInt64(lockAll()))
                 return reply
             case .probe:
-                let path = try required(request.string(.path))
+                let path = try text(request, .path)
                 guard let store = store(for: path, touch: false) else { return locked() }
                 // A passphrase change elsewhere retired the key held here: locked now, so the client takes the
                 // passphrase path at once. (Other failures of the file are the operation's to report.)
@@ -171,7 +241,7 @@ public final class AgentServer: Sendable {
                 } catch {}
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
             case .get, .list, .names, .write, .remove, .passwd:
-                let path = try required(request.string(.path))
+                let path = try text(request, .path)
                 // Names asked with the flag set (shell completion, on every Tab) are not an activity.
                 let touch = !(operation == .names && request.bool(.flags))
                 guard let store = store(for: path, touch: touch) else { return locked() }
@@ -196,7 +266,7 @@ public final class AgentServer: Sendable {
         switch operation {
         case .get:
             try store.reload()
-            if let value = try store.getBytes(try required(request.string(.name))) { reply.field(.value, value) }
+            if let value = try store.getBytes(try text(request, .name)) { reply.field(.value, value) }
         case .list:
             try store.reload()
             let names = try store.keys()
@@ -216,7 +286,7 @@ public final class AgentServer: Sendable {
         case .write:
             try store.write(try AgentWire.changes(from: request))
         case .remove:
-            reply.field(.bool, try store.remove(try required(request.string(.name))))
+            reply.field(.bool, try store.remove(try text(request, .name)))
         case .passwd:
             try store.changePassphrase(to: try required(request.secret(.passphrase)), parameters: nil)
         default:
@@ -226,12 +296,24 @@ public final class AgentServer: Sendable {
     }
 
     private func unlock(_ request: AgentWire.Message) throws -> AgentWire.Writer {
-        let path = try required(request.string(.path))
+        let path = try text(request, .path)
         let passphrase = try required(request.secret(.passphrase))
-        let idle = Double(try required(request.number(.idleSeconds)))
-        let max = Double(try required(request.number(.maxSeconds)))
-        var options = request.bool(.flags) ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
-        if let milliseconds = request.number(.lockTimeoutMilliseconds) { options.lockTimeoutSeconds = Double(milliseconds) / 1000 }
+        let idleSeconds = try required(request.number(.idleSeconds))
+        let maxSeconds = try required(request.number(.maxSeconds))
+        guard (1...Self.longestTimeoutSeconds).contains(idleSeconds), (1...Self.longestTimeoutSeconds).contains(maxSeconds) else {
+            throw AgentError.protocolError("idle and max must be 1 second to 366 days")
+        }
+        let idle = Double(idleSeconds), max = Double(maxSeconds)
+        // The test KDF only for an agent whose own environment has the test switch: a frame's flag alone must
+        // never let a production agent open a vault with parameters the CLI refuses.
+        let testing = request.bool(.flags) && Posix.environment("VAULT_TESTING_INSECURE_KDF") == "1"
+        var options = testing ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
+        if let milliseconds = request.number(.lockTimeoutMilliseconds) {
+            guard milliseconds <= Self.longestLockTimeoutMilliseconds else {
+                throw AgentError.protocolError("a lock timeout of more than an hour")
+            }
+            options.lockTimeoutSeconds = Double(milliseconds) / 1000
+        }
         options.rollbackProtection = .standard
         let store = SecureKeyValueStore(path: path, options: options)
         guard store.exists else { throw VaultError.vaultNotFound(path: path) }
@@ -330,6 +412,14 @@ public final class AgentServer: Sendable {
         reply.field(.message, message)
         if let hint { reply.field(.hint, hint) }
         return reply
+    }
+
+    /// A text field that must be there and be valid UTF-8 (a name with invalid bytes is refused, never made
+    /// into another name by U+FFFD).
+    private func text(_ request: AgentWire.Message, _ tag: AgentWire.Tag) throws -> String {
+        guard let range = request.first(tag) else { throw AgentError.protocolError("a request without a required field") }
+        guard let text = request.string(range) else { throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8") }
+        return text
     }
 
     private func required<T>(_ value: T?) throws -> T {

@@ -7,11 +7,18 @@ import Glibc
 
 /// Where the agent listens, and the checks both sides make before trusting that place.
 public enum AgentSocket {
-    /// `$VAULT_AGENT_SOCK`, else `$XDG_RUNTIME_DIR/vault/agent.sock`, else `/tmp/vault-$UID/agent.sock`.
+    /// `$VAULT_AGENT_SOCK`, else `$XDG_RUNTIME_DIR/vault/agent.sock`, else `/run/user/$UID/vault/agent.sock` when
+    /// that directory is the user's, else `$XDG_STATE_HOME/vault/agent/agent.sock` (`~/.local/state/vault/agent/`):
+    /// never a directory under /tmp, which another local user could make first.
     public static var defaultPath: String {
         if let path = Posix.environment("VAULT_AGENT_SOCK"), !path.isEmpty { return path }
         if let runtime = Posix.environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") { return runtime + "/vault/agent.sock" }
-        return "/tmp/vault-\(geteuid())/agent.sock"
+        let run = "/run/user/\(geteuid())"
+        var info = stat()
+        if lstat(run, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 {
+            return run + "/vault/agent.sock"
+        }
+        return RollbackProtection.defaultStateDirectory + "/agent/agent.sock"
     }
 
     /// Checks the socket's directory: a real directory (not a symlink), ours, writable by nobody else. With
@@ -20,15 +27,28 @@ public enum AgentSocket {
     ///
     /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)``, or ``VaultError/io(operation:path:errno:)``.
     public static func checkDirectory(of socket: String, create: Bool) throws {
+        // A relative path would name another socket in every working directory.
+        guard socket.hasPrefix("/") else { throw AgentError.invalidSocketPath(socket, reason: "it is not an absolute path") }
+        guard socket.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
+            throw AgentError.invalidSocketPath(socket, reason: "it is longer than a socket address holds (107 bytes)")
+        }
         let directory = URL(fileURLWithPath: socket).deletingLastPathComponent().path
         var info = stat()
         if lstat(directory, &info) != 0 {
             guard errno == ENOENT, create else {
                 throw VaultError.io(operation: "cannot access the agent's directory", path: directory, errno: errno)
             }
+            // The state directory's fallback may need its parents (0700 each, as the state directory itself).
+            if !directory.hasPrefix("/run/user/") && !directory.hasPrefix(Posix.environment("XDG_RUNTIME_DIR") ?? "\0") {
+                try? FileManager.default.createDirectory(
+                    atPath: URL(fileURLWithPath: directory).deletingLastPathComponent().path, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+            }
             guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
                 throw VaultError.io(operation: "cannot create the agent's directory", path: directory, errno: errno)
             }
+            // The mode asked for, whatever the umask (under umask 0277 mkdir makes 0500, where bind fails).
+            _ = chmod(directory, 0o700)
             guard lstat(directory, &info) == 0 else {
                 throw VaultError.io(operation: "cannot access the agent's directory", path: directory, errno: errno)
             }
@@ -51,6 +71,35 @@ public enum AgentSocket {
                 path: directory,
                 reason: "the agent's socket directory is writable by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
                 hint: "run: chmod 700 '\(directory)'")
+        }
+    }
+
+    /// Checks that whatever is at `path` may be taken over by a new agent: nothing, or a socket of this user (a
+    /// stale one: callers make sure nobody listens there). Anything else (a file a typo in `VAULT_AGENT_SOCK`
+    /// named, a directory, a socket of another user) is never removed.
+    ///
+    /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)`` naming what is there.
+    public static func checkReplaceable(_ path: String) throws {
+        var existing = stat()
+        guard lstat(path, &existing) == 0 else { return }
+        guard (existing.st_mode & S_IFMT) == S_IFSOCK, existing.st_uid == geteuid() else {
+            throw VaultError.unsafePermissions(
+                path: path, reason: "the agent's socket path holds \(kind(of: existing.st_mode)), not a socket of yours",
+                hint: "nothing was changed; give VAULT_AGENT_SOCK the path of a socket, not of a file you keep")
+        }
+    }
+
+    /// What `mode` is, in a message: "a regular file", "a directory", ….
+    static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFREG: return "a regular file"
+        case S_IFDIR: return "a directory"
+        case S_IFLNK: return "a symbolic link"
+        case S_IFIFO: return "a FIFO"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket of another user"
+        default: return "a file of an unknown type"
         }
     }
 

@@ -1,3 +1,4 @@
+import Synchronization
 import VaultCore
 #if canImport(Glibc)
 import Glibc
@@ -12,6 +13,12 @@ enum AgentWire {
     static let version: UInt8 = 2
     /// The largest payload accepted (a value is at most 64 MiB; a batch or a list may be larger).
     static let maximumPayloadByteCount = 256 << 20
+    /// The most fields one payload may carry (a list of 100,000 entries has 400,000): the field table of a
+    /// 64 MiB frame of empty fields would otherwise cost 24 bytes for each of its 13 million fields.
+    static let maximumFieldCount = 1 << 20
+    /// How much a frame's buffer grows by at most per read: a header announcing 256 MiB commits nothing until
+    /// the bytes arrive.
+    static let readChunkByteCount = 1 << 20
 
     enum Tag: UInt8 {
         case path = 1, name, value, passphrase, idleSeconds, maxSeconds, flags, lockTimeoutMilliseconds
@@ -109,6 +116,9 @@ enum AgentWire {
                             guard bytes.count - offset >= length else { throw .protocolError("a truncated field") }
                             if pass == 1 { fields.append(Field(tag: tag, start: offset, count: length)) }
                             count += 1
+                            guard count <= AgentWire.maximumFieldCount else {
+                                throw .protocolError("a message of more than \(AgentWire.maximumFieldCount) fields")
+                            }
                             offset += length
                         }
                         if pass == 0 { fields.reserveCapacity(count) }
@@ -129,11 +139,13 @@ enum AgentWire {
             fields.compactMap { $0.tag == tag.rawValue ? number($0.range) : nil }
         }
 
-        func string(_ range: Range<Int>) -> String {
-            payload.withUnsafeBytes { String(decoding: UnsafeRawBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+        /// The field's bytes as UTF-8; `nil` when they are not valid UTF-8 (never replaced by U+FFFD: two names
+        /// that differ in invalid bytes must not become one).
+        func string(_ range: Range<Int>) -> String? {
+            payload.withUnsafeBytes { String(validating: UnsafeRawBufferPointer(rebasing: $0[range]), as: UTF8.self) }
         }
 
-        func string(_ tag: Tag) -> String? { first(tag).map(string) }
+        func string(_ tag: Tag) -> String? { first(tag).flatMap(string) }
 
         /// Every field of `tag` as a string, in order (one pass: a list holds thousands).
         func strings(_ tag: Tag) -> [String] {
@@ -141,6 +153,7 @@ enum AgentWire {
                 var strings = [String]()
                 strings.reserveCapacity(fields.reduce(0) { $1.tag == tag.rawValue ? $0 + 1 : $0 })
                 for field in fields where field.tag == tag.rawValue {
+                    // Invalid UTF-8 is kept visible (U+FFFD) here: these are names the agent sent, already checked.
                     strings.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[field.range]), as: UTF8.self))
                 }
                 return strings
@@ -182,21 +195,56 @@ enum AgentWire {
     }
 
     /// Reads one frame; `nil` at end of stream before its first byte.
-    static func receive(on fd: Int32) throws -> Message? {
+    ///
+    /// The payload's guarded buffer grows as bytes arrive (at most ``readChunkByteCount`` ahead of them), never
+    /// to what the header announces before the bytes are there. With a `budget`, every byte held for a frame
+    /// not yet complete is counted against it (the agent's total over all connections).
+    static func receive(on fd: Int32, budget: FrameBudget? = nil) throws -> Message? {
         var header = [UInt8](repeating: 0, count: 4)
         let got = try header.withUnsafeMutableBytes { try readFully(fd, $0) }
         if got == 0 { return nil }
         guard got == 4 else { throw AgentError.protocolError("the connection closed inside a frame") }
         let count = header.reduce(0) { $0 << 8 | Int($1) }
         guard count <= maximumPayloadByteCount else { throw AgentError.protocolError("a frame of \(count) bytes") }
-        var readCount = 0
-        var failure: (any Error)?
-        let payload = SecureBytes(count: count) { (buffer: UnsafeMutableRawBufferPointer) -> Void in
-            do { readCount = try readFully(fd, buffer) } catch { failure = error }
+        let buffer = SecretBuffer()
+        var held = 0
+        defer { budget?.release(held) }
+        while buffer.count < count {
+            let chunk = min(readChunkByteCount, count - buffer.count)
+            if let budget {
+                guard budget.take(chunk) else { throw AgentError.protocolError("the agent holds too many unread bytes") }
+                held += chunk
+            }
+            let result: Result<Int, Posix.Errno> = buffer.append(upTo: chunk) { region in
+                Posix.valueOrErrno { read(fd, region.baseAddress, region.count) }
+            }
+            switch result {
+            case .success(0): throw AgentError.protocolError("the connection closed inside a frame")
+            case .success: continue
+            case .failure(let error):
+                if error.code == EAGAIN || error.code == EWOULDBLOCK { throw AgentError.timedOut }
+                throw AgentError.connection(errno: error.code)
+            }
         }
-        if let failure { throw failure }
-        guard readCount == count else { throw AgentError.protocolError("the connection closed inside a frame") }
-        return try Message(payload: payload)
+        return try Message(payload: buffer.secureBytes())
+    }
+
+    /// The bytes an agent may hold for frames still arriving, over all its connections.
+    final class FrameBudget: Sendable {
+        private let left: Mutex<Int>
+
+        init(byteCount: Int) { left = Mutex(byteCount) }
+
+        /// Takes `byteCount` from the budget; false (and nothing taken) when not that much is left.
+        func take(_ byteCount: Int) -> Bool {
+            left.withLock { left in
+                guard left >= byteCount else { return false }
+                left -= byteCount
+                return true
+            }
+        }
+
+        func release(_ byteCount: Int) { left.withLock { $0 += byteCount } }
     }
 
     /// Reads until `buffer` is full or the stream ends; returns the number of bytes read.

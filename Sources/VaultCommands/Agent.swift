@@ -4,20 +4,45 @@ import VaultAgent
 import VaultCore
 import VaultTerminal
 
-/// A duration on the command line: an integer and a unit, `90s`, `15m` or `8h`.
+/// A duration on the command line: bare seconds (`90`), or integers with units, alone or together (`90s`, `15m`,
+/// `8h`, `1d`, `1h30m`); from 1 second to 366 days. Anything else (a unit twice, an overflow, zero) is refused.
 package struct Duration: ExpressibleByArgument, CustomStringConvertible, Sendable {
+    package static let longestSeconds = 366 * 24 * 3600
+
     package let seconds: Int
     package let description: String
 
     package init?(argument: String) {
-        guard let unit = argument.last, let count = Int(argument.dropLast()), count > 0 else { return nil }
-        switch unit {
-        case "s": seconds = count
-        case "m": seconds = count * 60
-        case "h": seconds = count * 3600
-        default: return nil
+        guard !argument.isEmpty, argument.utf8.count <= 32 else { return nil }
+        var total = 0, number: Int?, seen = Set<Character>()
+        for character in argument {
+            if let digit = character.wholeNumberValue, character.isASCII {
+                let (times, overflow1) = (number ?? 0).multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times.addingReportingOverflow(digit)
+                guard !overflow1, !overflow2, sum <= Self.longestSeconds else { return nil }
+                number = sum
+                continue
+            }
+            let unit: Int
+            switch character {
+            case "s": unit = 1
+            case "m": unit = 60
+            case "h": unit = 3600
+            case "d": unit = 86_400
+            default: return nil
+            }
+            guard let count = number, seen.insert(character).inserted else { return nil }
+            let (part, overflow) = count.multipliedReportingOverflow(by: unit)
+            guard !overflow, part <= Self.longestSeconds else { return nil }
+            total += part
+            number = nil
         }
-        guard seconds <= 366 * 24 * 3600 else { return nil }
+        if let bare = number {
+            guard seen.isEmpty else { return nil }  // "1h30": a number without its unit after a unit
+            total = bare
+        }
+        guard total > 0, total <= Self.longestSeconds else { return nil }
+        seconds = total
         description = argument
     }
 }
@@ -29,9 +54,7 @@ package struct Unlock: ParsableCommand {
         commandName: "unlock",
         abstract: "Unlock the vault in the agent (started if none runs): no verb asks for the passphrase until it locks.",
         discussion: """
-            The key stays in the agent (`vault agent`), which answers requests on a Unix socket that only you can
-            use ($VAULT_AGENT_SOCK, else $XDG_RUNTIME_DIR/vault/agent.sock, else /tmp/vault-UID/agent.sock). The
-            vault locks after --idle without an operation on its entries, and --max after it was unlocked.
+            The key stays in the agent (`vault agent`), which answers requests on a Unix socket that only you can use ($VAULT_AGENT_SOCK, an absolute path; else $XDG_RUNTIME_DIR/vault/agent.sock; else /run/user/UID/vault/agent.sock when that directory is yours; else ~/.local/state/vault/agent/agent.sock). The vault locks after --idle without an operation on its entries, and --max after it was unlocked. Durations are seconds (90) or numbers with units s, m, h, d, alone or together (1h30m), up to 366 days.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -46,6 +69,9 @@ package struct Unlock: ParsableCommand {
         try reportingErrors(json: options.json) {
             let path = options.resolvedPath
             guard options.makeStore().exists else { throw VaultError.vaultNotFound(path: path) }
+            if idle.seconds >= max.seconds, !options.json {
+                writeToStderr("vault: warning: --idle \(idle) is not shorter than --max \(max): the vault locks after \(max) whatever the use\n")
+            }
             let socket = AgentSocket.defaultPath
             try AgentSocket.checkDirectory(of: socket, create: true)
             let passphrase = try options.passphrase()
@@ -189,6 +215,7 @@ enum AgentSignals {
 extension AgentError: CLIReportable {
     package var exitCode: Int32 {
         if case .remote(_, let exitCode, _, _) = self { return exitCode }
+        if case .invalidSocketPath = self { return Exit.usage }
         return Exit.failure
     }
 
@@ -201,6 +228,7 @@ extension AgentError: CLIReportable {
         case .protocolError: return "agent_protocol"
         case .locked: return "locked"
         case .cannotStart: return "agent_cannot_start"
+        case .invalidSocketPath: return "invalid_socket_path"
         case .remote(let code, _, _, _): return code
         }
     }
@@ -211,6 +239,7 @@ extension AgentError: CLIReportable {
         case .versionMismatch:
             return "stop the running agent ('vault agent status' shows its pid) and run 'vault unlock' again"
         case .remote(_, _, _, let hint): return hint
+        case .invalidSocketPath: return "give VAULT_AGENT_SOCK an absolute path, at most 107 bytes long"
         default: return nil
         }
     }

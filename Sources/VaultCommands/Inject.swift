@@ -148,8 +148,37 @@ enum Template {
 /// Replaces a file the user names (not a vault) atomically: a temporary file beside it (`O_EXCL|O_NOFOLLOW`,
 /// 0600 whatever the umask), written, `fsync`ed, renamed over the file, the directory `fsync`ed. A crash leaves
 /// the old file or the new one, never half of it.
+///
+/// What is not a regular file is never replaced: a FIFO or a character device (`/dev/null`, a terminal) is
+/// written through, as a shell's `>` would; a symbolic link, a directory, a socket or a block device is refused.
 enum OutputFile {
+    /// Why `path` cannot be written (exit 1).
+    struct Refused: Error, CLIReportable, CustomStringConvertible {
+        let path: String
+        let kind: String
+        var exitCode: Int32 { Exit.failure }
+        var code: String { "not_a_regular_file" }
+        var description: String { "cannot write '\(path)': it is \(kind), not a regular file" }
+        var hint: String? {
+            kind == "a symbolic link"
+                ? "give the path the link points to, or leave out -o to write to stdout"
+                : "give the path of a regular file (it is replaced atomically, 0600), or leave out -o to write to stdout"
+        }
+    }
+
     static func replace(_ path: String, with bytes: UnsafeRawBufferPointer) throws {
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            switch info.st_mode & S_IFMT {
+            case S_IFREG: break
+            case S_IFIFO, S_IFCHR: return try writeThrough(path, bytes)
+            case S_IFLNK: throw Refused(path: path, kind: "a symbolic link")
+            case S_IFDIR: throw Refused(path: path, kind: "a directory")
+            case S_IFSOCK: throw Refused(path: path, kind: "a socket")
+            case S_IFBLK: throw Refused(path: path, kind: "a block device")
+            default: throw Refused(path: path, kind: "a special file")
+            }
+        }
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         let temporary = directory + "/." + url.lastPathComponent + "." + String(UInt64.random(in: 0...UInt64.max), radix: 16) + ".tmp"
@@ -172,5 +201,20 @@ enum OutputFile {
         guard Posix.retryingEINTR({ fsync(directoryFD) }) == 0 else {
             throw VaultError.io(operation: "cannot fsync the directory of", path: path, errno: errno)
         }
+    }
+
+    /// Writes into a FIFO or a character device as it is (`O_NOFOLLOW`, no create, no truncate: neither has a
+    /// content to replace). A FIFO without a reader waits for one, as `cat > fifo` does.
+    private static func writeThrough(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
+        let fd = Posix.retryingEINTR { open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC) }
+        guard fd >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
+        defer { close(fd) }
+        // Only what lstat saw: a path swapped for a regular file or a link in between is not written through.
+        var info = stat()
+        guard fstat(fd, &info) == 0, [S_IFIFO, S_IFCHR].contains(info.st_mode & S_IFMT) else {
+            throw Refused(path: path, kind: "no longer a FIFO or a character device")
+        }
+        let code = Posix.writeAll(fd, bytes)
+        guard code == 0 else { throw VaultError.io(operation: "cannot write", path: path, errno: code) }
     }
 }

@@ -18,9 +18,6 @@ int vault_unblock_signals(void);
 /// The user id of the peer of a connected Unix-domain socket (SO_PEERCRED). Returns 0 or -1 with errno set.
 int vault_peer_uid(int fd, unsigned int *uid);
 
-/// Starts `path` with `argv` and the current environment in a new session (setsid), with stdin, stdout and
-/// stderr on /dev/null and no other descriptor of ours, and does not wait for it (a daemon: it outlives us). Returns its pid or -1 with errno.
-int vault_spawn_detached(const char *path, char *const argv[]);
 
 /// Sets SIGQUIT, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP and SIGSYS to their default action (the
 /// kernel ends the process; no core with vault_harden_process), replacing the Swift runtime's backtracer, which
@@ -45,9 +42,14 @@ int vault_secret_memfd(const char *name, const void *bytes, unsigned long count)
 
 /* Starts `file` (looked up on PATH) with `argv` and `envp` (the current environment when NULL): stdin from `input_fd` and stdout to
    `output_fd` (/dev/null for -1), stderr on /dev/null, no other descriptor of ours, default signal handling; with
-   `detach`, in a new session. Does not wait. For the clipboard tools of `vault clip`, which fork a server that
-   outlives them: nothing of the caller's (a pipe it reads to its end) may stay open in it. Returns the pid or -1
+   `detach`, in a new session (a daemon: it outlives us). Does not wait. For the agent and for the clipboard
+   tools of `vault clip`, which outlive their caller: nothing of the caller's (a passphrase descriptor, a pipe a
+   parent reads to its end) may stay open in them. Returns the pid or -1
    with errno. */
 int vault_spawn_tool(const char *file, char *const argv[], char *const envp[], int input_fd, int output_fd, int detach);
+
+/* Raises the soft RLIMIT_NOFILE to the hard limit (the agent: one descriptor per client). Returns the soft
+   limit now in force, or -1 with errno. */
+long vault_raise_open_files_limit(void);
 
 #endif

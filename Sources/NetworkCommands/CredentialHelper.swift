@@ -48,9 +48,12 @@ package struct CredentialHelper: AsyncParsableCommand {
             guard ["get", "store", "erase"].contains(operation) else { return }  // git: ignore unknown operations
             let request = try GitCredentialRequest.read(fd: 0)
             guard let origin = try request.origin() else {
-                if operation == "store", let scheme = request.protocol {
-                    FileHandle.standardError.write(Data(
-                        "vault: credential: protocol '\(scheme)' is not supported (only http and https); not stored\n".utf8))
+                if operation == "store" {
+                    let scheme = request.protocol?.lowercased()
+                    let reason = scheme == nil ? "no protocol given"
+                        : scheme != "http" && scheme != "https" ? "protocol '\(TerminalText.escaped(request.protocol!))' is not supported (only http and https)"
+                        : "no host given"
+                    writeToStderr("vault: credential: \(reason); not stored\n")
                 }
                 return
             }
@@ -60,8 +63,17 @@ package struct CredentialHelper: AsyncParsableCommand {
             let credentials = VaultCredentialStore(store: vault)
             // As git's own helpers match: an erase without a path removes the host's credentials of every path.
             let anyPath = operation == "erase" && request.path == nil
-            let records = try GitRecord.all(in: credentials, origin: origin, path: request.path, anyPath: anyPath)
+            var records = try GitRecord.all(in: credentials, origin: origin, path: request.path, anyPath: anyPath)
             let now = Int64(Date().timeIntervalSince1970)
+            // What has expired (--timeout, or git's password_expiry_utc) is forgotten, not only left unreturned:
+            // the records a `get` reads, and on every write every expired record of the helper's.
+            let expired = operation == "get"
+                ? records.filter { $0.isExpired(now: now) }.map(\.space)
+                : try GitRecord.expired(in: credentials, now: now)
+            if !expired.isEmpty {
+                try credentials.removeCredentials(of: expired)
+                records.removeAll { $0.isExpired(now: now) }
+            }
             switch operation {
             case "get": try get(request, from: records, now: now)
             case "store": try store(request, into: credentials, records: records, origin: origin, now: now)
@@ -172,6 +184,11 @@ package enum CredentialHelperError: Error, CustomStringConvertible, CLIReportabl
     case promptsDisabled
     /// A stored value would break a line of the output.
     case unprintableValue(key: String)
+    /// A `path`, `username`, `host` or part of `url` is not UTF-8 (refused: decoded lossily, two paths would share
+    /// one slot).
+    case notUTF8(key: String)
+    /// The request is larger than ``GitCredentialRequest/maximumRequestByteCount``.
+    case requestTooLarge
 
     package var description: String {
         switch self {
@@ -182,20 +199,24 @@ package enum CredentialHelperError: Error, CustomStringConvertible, CLIReportabl
         case .promptsDisabled:
             return "credential: the vault is locked and git's credential.interactive is false; not asking"
         case let .unprintableValue(key):
-            return "credential: the stored '\(key)' contains a newline or NUL; not returned"
+            return "credential: the stored '\(key)' contains a newline, carriage return or NUL; not returned"
+        case let .notUTF8(key):
+            return "credential: request refused: '\(key)' is not valid UTF-8"
+        case .requestTooLarge:
+            return "credential: request refused: it is larger than \(GitCredentialRequest.maximumRequestByteCount >> 20) MiB"
         }
     }
 
     package var exitCode: Int32 {
         switch self {
-        case .forbiddenByte, .malformedHost: return Exit.usage
+        case .forbiddenByte, .malformedHost, .notUTF8, .requestTooLarge: return Exit.usage
         case .promptsDisabled, .unprintableValue: return Exit.failure
         }
     }
 
     package var code: String {
         switch self {
-        case .forbiddenByte, .malformedHost: return "refused_request"
+        case .forbiddenByte, .malformedHost, .notUTF8, .requestTooLarge: return "refused_request"
         case .promptsDisabled: return "no_passphrase"
         case .unprintableValue: return "unprintable_value"
         }

@@ -48,14 +48,16 @@ package struct DockerCredentialHelper: AsyncParsableCommand {
         do {
             try perform()
         } catch let error as DockerHelperFailure {
-            try? writeToStdout(error.message + "\n")
+            // One line, whatever the input held (a server URL with a newline or NUL is echoed escaped).
+            try? writeToStdout(TerminalText.escaped(error.message) + "\n")
             throw ExitCode(1)
         } catch let error as ExitCode {
             throw error
         } catch {
             // Library errors: the words the CLI uses (message, hint), as one line on stdout.
             let reportable = error as? any CLIReportable
-            try? writeToStdout((reportable?.message ?? "\(error)") + (reportable?.hint.map { " (\($0))" } ?? "") + "\n")
+            let text = (reportable?.message ?? "\(error)") + (reportable?.hint.map { " (\($0))" } ?? "")
+            try? writeToStdout(TerminalText.escaped(text) + "\n")
             throw ExitCode(1)
         }
     }

@@ -4,6 +4,9 @@ import VaultAuth
 import VaultCommands
 import VaultCore
 import VaultTerminal
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // git's credential-helper protocol as `vault credential` speaks it (git-credential(1)): the request, the
 // answer, git's configuration, and the slots a credential is stored in.
@@ -84,6 +87,16 @@ struct GitRecord {
         }
     }
 
+    /// The spaces of every record of the helper's, of any host and path, whose expiry has passed.
+    static func expired(in credentials: VaultCredentialStore, now: Int64) throws -> [ProtectionSpace] {
+        try credentials.storedSpaces().filter { space in
+            guard GitSlot(realm: space.realm) != nil,
+                  let expiry = try credentials.extras(for: space).passwordExpiryUTC.flatMap({ Int64($0) })
+            else { return false }
+            return expiry <= now
+        }
+    }
+
     /// Whether its `password_expiry_utc` has passed (git does not use an expired password).
     func isExpired(now: Int64) -> Bool {
         guard let expiry = extras.passwordExpiryUTC.flatMap({ Int64($0) }) else { return false }
@@ -96,14 +109,16 @@ struct GitCredentialOutput {
     private var parts: [(key: String, text: String?, secret: SecureBytes?)] = []
 
     mutating func add(_ key: String, _ value: String) throws {
-        guard !value.utf8.contains(where: { $0 == 0 || $0 == 0x0A }) else {
+        guard !value.utf8.contains(where: { $0 == 0 || $0 == 0x0A || $0 == 0x0D }) else {
             throw CredentialHelperError.unprintableValue(key: key)
         }
         parts.append((key, value, nil))
     }
 
     mutating func add(_ key: String, _ value: SecureBytes) throws {
-        guard !value.withUnsafeBytes({ $0.contains(where: { $0 == 0 || $0 == 0x0A }) }) else {
+        // A carriage return too: git before 2.47 splits lines at it (CVE-2024-52006), so a stored
+        // "alice\rpassword=…" would be read as a second key.
+        guard !value.withUnsafeBytes({ $0.contains(where: { $0 == 0 || $0 == 0x0A || $0 == 0x0D }) }) else {
             throw CredentialHelperError.unprintableValue(key: key)
         }
         parts.append((key, nil, value))
@@ -172,83 +187,164 @@ struct GitCredentialRequest {
         return (authType, authCredential)
     }
 
-    /// The longest line accepted, in bytes.
+    /// The longest line of a key the helper reads, in bytes; lines of other keys (`wwwauth[]`, `state[]`, …)
+    /// are skipped whatever their length.
     static let maximumLineByteCount = 64 << 10
+    /// The most bytes a request may have, all lines together.
+    static let maximumRequestByteCount = 16 << 20
+    /// The keys the helper reads; every other line is skipped unread.
+    static let knownKeys: Set<String> = [
+        "protocol", "host", "path", "username", "password", "password_expiry_utc", "oauth_refresh_token",
+        "capability[]", "authtype", "credential", "ephemeral", "url",
+    ]
 
-    /// Reads the request from `fd` one line at a time, stopping at the blank line (nothing after it is read).
-    /// Secrets (`password`, `oauth_refresh_token`, `credential`, and a password inside `url=`) go straight into
-    /// guarded memory. Unknown keys (`wwwauth[]`, `state[]`, `continue`, `quit`, ...) are ignored; a line with
-    /// a NUL or a carriage return refuses the whole request.
+    /// Reads the request from `fd` up to the blank line (or end of input), in 64 KiB reads into guarded memory.
+    /// Secrets (`password`, `oauth_refresh_token`, `credential`, and a password inside `url=`) stay in guarded
+    /// memory. Lines of keys the helper does not read are skipped as they arrive (never kept, whatever their
+    /// length); a line with a NUL or a carriage return (also just before its newline) refuses the whole request,
+    /// as does a request over ``maximumRequestByteCount`` bytes or a line of a read key over
+    /// ``maximumLineByteCount``. A `path` or `username` that is not UTF-8 is refused rather than decoded
+    /// lossily (two paths would share one slot).
     static func read(fd: Int32) throws -> GitCredentialRequest {
         var request = GitCredentialRequest()
-        while true {
-            let line = try SecretInput.read(fd: fd, limit: maximumLineByteCount, untilNewline: true, name: "stdin")
-            if line.count == 0 { break }  // blank line or end of input
-            let equals: Int? = line.withUnsafeBytes { $0.firstIndex(of: UInt8(ascii: "=")) }
-            let key = line.withUnsafeBytes { String(decoding: $0[..<(equals ?? $0.count)], as: UTF8.self) }
-            for (byte, name) in [(UInt8(0), "NUL"), (UInt8(ascii: "\r"), "carriage return")]
-            where line.withUnsafeBytes({ $0.contains(byte) }) {
-                throw CredentialHelperError.forbiddenByte(key: key, byte: name)
+        let pending = SecretBuffer()
+        var total = 0
+        var skipping = false  // inside a line of a key the helper does not read
+        var ended = false
+        readLoop: while !ended {
+            let result: Result<Int, Posix.Errno> = pending.append(upTo: 64 << 10) { space in
+                Posix.valueOrErrno { Glibc.read(fd, space.baseAddress, space.count) }
             }
-            guard let equals else { continue }
-            func secret() -> SecureBytes {
-                line.withUnsafeBytes { bytes in
-                    let value = UnsafeRawBufferPointer(rebasing: bytes[(equals + 1)...])
-                    return SecureBytes(count: value.count) { $0.copyMemory(from: value) }
+            let count: Int
+            switch result {
+            case .failure(let error): throw VaultError.io(operation: "cannot read", path: "stdin", errno: error.code)
+            case .success(let n): count = n
+            }
+            total += count
+            guard total <= maximumRequestByteCount else { throw CredentialHelperError.requestTooLarge }
+            if count == 0 { ended = true }
+            // Every complete line now in `pending` (and at the end, the last one without its newline).
+            while true {
+                let line: (end: Int, next: Int)? = pending.withUnsafeBytes { bytes in
+                    if let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) { return (newline, newline + 1) }
+                    return ended && bytes.count > 0 ? (bytes.count, bytes.count) : nil
                 }
+                guard let line else { break }
+                let done: Bool = try pending.withUnsafeBytes { bytes in
+                    let text = UnsafeRawBufferPointer(rebasing: bytes[0..<line.end])
+                    if skipping {
+                        try Self.checkForbidden(text, key: "(skipped)")
+                        skipping = false
+                        return false
+                    }
+                    if text.isEmpty { return true }  // the blank line ends the request
+                    try request.take(line: text)
+                    return false
+                }
+                pending.removeFirst(line.next)
+                if done { break readLoop }
             }
-            switch key {
-            case "password": request.password = secret(); continue
-            case "oauth_refresh_token": request.oauthRefreshToken = secret(); continue
-            case "credential": request.authCredential = secret(); continue
-            case "url": try request.apply(url: line, from: equals + 1); continue
-            default: break
-            }
-            let value = line.withUnsafeBytes { String(decoding: $0[(equals + 1)...], as: UTF8.self) }
-            switch key {
-            case "protocol": request.protocol = value
-            case "host": request.host = value; request.hostKey = "host"
-            case "path": request.path = value.isEmpty ? nil : value
-            case "username": request.username = value
-            case "password_expiry_utc":
-                request.passwordExpiryUTC = Int64(value).flatMap { $0 > 0 ? $0 : nil }
-            case "capability[]": request.capabilities.insert(value)
-            case "authtype": request.authType = value
-            case "ephemeral": request.ephemeral = ["true", "yes", "on", "1"].contains(value.lowercased())
-            default: break
+            // A line still without its newline: kept if its key is read (up to the limit), else skipped.
+            if !ended, pending.count > 0 {
+                let decision: Int = try pending.withUnsafeBytes { bytes in
+                    if skipping {
+                        try Self.checkForbidden(bytes, key: "(skipped)")
+                        return 1  // drop it all
+                    }
+                    let equals = bytes.prefix(256).firstIndex(of: UInt8(ascii: "="))
+                    let key = equals.map { String(decoding: bytes[..<$0], as: UTF8.self) }
+                    if let key, !Self.knownKeys.contains(key) {
+                        try Self.checkForbidden(bytes, key: key)
+                        return 2  // skip this line from here on
+                    }
+                    if equals == nil && bytes.count > 256 { return 2 }  // no key at all: git ignores such lines
+                    guard bytes.count <= maximumLineByteCount else {
+                        throw SecretInputError.tooLong(source: "stdin", limit: maximumLineByteCount)
+                    }
+                    return 0
+                }
+                if decision > 0 {
+                    pending.wipe()
+                    skipping = true
+                }
             }
         }
         return request
     }
 
-    /// `url=<protocol>://[<user>[:<password>]@]<host>[/<path>]` stands for its parts, percent-decoded, as git
-    /// reads it (git-credential(1)): it clears what came before it, and later keys override its parts. A
-    /// decoded part with a NUL, newline or carriage return refuses the request.
-    mutating func apply(url line: SecureBytes, from start: Int) throws {
+    /// Refuses a NUL or a carriage return in `bytes` (git's CVE-2020-5260 and CVE-2024-52006 classes).
+    private static func checkForbidden(_ bytes: UnsafeRawBufferPointer, key: String) throws {
+        for (byte, name) in [(UInt8(0), "NUL"), (UInt8(ascii: "\r"), "carriage return")] where bytes.contains(byte) {
+            throw CredentialHelperError.forbiddenByte(key: key, byte: name)
+        }
+    }
+
+    /// Takes one line (without its newline) into the request.
+    private mutating func take(line: UnsafeRawBufferPointer) throws {
+        let equals = line.firstIndex(of: UInt8(ascii: "="))
+        let key = String(decoding: line[..<(equals ?? line.count)], as: UTF8.self)
+        try Self.checkForbidden(line, key: key)
+        guard let equals, Self.knownKeys.contains(key) else { return }
+        guard line.count <= Self.maximumLineByteCount else {
+            throw SecretInputError.tooLong(source: "stdin", limit: Self.maximumLineByteCount)
+        }
+        let raw = UnsafeRawBufferPointer(rebasing: line[(equals + 1)...])
+        func secret() -> SecureBytes { SecureBytes(count: raw.count) { $0.copyMemory(from: raw) } }
+        switch key {
+        case "password": password = secret(); return
+        case "oauth_refresh_token": oauthRefreshToken = secret(); return
+        case "credential": authCredential = secret(); return
+        case "url": try apply(url: raw); return
+        default: break
+        }
+        guard let value = String(validating: raw, as: UTF8.self) else { throw CredentialHelperError.notUTF8(key: key) }
+        switch key {
+        case "protocol": self.protocol = value
+        case "host": host = value; hostKey = "host"
+        case "path": path = value.isEmpty ? nil : value
+        case "username": username = value
+        case "password_expiry_utc":
+            passwordExpiryUTC = Int64(value).flatMap { $0 > 0 ? $0 : nil }
+        case "capability[]": capabilities.insert(value)
+        case "authtype": authType = value
+        case "ephemeral": ephemeral = ["true", "yes", "on", "1"].contains(value.lowercased())
+        default: break
+        }
+    }
+
+    /// `url=<protocol>://[<user>[:<password>]@]<host>[/<path>]` stands for its parts, percent-decoded, exactly
+    /// as git reads it (`credential_from_url_1` in git's credential.c): the authority ends at the first `/`, `?`
+    /// or `#` (git's CVE-2020-11008 fix: `https://alice:443#@victim.example/` is host `alice:443`, path
+    /// `#@victim.example`); a `@` counts only before that end; leading and trailing slashes of the path are
+    /// dropped. It clears what came before it, and later keys override its parts. A decoded part with a NUL,
+    /// newline or carriage return, or a username, host or path that is not UTF-8, refuses the request.
+    mutating func apply(url value: UnsafeRawBufferPointer) throws {
         self.protocol = nil; host = nil; path = nil; username = nil; password = nil
         hostKey = "url"
-        try line.withUnsafeBytes { all in
-            let value = UnsafeRawBufferPointer(rebasing: all[start...])
-            guard let schemeEnd = Self.find(Array("://".utf8), in: value) else {
-                throw CredentialHelperError.malformedHost(key: "url")
+        guard let schemeEnd = Self.find(Array("://".utf8), in: value) else {
+            throw CredentialHelperError.malformedHost(key: "url")
+        }
+        guard let scheme = String(validating: value[..<schemeEnd], as: UTF8.self) else { throw CredentialHelperError.notUTF8(key: "url") }
+        self.protocol = scheme
+        let authorityStart = schemeEnd + 3
+        let end = value[authorityStart...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? value.count
+        var hostStart = authorityStart
+        if let at = value[authorityStart..<end].firstIndex(of: UInt8(ascii: "@")) {
+            let colon = value[authorityStart..<at].firstIndex(of: UInt8(ascii: ":"))
+            username = try Self.decodedText(value[authorityStart..<(colon ?? at)], key: "url")
+            if let colon {
+                password = try Self.decodedSecret(UnsafeRawBufferPointer(rebasing: value[(colon + 1)..<at]))
             }
-            self.protocol = String(decoding: value[..<schemeEnd], as: UTF8.self)
-            let authorityStart = schemeEnd + 3
-            let slash = value[authorityStart...].firstIndex(of: UInt8(ascii: "/")) ?? value.count
-            var hostStart = authorityStart
-            if let at = value[authorityStart..<slash].firstIndex(of: UInt8(ascii: "@")) {
-                let colon = value[authorityStart..<at].firstIndex(of: UInt8(ascii: ":"))
-                username = try Self.decodedText(value[authorityStart..<(colon ?? at)], key: "url")
-                if let colon {
-                    password = try Self.decodedSecret(UnsafeRawBufferPointer(rebasing: value[(colon + 1)..<at]))
-                }
-                hostStart = at + 1
-            }
-            host = try Self.decodedText(value[hostStart..<slash], key: "url")
-            if slash < value.count {
-                let decoded = try Self.decodedText(value[(slash + 1)...], key: "url")
-                path = decoded.isEmpty ? nil : decoded
-            }
+            hostStart = at + 1
+        }
+        host = try Self.decodedText(value[hostStart..<end], key: "url")
+        var pathStart = end
+        while pathStart < value.count, value[pathStart] == UInt8(ascii: "/") { pathStart += 1 }
+        if pathStart < value.count {
+            var decoded = try Self.decodedText(value[pathStart...], key: "url")
+            while decoded.count > 1, decoded.hasSuffix("/") { decoded.removeLast() }
+            path = decoded.isEmpty ? nil : decoded
         }
     }
 
@@ -289,7 +385,10 @@ struct GitCredentialRequest {
 
     private static func decodedText(_ bytes: Slice<UnsafeRawBufferPointer>, key: String) throws -> String {
         let decoded = try decodedSecret(UnsafeRawBufferPointer(rebasing: bytes))
-        return decoded.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        guard let text = decoded.withUnsafeBytes({ String(validating: $0, as: UTF8.self) }) else {
+            throw CredentialHelperError.notUTF8(key: key)
+        }
+        return text
     }
 
     /// The byte of a `%XX` escape at `index`, or `nil`.

@@ -199,7 +199,9 @@ extension MobileServicesClient {
     }
 
     @Test func serverDownOnRegistrationIsAClearErrorAndTheVaultIsUnchanged() async throws {
-        let port = try unusedLoopbackPort()
+        let refusing = try RefusingLoopbackPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let port = refusing.port
         let vault = try TestVault()
         let store = try vault.openStore()
         let before = try vault.bytes()

@@ -163,23 +163,35 @@ let registrationKeys = [
     Keys.applicationConnectionId, Keys.username, Keys.password, Keys.credentialSpace, Keys.server, Keys.applicationId,
 ]
 
-/// A port on 127.0.0.1 where nothing listens (bound, then closed).
-func unusedLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestFailure("socket failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-            bind(fd, generic, length) == 0 && getsockname(fd, generic, &length) == 0
+/// A loopback port nobody answers on, for as long as the value lives: the socket is bound but never listens, so a
+/// connection is refused, and no server started by a concurrent test can be given the same port (a port found free
+/// and closed again was handed to another test's server that answered 503).
+final class RefusingLoopbackPort {
+    let port: Int
+    private let fd: Int32
+
+    init() throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let fd = self.fd
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(fd, generic, length) == 0 && getsockname(fd, generic, &length) == 0
+            }
         }
+        guard bound else {
+            close(fd)
+            throw TestFailure("bind failed")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
     }
-    guard bound else { throw TestFailure("bind failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
+
+    deinit { close(fd) }
 }
 
 /// A one-route HTTP server (Python's `http.server`) for answers the emulator never gives: every request without

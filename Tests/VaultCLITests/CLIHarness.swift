@@ -24,6 +24,9 @@ enum CLI {
 
     static var vault: String { binDirectory.appendingPathComponent("vault").path }
 
+    /// SIGPIPE ignored in the test process, once: a write to a child that exited is an error, not the end of the run.
+    static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
     /// Runs `executable` with `arguments`; `stdin` is written then closed. The environment is minimal and
     /// explicit; the process is started in a new session (`setsid`) so it never has a controlling terminal.
     static func run(
@@ -56,11 +59,26 @@ enum CLI {
         let killer = DispatchWorkItem { killTree(pid) }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
         defer { killer.cancel() }
-        input.fileHandleForWriting.write(stdin)
-        try input.fileHandleForWriting.close()
-        // Drain both pipes concurrently so a chatty child cannot block.
+        // Feed stdin from another thread, so a child that answers before reading everything cannot block the
+        // drain below, and a child that stops reading (a size cap) ends the write with EPIPE, not SIGPIPE.
+        _ = ignoreBrokenPipes
         nonisolated(unsafe) var errData = Data()
         let group = DispatchGroup()
+        group.enter()
+        let writer = input.fileHandleForWriting
+        DispatchQueue.global().async {
+            stdin.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = Glibc.write(writer.fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written < 0 && errno == EINTR { continue }
+                    guard written > 0 else { break }
+                    offset += written
+                }
+            }
+            try? writer.close()
+            group.leave()
+        }
         group.enter()
         DispatchQueue.global().async {
             errData = error.fileHandleForReading.readDataToEndOfFile()

@@ -204,7 +204,7 @@ import Testing
         let get = try helper("get", "protocol=https\nhost=n.example\n")
         #expect(get.status == 1)
         #expect(get.stdout.isEmpty)
-        #expect(get.stderr == "vault: credential: the stored 'username' contains a newline or NUL; not returned\n")
+        #expect(get.stderr == "vault: credential: the stored 'username' contains a newline, carriage return or NUL; not returned\n")
     }
 
     // MARK: - git's own helper test suite

@@ -14,8 +14,9 @@ package struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run CMD with secrets from the vault: in its environment, on its stdin, or in in-memory files.",
         discussion: """
-            --env NAME=ENTRY sets NAME to the entry's value; --env-file FILE reads NAME=ENTRY lines (blank lines
-            and # comments skipped); --stdin ENTRY feeds the value on CMD's stdin; --file NAME=ENTRY sets NAME to
+            --env NAME=ENTRY sets NAME to the entry's value; --env-file FILE reads NAME=ENTRY lines as dotenv files are
+            written (LF or CRLF, blank lines and # comments skipped, export and quotes allowed; a bad line is named
+            by its number only); --stdin ENTRY feeds the value on CMD's stdin; --file NAME=ENTRY sets NAME to
             /dev/fd/N, an in-memory file (memfd, never on disk, sealed) holding the value. No secret is ever on a
             command line. VAULT_PASSPHRASE is not passed on. vault exits with CMD's status (or dies of the signal
             that ended it); SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to vault are passed to CMD, and Ctrl-C on the
@@ -68,16 +69,23 @@ package struct RunCommand: ParsableCommand {
         var status: Int32 = 0
         try reportingErrors(json: options.json) {
             var variables = try environment.map(Self.mapping)
+            // Where each --env-file mapping came from: a missing entry is named by its file and line, not shown.
+            var fromFiles: [String: (file: String, line: Int)] = [:]
             for file in environmentFiles {
+                errno = 0
                 guard let data = FileManager.default.contents(atPath: file) else {
                     throw VaultError.io(operation: "cannot read", path: file, errno: errno == 0 ? ENOENT : errno)
                 }
-                for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-                    let text = line.trimmingCharacters(in: .whitespaces)
-                    if text.isEmpty || text.hasPrefix("#") { continue }
-                    do { variables.append(try Self.mapping(text)) } catch let error as ValidationError {
-                        throw CLIError.message("\(file): \(error.message)", exitCode: Exit.usage)
-                    }
+                let bytes = [UInt8](data)
+                let parsed: EnvFile
+                do { parsed = try EnvFile(bytes) } catch let error as EnvFile.Malformed {
+                    throw CLIError.message(
+                        "\(file): line \(error.line): \(error.reason) (the line is not shown: it may hold a secret)",
+                        exitCode: Exit.usage)
+                }
+                for line in parsed.lines {
+                    variables.append((line.name, line.entry))
+                    if fromFiles[line.entry] == nil { fromFiles[line.entry] = (file, line.number) }
                 }
             }
             let fileMappings = try files.map(Self.mapping)
@@ -86,7 +94,14 @@ package struct RunCommand: ParsableCommand {
             try withVault(options) { vault in
                 for entry in variables.map(\.entry) + fileMappings.map(\.entry) + (stdinEntry.map { [$0] } ?? [])
                 where values[entry] == nil {
-                    guard let value = try vault.getBytes(entry) else { throw CLIError.noSuchEntry(name: entry, path: vault.path) }
+                    guard let value = try vault.getBytes(entry) else {
+                        if let origin = fromFiles[entry], !environment.contains(where: { $0.hasSuffix("=" + entry) }) {
+                            throw CLIError.message(
+                                "\(origin.file): line \(origin.line): no such entry in vault '\(vault.path)' (the entry's name is not shown: a .env file of values would show a secret)",
+                                exitCode: Exit.notFound)
+                        }
+                        throw CLIError.noSuchEntry(name: entry, path: vault.path)
+                    }
                     values[entry] = value
                 }
             }

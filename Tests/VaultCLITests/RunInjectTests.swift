@@ -31,6 +31,39 @@ import Testing
         #expect(result.stderr == "")
     }
 
+    /// Issue 24 §5: dotenv files as they are written (CRLF, a BOM, export, quotes, comments), and a bad line named
+    /// by its number, never shown: in a .env file of values (not entry names) the line is the secret.
+    @Test func envFileIsReadAsDotenvAndABadLineIsNamedNotShown() throws {
+        let file = box.directory + "/env"
+        let text = "\u{FEFF}# saved on Windows\r\n\r\nexport A=k1\r\nB = \"odd \\\"name\\\"\" # quoted\r\n  C='k3'\r\nD=k2 # comment\r\n"
+        try box.write(text, to: file)
+        let script = #"printf '%s|%s|%s|%s' "$A" "$B" "$C" "$D""#
+        let result = try run(["--env-file", file, "--", "/bin/sh", "-c", script])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutText == "v1 with spaces|v4|v3|v2\nsecond line")
+
+        for (lines, line, reason) in [
+            ("A=k1\nTOKEN: ghp_s3cr3tValue\n", 2, "expected NAME=ENTRY"),
+            ("ghp_s3cr3tValue\n", 1, "expected NAME=ENTRY"),
+            ("A=k1\r\n\r\nB='ghp_s3cr3tValue\r\n", 3, "the quote is not closed"),
+            ("ghp s3cr3tValue=k1\n", 1, "the variable name is not letters, digits and _ (not starting with a digit)"),
+            ("A=\"ghp_s3cr3tValue\" x\n", 1, "only a # comment may follow the closing quote"),
+            ("A=ghp_s3cr3t\rValue\n", 1, "contains a carriage return or NUL"),
+            ("A=\n", 1, "no entry after '='"),
+        ] {
+            try box.write(lines, to: file)
+            let bad = try run(["--env-file", file, "--", "/bin/true"])
+            #expect(bad.status == 64)
+            #expect(bad.stderr == "vault: \(file): line \(line): \(reason) (the line is not shown: it may hold a secret)\n")
+        }
+        // A .env of values read as entry names: the value is not echoed as a missing entry's name.
+        try box.write("A=k1\nTOKEN=ghp_s3cr3tValue\n", to: file)
+        let missing = try run(["--env-file", file, "--", "/bin/true"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.hasPrefix("vault: \(file): line 2: no such entry in vault '\(box.vaultPath)'"))
+        #expect(!missing.stderr.contains("s3cr3t"))
+    }
+
     @Test func runRefusesAMissingEntryAndDoesNotStartTheCommand() throws {
         let marker = box.directory + "/ran"
         let result = try run(["--env", "A=k1", "--env", "B=missing", "--", "/usr/bin/touch", marker])

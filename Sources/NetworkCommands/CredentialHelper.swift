@@ -44,6 +44,7 @@ package struct CredentialHelper: AsyncParsableCommand {
     }
 
     package func run() async throws {
+        VaultOptions.caller = "git credential helper"
         try await reportingErrors(json: options.json) {
             guard ["get", "store", "erase"].contains(operation) else { return }  // git: ignore unknown operations
             let request = try GitCredentialRequest.read(fd: 0)
@@ -87,6 +88,11 @@ package struct CredentialHelper: AsyncParsableCommand {
     func openVaultForGit() throws -> any KeyValueVault {
         if !options.hasPassphraseSource {
             if let vault = try AgentAccess.vault(for: options, mayPrompt: false) { return vault }
+            // git's own switches: GIT_TERMINAL_PROMPT=0 (git asks nothing on the terminal) and
+            // credential.interactive=false.
+            if Terminal.controlling() != nil, Posix.environment("GIT_TERMINAL_PROMPT") == "0" {
+                throw CredentialHelperError.terminalPromptDisabled
+            }
             if Terminal.controlling() != nil, !GitConfiguration.allowsPrompts() {
                 throw CredentialHelperError.promptsDisabled
             }
@@ -182,6 +188,8 @@ package enum CredentialHelperError: Error, CustomStringConvertible, CLIReportabl
     case malformedHost(key: String)
     /// The vault is locked in the agent, and `credential.interactive=false` forbids asking.
     case promptsDisabled
+    /// The vault is locked in the agent, and `GIT_TERMINAL_PROMPT=0` forbids asking.
+    case terminalPromptDisabled
     /// A stored value would break a line of the output.
     case unprintableValue(key: String)
     /// A `path`, `username`, `host` or part of `url` is not UTF-8 (refused: decoded lossily, two paths would share
@@ -198,6 +206,8 @@ package enum CredentialHelperError: Error, CustomStringConvertible, CLIReportabl
             return "credential: request refused: '\(key)' is not exactly a host name or address and an optional port"
         case .promptsDisabled:
             return "credential: the vault is locked and git's credential.interactive is false; not asking"
+        case .terminalPromptDisabled:
+            return "credential: the vault is locked and GIT_TERMINAL_PROMPT=0; not asking"
         case let .unprintableValue(key):
             return "credential: the stored '\(key)' contains a newline, carriage return or NUL; not returned"
         case let .notUTF8(key):
@@ -210,21 +220,21 @@ package enum CredentialHelperError: Error, CustomStringConvertible, CLIReportabl
     package var exitCode: Int32 {
         switch self {
         case .forbiddenByte, .malformedHost, .notUTF8, .requestTooLarge: return Exit.usage
-        case .promptsDisabled, .unprintableValue: return Exit.failure
+        case .promptsDisabled, .terminalPromptDisabled, .unprintableValue: return Exit.failure
         }
     }
 
     package var code: String {
         switch self {
         case .forbiddenByte, .malformedHost, .notUTF8, .requestTooLarge: return "refused_request"
-        case .promptsDisabled: return "no_passphrase"
+        case .promptsDisabled, .terminalPromptDisabled: return "no_passphrase"
         case .unprintableValue: return "unprintable_value"
         }
     }
 
     package var hint: String? {
         switch self {
-        case .promptsDisabled: return "run 'vault unlock' once"
+        case .promptsDisabled, .terminalPromptDisabled: return "run 'vault unlock' once"
         default: return nil
         }
     }

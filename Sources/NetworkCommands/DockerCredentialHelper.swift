@@ -45,6 +45,7 @@ package struct DockerCredentialHelper: AsyncParsableCommand {
     static let maximumInputByteCount = 1 << 20
 
     package func run() async throws {
+        VaultOptions.caller = "docker credential helper"
         do {
             try perform()
         } catch let error as DockerHelperFailure {

@@ -93,7 +93,9 @@ public final class AgentClient: Sendable {
         _ fill: (AgentWire.Writer) -> Void = { _ in }
     ) throws -> AgentWire.Message {
         let writer = AgentWire.Writer(kind: operation.rawValue)
-        if let path { writer.field(.path, path) }
+        // The agent knows a vault by its canonical path: every spelling of one file (`./v.vault`, `//`, a linked
+        // directory) unlocks, uses and locks the same vault. Messages keep the caller's spelling.
+        if let path { writer.field(.path, RollbackGuard.canonicalPath(path)) }
         fill(writer)
         let timeout: Int
         switch operation {

@@ -59,16 +59,36 @@ package struct Unlock: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    @Option(help: ArgumentHelp("Lock after this long without use (90s, 15m, 8h).", valueName: "duration"))
-    var idle = Duration(argument: "15m")!
+    @Option(name: .customLong("idle"), help: ArgumentHelp("Lock after this long without use (90s, 15m, 8h; default 15m).", valueName: "duration"))
+    var idleOption: Duration?
 
-    @Option(help: ArgumentHelp("Lock this long after unlocking, whatever the use.", valueName: "duration"))
-    var max = Duration(argument: "8h")!
+    @Option(name: .customLong("max"), help: ArgumentHelp("Lock this long after unlocking, whatever the use (default 8h).", valueName: "duration"))
+    var maxOption: Duration?
+
+    @Flag(name: .shortAndLong, help: "Ask for the passphrase again even when the vault is already unlocked.")
+    var force = false
+
+    var idle: Duration { idleOption ?? Duration(argument: "15m")! }
+    var max: Duration { maxOption ?? Duration(argument: "8h")! }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
             let path = options.resolvedPath
             guard options.makeStore().exists else { throw VaultError.vaultNotFound(path: path) }
+            // Already unlocked, and nothing new asked for: say so, ask nothing.
+            if !force, idleOption == nil, maxOption == nil, let client = try? AgentClient.connect(),
+               let held = try? client.status().vaults.first(where: { $0.path == RollbackGuard.canonicalPath(path) }) {
+                if options.json {
+                    try writeJSON([
+                        "path": path, "unlocked": true, "already_unlocked": true,
+                        "idle_seconds_left": held.idleSecondsLeft, "max_seconds_left": held.maxSecondsLeft,
+                    ])
+                } else {
+                    try writeToStdout(
+                        "vault '\(path)' is already unlocked (locks in \(Self.span(held.idleSecondsLeft)) without use, \(Self.span(held.maxSecondsLeft)) at most); --force asks again\n")
+                }
+                return
+            }
             if idle.seconds >= max.seconds, !options.json {
                 writeToStderr("vault: warning: --idle \(idle) is not shorter than --max \(max): the vault locks after \(max) whatever the use\n")
             }
@@ -86,6 +106,17 @@ package struct Unlock: ParsableCommand {
                 try writeToStdout("unlocked vault '\(path)' (idle \(idle), max \(max))\n")
             }
         }
+    }
+}
+
+extension Unlock {
+    /// Seconds as a person reads them: `14m 59s`, `7h 59m`, `2d 3h`, `45s`.
+    static func span(_ seconds: Int) -> String {
+        let days = seconds / 86_400, hours = seconds % 86_400 / 3600, minutes = seconds % 3600 / 60, rest = seconds % 60
+        if days > 0 { return hours > 0 ? "\(days)d \(hours)h" : "\(days)d" }
+        if hours > 0 { return minutes > 0 ? "\(hours)h \(minutes)m" : "\(hours)h" }
+        if minutes > 0 { return rest > 0 ? "\(minutes)m \(rest)s" : "\(minutes)m" }
+        return "\(rest)s"
     }
 }
 
@@ -130,7 +161,7 @@ package struct AgentCommand: ParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "agent",
         abstract: "Run the agent in the foreground (for a service manager); 'vault agent status' shows what is unlocked.",
-        subcommands: [Run.self, Status.self], defaultSubcommand: Run.self)
+        subcommands: [Run.self, Status.self, Stop.self], defaultSubcommand: Run.self)
 
     /// The `vault` executable (the agent runs as `vault agent`, not `vault-net`, which loads libcurl).
     package static var executable: String {
@@ -160,6 +191,39 @@ package struct AgentCommand: ParsableCommand {
                 try server.run()
             } catch {
                 throw ExitCode(report(error, json: false))
+            }
+        }
+    }
+
+    package struct Stop: ParsableCommand {
+        package init() {}
+        package static let configuration = CommandConfiguration(
+            commandName: "stop",
+            abstract: "Lock every vault and stop the agent (SIGTERM to the process that answers on the socket).")
+
+        @Flag(help: "Machine-readable output.")
+        var json = false
+
+        package func run() throws {
+            try reportingErrors(json: json) {
+                let socket = AgentSocket.defaultPath
+                guard let client = try AgentClient.connect(socketPath: socket) else {
+                    if json { try writeJSON(["stopped": false, "socket": socket]) }
+                    else { try writeToStdout("no agent answers on '\(socket)'\n") }
+                    return
+                }
+                // The pid comes from the process that answers on our socket, as our user (the client checks its
+                // uid): lock first, so the keys are zeroed even if the signal were lost.
+                let pid = try client.status().pid
+                let locked = try client.lockAll()
+                guard pid > 1, kill(pid_t(pid), SIGTERM) == 0 else {
+                    throw VaultError.io(operation: "cannot stop the agent at", path: socket, errno: errno)
+                }
+                // Wait (up to 2 s) until it no longer answers.
+                let deadline = Posix.monotonicSeconds() + 2
+                while Posix.monotonicSeconds() < deadline, kill(pid_t(pid), 0) == 0 { usleep(20_000) }
+                if json { try writeJSON(["stopped": true, "pid": Int(pid), "locked": locked, "socket": socket]) }
+                else { try writeToStdout("stopped the agent (pid \(pid)); \(locked) vault\(locked == 1 ? "" : "s") locked\n") }
             }
         }
     }

@@ -26,7 +26,9 @@ package enum AgentAccess {
         let path = options.resolvedPath
         let client: AgentClient
         do {
-            guard let connected = try AgentClient.connect() else { return nil }
+            guard let connected = try AgentClient.connect() else {
+                return mayPrompt ? try startAgentAndUnlock(options) : nil
+            }
             client = connected
             if let vault = try client.vault(at: path) { return vault }
         } catch let error as AgentError {
@@ -46,6 +48,44 @@ package enum AgentAccess {
             allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
             lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
         return try client.vault(at: path)
+    }
+
+    /// Whether the first prompt of a session starts an agent: yes unless `VAULT_AGENT=off` (for those who want
+    /// every command to ask, and for tests).
+    static var startsAgent: Bool { Posix.environment("VAULT_AGENT") != "off" }
+
+    /// No agent runs: on a terminal, and when the passphrase would come from it, ask once, start an agent, unlock
+    /// the vault in it (15 minutes idle, 8 hours at most) and say so on one stderr line, as gpg-agent and
+    /// rbw-agent do, so the next commands ask nothing. `nil` when this is not that case (the verb opens the vault
+    /// itself); when the agent cannot be started, the vault is opened here with the passphrase already typed.
+    private static func startAgentAndUnlock(_ options: VaultOptions) throws -> (any KeyValueVault)? {
+        guard startsAgent, !options.hasPassphraseSource, options.makeStore().exists, Terminal.controlling() != nil
+        else { return nil }
+        let socket = AgentSocket.defaultPath
+        do { try AgentSocket.checkDirectory(of: socket, create: true) } catch { return nil }
+        let turn = try PromptTurn(socketPath: socket)
+        defer { turn.release() }
+        // Another command may have started one while we waited for our turn.
+        if let running = try? AgentClient.connect(socketPath: socket), let vault = try running.vault(at: options.resolvedPath) {
+            return vault
+        }
+        let passphrase = try options.passphrase()
+        let client: AgentClient
+        do {
+            client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
+        } catch {
+            let store = options.makeStore()
+            try store.open(with: passphrase, createIfMissing: false)
+            return store
+        }
+        try client.unlock(
+            path: options.resolvedPath, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
+            allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
+            lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+        if !options.json {
+            writeToStderr("vault: unlocked in the agent: no command asks again for 15m without use, 8h at most; 'vault lock' locks now (VAULT_AGENT=off: never start one)\n")
+        }
+        return try client.vault(at: options.resolvedPath)
     }
 }
 

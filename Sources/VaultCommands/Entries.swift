@@ -97,7 +97,10 @@ package struct Put: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "put",
-        abstract: "Store a value under NAME (the value is read from stdin, all bytes; a no-echo prompt on a terminal).")
+        abstract: "Store a value under NAME (the value is read from stdin, all bytes; a no-echo prompt on a terminal).",
+        discussion: """
+            On a terminal, replacing an existing entry asks first (--force does not ask), a paste of several lines at the one-line prompt is refused and discarded (--multiline reads until Ctrl-D), and stderr says whether the entry was stored or replaced. From a pipe or a file the bytes are stored exactly, a final newline included (--trim-newline drops one); an empty input never replaces an existing entry unless --allow-empty.
+            """)
 
     @OptionGroup var options: VaultOptions
 
@@ -105,6 +108,15 @@ package struct Put: ParsableCommand {
 
     @Flag(help: "Fail (exit 7) if NAME exists, and store nothing.")
     package var noClobber = false
+
+    @Flag(name: .shortAndLong, help: "Replace an existing entry without asking on the terminal.")
+    package var force = false
+
+    @Flag(help: "Let an empty input replace an existing entry.")
+    package var allowEmpty = false
+
+    @Flag(name: .shortAndLong, help: "At the terminal prompt, read several lines, until Ctrl-D.")
+    package var multiline = false
 
     @Flag(help: "Drop one newline (\\n or \\r\\n) at the end of the value read from stdin (for `echo … | vault put`).")
     package var trimNewline = false
@@ -115,42 +127,85 @@ package struct Put: ParsableCommand {
         if let fd = entry.nameFD, fd == options.passphraseFD {
             throw ValidationError("the name and the passphrase need different descriptors")
         }
+        if noClobber && force { throw ValidationError("--no-clobber and --force contradict each other") }
     }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            try Self.store(
-                try entry.resolve(), noClobber: noClobber, trimNewline: trimNewline, json: options.json,
-                in: { try openVault(options) })
+            var how = Manner()
+            how.noClobber = noClobber
+            how.force = force
+            how.allowEmpty = allowEmpty
+            how.multiline = multiline
+            how.trimNewline = trimNewline
+            try Self.store(try entry.resolve(), how, json: options.json, in: { try openVault(options) })
         }
+    }
+
+    /// How `put` stores: its flags.
+    struct Manner {
+        var noClobber = false
+        var force = false
+        var allowEmpty = false
+        var multiline = false
+        var trimNewline = false
     }
 
     /// What `put` does once it has the name: checks it, opens the vault (`open`), reads the value and stores it
     /// (shared with ``QuickPath``).
-    static func store(
-        _ name: String, noClobber: Bool, trimNewline: Bool, json: Bool, in open: () throws -> any KeyValueVault
-    ) throws {
+    static func store(_ name: String, _ how: Manner, json: Bool, in open: () throws -> any KeyValueVault) throws {
         try SecureKeyValueStore.validate(key: name)
+        let replaced: Bool
+        var note: String?
         do {
             let vault = try open()
             defer { vault.close() }
+            let exists = try vault.contains(name)
+            if exists && how.noClobber { throw VaultError.entryExists(key: name, path: vault.path) }
             var value: SecureBytes
             if isatty(0) == 1, let terminal = Terminal.controlling() {
-                // Enter alone or Ctrl-D at the prompt is a slip, not a value (an empty value can come from stdin).
-                guard let typed = try terminal.readSecret(prompt: "Value for '\(TerminalText.escaped(name))': "), typed.count > 0 else {
-                    throw CLIError.message("no value typed: nothing stored", exitCode: Exit.failure)
+                let shown = TerminalText.escaped(name)
+                if exists && !how.force {
+                    let answer = try terminal.readLine(prompt: "Overwrite '\(shown)'? [y/N] ")
+                    let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
+                    guard ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                        throw CLIError.message("'\(name)' exists and was not overwritten", exitCode: Exit.exists)
+                    }
                 }
-                value = typed
+                if how.multiline {
+                    value = try terminal.readSecretUntilEnd(prompt: "Value for '\(shown)' (end with Ctrl-D on a line of its own):\n")
+                } else {
+                    // Enter alone or Ctrl-D at the prompt is a slip, not a value (an empty value can come from stdin).
+                    guard let typed = try terminal.readSingleLineSecret(prompt: "Value for '\(shown)': ") else {
+                        throw CLIError.message("no value typed: nothing stored", exitCode: Exit.failure)
+                    }
+                    value = typed
+                }
+                guard value.count > 0 else { throw CLIError.message("no value typed: nothing stored", exitCode: Exit.failure) }
             } else {
                 value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
-                if trimNewline { value = value.droppingFinalNewline() }
+                if how.trimNewline { value = value.droppingFinalNewline() }
+                if value.count == 0 && exists && !how.allowEmpty {
+                    throw CLIError.emptyInput(name: name)
+                }
+                if !how.trimNewline, value.droppingFinalNewline().count < value.count,
+                   value.withUnsafeBytes({ bytes in bytes.filter { $0 == UInt8(ascii: "\n") }.count == 1 }) {
+                    note = "\(value.count) bytes including a final newline; --trim-newline drops it"
+                }
             }
+            replaced = exists
             try vault.update { changes in
-                if noClobber { changes.require(name, exists: false) }
+                if how.noClobber { changes.require(name, exists: false) }
                 try changes.put(value, forKey: name)
             }
         }
-        if json { try writeJSON(["name": name, "stored": true]) }
+        if json {
+            try writeJSON(["name": name, "stored": true, "replaced": replaced])
+        } else if isatty(2) == 1 {
+            // Said on a terminal only: scripts keep a silent success.
+            let what = replaced ? "replaced" : "stored"
+            writeToStderr("\(what) '\(TerminalText.escaped(name))'\(note.map { " (\($0))" } ?? "")\n")
+        }
     }
 }
 
@@ -226,7 +281,8 @@ package struct Delete: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "delete",
-        abstract: "Delete the entries NAME... in one atomic write (all or none: a missing one fails unless --force).")
+        abstract: "Delete the entries NAME... in one atomic write (all or none: a missing one fails unless --force).",
+        discussion: "On a terminal, asks before deleting (--yes does not ask) and says what it deleted.")
 
     @OptionGroup var options: VaultOptions
 
@@ -243,6 +299,9 @@ package struct Delete: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Ignore names that do not exist.")
     package var force = false
 
+    @Flag(name: .shortAndLong, help: "Do not ask on the terminal before deleting.")
+    package var yes = false
+
     package func validate() throws {
         if names.isEmpty && nameFD == nil { throw ValidationError("Missing expected argument '<names> ...'") }
         if let nameFD, nameFD < 0 { throw ValidationError("--name-fd must be a file descriptor (0 or more)") }
@@ -255,13 +314,30 @@ package struct Delete: ParsableCommand {
         try reportingErrors(json: options.json) {
             for name in names { try checkNameArgumentIsUTF8(name) }
             let names = try names + (nameFD.map { try EntryNameOptions.names(fromFD: $0) } ?? [])
-            try withVault(options) { vault in
+            let deleted = try withVault(options) { vault -> [String] in
+                var present: [String] = []
+                for name in names where try vault.contains(name) && !present.contains(name) { present.append(name) }
+                if !force, let missing = names.first(where: { !present.contains($0) }) {
+                    throw CLIError.noSuchEntry(name: missing, path: vault.path)
+                }
+                if !yes, !present.isEmpty, isatty(0) == 1, let terminal = Terminal.controlling() {
+                    let list = present.map { "'\(TerminalText.escaped($0))'" }.joined(separator: ", ")
+                    let answer = try terminal.readLine(prompt: "Delete \(list) from '\(TerminalText.escaped(vault.path))'? [y/N] ")
+                    let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
+                    guard ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                        throw CLIError.message("nothing deleted", exitCode: Exit.failure)
+                    }
+                }
                 try vault.update { changes in
                     for name in names {
                         if !force { changes.require(name, exists: true) }
                         changes.remove(name)
                     }
                 }
+                return present
+            }
+            if !options.json, isatty(2) == 1 {
+                writeToStderr(deleted.map { "deleted '\(TerminalText.escaped($0))'\n" }.joined())
             }
             if options.json {
                 if names.count == 1 { try writeJSON(["name": names[0], "deleted": true]) }

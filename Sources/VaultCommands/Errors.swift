@@ -9,6 +9,8 @@ package enum CLIError: Error, CustomStringConvertible {
     case emptyPassphrase
     case passphrasesDiffer
     case noSuchEntry(name: String, path: String)
+    /// `put` read nothing from a pipe or file for an entry that exists.
+    case emptyInput(name: String)
     case message(String, exitCode: Int32)
 
     package var description: String {
@@ -21,6 +23,8 @@ package enum CLIError: Error, CustomStringConvertible {
             return "the passphrases do not match"
         case .noSuchEntry(let name, let path):
             return "no entry '\(name)' in vault '\(path)'"
+        case .emptyInput(let name):
+            return "the input was empty: '\(name)' keeps its value"
         case .message(let text, _):
             return text
         }
@@ -32,6 +36,8 @@ package enum CLIError: Error, CustomStringConvertible {
             return "run 'vault unlock' once, or pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE"
         case .noSuchEntry:
             return "'vault list' shows the names"
+        case .emptyInput:
+            return "--allow-empty stores an empty value"
         default:
             return nil
         }
@@ -141,6 +147,7 @@ extension CLIError: CLIReportable {
         case .noPassphraseSource: return Exit.failure
         case .emptyPassphrase, .passphrasesDiffer: return Exit.usage
         case .noSuchEntry: return Exit.notFound
+        case .emptyInput: return Exit.failure
         case .message(_, let exitCode): return exitCode
         }
     }
@@ -151,6 +158,7 @@ extension CLIError: CLIReportable {
         case .emptyPassphrase: return "empty_passphrase"
         case .passphrasesDiffer: return "passphrases_differ"
         case .noSuchEntry: return "no_such_entry"
+        case .emptyInput: return "empty_input"
         case .message: return "error"
         }
     }
@@ -159,7 +167,7 @@ extension CLIError: CLIReportable {
 extension SecretInputError: CLIReportable {
     package var exitCode: Int32 {
         switch self {
-        case .tooLong: return Exit.failure
+        case .tooLong, .severalLines: return Exit.failure
         case .descriptorNotOpen: return Exit.usage
         }
     }
@@ -168,12 +176,14 @@ extension SecretInputError: CLIReportable {
         switch self {
         case .tooLong: return "input_too_long"
         case .descriptorNotOpen: return "descriptor_not_open"
+        case .severalLines: return "several_lines"
         }
     }
 
     package var hint: String? {
         switch self {
         case .tooLong: return nil
+        case .severalLines: return "for a value of several lines: 'vault put --multiline NAME' (end with Ctrl-D), or 'vault put NAME < FILE'"
         case .descriptorNotOpen(let fd): return "open it for the program, e.g. '\(fd)<FILE' or '\(fd)<<<\"$VAR\"' in the shell"
         }
     }

@@ -16,8 +16,8 @@ package struct Generate: ParsableCommand {
             stderr. NAME must not exist unless --force.
 
             Character sets: alnum (A-Z a-z 0-9, 62), alpha (52), lower (26), digits (10), hex (0-9 a-f, 16),
-            symbols (the 94 printable ASCII characters but space), or any other value: exactly those characters
-            (at least 2 distinct printable ASCII characters).
+            symbols (the 94 printable ASCII characters but space); or --chars 'CHARACTERS': exactly those
+            characters (at least 2 distinct printable ASCII characters).
             """)
 
     @OptionGroup var options: VaultOptions
@@ -28,8 +28,11 @@ package struct Generate: ParsableCommand {
     @Option(help: "The number of characters (1 to 4096).")
     package var length: Int = 24
 
-    @Option(help: "alnum, alpha, lower, digits, hex, symbols, or the characters to draw from.")
-    package var charset: String = "alnum"
+    @Option(help: "alnum, alpha, lower, digits, hex or symbols.")
+    package var charset: String?
+
+    @Option(help: ArgumentHelp("Draw from exactly these characters (at least 2 distinct printable ASCII).", valueName: "characters"))
+    package var chars: String?
 
     @Option(help: "Generate N words instead of characters (1 to 64).")
     package var words: Int?
@@ -57,7 +60,16 @@ package struct Generate: ParsableCommand {
     func alphabet() throws -> [UInt8] {
         let upper = Array(UInt8(ascii: "A")...UInt8(ascii: "Z")), lower = Array(UInt8(ascii: "a")...UInt8(ascii: "z"))
         let digits = Array(UInt8(ascii: "0")...UInt8(ascii: "9"))
-        switch charset {
+        if let chars {
+            guard charset == nil else { throw ValidationError("give --charset or --chars, not both") }
+            let set = Array(Set(chars.utf8)).sorted()
+            guard set.count >= 2, set.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw ValidationError("--chars: at least 2 distinct printable ASCII characters (no space)")
+            }
+            return set
+        }
+        let name = charset ?? "alnum"
+        switch name {
         case "alnum": return upper + lower + digits
         case "alpha": return upper + lower
         case "lower": return lower
@@ -65,12 +77,11 @@ package struct Generate: ParsableCommand {
         case "hex": return digits + Array(UInt8(ascii: "a")...UInt8(ascii: "f"))
         case "symbols": return Array(UInt8(ascii: "!")...UInt8(ascii: "~"))
         default:
-            let set = Array(Set(charset.utf8)).sorted()
-            guard set.count >= 2, set.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                throw ValidationError(
-                    "--charset: a set name (alnum, alpha, lower, digits, hex, symbols) or at least 2 distinct printable ASCII characters")
-            }
-            return set
+            // A literal set only through --chars: a typo of a name ('digit') must not become the set {d, g, i, t}.
+            let names = ["alnum", "alpha", "lower", "digits", "hex", "symbols"]
+            let guess = CommandLineRunner.nearest(name, among: names).map { "did you mean '\($0)'? " } ?? ""
+            throw ValidationError(
+                "unknown character set '\(name)': \(guess)the sets are \(names.joined(separator: ", ")); for exactly the characters given, --chars '\(name)'")
         }
     }
 

@@ -86,10 +86,27 @@ package struct VaultOptions: ParsableArguments {
         SecureKeyValueStore(path: resolvedPath, options: storeOptions)
     }
 
-    /// The passphrase from --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal, in that order.
+    /// Who runs `vault`, named in its passphrase prompt when it is not the user at a shell (the credential helpers
+    /// set it: under git, a bare "Passphrase:" where git asks for a password got the git token typed into it).
+    nonisolated(unsafe) package static var caller: String?
+
+    /// `Vault passphrase for ~/.local/share/vault/default.vault (git credential helper): `: which secret, for
+    /// which vault, asked by whom.
+    package var passphrasePrompt: String {
+        let path = resolvedPath
+        var shown = path
+        if let home = Posix.environment("HOME"), home.count > 1 {
+            let prefix = home.hasSuffix("/") ? home : home + "/"
+            if path.hasPrefix(prefix) { shown = "~/" + path.dropFirst(prefix.count) }
+        }
+        return "Vault passphrase for \(TerminalText.escaped(shown))\(Self.caller.map { " (\($0))" } ?? ""): "
+    }
+
+    /// The passphrase from --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal, in that order
+    /// (the terminal prompt is ``passphrasePrompt`` unless `prompt` is given).
     /// An empty one opens a vault that has one (the format allows it), but is refused for a new vault
     /// (`forNewVault`): the CLI never makes a vault that nothing protects.
-    package func passphrase(prompt: String = "Passphrase: ", confirm: Bool = false, forNewVault: Bool = false) throws -> SecureBytes {
+    package func passphrase(prompt: String? = nil, confirm: Bool = false, forNewVault: Bool = false) throws -> SecureBytes {
         let secret: SecureBytes
         if let given = try passphraseSource.read() {
             secret = given
@@ -100,7 +117,7 @@ package struct VaultOptions: ParsableArguments {
                 if count > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(start: value, count: count)) }
             }
         } else {
-            secret = try Self.promptTwiceIfNeeded(prompt: prompt, confirm: confirm)
+            secret = try Self.promptTwiceIfNeeded(prompt: prompt ?? passphrasePrompt, confirm: confirm)
         }
         guard secret.count > 0 || !forNewVault else { throw CLIError.emptyPassphrase }
         return secret

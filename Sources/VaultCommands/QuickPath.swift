@@ -18,7 +18,7 @@ import Glibc
 /// (at most once), for `put` also `--no-clobber` and `--trim-newline` (each at most once), and for `get` and `put`
 /// one NAME that is neither empty nor starts with `-`. Anything else (`--help`, `--`, `--name-fd`, a passphrase
 /// option, `--accept-rollback`, a second NAME, …) is ArgumentParser's. The verbs' work is the same code either
-/// way (``Get/printValue(of:in:json:)``, ``Put/store(_:noClobber:trimNewline:json:in:)``,
+/// way (``Get/printValue(of:in:json:)``, ``Put/store(_:_:json:in:)``,
 /// ``List/printNames(of:json:)``), so output, errors and exit codes are the same bytes (`QuickPathTests`).
 package enum QuickPath {
     /// A command line in one of the plain forms.
@@ -126,7 +126,10 @@ package enum QuickPath {
                     try Get.printValue(of: name, in: vault, json: invocation.json)
                 case .put(let name, let noClobber, let trimNewline):
                     try checkNameArgumentIsUTF8(name)
-                    try Put.store(name, noClobber: noClobber, trimNewline: trimNewline, json: invocation.json) { vault }
+                    var how = Put.Manner()
+                    how.noClobber = noClobber
+                    how.trimNewline = trimNewline
+                    try Put.store(name, how, json: invocation.json) { vault }
                 case .list:
                     defer { vault.close() }
                     try List.printNames(of: vault, json: invocation.json)

@@ -33,7 +33,7 @@ public struct RollbackProtection: Sendable, Equatable {
 }
 
 /// The record of one vault: checked after every successful decryption, updated after it and after every write.
-enum RollbackGuard {
+package enum RollbackGuard {
     struct Record: Equatable {
         var path: String
         var vaultID: String
@@ -55,8 +55,9 @@ enum RollbackGuard {
         return Posix.hex(id)
     }
 
-    /// The vault path made absolute with its directory resolved (the record is per file, wherever it is named from).
-    static func canonicalPath(_ path: String) -> String {
+    /// The vault path made absolute with its directory resolved (the record is per file, wherever it is named from:
+    /// `./v.vault`, `../x/v.vault`, `//`, a symbolic link on the way). The agent keys its vaults by it too.
+    package static func canonicalPath(_ path: String) -> String {
         let (directory, name) = VaultFile.split(path)
         guard let resolved = realpath(directory, nil) else { return path }
         defer { free(resolved) }

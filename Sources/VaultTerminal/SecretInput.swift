@@ -13,6 +13,9 @@ public enum SecretInputError: Error, Equatable, Sendable {
     /// Descriptor `fd` (`--passphrase-fd`, `--name-fd`, ...) was not passed to the program: it is closed, or it is
     /// one the program opened itself (the runtime's), which an inherited descriptor cannot be.
     case descriptorNotOpen(fd: Int32)
+    /// More than one line arrived at a one-line prompt at once (a paste of several lines); the rest was discarded
+    /// from the terminal's input, so that the shell never runs it.
+    case severalLines(source: String)
 }
 
 extension SecretInputError: CustomStringConvertible {
@@ -20,6 +23,7 @@ extension SecretInputError: CustomStringConvertible {
         switch self {
         case .tooLong(let source, let limit): return "the input from \(source) is longer than \(limit) bytes"
         case .descriptorNotOpen(let fd): return "file descriptor \(fd) is not open (it was not passed to the program)"
+        case .severalLines(let source): return "several lines were pasted at one prompt on \(source); nothing was kept"
         }
     }
 }

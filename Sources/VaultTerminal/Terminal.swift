@@ -123,6 +123,48 @@ public final class Terminal {
         }
     }
 
+    /// Like ``readSecret(prompt:)``, for a value of one line: when more input is waiting right after the line (a
+    /// paste of several lines arrives at once; checked for `settleMilliseconds`), that input is discarded from
+    /// the terminal, echo still off, so the shell never reads it as commands, and
+    /// ``SecretInputError/severalLines(source:)`` is thrown.
+    public func readSingleLineSecret(prompt: String, settleMilliseconds: Int32 = 60) throws -> SecureBytes? {
+        try exclusively {
+            try Self.secretPrompt.withLock { _ in
+                guard vault_prompt_begin(fd) == 0 else {
+                    throw VaultError.io(operation: "cannot turn off echo on", path: path, errno: errno)
+                }
+                defer { vault_prompt_end() }
+                try write(prompt)
+                let line = try readLine()
+                try write("\n")
+                var pending = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if line != nil, Posix.retryingEINTR({ poll(&pending, 1, settleMilliseconds) }) > 0 {
+                    // Drain what arrived (a paste may come in several chunks), then drop the queue.
+                    repeat { tcflush(fd, TCIFLUSH) } while Posix.retryingEINTR({ poll(&pending, 1, settleMilliseconds) }) > 0
+                    throw SecretInputError.severalLines(source: path)
+                }
+                return line
+            }
+        }
+    }
+
+    /// Shows `prompt` and reads with echo off up to end of input (Ctrl-D at the start of a line), newlines
+    /// kept, at most `limit` bytes: a value of several lines typed or pasted (`vault put --multiline`).
+    public func readSecretUntilEnd(prompt: String, limit: Int = 1 << 20) throws -> SecureBytes {
+        try exclusively {
+            try Self.secretPrompt.withLock { _ in
+                guard vault_prompt_begin(fd) == 0 else {
+                    throw VaultError.io(operation: "cannot turn off echo on", path: path, errno: errno)
+                }
+                defer { vault_prompt_end() }
+                try write(prompt)
+                let value = try SecretInput.read(fd: fd, limit: limit, untilNewline: false, name: path)
+                try write("\n")
+                return value
+            }
+        }
+    }
+
     /// One no-echo prompt at a time in this process (the C guard keeps one saved state).
     private static let secretPrompt = Mutex(())
 

@@ -195,7 +195,7 @@ final class AgentBox: @unchecked Sendable {
     var environment: [String: String] {
         [
             "VAULT_PATH": vaultPath, "VAULT_TESTING_INSECURE_KDF": "1", "VAULT_AGENT_SOCK": socketPath,
-            "XDG_STATE_HOME": directory + "/state", "XDG_RUNTIME_DIR": directory + "/runtime",
+            "XDG_STATE_HOME": directory + "/state", "XDG_RUNTIME_DIR": directory + "/runtime", "VAULT_AGENT": "off",
         ]
     }
 

@@ -139,8 +139,16 @@ import VaultTestSupport
         // Text output echoes the durations in the form given.
         let again = try box.unlock(["--idle", "2m", "--max", "45s"])
         #expect(again.stdoutText == "unlocked vault '\(box.vaultPath)' (idle 2m, max 45s)\n")
-        let defaults = try box.unlock(["--json"])
+        let defaults = try box.unlock(["--json", "--force"])
         #expect(defaults.stdoutText == #"{"idle_seconds":900,"max_seconds":28800,"path":"\#(box.vaultPath)","unlocked":true}"# + "\n")
+        // Unlocked already, nothing new asked: said, nothing asked (no passphrase source given), exit 0.
+        let already = try AgentCLI.exec(CLI.vault, ["unlock"], environment: box.environment)
+        #expect(already.status == 0, "\(already.stderr)")
+        #expect(already.stdoutText.hasPrefix("vault '\(box.vaultPath)' is already unlocked (locks in "), "\(already.stdoutText)")
+        #expect(already.stdoutText.hasSuffix(" at most); --force asks again\n"))
+        let alreadyJSON = try AgentCLI.exec(CLI.vault, ["unlock", "--json"], environment: box.environment)
+        let object = try JSONSerialization.jsonObject(with: alreadyJSON.stdout) as? [String: Any]
+        #expect(object?["already_unlocked"] as? Bool == true && object?["unlocked"] as? Bool == true)
     }
 
     @Test func unlockReadsThePassphraseFromADescriptor() throws {

@@ -45,7 +45,7 @@ enum CLI {
         // No agent unless a test names its own socket: an agent on the default socket must not serve the tests.
         var env = [
             "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8",
-            "VAULT_AGENT_SOCK": "/nonexistent/vault-tests/agent.sock",
+            "VAULT_AGENT_SOCK": "/nonexistent/vault-tests/agent.sock", "VAULT_AGENT": "off",
         ]
         env.merge(environment) { $1 }
         process.environment = env
@@ -101,6 +101,14 @@ enum CLI {
     }
 }
 
+/// The passphrase prompt for `vaultPath` as a pseudo-terminal transcript shows it once answered (its marker
+/// lower-cased): the vault's path with `$HOME` (`home`, the harness's default) written `~`.
+func answeredPassphrasePrompt(_ vaultPath: String, home: String = NSTemporaryDirectory(), caller: String? = nil) -> String {
+    let prefix = home.hasSuffix("/") ? home : home + "/"
+    let shown = vaultPath.hasPrefix(prefix) ? "~/" + vaultPath.dropFirst(prefix.count) : vaultPath
+    return "vault passphrase for \(shown)\(caller.map { " (\($0))" } ?? ""): "
+}
+
 /// A private temporary directory (0700) with a vault path and a passphrase file inside, removed at deinit.
 final class Sandbox: @unchecked Sendable {
     let directory: String
@@ -125,7 +133,7 @@ final class Sandbox: @unchecked Sendable {
 
     /// The environment for the CLI: this sandbox's vault, the cheap test KDF.
     var environment: [String: String] {
-        ["VAULT_PATH": vaultPath, "VAULT_TESTING_INSECURE_KDF": "1"]
+        ["VAULT_PATH": vaultPath, "VAULT_TESTING_INSECURE_KDF": "1", "VAULT_AGENT": "off"]
     }
 
     /// Runs `vault` with the sandbox's vault and passphrase file.
@@ -189,7 +197,7 @@ enum Adversarial {
         // No agent unless a test names its own socket: an agent on the default socket must not serve the tests.
         var env = [
             "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8",
-            "VAULT_AGENT_SOCK": "/nonexistent/vault-tests/agent.sock",
+            "VAULT_AGENT_SOCK": "/nonexistent/vault-tests/agent.sock", "VAULT_AGENT": "off",
         ]
         env.merge(environment) { $1 }
         process.environment = env

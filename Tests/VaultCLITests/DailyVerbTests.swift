@@ -178,7 +178,7 @@ import VaultCore
         #expect(printed.stdoutText == pin, "--print printed something other than what was stored")
         #expect(Set(pin) == Set("0123456789"), "4,096 draws missed a digit: not uniform over the set")
 
-        let custom = try box.vault(["generate", "custom", "--length", "64", "--charset", "ab"])
+        let custom = try box.vault(["generate", "custom", "--length", "64", "--chars", "ab"])
         #expect(custom.stderr == "vault: generated 64 characters from a set of 2: 64.0 bits of entropy\n")
         #expect(Set(try box.vault(["get", "custom"]).stdoutText).isSubset(of: Set("ab")))
 
@@ -197,7 +197,7 @@ import VaultCore
         let exists = try box.vault(["generate", "k"])
         #expect(exists.status == 7 && exists.stderr == "vault: an entry 'k' already exists in vault '\(box.vaultPath)'\n")
         #expect(try Self.fileBytes(box) == file)
-        for bad in [["--length", "0"], ["--length", "4097"], ["--charset", "a"], ["--charset", "ab c"], ["--words", "0"], ["--words", "65"]] {
+        for bad in [["--length", "0"], ["--length", "4097"], ["--chars", "a"], ["--chars", "ab c"], ["--charset", "ab"], ["--charset", "digits", "--chars", "ab"], ["--words", "0"], ["--words", "65"]] {
             let result = try box.vault(["generate", "new"] + bad)
             #expect(result.status == 64, "\(bad): exit \(result.status) \(result.stderr)")
         }

@@ -299,9 +299,9 @@ import Testing
         #expect(try box.status()?.vaults == [])
 
         // The default: one passphrase prompt on the terminal, which unlocks the vault in the agent.
-        let asked = try Self.fill(box, config: [], steps: [("Passphrase", box.passphrase + "\n")])
+        let asked = try Self.fill(box, config: [], steps: [("Vault passphrase for", box.passphrase + "\n")])
         #expect(asked.status == 0, "driver: \(asked.stderr)")
-        #expect(asked.stdoutText == "passphrase: \nprotocol=https\nhost=git.example.com\nusername=bob\npassword=pw\n[exit 0]\n[echo on]\n",
+        #expect(asked.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath, home: box.directory, caller: "git credential helper"))\nprotocol=https\nhost=git.example.com\nusername=bob\npassword=pw\n[exit 0]\n[echo on]\n",
             "transcript: \(asked.stdoutText)")
         #expect(try box.status()?.vaults.map(\.path) == [box.vaultPath])
     }

@@ -24,17 +24,17 @@ import Testing
             [echo on]
 
             """)
-        let put = try onTerminal(box, ["put", "api-token"], [("Passphrase", "typed on a tty\n"), ("Value for", "s3cr3t-value\n")])
+        let put = try onTerminal(box, ["put", "api-token"], [("Vault passphrase for", "typed on a tty\n"), ("Value for", "s3cr3t-value\n")])
         #expect(put.status == 0)
-        #expect(put.stdoutText == "passphrase: \nvalue for 'api-token': \n[echo on]\n")
-        let got = try onTerminal(box, ["get", "api-token"], [("Passphrase", "typed on a tty\n")])
+        #expect(put.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))\nvalue for 'api-token': \n[echo on]\n")
+        let got = try onTerminal(box, ["get", "api-token"], [("Vault passphrase for", "typed on a tty\n")])
         #expect(got.status == 0)
         // The value as stored, then a newline because stdout is a terminal (piped, nothing is added).
-        #expect(got.stdoutText == "passphrase: \ns3cr3t-value\n[echo on]\n")
+        #expect(got.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))\ns3cr3t-value\n[echo on]\n")
 
-        let wrong = try onTerminal(box, ["get", "api-token"], [("Passphrase", "typed on a TTY\n")])
+        let wrong = try onTerminal(box, ["get", "api-token"], [("Vault passphrase for", "typed on a TTY\n")])
         #expect(wrong.status == 3)
-        #expect(wrong.stdoutText.hasPrefix("passphrase: \nvault: cannot open vault '\(box.vaultPath)': incorrect passphrase"))
+        #expect(wrong.stdoutText.hasPrefix("\(answeredPassphrasePrompt(box.vaultPath))\nvault: cannot open vault '\(box.vaultPath)': incorrect passphrase"))
         #expect(!wrong.stdoutText.contains("typed on a"))
     }
 
@@ -49,9 +49,9 @@ import Testing
     @Test func interruptAtThePassphrasePromptRestoresEchoAndEndsBySIGINT() throws {
         let box = try Sandbox()
         try box.initVault()
-        let result = try onTerminal(box, ["get", "anything"], [("Passphrase", "half-typ\u{03}")])
+        let result = try onTerminal(box, ["get", "anything"], [("Vault passphrase for", "half-typ\u{03}")])
         #expect(result.status == Self.sigint)
-        #expect(result.stdoutText == "passphrase: [echo on]\n")
+        #expect(result.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))[echo on]\n")
         #expect(result.stderr == "")
     }
 

@@ -1,0 +1,194 @@
+import Foundation
+import Testing
+
+/// Issue 25: what a new user meets in the first hour, on a real pseudo-terminal (``PseudoTerminal``): writes that
+/// never destroy by accident, prompts that say what they want, one unlock per session.
+@Suite(.processTimeLimit) struct FirstDayTests {
+    let box: Sandbox
+
+    init() throws {
+        box = try Sandbox()
+        try box.initVault()
+        #expect(try box.vault(["put", "k"], stdin: Data("old".utf8)).status == 0)
+    }
+
+    /// `sh -c script` on a terminal, `$VAULT` the binary, the passphrase in the environment (no passphrase prompt).
+    func onTerminal(_ script: String, _ steps: [PseudoTerminal.Step], environment extra: [String: String] = [:]) throws -> CLIResult {
+        var environment = box.environment
+        environment["VAULT"] = CLI.vault
+        environment["VAULT_PASSPHRASE"] = "correct horse battery staple"
+        environment.merge(extra) { $1 }
+        return try PseudoTerminal.run("/bin/bash", ["-c", script], playing: steps, environment: environment, seconds: 30)
+    }
+
+    func value(_ name: String) throws -> String { try box.vault(["get", name]).stdoutText }
+
+    @Test func putOverAnExistingEntryAsksOnTheTerminal() throws {
+        let declined = try onTerminal(#""$VAULT" put k; echo "[exit $?]""#, [.init(marker: "Overwrite 'k'? [y/N] ", keys: "n\n")])
+        #expect(declined.stdoutText.contains("vault: 'k' exists and was not overwritten\n[exit 7]"), "\(declined.stdoutText)")
+        #expect(!declined.stdoutText.contains("Value for"))
+        #expect(try value("k") == "old")
+
+        let accepted = try onTerminal(
+            #""$VAULT" put k; echo "[exit $?]""#,
+            [.init(marker: "Overwrite 'k'? [y/N] ", keys: "y\n"), .init(marker: "Value for 'k': ", keys: "new\n")])
+        #expect(accepted.stdoutText.hasSuffix("value for 'k': \nreplaced 'k'\n[exit 0]\n[echo on]\n"), "\(accepted.stdoutText)")
+        #expect(try value("k") == "new")
+
+        let forced = try onTerminal(#""$VAULT" put --force k; echo "[exit $?]""#, [.init(marker: "Value for 'k': ", keys: "newer\n")])
+        #expect(!forced.stdoutText.contains("Overwrite"))
+        #expect(forced.stdoutText.hasSuffix("replaced 'k'\n[exit 0]\n[echo on]\n"), "\(forced.stdoutText)")
+        let fresh = try onTerminal(#""$VAULT" put fresh; echo "[exit $?]""#, [.init(marker: "Value for 'fresh': ", keys: "v\n")])
+        #expect(fresh.stdoutText.hasSuffix("stored 'fresh'\n[exit 0]\n[echo on]\n"), "\(fresh.stdoutText)")
+        #expect(try value("k") == "newer")
+    }
+
+    @Test func withoutATerminalPutReplacesAsBeforeAndJSONSaysWhich() throws {
+        let replaced = try box.vault(["put", "k", "--json"], stdin: Data("v2".utf8))
+        #expect(replaced.status == 0 && replaced.stderr == "")
+        #expect(replaced.stdoutText == #"{"name":"k","replaced":true,"stored":true}"# + "\n")
+        let stored = try box.vault(["put", "other", "--json"], stdin: Data("v".utf8))
+        #expect(stored.stdoutText == #"{"name":"other","replaced":false,"stored":true}"# + "\n")
+    }
+
+    @Test func anEmptyInputNeverReplacesAnEntryUnlessAllowed() throws {
+        let refused = try box.vault(["put", "k"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr == "vault: the input was empty: 'k' keeps its value\nhint: --allow-empty stores an empty value\n")
+        #expect(try value("k") == "old")
+        #expect(try box.vault(["put", "k", "--allow-empty"]).status == 0)
+        #expect(try box.vault(["get", "k"]).stdout.isEmpty)
+        // A new entry may be empty: nothing is lost.
+        #expect(try box.vault(["put", "empty"]).status == 0)
+    }
+
+    @Test func aPasteOfSeveralLinesIsRefusedAndNeverReachesTheShell() throws {
+        let result = try onTerminal(
+            #""$VAULT" put fresh; echo "[exit $?]"; read -t 1 rest; echo "[shell read: $rest]""#,
+            [.init(marker: "Value for 'fresh': ", keys: "line one\nrm -rf line-two\nline three\n")])
+        #expect(result.stdoutText.contains("vault: several lines were pasted at one prompt on /dev/tty; nothing was kept\n"), "\(result.stdoutText)")
+        #expect(result.stdoutText.contains("[exit 1]\n[shell read: ]\n"), "\(result.stdoutText)")
+        #expect(!result.stdoutText.contains("line-two") && !result.stdoutText.contains("line one"))
+        #expect(try box.vault(["get", "fresh"]).status == 2)
+
+        let multi = try onTerminal(
+            #""$VAULT" put --multiline fresh; echo "[exit $?]""#,
+            [.init(marker: "(end with Ctrl-D on a line of its own):", keys: "line one\nline two\n\u{04}")])
+        #expect(multi.stdoutText.contains("stored 'fresh'\n[exit 0]"), "\(multi.stdoutText)")
+        #expect(!multi.stdoutText.contains("line one"))
+        #expect(try value("fresh") == "line one\nline two\n")
+    }
+
+    @Test func aFinalNewlineFromAPipeIsKeptAndSaid() throws {
+        let result = try onTerminal(#"printf 'tok\n' | "$VAULT" put fresh; echo "[exit $?]""#, [])
+        #expect(result.stdoutText == "stored 'fresh' (4 bytes including a final newline; --trim-newline drops it)\n[exit 0]\n[echo on]\n")
+        #expect(try value("fresh") == "tok\n")
+        let trimmed = try onTerminal(#"printf 'tok\n' | "$VAULT" put --trim-newline t; echo "[exit $?]""#, [])
+        #expect(trimmed.stdoutText == "stored 't'\n[exit 0]\n[echo on]\n")
+    }
+
+    @Test func deleteAsksOnTheTerminalAndSaysWhatItDeleted() throws {
+        let declined = try onTerminal(
+            #""$VAULT" delete k; echo "[exit $?]""#, [.init(marker: "Delete 'k' from '\(box.vaultPath)'? [y/N] ", keys: "\n")])
+        #expect(declined.stdoutText.contains("vault: nothing deleted\n[exit 1]"), "\(declined.stdoutText)")
+        #expect(try value("k") == "old")
+        let accepted = try onTerminal(#""$VAULT" delete k; echo "[exit $?]""#, [.init(marker: "? [y/N] ", keys: "yes\n")])
+        #expect(accepted.stdoutText.hasSuffix("deleted 'k'\n[exit 0]\n[echo on]\n"), "\(accepted.stdoutText)")
+        #expect(try box.vault(["get", "k"]).status == 2)
+        #expect(try box.vault(["put", "k2"], stdin: Data("x".utf8)).status == 0)
+        let yes = try onTerminal(#""$VAULT" delete --yes k2; echo "[exit $?]""#, [])
+        #expect(yes.stdoutText == "deleted 'k2'\n[exit 0]\n[echo on]\n")
+        // Without a terminal, no question (scripts), and no chatter.
+        #expect(try box.vault(["put", "k3"], stdin: Data("x".utf8)).status == 0)
+        let scripted = try box.vault(["delete", "k3"])
+        #expect(scripted.status == 0 && scripted.stdout.isEmpty && scripted.stderr.isEmpty)
+    }
+
+    @Test func aMistypedCharacterSetIsAnErrorWithASuggestion() throws {
+        let result = try box.vault(["generate", "pin", "--charset", "digit"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("unknown character set 'digit': did you mean 'digits'?"), "\(result.stderr)")
+        #expect(try box.vault(["get", "pin"]).status == 2)
+        let literal = try box.vault(["generate", "pin", "--chars", "digit", "--length", "40"])
+        #expect(literal.status == 0)
+        #expect(Set(try value("pin")).isSubset(of: Set("digt")))
+    }
+
+    @Test func gitTerminalPromptZeroIsHonouredAtOnce() throws {
+        var environment = box.environment
+        environment["VAULT"] = CLI.vault
+        environment["GIT_TERMINAL_PROMPT"] = "0"
+        let started = Date()
+        let result = try PseudoTerminal.run(
+            "/bin/sh", ["-c", #"printf 'protocol=https\nhost=git.example\n\n' | "$VAULT" credential get; echo "[exit $?]""#],
+            playing: [], environment: environment, seconds: 30)
+        #expect(result.stdoutText.contains("vault: credential: the vault is locked and GIT_TERMINAL_PROMPT=0; not asking\nhint: run 'vault unlock' once\n[exit 1]"), "\(result.stdoutText)")
+        #expect(!result.stdoutText.contains("passphrase for"))
+        #expect(Date().timeIntervalSince(started) < 10)
+    }
+
+    @Test func thePromptNamesTheVaultAndTheCaller() throws {
+        var environment = box.environment
+        environment["VAULT"] = CLI.vault
+        let result = try PseudoTerminal.run(
+            "/bin/sh", ["-c", #"printf 'protocol=https\nhost=git.example\n\n' | "$VAULT" credential get; echo "[exit $?]""#],
+            playing: [.init(marker: "Vault passphrase for", keys: "correct horse battery staple\n")], environment: environment, seconds: 30)
+        #expect(result.stdoutText.hasPrefix(answeredPassphrasePrompt(box.vaultPath, caller: "git credential helper") + "\n"), "\(result.stdoutText)")
+        #expect(result.stdoutText.contains("[exit 0]"))
+    }
+}
+
+/// Issue 25 §3: one unlock per session without reading the docs, and "lock" meaning locked under every spelling.
+@Suite(.processTimeLimit) struct FirstDayAgentTests {
+    @Test func theFirstPromptOnATerminalStartsTheAgentAndSaysSo() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        #expect(try box.around(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        var environment = box.environment
+        environment["VAULT_AGENT"] = "auto"
+        let result = try PseudoTerminal.run(
+            CLI.vault, ["get", "k"], playing: [.init(marker: "Vault passphrase for", keys: box.passphrase + "\n")],
+            environment: environment, seconds: 30)
+        #expect(result.status == 0, "\(result.stdoutText) \(result.stderr)")
+        #expect(result.stdoutText.contains("vault: unlocked in the agent: no command asks again for 15m without use, 8h at most; 'vault lock' locks now (VAULT_AGENT=off: never start one)\nv\n"), "\(result.stdoutText)")
+        // The next command, with no terminal and no passphrase, goes through the agent.
+        let next = try box.vault(["get", "k"])
+        #expect(next.status == 0 && next.stdoutText == "v", "\(next.stderr)")
+        // VAULT_AGENT=off: no agent is started, the command asks and opens the vault itself.
+        let stopped = try box.vault(["agent", "stop"])
+        #expect(stopped.status == 0 && stopped.stdoutText.hasPrefix("stopped the agent (pid "), "\(stopped.stderr)")
+        #expect(try box.status() == nil)
+        let off = try PseudoTerminal.run(
+            CLI.vault, ["get", "k"], playing: [.init(marker: "Vault passphrase for", keys: box.passphrase + "\n")],
+            environment: box.environment, seconds: 30)
+        #expect(off.status == 0 && !off.stdoutText.contains("unlocked in the agent"), "\(off.stdoutText)")
+        #expect(try box.status() == nil)
+        let none = try box.vault(["agent", "stop"])
+        #expect(none.status == 0 && none.stdoutText == "no agent answers on '\(box.socketPath)'\n")
+    }
+
+    @Test func lockLocksTheVaultUnderEverySpelling() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        #expect(try box.around(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        let directory = (box.vaultPath as NSString).deletingLastPathComponent
+        let spellings = [
+            directory + "/./test.vault", directory + "//test.vault", directory + "/../vaults/test.vault",
+        ]
+        let unlocked = try box.vault(["unlock", "--vault", spellings[0]], source: true)
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
+        for spelling in spellings + [box.vaultPath] {
+            let got = try box.vault(["get", "k", "--vault", spelling])
+            #expect(got.status == 0 && got.stdoutText == "v", "\(spelling): \(got.stderr)")
+        }
+        #expect(try box.status()?.vaults.count == 1)
+        #expect(try box.vault(["lock", "--vault", spellings[2]]).status == 0)
+        for spelling in spellings + [box.vaultPath] {
+            let got = try box.vault(["get", "k", "--vault", spelling])
+            #expect(got.status != 0, "\(spelling) is still unlocked after lock")
+        }
+        #expect(try box.status()?.vaults.isEmpty == true)
+    }
+}

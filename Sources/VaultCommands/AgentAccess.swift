@@ -42,11 +42,13 @@ package enum AgentAccess {
         let turn = try PromptTurn(socketPath: client.socketPath)
         defer { turn.release() }
         if let vault = try client.vault(at: path) { return vault }  // unlocked while we waited our turn
-        let passphrase = try options.passphrase()
-        try client.unlock(
-            path: path, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
-            allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
-            lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+        try options.makeStore().checkAccess()
+        try withPassphraseRetries(options) { passphrase in
+            try client.unlock(
+                path: path, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
+                allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
+                lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+        }
         return try client.vault(at: path)
     }
 
@@ -69,19 +71,19 @@ package enum AgentAccess {
         if let running = try? AgentClient.connect(socketPath: socket), let vault = try running.vault(at: options.resolvedPath) {
             return vault
         }
-        let passphrase = try options.passphrase()
+        try options.makeStore().checkAccess()
         let client: AgentClient
         do {
             client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
         } catch {
-            let store = options.makeStore()
-            try store.open(with: passphrase, createIfMissing: false)
-            return store
+            return nil  // no agent could start: the verb opens the vault itself (and asks there)
         }
-        try client.unlock(
-            path: options.resolvedPath, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
-            allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
-            lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+        try withPassphraseRetries(options) { passphrase in
+            try client.unlock(
+                path: options.resolvedPath, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
+                allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
+                lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+        }
         if !options.json {
             writeToStderr("vault: unlocked in the agent: no command asks again for 15m without use, 8h at most; 'vault lock' locks now (VAULT_AGENT=off: never start one)\n")
         }

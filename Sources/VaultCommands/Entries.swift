@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VaultAgent
 import VaultCore
 import VaultTerminal
 
@@ -7,9 +8,26 @@ import VaultTerminal
 package func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
     let store = options.makeStore()
     guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
-    let passphrase = try options.passphrase()
-    try store.open(with: passphrase, createIfMissing: false)
+    // A file the store would refuse (loose permissions, another owner, a link) is refused before the prompt.
+    try store.checkAccess()
+    try withPassphraseRetries(options) { try store.open(with: $0, createIfMissing: false) }
     return store
+}
+
+/// Runs `body` with the passphrase; when it came from the terminal and was wrong, asks again, three tries in all
+/// (as pinentry does). A passphrase from a file, a descriptor or the environment is tried once.
+package func withPassphraseRetries<R>(_ options: VaultOptions, _ body: (SecureBytes) throws -> R) throws -> R {
+    let asksTerminal = !options.hasPassphraseSource
+    var attempt = 1
+    while true {
+        let passphrase = try options.passphrase()
+        do {
+            return try body(passphrase)
+        } catch where asksTerminal && attempt < 3 && (error as? any CLIReportable)?.code == "wrong_passphrase" {
+            attempt += 1
+            writeToStderr("vault: incorrect passphrase; try \(attempt) of 3\n")
+        }
+    }
 }
 
 /// The vault named by `options`, unlocked: through the agent when it holds the vault (``AgentAccess``), else
@@ -399,6 +417,15 @@ package struct Passwd: ParsableCommand {
     package func run() throws {
         try reportingErrors(json: options.json) {
             let path = try withVault(options) { vault in
+                // Through the agent nothing was asked: whoever can reach the agent must still know the current
+                // passphrase to change it (checked with the KDF, like an unlock).
+                if vault is AgentVault {
+                    try withPassphraseRetries(options) { current in
+                        let check = options.makeStore()
+                        try check.open(with: current, createIfMissing: false)
+                        check.close()
+                    }
+                }
                 let secret = try newPassphrase.read()
                     ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
                 guard secret.count > 0 else { throw CLIError.emptyPassphrase }

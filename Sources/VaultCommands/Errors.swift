@@ -145,7 +145,8 @@ extension CLIError: CLIReportable {
     package var exitCode: Int32 {
         switch self {
         case .noPassphraseSource: return Exit.failure
-        case .emptyPassphrase, .passphrasesDiffer: return Exit.usage
+        case .emptyPassphrase: return Exit.usage
+        case .passphrasesDiffer: return Exit.failure
         case .noSuchEntry: return Exit.notFound
         case .emptyInput: return Exit.failure
         case .message(_, let exitCode): return exitCode

@@ -127,13 +127,16 @@ package struct VaultOptions: ParsableArguments {
     package static func promptTwiceIfNeeded(prompt: String, confirm: Bool) throws -> SecureBytes {
         guard let terminal = Terminal.controlling() else { throw CLIError.noPassphraseSource }
         // Both prompts in one turn: no other prompt comes between them.
+        // A confirmation that differs asks both again, three tries in all.
         return try terminal.exclusively {
-            guard let first = try terminal.readSecret(prompt: prompt) else { throw CLIError.emptyPassphrase }
-            if confirm {
+            for attempt in 1...3 {
+                guard let first = try terminal.readSecret(prompt: prompt) else { throw CLIError.emptyPassphrase }
+                guard confirm else { return first }
                 let second = try terminal.readSecret(prompt: "Repeat to confirm: ") ?? SecureBytes([])
-                guard first == second else { throw CLIError.passphrasesDiffer }
+                if first == second { return first }
+                if attempt < 3 { try terminal.write("The passphrases do not match; try again (\(attempt + 1) of 3).\n") }
             }
-            return first
+            throw CLIError.passphrasesDiffer
         }
     }
 }

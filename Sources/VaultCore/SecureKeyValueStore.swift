@@ -1,6 +1,9 @@
 import FoundationEssentials
 import Synchronization
 import VaultSodium
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An encrypted key-value store in one file, unlocked with a passphrase.
 ///
@@ -84,6 +87,31 @@ public final class SecureKeyValueStore: Sendable {
 
     /// Whether a file exists at ``path`` (it may still be unreadable or not a vault).
     public var exists: Bool { VaultFile.exists(path) }
+
+    /// Checks, without a passphrase, what ``open(with:createIfMissing:)`` checks of the file system: the directory
+    /// (real, ours or root's, writable by no one else) and the vault file (a regular file of ours, no access for
+    /// group or others). For callers that ask for a passphrase: a file that would be refused is refused before
+    /// anyone types one or waits for the KDF.
+    ///
+    /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)``, ``VaultError/vaultNotFound(path:)``, or
+    ///   ``VaultError/io(operation:path:errno:)``.
+    public func checkAccess() throws {
+        let directory = try VaultFile.openDirectory(of: path)
+        Glibc.close(directory)
+        let fd = Posix.retryingEINTR { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT { throw VaultError.vaultNotFound(path: path) }
+            if code == ELOOP {
+                throw VaultError.unsafePermissions(
+                    path: path, reason: "the vault is a symbolic link (or not a regular file)",
+                    hint: "pass the real path instead of a link")
+            }
+            throw VaultError.io(operation: "cannot open", path: path, errno: code)
+        }
+        defer { Glibc.close(fd) }
+        try VaultFile.checkOwnFile(fd, path: path, what: "vault")
+    }
 
     /// The Argon2id parameters of the open vault.
     public var kdfParameters: Argon2id.Parameters? { state.withLock { $0.open?.header.parameters } }

@@ -127,6 +127,35 @@ import Testing
         #expect(Date().timeIntervalSince(started) < 10)
     }
 
+    @Test func aWrongPassphraseOnTheTerminalGetsThreeTries() throws {
+        let marker = "Vault passphrase for"
+        let result = try PseudoTerminal.run(
+            CLI.vault, ["get", "k"],
+            playing: [.init(marker: marker, keys: "wrong one\n"), .init(marker: marker, keys: "wrong two\n"),
+                      .init(marker: marker, keys: "correct horse battery staple\n")],
+            environment: box.environment, seconds: 30)
+        #expect(result.status == 0, "\(result.stdoutText)")
+        #expect(result.stdoutText.contains("vault: incorrect passphrase; try 2 of 3\n") && result.stdoutText.contains("vault: incorrect passphrase; try 3 of 3\n"))
+        #expect(result.stdoutText.hasSuffix("old\n[echo on]\n"), "\(result.stdoutText)")
+        let threeWrong = try PseudoTerminal.run(
+            CLI.vault, ["get", "k"],
+            playing: [.init(marker: marker, keys: "a\n"), .init(marker: marker, keys: "b\n"), .init(marker: marker, keys: "c\n")],
+            environment: box.environment, seconds: 30)
+        #expect(threeWrong.status == 3, "\(threeWrong.stdoutText)")
+        // A passphrase from a file is tried once.
+        try box.write("wrong\n", to: box.directory + "/wrong")
+        let once = try box.vault(["get", "k", "--passphrase-file", box.directory + "/wrong"], passphrase: false)
+        #expect(once.status == 3 && !once.stderr.contains("try 2"))
+    }
+
+    @Test func aVaultWithLoosePermissionsIsRefusedBeforeThePrompt() throws {
+        #expect(chmod(box.vaultPath, 0o644) == 0)
+        let result = try PseudoTerminal.run(CLI.vault, ["get", "k"], playing: [], environment: box.environment, seconds: 30)
+        #expect(result.status == 4, "\(result.stdoutText)")
+        #expect(!result.stdoutText.contains("passphrase for"), "\(result.stdoutText)")
+        #expect(result.stdoutText.contains("is accessible by group or others (mode 0644)"), "\(result.stdoutText)")
+    }
+
     @Test func thePromptNamesTheVaultAndTheCaller() throws {
         var environment = box.environment
         environment["VAULT"] = CLI.vault
@@ -166,6 +195,29 @@ import Testing
         #expect(try box.status() == nil)
         let none = try box.vault(["agent", "stop"])
         #expect(none.status == 0 && none.stdoutText == "no agent answers on '\(box.socketPath)'\n")
+    }
+
+    @Test func passwdThroughTheAgentAsksForTheCurrentPassphrase() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        try box.unlock()
+        FileManager.default.createFile(
+            atPath: box.directory + "/new", contents: Data("new passphrase\n".utf8), attributes: [.posixPermissions: 0o600])
+        // No terminal, no passphrase: the agent alone does not allow a change.
+        let refused = try box.vault(["passwd", "--new-passphrase-file", box.directory + "/new"])
+        #expect(refused.status == 1 && refused.stderr.hasPrefix("vault: no passphrase: there is no terminal to ask on"), "\(refused.stderr)")
+        // On a terminal: asked, checked.
+        let wrong = try PseudoTerminal.run(
+            CLI.vault, ["passwd", "--new-passphrase-file", box.directory + "/new"],
+            playing: [.init(marker: "Vault passphrase for", keys: "a\n"), .init(marker: "Vault passphrase for", keys: "b\n"),
+                      .init(marker: "Vault passphrase for", keys: "c\n")],
+            environment: box.environment, seconds: 30)
+        #expect(wrong.status == 3, "\(wrong.stdoutText)")
+        let right = try PseudoTerminal.run(
+            CLI.vault, ["passwd", "--new-passphrase-file", box.directory + "/new"],
+            playing: [.init(marker: "Vault passphrase for", keys: box.passphrase + "\n")], environment: box.environment, seconds: 30)
+        #expect(right.status == 0 && right.stdoutText.contains("passphrase changed for vault"), "\(right.stdoutText)")
     }
 
     @Test func lockLocksTheVaultUnderEverySpelling() throws {

@@ -24,7 +24,7 @@ import Testing
             ],
             environment: environment, seconds: 30)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))\n\(answeredPassphrasePrompt(box.vaultPath))\n[echo on]\n")
+        #expect(result.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))\n\(answeredPassphrasePrompt(box.vaultPath))\nstored 'b'\n[echo on]\n")
         #expect(try box.vault(["get", "b"]).stdoutText == "value-of-a")
     }
 

@@ -26,23 +26,36 @@ import Testing
             """)
         let put = try onTerminal(box, ["put", "api-token"], [("Vault passphrase for", "typed on a tty\n"), ("Value for", "s3cr3t-value\n")])
         #expect(put.status == 0)
-        #expect(put.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))\nvalue for 'api-token': \n[echo on]\n")
+        #expect(put.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))\nvalue for 'api-token': \nstored 'api-token'\n[echo on]\n")
         let got = try onTerminal(box, ["get", "api-token"], [("Vault passphrase for", "typed on a tty\n")])
         #expect(got.status == 0)
         // The value as stored, then a newline because stdout is a terminal (piped, nothing is added).
         #expect(got.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))\ns3cr3t-value\n[echo on]\n")
 
-        let wrong = try onTerminal(box, ["get", "api-token"], [("Vault passphrase for", "typed on a TTY\n")])
+        // Three tries (issue 25), then the error.
+        let wrong = try onTerminal(box, ["get", "api-token"], Array(repeating: ("Vault passphrase for", "typed on a TTY\n"), count: 3))
         #expect(wrong.status == 3)
-        #expect(wrong.stdoutText.hasPrefix("\(answeredPassphrasePrompt(box.vaultPath))\nvault: cannot open vault '\(box.vaultPath)': incorrect passphrase"))
+        let prompt = answeredPassphrasePrompt(box.vaultPath)
+        #expect(wrong.stdoutText.hasPrefix("\(prompt)\nvault: incorrect passphrase; try 2 of 3\n\(prompt)\nvault: incorrect passphrase; try 3 of 3\n\(prompt)\nvault: cannot open vault '\(box.vaultPath)': incorrect passphrase"), "\(wrong.stdoutText)")
         #expect(!wrong.stdoutText.contains("typed on a"))
     }
 
     @Test func confirmationThatDiffersCreatesNothing() throws {
         let box = try Sandbox()
-        let result = try onTerminal(box, ["init"], [("New passphrase", "first one\n"), ("Repeat to confirm", "first 0ne\n")])
-        #expect(result.status == 64)
-        #expect(result.stdoutText == "new passphrase: \nrepeat to confirm: \nvault: the passphrases do not match\n[echo on]\n")
+        // Three tries (issue 25), then exit 1, and no file.
+        let result = try onTerminal(box, ["init"], [
+            ("New passphrase", "first one\n"), ("Repeat to confirm", "first 0ne\n"),
+            ("New passphrase", "second\n"), ("Repeat to confirm", "sec0nd\n"),
+            ("New passphrase", "third\n"), ("Repeat to confirm", "th1rd\n"),
+        ])
+        #expect(result.status == 1)
+        #expect(result.stdoutText == """
+            new passphrase: \nrepeat to confirm: \nThe passphrases do not match; try again (2 of 3).
+            new passphrase: \nrepeat to confirm: \nThe passphrases do not match; try again (3 of 3).
+            new passphrase: \nrepeat to confirm: \nvault: the passphrases do not match
+            [echo on]
+
+            """)
         #expect(!FileManager.default.fileExists(atPath: box.vaultPath))
     }
 

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "CVaultSystem.h"
+#include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <signal.h>
@@ -89,12 +90,29 @@ static void prompt_restore(int action) {
     while (tcsetattr(fd, action, &now) != 0 && errno == EINTR) {}
 }
 
+/* Whether our process group is the terminal's foreground group. Once it is not (the shell took the terminal back:
+   under git, git died of the same Ctrl-C first; or we were stopped and the shell runs readline), the terminal's
+   modes are the shell's, saved and set by it: writing ours back would leave the shell without echo, or with
+   readline's raw modes as its "cooked" ones (Enter prints ^M). Async-signal-safe (tcgetpgrp, getpgrp). */
+static int prompt_in_foreground(int fd) {
+    pid_t foreground = tcgetpgrp(fd);
+    return foreground < 0 || foreground == getpgrp();
+}
+
 static void prompt_handler(int signal_number) {
     /* A continue before echo was off (`vault get &`: stopped by SIGTTOU inside tcsetattr, then `fg`): carry on. */
     if (signal_number == SIGCONT && !prompt_quiet) return;
-    /* What was typed and not read yet is dropped first: echo must not show it once it is back on. */
-    if (prompt_changed && prompt_fd >= 0) tcflush(prompt_fd, TCIFLUSH);
-    prompt_restore(TCSANOW);
+    int fd = prompt_fd;
+    if (prompt_changed && fd >= 0 && prompt_in_foreground(fd)) {
+        /* What was typed and not read yet is dropped first: echo must not show it once it is back on. */
+        tcflush(fd, TCIFLUSH);
+        /* The prompt's line ends before whatever the shell prints next ("Quit", its prompt). */
+        if (signal_number == SIGINT || signal_number == SIGQUIT || signal_number == SIGTSTP) {
+            ssize_t ignored = write(fd, "\n", 1);
+            (void)ignored;
+        }
+        prompt_restore(TCSANOW);
+    }
     /* End as the signal asks, never go on reading with echo back on. A stop (Ctrl-Z) or a continue after a
        stop ends the prompt as Ctrl-C does: by SIGINT. */
     int end = (signal_number == SIGTSTP || signal_number == SIGCONT) ? SIGINT : signal_number;

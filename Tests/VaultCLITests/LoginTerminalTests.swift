@@ -67,7 +67,7 @@ import VaultTestSupport
             steps: [(marker: "Username", keys: "alice\n"), (marker: "Password for", keys: "correct hor\u{03}")],
             environment: box.environment)
         #expect(result.status == 128 + SIGINT)
-        #expect(result.stdoutText.hasSuffix("username: alice\npassword for 'alice': [echo on]\n"))
+        #expect(result.stdoutText.hasSuffix("username: alice\npassword for 'alice': \n[echo on]\n"))
         #expect(nginx.accessLog() == ["401 - /private/"])
         #expect(try box.vault(["list"]).stdoutText == "")
     }

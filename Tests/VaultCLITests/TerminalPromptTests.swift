@@ -64,7 +64,7 @@ import Testing
         try box.initVault()
         let result = try onTerminal(box, ["get", "anything"], [("Vault passphrase for", "half-typ\u{03}")])
         #expect(result.status == Self.sigint)
-        #expect(result.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))[echo on]\n")
+        #expect(result.stdoutText == "\(answeredPassphrasePrompt(box.vaultPath))\n[echo on]\n")
         #expect(result.stderr == "")
     }
 
@@ -77,7 +77,7 @@ import Testing
             box, ["passwd", "--passphrase-file", box.passphraseFile],
             [("New passphrase", "replacement\n"), ("Repeat to confirm", "replace\u{03}")])
         #expect(result.status == Self.sigint)
-        #expect(result.stdoutText == "new passphrase: \nrepeat to confirm: [echo on]\n")
+        #expect(result.stdoutText == "new passphrase: \nrepeat to confirm: \n[echo on]\n")
         #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before)
         #expect(try box.vault(["get", "k"]).stdoutText == "v")
     }
@@ -88,7 +88,7 @@ import Testing
         let result = try onTerminal(
             box, ["put", "k", "--passphrase-file", box.passphraseFile], [("Value for", "partial val\u{03}")])
         #expect(result.status == Self.sigint)
-        #expect(result.stdoutText == "value for 'k': [echo on]\n")
+        #expect(result.stdoutText == "value for 'k': \n[echo on]\n")
         #expect(try box.vault(["list"]).stdoutText == "")
     }
 }

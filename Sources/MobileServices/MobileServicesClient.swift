@@ -7,10 +7,10 @@ import VaultCore
 /// on the encrypted vault (any `KeyValueVault`).
 ///
 /// - ``register()``: `POST` the connection root with Basic credentials; on `201` the `appcid` from
-///   `d.ApplicationConnectionId`, and then `username`, `password` and `appcid` are stored in **one** atomic
+///   `d.ApplicationConnectionId`, and then the credential (under `credential/…`) and `appcid` are stored in **one** atomic
 ///   vault update (nothing is stored on any failure).
 /// - ``verifyRegistration()``: once per client (process start), `GET` the service root with the credentials and
-///   `X-SMP-APPCID`; `404` purges `appcid`, `username` and `password` in one update.
+///   `X-SMP-APPCID`; `404` purges `appcid` and the credential in one update.
 /// - ``unregister()``: `DELETE Connections('appcid')`, then the `appcid` is removed.
 /// - ``data(forServicePath:)``: back-end requests with `X-SMP-APPCID` and the credentials (the tutorials' app
 ///   reads its `TravelAgencies` this way: Examples/DemoApp/TravelAgency.swift).
@@ -28,8 +28,8 @@ import VaultCore
 /// All methods are `async` and every request ends (timeouts). The vault's calls, which block (file I/O, `fsync`,
 /// another process's lock), run off the cooperative pool (`runBlocking`). The store must be open.
 public final class MobileServicesClient: Sendable {
-    /// The vault keys this client reads and writes itself. The credential (`username`, `password`,
-    /// `credential.space`) is `VaultCredentialStore`'s: see its key layout.
+    /// The vault keys this client reads and writes itself. The credential (`credential/<space>/username`, `password`,
+    /// `credential/primary`) is `VaultCredentialStore`'s: see its key layout.
     public enum Keys {
         /// The application connection id (the tutorials' key).
         public static let applicationConnectionId = "appcid"
@@ -46,7 +46,7 @@ public final class MobileServicesClient: Sendable {
         /// No `appcid` is stored; no request was made.
         case notRegistered
         /// The server answered `404`: the registration was removed (e.g. by an administrator). `appcid`,
-        /// `username` and `password` were deleted from the vault.
+        /// the credential was deleted from the vault.
         case registrationRemoved
     }
 
@@ -125,9 +125,9 @@ public final class MobileServicesClient: Sendable {
     /// as JSON and Basic credentials (stored ones, or the prompt's, by the authenticator's rules).
     ///
     /// On `201` the `appcid` is read from `d.ApplicationConnectionId`, then **one** vault update stores
-    /// `username`, `password`, `credential.space` (the accepted credential), `appcid`, `mobileservices.server`
-    /// and `mobileservices.appid`. If another server's credential was the vault's primary one, it is moved to
-    /// its `credential/<space>/` keys in the same update. Nothing is stored before the `201`, nor after any
+    /// the accepted credential (`credential/…`), `appcid`, `mobileservices.server`
+    /// and `mobileservices.appid`, and records its space as the primary one (another server's credential stays
+    /// where it is). Nothing is stored before the `201`, nor after any
     /// failure; the only write a failure can cause is the authenticator erasing a **stored** credential the
     /// server rejected (its rule, git's `credential reject`).
     ///
@@ -208,11 +208,11 @@ public final class MobileServicesClient: Sendable {
         return appcid
     }
 
-    /// Refuses (``AuthenticationError/unownedEntries(_:)``) when the vault holds the user's own entries under the
-    /// keys a registration writes: `username`/`password` that no credential store wrote (no `credential.space`),
-    /// or an `appcid` without the `mobileservices.server` a registration records next to it.
+    /// Refuses (``AuthenticationError/unownedEntries(_:)``) when the vault holds the user's own entry under a key
+    /// a registration writes: an `appcid` without the `mobileservices.server` a registration records next to it.
+    /// (Credentials live under `credential/…`, apart from the user's entries: a user's `username` or `password`
+    /// is neither overwritten nor sent.)
     public func checkNothingUnownedWouldBeOverwritten() throws {
-        try credentials.checkPrimaryKeysAreOwned()
         if try store.contains(Keys.applicationConnectionId), try !store.contains(Keys.server) {
             throw AuthenticationError.unownedEntries([Keys.applicationConnectionId])
         }
@@ -244,7 +244,7 @@ public final class MobileServicesClient: Sendable {
     /// once it was confirmed (pass `force` to ask again).
     ///
     /// - `200`: ``RegistrationStatus/registered``.
-    /// - `404`: the registration is gone: `appcid`, `username`, `password` and `credential.space` are deleted in
+    /// - `404`: the registration is gone: `appcid` and the primary credential are deleted in
     ///   one update; ``RegistrationStatus/registrationRemoved``.
     /// - No `appcid` stored: ``RegistrationStatus/notRegistered``, no request.
     ///

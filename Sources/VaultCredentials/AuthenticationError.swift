@@ -31,8 +31,8 @@ public enum AuthenticationError: Error, Equatable, Sendable {
     case crossOriginChallenge(requested: URL, challengedBy: URL)
     /// A username that RFC 7617 cannot carry; `problem` says why (the username itself is not repeated).
     case invalidUsername(UsernameProblem)
-    /// The vault entry `entry` (`credential.space`) should name a protection space and does not: the vault's
-    /// credentials cannot be attributed to a server.
+    /// The vault entry `entry` (`credential/primary`, or an earlier layout's `credential.space`) should name a
+    /// protection space and does not: the vault's credentials cannot be attributed to a server.
     case malformedStoredSpace(entry: String)
     /// The request could not be made or did not complete (connection refused, timeout, TLS failure, ...).
     case transportFailed(url: URL, detail: String)
@@ -51,9 +51,9 @@ public enum AuthenticationError: Error, Equatable, Sendable {
     case responseTooLarge(url: URL, limit: Int)
     /// A redirect from `from` to `to` was not followed (`reason`).
     case redirectRefused(from: URL, to: URL, reason: RedirectRefusal)
-    /// The vault holds entries under the primary credential's keys (`username`, `password`) that no credential
-    /// store wrote (there is no `credential.space`): they are the user's own, and are neither overwritten nor
-    /// adopted. Nothing was written.
+    /// The vault holds entries under keys a registration writes (an `appcid` without `mobileservices.server`)
+    /// that no registration wrote: they are the user's own, and are neither overwritten nor adopted. Nothing was
+    /// written.
     case unownedEntries([String])
 
     /// Why a redirect was not followed.

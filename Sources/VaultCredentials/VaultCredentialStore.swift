@@ -9,53 +9,60 @@ import VaultCore
 ///
 /// ## Key layout
 ///
-/// One protection space is the **primary** one: its credential is kept under the keys of the SAP
-/// mobile-services tutorials, which the device-registration flow reads, and `credential.space` records which
-/// space they belong to:
+/// Every credential lives under `credential/<space key>/`, out of the way of the user's own entries (a user's
+/// `password` entry is never sent to a server, nor erased when a server rejects a stored credential):
 ///
 /// | key                                   | value                                              |
 /// |---------------------------------------|----------------------------------------------------|
-/// | `username`                            | the primary space's username (UTF-8)               |
-/// | `password`                            | the primary space's password (UTF-8)               |
-/// | `credential.space`                    | the primary space, as ``ProtectionSpace/key``      |
-/// | `credential/<space key>/username`     | the username of any other space                    |
-/// | `credential/<space key>/password`     | the password of any other space                    |
-/// | `credential/<space key>/password_expiry_utc` | when the password expires, Unix seconds (any space) |
-/// | `credential/<space key>/oauth_refresh_token` | the OAuth refresh token sent with the password (any space) |
-/// | `credential/<space key>/authtype`     | the scheme of a pre-encoded credential, e.g. `Bearer` (any space) |
-/// | `credential/<space key>/credential`   | the pre-encoded credential itself (any space)      |
+/// | `credential/<space key>/username`     | the space's username (UTF-8)                       |
+/// | `credential/<space key>/password`     | the space's password                               |
+/// | `credential/<space key>/password_expiry_utc` | when the password expires, Unix seconds        |
+/// | `credential/<space key>/oauth_refresh_token` | the OAuth refresh token sent with the password |
+/// | `credential/<space key>/authtype`     | the scheme of a pre-encoded credential, e.g. `Bearer` |
+/// | `credential/<space key>/credential`   | the pre-encoded credential itself                  |
+/// | `credential/primary`                  | the **primary** space, as ``ProtectionSpace/key``: the one device registration uses |
 ///
 /// `<space key>` is ``ProtectionSpace/key``: `scheme://host:port/realm` with the realm percent-encoded, so it
 /// holds no `/` after the port, e.g. `credential/https://example.com:443/My%20Realm/username`.
 ///
-/// Which space is primary:
-/// 1. the one recorded in `credential.space`, when present (a value that is not a space key is an error,
-///    ``AuthenticationError/malformedStoredSpace(entry:)``, never "no primary");
-/// 2. else the `primarySpace` given to ``init(store:primarySpace:)``; a vault written by the tutorials' app
-///    (`username` and `password` without `credential.space`) is read as that space's credential;
-/// 3. else the first space stored while the vault has no `username` and no `password`.
-/// An unscoped `username`/`password` (no `credential.space`, no `primarySpace`) is never sent anywhere: nobody
-/// knows which server it belongs to.
+/// Which space is primary: the one recorded in `credential/primary` (a value that is not a space key is an
+/// error, ``AuthenticationError/malformedStoredSpace(entry:)``, never "no primary"), else the first space stored
+/// in a vault that records none, or the `primarySpace` given to ``init(store:primarySpace:)`` when that one is
+/// stored.
 ///
-/// Each store and each removal is **one** atomic write (username, password and `credential.space` change
-/// together). Removing the primary credential leaves other keys (e.g. `appcid`) alone.
+/// ## Earlier layouts, read and migrated
+///
+/// Vaults written before this layout keep the primary credential in the top-level entries of the SAP
+/// mobile-services tutorials: `username`, `password`, and `credential.space` naming their space. Such a
+/// credential is read where it is, and moved to `credential/<space key>/` (with `credential/primary`) by the
+/// next write of this store, in the same update. A vault written by the tutorials' app (`username` and
+/// `password` without `credential.space`) is read, and migrated, as the `primarySpace` an embedder declares.
+/// Top-level `username`/`password` without `credential.space` and without a declared `primarySpace` are the
+/// user's own entries: never sent anywhere, never moved, never erased.
+///
+/// Each store and each removal is **one** atomic write. Removing the primary credential leaves other keys (e.g.
+/// `appcid`) alone.
 ///
 /// Every method blocks (the vault's file I/O); call it from `async` code through `runBlocking`.
 public final class VaultCredentialStore: CredentialStoring {
-    private static let usernameKey = "username"
-    private static let passwordKey = "password"
-    private static let primarySpaceKey = "credential.space"
     private static let prefix = "credential/"
+    private static let primaryKey = "credential/primary"
+    private static let usernameName = "username"
+    private static let passwordName = "password"
     private static let expiryName = "password_expiry_utc"
     private static let refreshTokenName = "oauth_refresh_token"
     private static let authTypeName = "authtype"
     private static let authCredentialName = "credential"
+    /// The earlier layout's primary credential (read, and migrated by the next write).
+    private static let legacyUsernameKey = "username"
+    private static let legacyPasswordKey = "password"
+    private static let legacySpaceKey = "credential.space"
 
     /// The key prefix of a space's own entries: `credential/<space key>/`.
     private static func keyPrefix(for space: ProtectionSpace) -> String { prefix + space.key + "/" }
 
     public let store: any KeyValueVault
-    /// The space to use for the tutorials' `username`/`password` keys when the vault does not record one.
+    /// The space the tutorials' top-level `username`/`password` belong to when the vault does not record one.
     public let primarySpace: ProtectionSpace?
     /// Serialises read-modify-write in this process; the vault locks across processes.
     private let lock = Mutex<Void>(())
@@ -67,40 +74,60 @@ public final class VaultCredentialStore: CredentialStoring {
 
     // MARK: - Reading
 
-    /// The primary space: recorded in the vault, else ``primarySpace`` if the vault has tutorial-style
-    /// credentials, else `nil`.
+    /// The primary space: recorded in the vault (`credential/primary`, or an earlier layout's
+    /// `credential.space`), else ``primarySpace`` when the vault holds its credential, else `nil`.
     ///
-    /// - Throws: ``AuthenticationError/malformedStoredSpace(entry:)`` when `credential.space` is not a space key;
+    /// - Throws: ``AuthenticationError/malformedStoredSpace(entry:)`` when the record is not a space key;
     ///   `VaultError`.
     public func primary() throws -> ProtectionSpace? {
         if let recorded = try recordedPrimary() { return recorded }
-        if let primarySpace, try store.getString(Self.usernameKey) != nil { return primarySpace }
+        if let primarySpace, try legacyPrimary() == primarySpace || store.contains(Self.keyPrefix(for: primarySpace) + Self.usernameName) {
+            return primarySpace
+        }
         return nil
     }
 
-    /// The space recorded in `credential.space`, or `nil` when none is recorded.
+    /// The space recorded as primary (`credential/primary`, or an earlier layout's `credential.space`), or `nil`
+    /// when none is recorded.
     ///
     /// - Throws: ``AuthenticationError/malformedStoredSpace(entry:)``; `VaultError`.
     public func recordedPrimary() throws -> ProtectionSpace? {
-        guard let recorded = try store.getString(Self.primarySpaceKey) else { return nil }
+        if let recorded = try space(in: Self.primaryKey) { return recorded }
+        return try space(in: Self.legacySpaceKey)
+    }
+
+    private func space(in key: String) throws -> ProtectionSpace? {
+        guard let recorded = try store.getString(key) else { return nil }
         guard let space = ProtectionSpace(key: recorded) else {
-            throw AuthenticationError.malformedStoredSpace(entry: Self.primarySpaceKey)
+            throw AuthenticationError.malformedStoredSpace(entry: key)
         }
         return space
     }
 
-    /// The username under the primary keys (whatever space they belong to), or `nil`.
+    /// The space whose credential an earlier layout keeps in the top-level `username`/`password`, or `nil`: the
+    /// one `credential.space` names, else the declared ``primarySpace`` when `username` exists. Never once the
+    /// vault has this layout's `credential/primary` (top-level entries are then the user's own).
+    private func legacyPrimary() throws -> ProtectionSpace? {
+        if try store.contains(Self.primaryKey) { return nil }
+        if let recorded = try space(in: Self.legacySpaceKey) { return recorded }
+        if let primarySpace, try store.contains(Self.legacyUsernameKey) { return primarySpace }
+        return nil
+    }
+
+    /// The primary space's username, or `nil`.
     public func primaryUsername() throws -> String? {
-        try store.getString(Self.usernameKey)
+        if try legacyPrimary() != nil { return try store.getString(Self.legacyUsernameKey) }
+        guard let primary = try primary() else { return nil }
+        return try store.getString(Self.keyPrefix(for: primary) + Self.usernameName)
     }
 
     public func credential(for space: ProtectionSpace) throws -> Credential? {
         try lock.withLock { _ in
-            if try primary() == space {
-                return try read(usernameKey: Self.usernameKey, passwordKey: Self.passwordKey)
+            if try legacyPrimary() == space {
+                return try read(usernameKey: Self.legacyUsernameKey, passwordKey: Self.legacyPasswordKey)
             }
             let prefix = Self.keyPrefix(for: space)
-            return try read(usernameKey: prefix + Self.usernameKey, passwordKey: prefix + Self.passwordKey)
+            return try read(usernameKey: prefix + Self.usernameName, passwordKey: prefix + Self.passwordName)
         }
     }
 
@@ -129,20 +156,20 @@ public final class VaultCredentialStore: CredentialStoring {
     /// when it has neither.
     public func lastModified(of space: ProtectionSpace) throws -> Date? {
         let prefix = Self.keyPrefix(for: space)
-        if try primary() == space, let attributes = try store.attributes(forKey: Self.passwordKey) {
+        if try legacyPrimary() == space, let attributes = try store.attributes(forKey: Self.legacyPasswordKey) {
             return attributes.modified
         }
-        return try (store.attributes(forKey: prefix + Self.passwordKey)
+        return try (store.attributes(forKey: prefix + Self.passwordName)
             ?? store.attributes(forKey: prefix + Self.authCredentialName))?.modified
     }
 
-    /// Every space with a credential: the primary one, each with a `credential/<space key>/username`, and each
-    /// with only a pre-encoded `credential/<space key>/credential`.
+    /// Every space with a credential: an earlier layout's primary one, each with a
+    /// `credential/<space key>/username`, and each with only a pre-encoded `credential/<space key>/credential`.
     public func storedSpaces() throws -> [ProtectionSpace] {
         try lock.withLock { _ in
             var spaces: Set<ProtectionSpace> = []
-            if let primary = try primary() { spaces.insert(primary) }
-            for suffix in ["/" + Self.usernameKey, "/" + Self.authCredentialName] {
+            if let legacy = try legacyPrimary(), try store.contains(Self.legacyUsernameKey) { spaces.insert(legacy) }
+            for suffix in ["/" + Self.usernameName, "/" + Self.authCredentialName] {
                 for key in try store.keys() where key.hasPrefix(Self.prefix) && key.hasSuffix(suffix) {
                     let spaceKey = key.dropFirst(Self.prefix.count).dropLast(suffix.count)
                     if let space = ProtectionSpace(key: String(spaceKey)) { spaces.insert(space) }
@@ -162,7 +189,7 @@ public final class VaultCredentialStore: CredentialStoring {
             } else if let primarySpace {
                 usePrimary = primarySpace == space
             } else {
-                usePrimary = try store.getString(Self.usernameKey) == nil && store.getBytes(Self.passwordKey) == nil
+                usePrimary = true  // the first space stored in a vault that records none
             }
             var changes = SecureKeyValueStore.Changes()
             try stage(credential, for: space, asPrimary: usePrimary, into: &changes)
@@ -170,8 +197,8 @@ public final class VaultCredentialStore: CredentialStoring {
         }
     }
 
-    /// Removes every entry of `space` (under `credential/<space key>/`, and the primary keys when it is the
-    /// primary space).
+    /// Removes every entry of `space` under `credential/<space key>/` (and the record of the primary space when it
+    /// is that one).
     public func removeCredential(for space: ProtectionSpace) throws {
         try removeCredentials(of: [space])
     }
@@ -187,73 +214,63 @@ public final class VaultCredentialStore: CredentialStoring {
 
     // MARK: - Staging into a caller's update
 
-    /// Adds to `changes` what stores `credential` for `space`.
-    ///
-    /// - `asPrimary`: under the primary keys, recording `space` in `credential.space` (and dropping the space's
-    ///   own `credential/<space key>/` username and password). If another space's credential was primary, it
-    ///   moves to its own `credential/<space key>/` keys in the same update.
-    /// - otherwise: under `credential/<space key>/`.
+    /// Adds to `changes` the move of an earlier layout's primary credential (top-level `username`, `password`,
+    /// `credential.space`) to `credential/<space key>/` and `credential/primary`. Every staging method does this
+    /// first, so the next write of a credential migrates the vault. `skipping`: a space whose username and
+    /// password the caller writes or removes itself (not copied, only the top-level entries removed).
+    private func stageMigration(skipping: Set<ProtectionSpace> = [], into changes: inout SecureKeyValueStore.Changes) throws {
+        guard let legacy = try legacyPrimary() else { return }
+        if !skipping.contains(legacy),
+           let moved = try read(usernameKey: Self.legacyUsernameKey, passwordKey: Self.legacyPasswordKey) {
+            let prefix = Self.keyPrefix(for: legacy)
+            try changes.put(moved.username, forKey: prefix + Self.usernameName)
+            try changes.put(moved.password, forKey: prefix + Self.passwordName)
+        }
+        changes.remove(Self.legacyUsernameKey)
+        changes.remove(Self.legacyPasswordKey)
+        changes.remove(Self.legacySpaceKey)
+        try changes.put(legacy.key, forKey: Self.primaryKey)
+    }
+
+    /// Adds to `changes` what stores `credential` for `space` under `credential/<space key>/`, migrating an
+    /// earlier layout first; with `asPrimary`, `space` is recorded as the primary space (in `credential/primary`;
+    /// the previous primary's credential stays where it is).
     public func stage(
         _ credential: Credential, for space: ProtectionSpace, asPrimary: Bool,
         into changes: inout SecureKeyValueStore.Changes
     ) throws {
+        try stageMigration(skipping: [space], into: &changes)
         let prefix = Self.keyPrefix(for: space)
-        guard asPrimary else {
-            try changes.put(credential.username, forKey: prefix + Self.usernameKey)
-            try changes.put(credential.password, forKey: prefix + Self.passwordKey)
-            return
-        }
-        // Unless the embedder declared these keys `space`'s (``primarySpace``, the tutorials' vaults).
-        if primarySpace != space { try checkPrimaryKeysAreOwned() }
-        if let previous = try recordedPrimary(), previous != space,
-           let moved = try read(usernameKey: Self.usernameKey, passwordKey: Self.passwordKey) {
-            let movedPrefix = Self.keyPrefix(for: previous)
-            try changes.put(moved.username, forKey: movedPrefix + Self.usernameKey)
-            try changes.put(moved.password, forKey: movedPrefix + Self.passwordKey)
-        }
-        try changes.put(credential.username, forKey: Self.usernameKey)
-        try changes.put(credential.password, forKey: Self.passwordKey)
-        try changes.put(space.key, forKey: Self.primarySpaceKey)
-        changes.remove(prefix + Self.usernameKey)
-        changes.remove(prefix + Self.passwordKey)
+        try changes.put(credential.username, forKey: prefix + Self.usernameName)
+        try changes.put(credential.password, forKey: prefix + Self.passwordName)
+        if asPrimary { try changes.put(space.key, forKey: Self.primaryKey) }
     }
 
-    /// Adds to `changes` the removal of the credentials of `spaces`: the primary keys when one of them is the
-    /// primary space, and every key under `credential/<space key>/` (username, password, password_expiry_utc).
+    /// Adds to `changes` the removal of the credentials of `spaces`: every key under `credential/<space key>/`
+    /// (username, password, password_expiry_utc, …), and `credential/primary` when one of them is the primary.
+    /// Nothing outside `credential/` is removed, except an earlier layout's primary credential of one of `spaces`.
     public func stageRemoval(of spaces: [ProtectionSpace], into changes: inout SecureKeyValueStore.Changes) throws {
-        if let primary = try primary(), spaces.contains(primary) {
-            stagePurgeOfPrimary(into: &changes)
-        }
+        let primary = try primary()
+        try stageMigration(skipping: Set(spaces), into: &changes)
         let prefixes = spaces.map(Self.keyPrefix(for:))
         for key in try store.keys() where prefixes.contains(where: { key.hasPrefix($0) }) {
             changes.remove(key)
         }
+        if let primary, spaces.contains(primary) { changes.remove(Self.primaryKey) }
     }
 
-    /// Throws ``AuthenticationError/unownedEntries(_:)`` when `username` or `password` exist but no
-    /// `credential.space` does: then they are not a credential any store wrote but the user's own entries,
-    /// which are never overwritten (nor adopted: a later purge would delete them).
-    public func checkPrimaryKeysAreOwned() throws {
-        guard try recordedPrimary() == nil else { return }
-        let unowned = try [Self.usernameKey, Self.passwordKey].filter { try store.contains($0) }
-        guard unowned.isEmpty else { throw AuthenticationError.unownedEntries(unowned) }
-    }
-
-    /// Adds to `changes` the removal of the primary credential: `username`, `password` and `credential.space`.
-    public func stagePurgeOfPrimary(into changes: inout SecureKeyValueStore.Changes) {
-        changes.remove(Self.usernameKey)
-        changes.remove(Self.passwordKey)
-        changes.remove(Self.primarySpaceKey)
-    }
-
-    /// ``stagePurgeOfPrimary(into:)`` only when `credential.space` records a primary credential of `origin`'s
-    /// server (scheme, host and port): what device registration removes when its registration is gone, so that
-    /// it never deletes entries it did not write (the user's own `username`, another server's credential).
-    /// Whether it did.
+    /// The primary credential (`credential/<primary key>/username` and `password`, and the record
+    /// `credential/primary`) removed, only when it belongs to `origin`'s server (scheme, host and port): what
+    /// device registration removes when its registration is gone, so that it never deletes entries it did not
+    /// write (the user's own `password`, another server's credential). Whether it did.
     @discardableResult
     public func stagePurgeOfPrimary(ifItBelongsTo origin: URL, into changes: inout SecureKeyValueStore.Changes) throws -> Bool {
         guard let recorded = try recordedPrimary(), recorded.origin == Origin(origin) else { return false }
-        stagePurgeOfPrimary(into: &changes)
+        try stageMigration(skipping: [recorded], into: &changes)
+        let prefix = Self.keyPrefix(for: recorded)
+        changes.remove(prefix + Self.usernameName)
+        changes.remove(prefix + Self.passwordName)
+        changes.remove(Self.primaryKey)
         return true
     }
 

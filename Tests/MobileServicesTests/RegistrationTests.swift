@@ -5,13 +5,18 @@ import Testing
 import VaultAuth
 import VaultCore
 
-/// The vault keys of the tutorials' layout, spelled out: the tests check the stored format, not the libraries'
+/// The vault keys a registration writes, spelled out: the tests check the stored format, not the libraries'
 /// constants (the credential keys are `VaultCredentialStore`'s own, and private).
 enum Keys {
     static let applicationConnectionId = "appcid"
-    static let username = "username"
-    static let password = "password"
-    static let credentialSpace = "credential.space"
+    /// The credential of the protection space `space` (`scheme://host:port/realm`), and the primary space's record.
+    static func username(_ space: String) -> String { "credential/\(space)/username" }
+    static func password(_ space: String) -> String { "credential/\(space)/password" }
+    static let primary = "credential/primary"
+    /// The earlier layout's primary credential (top level, the tutorials' keys), read and migrated.
+    static let legacyUsername = "username"
+    static let legacyPassword = "password"
+    static let legacySpace = "credential.space"
     static let server = "mobileservices.server"
     static let applicationId = "mobileservices.appid"
 }
@@ -51,9 +56,11 @@ extension MobileServicesClient {
             // One atomic write for username, password, appcid (and the space and configuration).
             #expect(store.generation == generationBefore + 1)
             #expect(try store.getString(Keys.applicationConnectionId) == appcid)
-            #expect(try store.getString(Keys.username) == "alice")
-            #expect(try store.getBytes(Keys.password) == SecureBytes(string: "s3cret:with-colon"))
-            #expect(try store.getString(Keys.credentialSpace) == "http://127.0.0.1:\(emulator.port)/mobile-services")
+            let space = "http://127.0.0.1:\(emulator.port)/mobile-services"
+            #expect(try store.getString(Keys.username(space)) == "alice")
+            #expect(try store.getBytes(Keys.password(space)) == SecureBytes(string: "s3cret:with-colon"))
+            #expect(try store.getString(Keys.primary) == space)
+            #expect(try !store.contains(Keys.legacyUsername) && !store.contains(Keys.legacyPassword))
             #expect(try store.getString(Keys.server) == emulator.server)
             #expect(try store.getString(Keys.applicationId) == testAppId)
             #expect(prompt.reasons == [.noStoredCredential])
@@ -136,7 +143,7 @@ extension MobileServicesClient {
             #expect(emulator.state.requestCount(route: .registerConnection, status: 201) == 1)
             #expect(emulator.state.connections.map(\.applicationConnectionId) == [result.applicationConnectionId])
             #expect(try result.client.store.getString(Keys.applicationConnectionId) == result.applicationConnectionId)
-            #expect(try result.client.store.getString(Keys.username) == "alice")
+            #expect(try result.client.store.getString(Keys.username("http://127.0.0.1:\(emulator.port)/mobile-services")) == "alice")
         }
     }
 
@@ -153,7 +160,8 @@ extension MobileServicesClient {
             let generation = try #require(store.generation)
             #expect(try await restarted.verifyRegistration() == .registrationRemoved)
             #expect(store.generation == generation + 1)
-            for key in [Keys.applicationConnectionId, Keys.username, Keys.password, Keys.credentialSpace] {
+            let space = "http://127.0.0.1:\(emulator.port)/mobile-services"
+            for key in [Keys.applicationConnectionId, Keys.username(space), Keys.password(space), Keys.primary] {
                 #expect(try store.contains(key) == false, "\(key) survived the purge")
             }
             // Where to register again, and the user's other entries, stay.
@@ -182,6 +190,7 @@ extension MobileServicesClient {
             #expect(emulator.state.connections.isEmpty)
             #expect(try vault.bytes() == before)
             for key in registrationKeys { #expect(try store.contains(key) == false) }
+            #expect(try store.keys().allSatisfy { !$0.hasPrefix("credential/") })
         }
     }
 
@@ -246,7 +255,7 @@ extension MobileServicesClient {
         #expect(url == "\(server)/\(testAppId)")
         #expect(prompt.count == 0)
         #expect(try vault.bytes() == before)
-        #expect(try store.getString(Keys.username) == "alice")
+        #expect(try store.getString(Keys.username(server + "/mobile-services")) == "alice")
         #expect(try store.contains(Keys.applicationConnectionId))
     }
 
@@ -277,6 +286,7 @@ extension MobileServicesClient {
         }
         #expect(try vault.bytes() == before)
         for key in registrationKeys { #expect(try store.contains(key) == false) }
+        #expect(try store.keys().allSatisfy { !$0.hasPrefix("credential/") })
     }
 
     @Test(arguments: [200, 400, 403, 500, 503])
@@ -304,9 +314,10 @@ extension MobileServicesClient {
         let store = try vault.openStore()
         try store.update { changes in
             try changes.put("abc-123", forKey: Keys.applicationConnectionId)
-            try changes.put("alice", forKey: Keys.username)
-            try changes.put("pw", forKey: Keys.password)
-            try changes.put("http://127.0.0.1:\(server.port)/mobile-services", forKey: Keys.credentialSpace)
+            // The earlier layout: read where it is; nothing migrates without a write.
+            try changes.put("alice", forKey: Keys.legacyUsername)
+            try changes.put("pw", forKey: Keys.legacyPassword)
+            try changes.put("http://127.0.0.1:\(server.port)/mobile-services", forKey: Keys.legacySpace)
         }
         let before = try vault.bytes()
         let client = MobileServicesClient(
@@ -343,7 +354,7 @@ extension MobileServicesClient {
             #expect(emulator.state.connection(appcid) == nil)
             #expect(emulator.state.requestCount(route: .deleteConnection, status: 204) == 1)
             #expect(try store.contains(Keys.applicationConnectionId) == false)
-            #expect(try store.getString(Keys.username) == "alice")
+            #expect(try store.getString(Keys.username("http://127.0.0.1:\(emulator.port)/mobile-services")) == "alice")
             #expect(try await client.verifyRegistration() == .notRegistered)
             await #expect(throws: MobileServicesError.notRegistered) { try await client.unregister() }
             await #expect(throws: MobileServicesError.notRegistered) { try await client.travelAgencies() }

@@ -158,9 +158,10 @@ func makeClient(
         deviceInfo: testDevice, timeout: 10)
 }
 
-/// The keys this feature writes, for "nothing stored" checks.
+/// The fixed keys this feature writes, for "nothing stored" checks (with ``noCredentialStored(in:)``).
 let registrationKeys = [
-    Keys.applicationConnectionId, Keys.username, Keys.password, Keys.credentialSpace, Keys.server, Keys.applicationId,
+    Keys.applicationConnectionId, Keys.primary, Keys.legacyUsername, Keys.legacyPassword, Keys.legacySpace,
+    Keys.server, Keys.applicationId,
 ]
 
 /// A loopback port nobody answers on, for as long as the value lives: the socket is bound but never listens, so a

@@ -35,8 +35,8 @@ struct NginxTests {
         #expect(response.statusCode == 200)
         #expect(String(decoding: body, as: UTF8.self) == "secret area\n")
         #expect(prompt.count == 1)
-        #expect(try vault.getString("username") == "alice")
-        #expect(try vault.getString("credential.space") == nginx.space.key)
+        #expect(try vault.getString("credential/\(nginx.space.key)/username") == "alice")
+        #expect(try vault.getString("credential/primary") == nginx.space.key)
         #expect(nginx.accessLog() == ["401 - /private/", "200 alice /private/"])
 
         // Fetch with the stored credential, no prompt at all (a new process would do the same).

@@ -62,10 +62,12 @@ import VaultTestSupport
         #expect(registered.status == 0)
         #expect(registered.stdoutText == "registered with \(emulator.server) (application \(Self.appId)) as alice\n")
         #expect(registered.stderr == "")
+        let space = "credential/\(emulator.server)/mobile-services/"
         #expect(try Self.keys(box) == [
-            "appcid", "credential.space", "mobileservices.appid", "mobileservices.server", "password", "username",
+            "appcid", space + "password", space + "username", "credential/primary", "mobileservices.appid",
+            "mobileservices.server",
         ])
-        #expect(try box.vault(["get", "username"]).stdoutText == "alice")
+        #expect(try box.vault(["get", space + "username"]).stdoutText == "alice")
         #expect(try box.vault(["get", "mobileservices.server"]).stdoutText == emulator.server)
         let appcid = try box.vault(["get", "appcid"]).stdoutText
         #expect(try await emulator.connectionIds() == [appcid])
@@ -167,34 +169,22 @@ import VaultTestSupport
         ])
     }
 
-    /// Issue 11, item 19: the user's own `username` and `password` (no `credential.space`: no credential store
-    /// wrote them), or an `appcid` of their own, are never overwritten, adopted or purged by registration: it
-    /// refuses before any request (exit 7), and the server holds no registration the vault could not record.
+    /// Issue 11, item 19 and issue 25 §4: the user's own `username` and `password` are never overwritten, adopted
+    /// or purged by registration: the credential lives under `credential/…`, so registering leaves them as they are
+    /// (and never sends them). An `appcid` of the user's own is refused before any request (exit 7), and the
+    /// server holds no registration the vault could not record.
     @Test func registrationNeverOverwritesTheUsersOwnEntries() async throws {
         let (box, passwordFile) = try Self.makeBox()
         let emulator = try EmulatorProcess(directory: box.directory)
         defer { emulator.stop() }
         #expect(try box.vault(["put", "username"], stdin: Data("my-own-name".utf8)).status == 0)
         #expect(try box.vault(["put", "password"], stdin: Data("my-own-password".utf8)).status == 0)
-        let before = try Self.vaultBytes(box)
-        try await emulator.resetStats()
-        let refused = try Self.register(box, emulator, passwordFile: passwordFile)
-        #expect(refused.status == 7 && refused.stdout.isEmpty)
-        #expect(refused.stderr == """
-            vault: the vault already has entries 'username' and 'password' that no credential or registration of vault wrote; they are left as they are
-            hint: rename them first (vault mv username my/username, vault mv password my/password), or use another vault for the device (--vault PATH)
-
-            """)
-        #expect(try Self.vaultBytes(box) == before, "the refused registration wrote the vault")
-        #expect(try await emulator.connectionIds() == [], "the server holds a registration the vault could not record")
-        #expect(try await emulator.stats() == [:], "a request was sent")
-
-        // Renamed out of the way, registration works, and the user's entries are untouched.
-        #expect(try box.vault(["mv", "username", "my/username"]).status == 0)
-        #expect(try box.vault(["mv", "password", "my/password"]).status == 0)
-        #expect(try Self.register(box, emulator, passwordFile: passwordFile).status == 0)
-        #expect(try box.vault(["get", "my/username"]).stdoutText == "my-own-name")
-        #expect(try box.vault(["get", "username"]).stdoutText == "alice")
+        let registered = try Self.register(box, emulator, passwordFile: passwordFile)
+        #expect(registered.status == 0, "\(registered.stderr)")
+        #expect(try box.vault(["get", "username"]).stdoutText == "my-own-name")
+        #expect(try box.vault(["get", "password"]).stdoutText == "my-own-password")
+        #expect(try box.vault(["get", "credential/\(emulator.server)/mobile-services/username"]).stdoutText == "alice")
+        #expect(try box.vault(["device", "status", "--allow-insecure-http"]).status == 0)
 
         // An `appcid` of the user's own (no `mobileservices.server` next to it) is refused the same way.
         let (other, otherPasswordFile) = try Self.makeBox()
@@ -298,8 +288,10 @@ import VaultTestSupport
         #expect(unregister.status == 0, "\(unregister.stderr)")
         #expect(unregister.stdoutText == "unregistered from \(emulator.server)\n")
         #expect(try await emulator.connectionIds() == [])
+        let space = "credential/\(emulator.server)/mobile-services/"
         #expect(try Self.keys(box) == [
-            "credential.space", "mobileservices.appid", "mobileservices.server", "password", "username",
+            space + "password", space + "username", "credential/primary", "mobileservices.appid",
+            "mobileservices.server",
         ])
 
         let status = try box.vault(["device", "status", "--allow-insecure-http", "--json"])

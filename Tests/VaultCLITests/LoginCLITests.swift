@@ -40,6 +40,7 @@ import VaultTestSupport
     }
 
     var realm: String { "\(nginx.origin) (realm \"Vault Test\")" }
+    var spacePrefix: String { "credential/\(nginx.origin)/Vault%20Test/" }
 
     @Test func loginWithRightCredentialsStoresThemAndFetchUsesThem() throws {
         try box.initVault()
@@ -47,9 +48,10 @@ import VaultTestSupport
         #expect(result.status == 0)
         #expect(result.stdoutText == "logged in to \(realm) as 'alice'\n")
         #expect(result.stderr == "")
-        #expect(try list() == "credential.space\npassword\nusername\n")
-        #expect(try box.vault(["get", "username"]).stdoutText == "alice")
-        #expect(try box.vault(["get", "credential.space"]).stdoutText == "\(nginx.origin)/Vault%20Test")
+        // Under credential/<space>/, apart from the user's own entries (issue 25 §4).
+        #expect(try list() == "\(spacePrefix)password\n\(spacePrefix)username\ncredential/primary\n")
+        #expect(try box.vault(["get", spacePrefix + "username"]).stdoutText == "alice")
+        #expect(try box.vault(["get", "credential/primary"]).stdoutText == "\(nginx.origin)/Vault%20Test")
         #expect(nginx.accessLog() == ["401 - /private/", "200 alice /private/"])
 
         // fetch: the stored credential answers the challenge; the body exactly, nothing on stderr.
@@ -204,6 +206,47 @@ import VaultTestSupport
 
         // Logging in with the new password works again.
         #expect(try login(password: "new password").status == 0)
+        #expect(try fetch("/private/").stdoutText == "secret area\n")
+    }
+
+    /// Issue 25 §4, the exact sequence: the first login on a fresh vault, then the user stores an entry of their
+    /// own named `password` (and `username`). The server is sent the login's password, never the user's; when the
+    /// server rejects the login's password, the login's credential is erased and the user's entries stay.
+    @Test func theUsersOwnPasswordEntryIsNeverSentNorErased() throws {
+        try box.initVault()
+        #expect(try login(password: "correct horse").status == 0)
+        #expect(try box.vault(["put", "password"], stdin: Data("my own password".utf8)).status == 0)
+        #expect(try box.vault(["put", "username"], stdin: Data("mallory".utf8)).status == 0)
+
+        let fetched = try fetch("/private/")
+        #expect(fetched.status == 0, "\(fetched.stderr)")
+        #expect(fetched.stdoutText == "secret area\n")  // nginx accepted: the login's password was sent
+        #expect(nginx.accessLog().suffix(2) == ["401 - /private/", "200 alice /private/"])
+
+        // The user's entry holds a password nginx would accept for alice: it must still not be the one sent.
+        try nginx.setPassword("my own password", for: "alice")
+        let stale = try fetch("/private/")
+        #expect(stale.status == 3)
+        #expect(stale.stderr.hasPrefix("vault: stored credential rejected: the server at \(realm) rejected the stored password for 'alice'; it was removed"))
+        #expect(nginx.accessLog().suffix(2) == ["401 - /private/", "401 alice /private/"])
+        #expect(try list() == "password\nusername\n")
+        #expect(try box.vault(["get", "password"]).stdoutText == "my own password")
+        #expect(try box.vault(["get", "username"]).stdoutText == "mallory")
+    }
+
+    /// A vault written before issue 25 (the login's credential in top-level `username`, `password` and
+    /// `credential.space`) keeps working, and the next login moves the credential under `credential/`.
+    @Test func anEarlierLayoutIsUsedThenMigratedByTheNextLogin() throws {
+        try box.initVault()
+        #expect(try box.vault(["put", "username"], stdin: Data("alice".utf8)).status == 0)
+        #expect(try box.vault(["put", "password"], stdin: Data("correct horse".utf8)).status == 0)
+        #expect(try box.vault(["put", "credential.space"], stdin: Data("\(nginx.origin)/Vault%20Test".utf8)).status == 0)
+        #expect(try fetch("/private/").stdoutText == "secret area\n")
+        #expect(try list() == "credential.space\npassword\nusername\n")  // reading writes nothing
+
+        #expect(try login(password: "correct horse").status == 0)
+        #expect(try list() == "\(spacePrefix)password\n\(spacePrefix)username\ncredential/primary\n")
+        #expect(try box.vault(["put", "password"], stdin: Data("mine".utf8)).status == 0)
         #expect(try fetch("/private/").stdoutText == "secret area\n")
     }
 

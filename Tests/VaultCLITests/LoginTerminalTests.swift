@@ -39,7 +39,8 @@ import VaultTestSupport
         #expect(result.stderr == "")
         #expect(nginx.accessLog() == ["401 - /private/", "401 alice /private/", "200 alice /private/"])
         let list = try box.vault(["list"])
-        #expect(list.stdoutText == "credential.space\npassword\nusername\n")
+        let space = "credential/\(nginx.origin)/Vault%20Test/"
+        #expect(list.stdoutText == "\(space)password\n\(space)username\ncredential/primary\n")
 
         // fetch on a terminal after the password changed: the stale credential is reported and asked for once.
         try nginx.setPassword("battery staple", for: "alice")

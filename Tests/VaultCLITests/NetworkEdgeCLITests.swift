@@ -358,7 +358,8 @@ import VaultTestSupport
         defer { emulator.stop() }
         #expect(try DeviceCLITests.register(box, emulator, passwordFile: passwordFile).status == 0)
         // The password changed on the server: the stored one is now wrong.
-        #expect(try box.vault(["put", "password"], stdin: Data("old-password".utf8)).status == 0)
+        let space = "credential/\(emulator.server)/mobile-services/"
+        #expect(try box.vault(["put", space + "password"], stdin: Data("old-password".utf8)).status == 0)
         let keys = try DeviceCLITests.keys(box)
 
         let status = try box.vault(["device", "status", "--allow-insecure-http"])
@@ -371,8 +372,8 @@ import VaultTestSupport
 
             """)
         #expect(try DeviceCLITests.keys(box) == keys)
-        #expect(try box.vault(["get", "username"]).stdoutText == "alice")
-        #expect(try box.vault(["get", "password"]).stdoutText == "old-password")
+        #expect(try box.vault(["get", space + "username"]).stdoutText == "alice")
+        #expect(try box.vault(["get", space + "password"]).stdoutText == "old-password")
         #expect(try box.vault(["get", "appcid"]).status == 0)
     }
 }

@@ -40,7 +40,7 @@ package struct Clip: ParsableCommand {
             // Which clipboard first: no passphrase is asked for a copy that cannot happen.
             let clipboard = try Clipboard.choose(osc52: osc52)
             let value = try withVault(options) { vault in
-                guard let value = try vault.getBytes(name) else { throw CLIError.noSuchEntry(name: name, path: vault.path) }
+                guard let value = try vault.getBytes(name) else { throw CLIError.missingEntry(name, in: vault) }
                 return value
             }
             try clipboard.copy(value)

@@ -269,7 +269,7 @@ package struct Get: ParsableCommand {
     /// What `get` prints for the entry `name` of `vault` (shared with ``QuickPath``).
     static func printValue(of name: String, in vault: any KeyValueVault, json: Bool) throws {
         guard let value = try vault.getBytes(name) else {
-            throw CLIError.noSuchEntry(name: name, path: vault.path)
+            throw CLIError.missingEntry(name, in: vault)
         }
         if json {
             // JSON needs a copy in ordinary memory; the raw form writes straight from guarded memory.
@@ -320,6 +320,9 @@ package struct Delete: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Do not ask on the terminal before deleting.")
     package var yes = false
 
+    @Flag(name: .shortAndLong, help: "Each NAME is a folder ending in '/' (e.g. 'github/'): delete every entry under it.")
+    package var recursive = false
+
     package func validate() throws {
         if names.isEmpty && nameFD == nil { throw ValidationError("Missing expected argument '<names> ...'") }
         if let nameFD, nameFD < 0 { throw ValidationError("--name-fd must be a file descriptor (0 or more)") }
@@ -331,15 +334,35 @@ package struct Delete: ParsableCommand {
     package func run() throws {
         try reportingErrors(json: options.json) {
             for name in names { try checkNameArgumentIsUTF8(name) }
-            let names = try names + (nameFD.map { try EntryNameOptions.names(fromFD: $0) } ?? [])
+            let given = try names + (nameFD.map { try EntryNameOptions.names(fromFD: $0) } ?? [])
+            if recursive, let name = given.first(where: { !$0.hasSuffix("/") || $0 == "/" }) {
+                throw UsageError(
+                    message: "with --recursive each name is a folder ending in '/' (e.g. 'github/'), not '\(name)'",
+                    hint: "'vault list PREFIX' shows what a folder holds")
+            }
+            var names = given
             let deleted = try withVault(options) { vault -> [String] in
+                if recursive {
+                    // Each folder's entries, as the file holds them now; an empty folder is a missing name.
+                    let all = try vault.keys()
+                    var expanded: [String] = []
+                    for folder in given {
+                        let inside = all.filter { $0.hasPrefix(folder) && !expanded.contains($0) }
+                        if inside.isEmpty, !force {
+                            throw CLIError.message("no entry under '\(folder)' in vault '\(vault.path)'", exitCode: Exit.notFound)
+                        }
+                        expanded += inside
+                    }
+                    names = expanded
+                }
                 var present: [String] = []
                 for name in names where try vault.contains(name) && !present.contains(name) { present.append(name) }
                 if !force, let missing = names.first(where: { !present.contains($0) }) {
-                    throw CLIError.noSuchEntry(name: missing, path: vault.path)
+                    throw CLIError.missingEntry(missing, in: vault)
                 }
                 if !yes, !present.isEmpty, isatty(0) == 1, let terminal = Terminal.controlling() {
-                    let list = present.map { "'\(TerminalText.escaped($0))'" }.joined(separator: ", ")
+                    let shown = present.prefix(5).map { "'\(TerminalText.escaped($0))'" }.joined(separator: ", ")
+                    let list = present.count > 5 ? "\(present.count) entries (\(shown), …)" : shown
                     let answer = try terminal.readLine(prompt: "Delete \(list) from '\(TerminalText.escaped(vault.path))'? [y/N] ")
                     let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
                     guard ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased()) else {
@@ -358,7 +381,8 @@ package struct Delete: ParsableCommand {
                 writeToStderr(deleted.map { "deleted '\(TerminalText.escaped($0))'\n" }.joined())
             }
             if options.json {
-                if names.count == 1 { try writeJSON(["name": names[0], "deleted": true]) }
+                if recursive { try writeJSON(["names": deleted, "deleted": true]) }
+                else if names.count == 1 { try writeJSON(["name": names[0], "deleted": true]) }
                 else { try writeJSON(["names": names, "deleted": true]) }
             }
         }
@@ -368,22 +392,27 @@ package struct Delete: ParsableCommand {
 package struct List: ParsableCommand {
     package init() {}
 
-    package static let configuration = CommandConfiguration(commandName: "list", abstract: "List the entries' names, sorted, one a line.")
+    package static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List the entries' names (those starting with PREFIX), sorted, one a line.")
 
     @OptionGroup var options: VaultOptions
 
+    @Argument(help: "Only the names that start with this (e.g. 'github/').", completion: NameCompletion.existingEntry)
+    var prefix: String?
+
     package func run() throws {
         try reportingErrors(json: options.json) {
-            try withVault(options) { try Self.printNames(of: $0, json: options.json) }
+            if let prefix { try checkNameArgumentIsUTF8(prefix) }
+            try withVault(options) { try Self.printNames(of: $0, prefix: prefix ?? "", json: options.json) }
         }
     }
 
-    /// What `list` prints for `vault` (shared with ``QuickPath``).
-    static func printNames(of vault: any KeyValueVault, json: Bool) throws {
+    /// What `list` prints for `vault`: the names starting with `prefix` (shared with ``QuickPath``).
+    static func printNames(of vault: any KeyValueVault, prefix: String = "", json: Bool) throws {
         if json {
             let formatter = ISO8601DateFormatter()
             formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            let entries: [[String: Any]] = try vault.listing().map { name, attributes in
+            let entries: [[String: Any]] = try vault.listing().filter { $0.0.hasPrefix(prefix) }.map { name, attributes in
                 [
                     "name": name, "size": attributes.byteCount,
                     "created": formatter.string(from: attributes.created),
@@ -392,7 +421,7 @@ package struct List: ParsableCommand {
             }
             try writeJSON(["entries": entries])
         } else {
-            try writeLines(try vault.keys())
+            try writeLines(try vault.keys().filter { $0.hasPrefix(prefix) })
         }
     }
 }

@@ -8,7 +8,8 @@ package enum CLIError: Error, CustomStringConvertible {
     case noPassphraseSource
     case emptyPassphrase
     case passphrasesDiffer
-    case noSuchEntry(name: String, path: String)
+    /// No entry `name`; `suggestions`: the vault's names closest to it (``missingEntry(_:in:)``).
+    case noSuchEntry(name: String, path: String, suggestions: [String] = [])
     /// `put` read nothing from a pipe or file for an entry that exists.
     case emptyInput(name: String)
     case message(String, exitCode: Int32)
@@ -21,7 +22,7 @@ package enum CLIError: Error, CustomStringConvertible {
             return "the passphrase is empty"
         case .passphrasesDiffer:
             return "the passphrases do not match"
-        case .noSuchEntry(let name, let path):
+        case .noSuchEntry(let name, let path, _):
             return "no entry '\(name)' in vault '\(path)'"
         case .emptyInput(let name):
             return "the input was empty: '\(name)' keeps its value"
@@ -34,6 +35,8 @@ package enum CLIError: Error, CustomStringConvertible {
         switch self {
         case .noPassphraseSource:
             return "run 'vault unlock' once, or pass --passphrase-fd N or --passphrase-file PATH, or set VAULT_PASSPHRASE"
+        case .noSuchEntry(_, _, let suggestions) where !suggestions.isEmpty:
+            return "did you mean " + suggestions.map { "'\($0)'" }.joined(separator: " or ") + "? ('vault list' shows the names)"
         case .noSuchEntry:
             return "'vault list' shows the names"
         case .emptyInput:
@@ -67,6 +70,12 @@ package protocol CLIReportable: Error {
     var message: String { get }
     /// What the user can do, when there is something.
     var hint: String? { get }
+    /// More members of the `--json` error object (e.g. `suggestions`), beside code, exit_code, message, hint.
+    var details: [String: Any] { get }
+}
+
+extension CLIReportable {
+    package var details: [String: Any] { [:] }
 }
 
 extension CLIReportable where Self: CustomStringConvertible {
@@ -142,6 +151,30 @@ extension VaultError: CLIReportable {
 }
 
 extension CLIError: CLIReportable {
+    package var details: [String: Any] {
+        if case .noSuchEntry(_, _, let suggestions) = self, !suggestions.isEmpty { return ["suggestions": suggestions] }
+        return [:]
+    }
+
+    /// ``noSuchEntry(name:path:suggestions:)`` for `name` in `vault`, with the names closest to it: those at the
+    /// smallest edit distance, if it is at most 2 (and less than the name's length; letter case ignored), at most
+    /// three. Names only:
+    /// no value is read. A vault whose names cannot be listed gives no suggestion, never another error.
+    package static func missingEntry(_ name: String, in vault: any KeyValueVault) -> CLIError {
+        let names = (try? vault.keys()) ?? []
+        return .noSuchEntry(name: name, path: vault.path, suggestions: closest(to: name, among: names))
+    }
+
+    static func closest(to name: String, among names: [String]) -> [String] {
+        let word = Array(name.lowercased())
+        let scored = names.compactMap { candidate -> (String, Int)? in
+            guard candidate != name else { return nil }
+            let distance = CommandLineRunner.editDistance(word, Array(candidate.lowercased()))
+            return distance <= 2 && distance < word.count ? (candidate, distance) : nil
+        }
+        guard let best = scored.map(\.1).min() else { return [] }
+        return scored.filter { $0.1 == best }.map(\.0).sorted().prefix(3).map { $0 }
+    }
     package var exitCode: Int32 {
         switch self {
         case .noPassphraseSource: return Exit.failure
@@ -204,6 +237,7 @@ package func report(_ error: Error, json: Bool, program: String = "vault") -> In
             "code": reportable?.code ?? "error", "exit_code": Int(exitCode), "message": message,
         ]
         if let hint { object["hint"] = hint }
+        for (key, value) in reportable?.details ?? [:] where object[key] == nil { object[key] = value }
         let data = (try? JSONSerialization.data(
             withJSONObject: ["error": object], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         writeToStderr(data + Data("\n".utf8))

@@ -52,7 +52,7 @@ package struct Inject: ParsableCommand {
                 try withVault(options) { vault in
                     for name in names where values[name] == nil {
                         guard let value = try vault.getBytes(name) else {
-                            throw CLIError.noSuchEntry(name: name, path: vault.path)
+                            throw CLIError.missingEntry(name, in: vault)
                         }
                         values[name] = value
                     }

@@ -100,7 +100,7 @@ package struct RunCommand: ParsableCommand {
                                 "\(origin.file): line \(origin.line): no such entry in vault '\(vault.path)' (the entry's name is not shown: a .env file of values would show a secret)",
                                 exitCode: Exit.notFound)
                         }
-                        throw CLIError.noSuchEntry(name: entry, path: vault.path)
+                        throw CLIError.missingEntry(entry, in: vault)
                     }
                     values[entry] = value
                 }

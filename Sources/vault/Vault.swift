@@ -15,10 +15,12 @@ struct VaultMain {
         // No core dumps, no ptrace by the same user, signals deliverable: secrets stay in this process.
         ProcessHardening.apply()
         let arguments = NetworkVerb.dispatchingOnName(CommandLine.arguments)  // docker-credential-vault
-        if NetworkVerb.requested(by: arguments) != nil { NetworkBinary.execute(arguments) }
+        // Options before the verb (`vault --vault X list`) move after it; vault-net does the same with its verbs.
+        let verbFirst = [arguments[0]] + CommandLineRunner.verbFirst(Array(arguments.dropFirst()), root: Vault.self)
+        if NetworkVerb.requested(by: verbFirst) != nil { NetworkBinary.execute(arguments) }
         // get, put and list on a vault the agent holds, without ArgumentParser's reflection (Benchmarks/README.md).
-        QuickPath.runIfAgentHoldsVault(Array(arguments.dropFirst()))
-        CommandLineRunner.main(Vault.self)
+        QuickPath.runIfAgentHoldsVault(Array(verbFirst.dropFirst()))
+        CommandLineRunner.main(Vault.self, arguments: Array(arguments.dropFirst()))
     }
 }
 

@@ -218,7 +218,7 @@ import Testing
 
         let fd0 = try box.vault(["credential", "get", "--passphrase-fd", "0"], passphrase: false)
         #expect(fd0.status == 64)
-        #expect(fd0.stderr.hasPrefix("Error: stdin carries git's request: use another --passphrase-fd\n"))
+        #expect(fd0.stderr.hasPrefix("vault: stdin carries git's request: use another --passphrase-fd\n"))
 
         // VAULT_PASSPHRASE works as for every verb.
         let withEnv = try box.vault(

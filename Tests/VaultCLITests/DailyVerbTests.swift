@@ -101,7 +101,7 @@ import VaultCore
         let one = try box.vault(["delete", "c", "--json"])
         #expect(one.stdoutText == #"{"deleted":true,"name":"c"}"# + "\n")
         let none = try box.vault(["delete"])
-        #expect(none.status == 64 && none.stderr.contains("Missing expected argument"), "\(none.stderr)")
+        #expect(none.status == 64 && none.stderr.contains("missing expected argument"), "\(none.stderr)")
     }
 
     @Test func putNoClobberFailsWithSevenAndStoresNothing() throws {
@@ -238,7 +238,7 @@ import VaultCore
             #expect(object?["error"]?["hint"] as? String == "'vault \(args[0]) --help' shows the usage", "\(args): \(result.stderr)")
         }
         let text = try box.vault(["get"], passphrase: false)
-        #expect(text.status == 64 && text.stderr.hasPrefix("Error: Missing expected argument '<name>'\n"))
+        #expect(text.status == 64 && text.stderr.hasPrefix("vault: missing expected argument '<name>'\n"))
     }
 
     @Test("a mistyped verb names the nearest one; a word far from every verb lists them")

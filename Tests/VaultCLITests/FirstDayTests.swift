@@ -197,6 +197,19 @@ import Testing
         #expect(none.status == 0 && none.stdoutText == "no agent answers on '\(box.socketPath)'\n")
     }
 
+    /// Issue 25 §5: through the agent (the quick path of `get`, and `delete`), a mistyped name suggests the same.
+    @Test func aMistypedNameThroughTheAgentSuggestsTheClosest() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        #expect(try box.around(["put", "github"], stdin: Data("v".utf8)).status == 0)
+        try box.unlock()
+        let get = try box.vault(["get", "gihtub"])
+        #expect(get.status == 2 && get.stderr == "vault: no entry 'gihtub' in vault '\(box.vaultPath)'\nhint: did you mean 'github'? ('vault list' shows the names)\n", "\(get.stderr)")
+        let json = try box.vault(["delete", "gihtub", "--json"])
+        #expect(json.status == 2 && json.stderr.contains(#""suggestions":["github"]"#), "\(json.stderr)")
+    }
+
     @Test func passwdThroughTheAgentAsksForTheCurrentPassphrase() throws {
         let box = try AgentBox()
         defer { box.stopAgents() }
@@ -242,5 +255,103 @@ import Testing
             #expect(got.status != 0, "\(spelling) is still unlocked after lock")
         }
         #expect(try box.status()?.vaults.isEmpty == true)
+    }
+}
+
+/// Issue 25 §5: the smaller things a new user trips over, without a terminal.
+@Suite(.processTimeLimit) struct FirstDaySmallerTests {
+    let box: Sandbox
+
+    init() throws {
+        box = try Sandbox()
+        try box.initVault()
+        for name in ["github", "gitlab", "ssh/work", "ssh/home", "sshd", "aws/prod", "aws/dev"] {
+            #expect(try box.vault(["put", name], stdin: Data("v-\(name)".utf8)).status == 0)
+        }
+    }
+
+    @Test func aMistypedEntryNameSuggestsTheClosestNames() throws {
+        let typo = try box.vault(["get", "gihtub"])
+        #expect(typo.status == 2 && typo.stdout.isEmpty)
+        #expect(typo.stderr == """
+            vault: no entry 'gihtub' in vault '\(box.vaultPath)'
+            hint: did you mean 'github'? ('vault list' shows the names)
+
+            """)
+        let two = try box.vault(["get", "gitlub"])
+        #expect(two.stderr.hasSuffix("hint: did you mean 'github' or 'gitlab'? ('vault list' shows the names)\n"), "\(two.stderr)")
+        let json = try box.vault(["get", "GitHub", "--json"])
+        #expect(json.status == 2)
+        #expect(json.stderr == """
+            {"error":{"code":"no_such_entry","exit_code":2,"hint":"did you mean 'github'? ('vault list' shows the names)","message":"no entry 'GitHub' in vault '\(box.vaultPath)'","suggestions":["github"]}}
+
+            """)
+        // Nothing close: the plain hint; the suggestion never names a value.
+        let far = try box.vault(["get", "kubernetes"])
+        #expect(far.stderr.hasSuffix("hint: 'vault list' shows the names\n"))
+        #expect(!typo.stderr.contains("v-github"))
+        let delete = try box.vault(["delete", "sshd", "ssh/wrok", "--yes"])
+        #expect(delete.status == 2 && delete.stderr.contains("did you mean 'ssh/work'?"), "\(delete.stderr)")
+        #expect(try box.vault(["get", "sshd"]).status == 0)  // all or none
+    }
+
+    @Test(arguments: [("show", "get"), ("ls", "list"), ("rm", "delete"), ("insert", "put"), ("edit", "put"), ("remove", "delete")])
+    func aPeersVerbNamesOurs(peer: String, ours: String) throws {
+        let result = try box.vault([peer, "github"], passphrase: false)
+        #expect(result.status == 64 && result.stdout.isEmpty)
+        #expect(result.stderr == "vault: unknown verb '\(peer)'\nhint: did you mean 'vault \(ours)'?\n")
+    }
+
+    @Test func parseErrorsHaveVaultsErrorStyle() throws {
+        let missing = try box.vault(["get"], passphrase: false)
+        #expect(missing.status == 64 && missing.stdout.isEmpty)
+        #expect(missing.stderr == "vault: missing expected argument '<name>'\nhint: 'vault get --help' shows the usage\n")
+        let unknown = try box.vault(["list", "--frobnicate"], passphrase: false)
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr == "vault: unknown option '--frobnicate'\nhint: 'vault list --help' shows the usage\n")
+        let nested = try box.vault(["agent", "status", "--bogus"], passphrase: false)
+        #expect(nested.status == 64 && nested.stderr.hasSuffix("hint: 'vault agent status --help' shows the usage\n"), "\(nested.stderr)")
+    }
+
+    @Test func globalOptionsMayComeBeforeTheVerb() throws {
+        // No VAULT_PATH in the environment: only the option names the vault.
+        let environment = ["VAULT_TESTING_INSECURE_KDF": "1", "VAULT_AGENT": "off", "HOME": box.directory]
+        let list = try CLI.run(
+            ["--vault", box.vaultPath, "--passphrase-file", box.passphraseFile, "list", "aws/"], environment: environment)
+        #expect(list.status == 0 && list.stdoutText == "aws/dev\naws/prod\n", "\(list.stderr)")
+        let json = try CLI.run(
+            ["--json", "--vault=\(box.vaultPath)", "get", "--passphrase-file", box.passphraseFile, "gihtub"], environment: environment)
+        #expect(json.status == 2 && json.stderr.hasPrefix(#"{"error":{"code":"no_such_entry""#), "\(json.stderr)")
+        // Before a verb with sub-verbs: after the whole verb.
+        let status = try CLI.run(["--json", "agent", "status"], environment: environment.merging(["VAULT_AGENT_SOCK": box.directory + "/none.sock"]) { $1 })
+        #expect(status.status != 64, "\(status.stderr)")
+        // A network verb (run by vault-net): the same.
+        let logout = try CLI.run(
+            ["--vault", box.vaultPath, "--passphrase-file", box.passphraseFile, "logout", "https://nothing.example/"],
+            environment: environment)
+        #expect(logout.status != 64, "\(logout.stderr)")
+        // Anything else before the verb is left to the parser.
+        let bad = try CLI.run(["--frobnicate", "list"], environment: environment)
+        #expect(bad.status == 64)
+    }
+
+    @Test func listTakesAPrefixAndDeleteRecursiveAFolder() throws {
+        #expect(try box.vault(["list", "ssh"]).stdoutText == "ssh/home\nssh/work\nsshd\n")
+        #expect(try box.vault(["list", "ssh/"]).stdoutText == "ssh/home\nssh/work\n")
+        #expect(try box.vault(["list", "nothing/"]).stdoutText == "")
+        let json = try box.vault(["list", "aws/", "--json"])
+        #expect(json.stdoutText.contains(#""name":"aws/dev""#) && !json.stdoutText.contains("github"))
+
+        let notAFolder = try box.vault(["delete", "-r", "ssh", "--yes"])
+        #expect(notAFolder.status == 64)
+        #expect(notAFolder.stderr == "vault: with --recursive each name is a folder ending in '/' (e.g. 'github/'), not 'ssh'\nhint: 'vault list PREFIX' shows what a folder holds\n")
+        let empty = try box.vault(["delete", "-r", "nothing/", "--yes"])
+        #expect(empty.status == 2 && empty.stderr == "vault: no entry under 'nothing/' in vault '\(box.vaultPath)'\n")
+        #expect(try box.vault(["delete", "-r", "nothing/", "--yes", "--force"]).status == 0)
+
+        let deleted = try box.vault(["delete", "-r", "ssh/", "aws/", "--yes", "--json"])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(deleted.stdoutText == #"{"deleted":true,"names":["ssh/home","ssh/work","aws/dev","aws/prod"]}"# + "\n")
+        #expect(try box.vault(["list"]).stdoutText == "github\ngitlab\nsshd\n")
     }
 }

@@ -17,7 +17,7 @@ import Testing
                 ["init", "--vault", path, "--passphrase-file", box.passphraseFile], environment: box.environment)
             #expect(result.status == 64)
             #expect(result.stderr.hasPrefix(
-                "Error: the vault path '\(path)' names a directory: give the path of a file in it (e.g. '"),
+                "vault: the vault path '\(path)' names a directory: give the path of a file in it (e.g. '"),
                 "\(result.stderr)")
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: existing) == [])
@@ -85,7 +85,7 @@ import Testing
                 environment: box.environment.merging(["VAULT_LOCK_TIMEOUT": value]) { $1 }, timeout: 20)
             #expect(result.status == 64, "\(value)")
             #expect(result.stderr.hasPrefix(
-                "Error: VAULT_LOCK_TIMEOUT must be a number of seconds from 0 to 3600, not '\(value)'\n"))
+                "vault: VAULT_LOCK_TIMEOUT must be a number of seconds from 0 to 3600, not '\(value)'\n"))
             #expect(monotonicNow() - started < 10)
         }
         let bounded = try box.vault(["put", "k"], stdin: Data("v".utf8), extraEnvironment: ["VAULT_LOCK_TIMEOUT": "0.2"])
@@ -124,10 +124,10 @@ import Testing
         // Once: not both, not neither; put's stdin carries the value.
         let both = try box.vault(["get", name, "--name-fd", "0"], stdin: Data((name + "\n").utf8))
         #expect(both.status == 64)
-        #expect(both.stderr.hasPrefix("Error: give the entry's name once: NAME or --name-fd N, not both\n"))
+        #expect(both.stderr.hasPrefix("vault: give the entry's name once: NAME or --name-fd N, not both\n"))
         let onStdin = try box.vault(["put", "--name-fd", "0"], stdin: Data("v".utf8))
         #expect(onStdin.status == 64)
-        #expect(onStdin.stderr.hasPrefix("Error: stdin carries the value: use another --name-fd\n"))
+        #expect(onStdin.stderr.hasPrefix("vault: stdin carries the value: use another --name-fd\n"))
         let closed = try box.vault(["get", "--name-fd", "3"])
         #expect(closed.status == 64)
         #expect(closed.stderr.hasPrefix("vault: file descriptor 3 is not open"))

@@ -312,26 +312,26 @@ import VaultTestSupport
         #expect(result.status == 64)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.hasPrefix(
-            "Error: --header Authorization: credentials never come from the command line; use 'vault login'\n"))
+            "vault: --header Authorization: credentials never come from the command line; use 'vault login'\n"))
         #expect(nginx.accessLog() == [])
 
         let noUser = try box.vault(["login", nginx.url("/private/"), "--password-file", try passwordFile("x")])
         #expect(noUser.status == 64)
-        #expect(noUser.stderr.hasPrefix("Error: --password-fd and --password-file need --username\n"))
+        #expect(noUser.stderr.hasPrefix("vault: --password-fd and --password-file need --username\n"))
     }
 
     /// `login` and `device register` share the credential options and their checks, all before anything is read
     /// or sent.
     @Test(arguments: [
         (["--username", "u", "--password-fd", "3", "--password-file", "/nonexistent"],
-         "Error: --password-fd and --password-file cannot be used together\n"),
-        (["--password-fd", "3"], "Error: --password-fd and --password-file need --username\n"),
-        (["--username", "u", "--password-fd=-1"], "Error: --password-fd must be a file descriptor (0 or more)\n"),
+         "vault: --password-fd and --password-file cannot be used together\n"),
+        (["--password-fd", "3"], "vault: --password-fd and --password-file need --username\n"),
+        (["--username", "u", "--password-fd=-1"], "vault: --password-fd must be a file descriptor (0 or more)\n"),
         (["--username", "u", "--password-fd", "0", "--passphrase-fd", "0"],
-         "Error: the passphrase and the password need different descriptors\n"),
+         "vault: the passphrase and the password need different descriptors\n"),
         // A password typed into the username field is not repeated.
         (["--username", "typed-secret:x"],
-         "Error: --username: invalid username: it contains ':' (it must be non-empty, without ':' or control characters)\n"),
+         "vault: --username: invalid username: it contains ':' (it must be non-empty, without ':' or control characters)\n"),
     ])
     func credentialOptionsAreCheckedFirst(arguments: [String], message: String) throws {
         try box.initVault()

@@ -84,10 +84,32 @@ package enum AgentAccess {
                 allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
                 lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
         }
-        if !options.json {
-            writeToStderr("vault: unlocked in the agent: no command asks again for 15m without use, 8h at most; 'vault lock' locks now (VAULT_AGENT=off: never start one)\n")
-        }
+        if !options.json { sayUnlocked() }
         return try client.vault(at: options.resolvedPath)
+    }
+
+    static func sayUnlocked() {
+        writeToStderr("vault: unlocked in the agent: no command asks again for 15m without use, 8h at most; 'vault lock' locks now (VAULT_AGENT=off: never start one)\n")
+    }
+
+    /// After `vault init` asked for the new passphrase on the terminal: unlock the new vault in the agent (started
+    /// when none runs) with that passphrase, as the first prompt of a session does, so that the first `put` asks
+    /// nothing more (a first secret in three prompts: the passphrase twice, the value). Silent and harmless when
+    /// it cannot: the vault exists either way, and the next verb asks.
+    package static func unlockAfterInit(_ options: VaultOptions, passphrase: SecureBytes) {
+        guard startsAgent, !options.hasPassphraseSource, Terminal.controlling() != nil else { return }
+        let socket = AgentSocket.defaultPath
+        do {
+            try AgentSocket.checkDirectory(of: socket, create: true)
+            let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
+            try client.unlock(
+                path: options.resolvedPath, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
+                allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
+                lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+        } catch {
+            return
+        }
+        if !options.json { sayUnlocked() }
     }
 }
 

@@ -90,13 +90,13 @@ extension VaultError: CLIReportable {
             .retiredKey, .otherVault:
             return Exit.corrupt
         case .keyChanged: return Exit.authentication
-        case .noSuchEntry: return Exit.notFound
+        case .noSuchEntry, .noSuchVersion: return Exit.notFound
         case .entryExists: return Exit.exists
         case .unsafePermissions: return Exit.permissions
         case .busy: return Exit.busy
-        case .invalidEntryName, .invalidFileName: return Exit.usage
+        case .invalidEntryName, .invalidFileName, .invalidFieldName: return Exit.usage
         case .vaultNotFound, .vaultAlreadyExists, .notOpen, .valueTooLarge, .typeMismatch, .io, .cryptoFailure,
-            .vaultTooLarge, .generationExhausted:
+            .vaultTooLarge, .generationExhausted, .clockExhausted:
             return Exit.failure
         }
     }
@@ -127,6 +127,9 @@ extension VaultError: CLIReportable {
         case .entryExists: return "entry_exists"
         case .vaultTooLarge: return "vault_too_large"
         case .generationExhausted: return "generation_exhausted"
+        case .invalidFieldName: return "invalid_field_name"
+        case .noSuchVersion: return "no_such_version"
+        case .clockExhausted: return "clock_exhausted"
         }
     }
 

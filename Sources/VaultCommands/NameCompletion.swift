@@ -14,7 +14,9 @@ import VaultCore
 ///   `compgen -W`, which ArgumentParser's bash script feeds the candidates to, expands each word as the shell
 ///   would: a name holding `$(…)` or a backquote would run as a command on Tab. Control and bidi characters
 ///   are left out too, and so are names that do not start with what is typed.
-/// - zsh reads `name:description` pairs, so a `:` in a name is escaped for it.
+/// - zsh reads `name:description` pairs, so a `:` in a name is escaped for it; zsh and fish quote what they
+///   insert. bash inserts a candidate as it is: a name with a space is escaped for it (``bashEscaped(_:)``), so
+///   that it stays one word on the command line.
 ///
 /// In interactive bash, `--vault=PATH` reaches the generated script as three words (bash breaks words at `=`),
 /// which the script (ArgumentParser's) does not take for an option and its value, so it completes no names
@@ -38,7 +40,22 @@ package enum NameCompletion {
         guard let client = try? AgentClient.connect(timeoutSeconds: 2),
             let names = try? client.namesWithoutActivity(at: path)
         else { return [] }
-        return names.filter { $0.hasPrefix(prefix) && isOffered($0) }.map { shell == .zsh ? zshEscaped($0) : $0 }
+        return names.filter { $0.hasPrefix(prefix) && isOffered($0) }.map {
+            switch shell {
+            case .zsh?: return zshEscaped($0)
+            case .bash?: return bashEscaped($0)
+            default: return $0  // fish quotes what it inserts
+            }
+        }
+    }
+
+    /// `name` for ArgumentParser's bash script, which hands the candidates to `compgen -W` (one a line): compgen
+    /// expands each word once, and bash then inserts what comes out as typed, unquoted; so a space is written
+    /// `\\\ ` here, `\ ` after compgen, and one shell word on the line (`vault get with\ space`). Only the
+    /// space needs it among the characters ``isOffered(_:)`` lets through. (Once an escaped space is typed,
+    /// compgen compares it unquoted with the escaped candidate, and offers nothing: complete before the space.)
+    static func bashEscaped(_ name: String) -> String {
+        name.replacingOccurrences(of: " ", with: "\\\\\\ ")
     }
 
     /// Whether `name` is one that completion offers: letters, digits, space and `- _ . , / @ + % = :` only, and

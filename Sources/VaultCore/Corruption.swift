@@ -30,6 +30,22 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
     case duplicateName
     /// The padding after the entries is not all zero, or has the wrong length.
     case badPadding
+    /// Version 2: the header's own length is out of range or beyond the file.
+    case badHeaderLength(Int)
+    /// Version 2: key stanza `index` is malformed (its length, or a known type's fields).
+    case badStanza(index: Int)
+    /// Version 2: no key stanza of a type this version can open with (an identity or a passphrase).
+    case noUsableStanza
+    /// Version 2: the header's MAC does not match: the header was changed.
+    case headerMACMismatch
+    /// Version 2: entry `index` has a malformed field (name, flags or length) or two fields of one name.
+    case badField(entry: Int)
+    /// Version 2: two entries, or an entry and a tombstone, or two tombstones, have one id.
+    case duplicateID
+    /// Version 2: a timestamp beyond 48 bits of milliseconds, or a replica table out of order.
+    case badClock
+    /// Version 2: entry `index` has a history beyond its caps or malformed.
+    case badHistory(entry: Int)
 
     /// A stable snake_case code, for programs (JSON, logs): it does not change when the wording does.
     public var code: String {
@@ -47,6 +63,14 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badValueLength: return "bad_value_length"
         case .duplicateName: return "duplicate_name"
         case .badPadding: return "bad_padding"
+        case .badHeaderLength: return "bad_header_length"
+        case .badStanza: return "bad_stanza"
+        case .noUsableStanza: return "no_usable_stanza"
+        case .headerMACMismatch: return "header_mac_mismatch"
+        case .badField: return "bad_field"
+        case .duplicateID: return "duplicate_id"
+        case .badClock: return "bad_clock"
+        case .badHistory: return "bad_history"
         }
     }
 
@@ -65,6 +89,14 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badValueLength(let index): return "entry \(index) has a bad value length"
         case .duplicateName: return "duplicate entry name"
         case .badPadding: return "bad padding"
+        case .badHeaderLength(let count): return "bad header length \(count)"
+        case .badStanza(let index): return "key stanza \(index) is malformed"
+        case .noUsableStanza: return "no key stanza this version can open"
+        case .headerMACMismatch: return "the header's MAC does not match (the header was changed)"
+        case .badField(let index): return "entry \(index) has a malformed field"
+        case .duplicateID: return "duplicate entry id"
+        case .badClock: return "bad timestamp or replica table"
+        case .badHistory(let index): return "entry \(index) has a malformed history"
         }
     }
 }

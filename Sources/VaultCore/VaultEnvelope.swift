@@ -71,16 +71,23 @@ enum VaultEnvelope {
     /// The file: `header`, a fresh body nonce, then `plaintext` sealed under `dataKey`, in one allocation
     /// with no zero-fill and no copy.
     static func seal(header: VaultFormat.Header, plaintext: SecureBytes, dataKey: SecureBytes) throws -> [UInt8] {
-        let encodedHeader = header.encoded()
-        let fileCount = bodyStart + plaintext.count + VaultFormat.macByteCount
+        try seal(prefix: header.encoded(), plaintext: plaintext, key: dataKey)
+    }
+
+    /// `prefix` (a header, and in version 2 its MAC), a fresh nonce, then `plaintext` sealed under `key`
+    /// (`crypto_secretbox_easy`), in one allocation with no zero-fill and no copy.
+    static func seal(prefix: [UInt8], plaintext: SecureBytes, key: SecureBytes) throws -> [UInt8] {
+        let nonceStart = prefix.count
+        let boxStart = nonceStart + VaultFormat.nonceByteCount
+        let fileCount = boxStart + plaintext.count + VaultFormat.macByteCount
         return try [UInt8](unsafeUninitializedCapacity: fileCount) { (buffer, initialized) throws in
             let bytes = UnsafeMutableRawBufferPointer(buffer)
-            encodedHeader.withUnsafeBytes { bytes.copyMemory(from: $0) }
-            let nonce = UnsafeMutableRawBufferPointer(rebasing: bytes[VaultFormat.headerByteCount..<bodyStart])
+            prefix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: bytes[0..<nonceStart]).copyMemory(from: $0) }
+            let nonce = UnsafeMutableRawBufferPointer(rebasing: bytes[nonceStart..<boxStart])
             Sodium.fillRandom(nonce)
-            let out = UnsafeMutableRawBufferPointer(rebasing: bytes[bodyStart...])
+            let out = UnsafeMutableRawBufferPointer(rebasing: bytes[boxStart...])
             try plaintext.withUnsafeBytes { (plaintext) throws in
-                try dataKey.withUnsafeBytes { (key) throws in
+                try key.withUnsafeBytes { (key) throws in
                     try sodium { try Sodium.secretBoxSeal(plaintext, nonce: UnsafeRawBufferPointer(nonce), key: key, into: out) }
                 }
             }

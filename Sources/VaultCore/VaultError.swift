@@ -61,6 +61,12 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The vault's generation is 2^64−1, the largest: no write can raise it (docs/FORMAT.md); nothing was
     /// written, the vault still opens.
     case generationExhausted(path: String)
+    /// A field name that the format cannot hold (`reason` says why).
+    case invalidFieldName(String)
+    /// Entry `key` has no earlier version `version` (1 is the newest earlier one).
+    case noSuchVersion(key: String, version: Int)
+    /// A replica's clock reached the largest timestamp (the year 10889): no later one can be issued.
+    case clockExhausted
 }
 
 extension VaultError: CustomStringConvertible {
@@ -120,6 +126,12 @@ extension VaultError: CustomStringConvertible {
             return "cannot write vault '\(path)': it would be larger than a vault can be (\(count) bytes)"
         case .generationExhausted(let path):
             return "cannot write vault '\(path)': its generation is at the maximum (2^64-1)"
+        case .invalidFieldName(let reason):
+            return "invalid field name: \(reason)"
+        case .noSuchVersion(let key, let version):
+            return "entry '\(key)' has no version \(version)"
+        case .clockExhausted:
+            return "the vault's clock is at its largest timestamp: no later change can be recorded"
         }
     }
 }

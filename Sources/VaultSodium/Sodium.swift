@@ -220,6 +220,24 @@ package enum Sodium {
         return digest
     }
 
+    /// Keyed BLAKE2b of `input` written into `out` (16 to 64 bytes): for a derived key that must stay in guarded
+    /// memory.
+    ///
+    /// The corresponding libsodium function is `crypto_generichash`.
+    package static func blake2b(
+        _ input: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) {
+        precondition(initialized, "libsodium failed to initialise")
+        precondition(out.count >= Int(crypto_generichash_BYTES_MIN) && out.count <= Int(crypto_generichash_BYTES_MAX))
+        precondition(key.count >= Int(crypto_generichash_KEYBYTES_MIN) && key.count <= Int(crypto_generichash_KEYBYTES_MAX))
+        let result = crypto_generichash(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+            input.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput, UInt64(input.count),
+            key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count
+        )
+        precondition(result == 0, "crypto_generichash cannot fail with these arguments")
+    }
+
     /// A uniformly random integer in `0..<upperBound` (no modulo bias).
     ///
     /// The corresponding libsodium function is `randombytes_uniform`.

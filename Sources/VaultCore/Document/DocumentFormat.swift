@@ -1,0 +1,322 @@
+import VaultSodium
+
+/// The byte layout of a vault file, version 2. `docs/FORMAT.md` ("Version 2") is the specification; this file
+/// follows it.
+///
+/// ```
+/// file      = header || header MAC (32) || body nonce (24) || body box (>= 16 + 256)
+/// header    = magic (8) || version u16 = 2 || header length u32 || vault id (16) || generation u64
+///             || data key id (16) || stanza count u16 || stanzas                   (integers little-endian)
+/// stanza    = type u16 || body length u32 || body
+/// argon2id  = opslimit u64 || memlimit u64 || salt (16) || key nonce (24) || wrapped data key (48)   (type 1)
+/// MAC       = BLAKE2b-256(header; key = BLAKE2b-256("vault v2 header mac"; key = data key))
+/// body box  = crypto_secretbox_easy(plaintext, body nonce, BLAKE2b-256("vault v2 body key"; key = data key))
+/// plaintext = BLAKE2b-256(header || MAC) || replica count u32 || replicas || entry count u32 || entries
+///             || tombstone count u32 || tombstones || zero padding to a multiple of 256
+/// replica   = replica id u64 || time u64                       (time = milliseconds << 16 | counter)
+/// timestamp = time u64 || replica id u64
+/// entry     = id (16) || name length u16 || name || created timestamp || modified timestamp
+///             || field count u16 || fields || version count u8 || versions
+/// field     = flags u8 (bit 0: secret) || name length u8 || name || value length u32 || value
+/// version   = modified timestamp || flags u8 (bit 0: conflict) || field count u16 || fields
+/// tombstone = id (16) || deleted timestamp
+/// ```
+enum DocumentFormat {
+    static let version: UInt16 = 2
+    /// magic, version, header length, vault id, generation, data key id, stanza count.
+    static let fixedHeaderByteCount = 8 + 2 + 4 + 16 + 8 + 16 + 2
+    static let maximumHeaderByteCount = 1 << 16
+    static let macByteCount = 32
+    static let timestampByteCount = 16
+
+    static let macContext = Array("vault v2 header mac".utf8)
+    static let bodyKeyContext = Array("vault v2 body key".utf8)
+}
+
+/// A key stanza of a version-2 header: the data key made available to one way of opening the vault. A reader
+/// keeps stanzas of types it does not know and writes them back as they were.
+struct KeyStanza: Equatable, Sendable {
+    /// A passphrase through Argon2id (``Argon2idStanza``).
+    static let argon2id: UInt16 = 1
+    /// Reserved: an age-compatible X25519 recipient (sharing, a later issue).
+    static let x25519: UInt16 = 2
+    /// Reserved: an ML-KEM-768 + X25519 hybrid recipient.
+    static let mlkem768x25519: UInt16 = 3
+
+    var type: UInt16
+    var body: [UInt8]
+}
+
+/// The `argon2id` stanza: the data key wrapped (secretbox) under a key derived from the passphrase.
+struct Argon2idStanza: Equatable, Sendable {
+    static let byteCount = 8 + 8 + Argon2id.saltByteCount + VaultFormat.nonceByteCount + VaultFormat.wrappedKeyByteCount
+
+    var parameters: Argon2id.Parameters
+    var salt: [UInt8]
+    var keyNonce: [UInt8]
+    var wrappedKey: [UInt8]
+
+    init(parameters: Argon2id.Parameters, salt: [UInt8], keyNonce: [UInt8], wrappedKey: [UInt8]) {
+        self.parameters = parameters
+        self.salt = salt
+        self.keyNonce = keyNonce
+        self.wrappedKey = wrappedKey
+    }
+
+    init?(body: [UInt8]) {
+        guard body.count == Self.byteCount else { return nil }
+        let parsed = body.withUnsafeBytes { bytes -> Argon2idStanza in
+            var reader = ByteReader(bytes)
+            let parameters = Argon2id.Parameters(opsLimit: reader.readUInt64(), memLimitBytes: reader.readUInt64())
+            return Argon2idStanza(
+                parameters: parameters, salt: reader.readBytes(Argon2id.saltByteCount),
+                keyNonce: reader.readBytes(VaultFormat.nonceByteCount),
+                wrappedKey: reader.readBytes(VaultFormat.wrappedKeyByteCount))
+        }
+        self = parsed
+    }
+
+    var stanza: KeyStanza {
+        var body = [UInt8]()
+        body.appendLittleEndian(parameters.opsLimit)
+        body.appendLittleEndian(parameters.memLimitBytes)
+        body += salt + keyNonce + wrappedKey
+        return KeyStanza(type: KeyStanza.argon2id, body: body)
+    }
+
+    /// Wraps `dataKey` under a key derived from `passphrase` with a fresh salt.
+    static func wrap(_ dataKey: SecureBytes, passphrase: SecureBytes, parameters: Argon2id.Parameters) throws -> Argon2idStanza {
+        let header = try VaultEnvelope.wrap(dataKey, passphrase: passphrase, parameters: parameters, generation: 0)
+        return Argon2idStanza(parameters: parameters, salt: header.salt, keyNonce: header.keyNonce, wrappedKey: header.wrappedKey)
+    }
+
+    /// The data key, or `nil` when `passphrase` does not open this stanza.
+    func unwrap(passphrase: SecureBytes, label: String) throws -> SecureBytes? {
+        let header = VaultFormat.Header(parameters: parameters, salt: salt, generation: 0, keyNonce: keyNonce, wrappedKey: wrappedKey)
+        do {
+            return try VaultEnvelope.unwrapDataKey(of: header, passphrase: passphrase, path: label)
+        } catch VaultError.wrongPassphrase {
+            return nil
+        }
+    }
+}
+
+/// What a version-2 header says before any key: checked for structure and KDF bounds, not yet authenticated
+/// (its MAC is checked once a key opens it).
+public struct DocumentHeader: Sendable {
+    public let vaultID: DocumentID
+    public let generation: UInt64
+    public let dataKeyID: DocumentID
+    let stanzas: [KeyStanza]
+    /// The header's bytes as read, which its MAC covers.
+    let bytes: [UInt8]
+
+    /// The stanza types, in order (`argon2id`, `x25519`, … and `unknown(N)`).
+    public var stanzaTypes: [String] {
+        stanzas.map {
+            switch $0.type {
+            case KeyStanza.argon2id: return "argon2id"
+            case KeyStanza.x25519: return "x25519"
+            case KeyStanza.mlkem768x25519: return "mlkem768x25519"
+            default: return "unknown(\($0.type))"
+            }
+        }
+    }
+
+    /// The Argon2id parameters of the first passphrase stanza.
+    public var kdfParameters: Argon2id.Parameters? {
+        stanzas.lazy.filter { $0.type == KeyStanza.argon2id }.compactMap { Argon2idStanza(body: $0.body)?.parameters }.first
+    }
+
+    /// Whether `file` starts as a version-2 vault does (magic and version), whatever follows.
+    public static func isVersion2(_ file: [UInt8]) -> Bool {
+        file.count >= 10 && file.prefix(8).elementsEqual(VaultFormat.magic) && file[8] == 2 && file[9] == 0
+    }
+
+    /// Parses the header of `file`: magic, size bounds, version, the header's length, the stanzas (each known
+    /// type's fields and, for `argon2id`, the KDF bounds of `policy`, so that a forged header is refused before
+    /// any KDF runs), then the sizes of what follows.
+    public static func parse(_ file: [UInt8], label: String, policy: Argon2id.KDFPolicy) throws -> DocumentHeader {
+        try file.withUnsafeBytes { file in
+            func corrupt(_ reason: Corruption) -> VaultError { .corrupt(path: label, reason: reason) }
+            guard file.count >= VaultFormat.magic.count, file.prefix(VaultFormat.magic.count).elementsEqual(VaultFormat.magic) else {
+                if file.count < VaultFormat.magic.count, file.elementsEqual(VaultFormat.magic.prefix(file.count)) {
+                    throw corrupt(.truncated(byteCount: file.count))
+                }
+                throw corrupt(.badMagic)
+            }
+            guard file.count <= VaultFormat.maximumFileByteCount + DocumentFormat.maximumHeaderByteCount else {
+                throw corrupt(.tooLarge(byteCount: file.count))
+            }
+            guard file.count >= DocumentFormat.fixedHeaderByteCount else { throw corrupt(.truncated(byteCount: file.count)) }
+            var reader = ByteReader(file)
+            reader.skip(VaultFormat.magic.count)
+            let version = reader.readUInt16()
+            guard version == DocumentFormat.version else {
+                throw VaultError.unsupportedVersion(path: label, version: Int(version))
+            }
+            let headerLength = Int(reader.readUInt32())
+            guard headerLength >= DocumentFormat.fixedHeaderByteCount, headerLength <= DocumentFormat.maximumHeaderByteCount else {
+                throw corrupt(.badHeaderLength(headerLength))
+            }
+            guard file.count >= headerLength else { throw corrupt(.truncated(byteCount: file.count)) }
+            let vaultID = DocumentID(bytes: reader.readBytes(16))!
+            let generation = reader.readUInt64()
+            let dataKeyID = DocumentID(bytes: reader.readBytes(16))!
+            let stanzaCount = Int(reader.readUInt16())
+            var stanzas: [KeyStanza] = []
+            for index in 0..<stanzaCount {
+                guard headerLength - reader.offset >= 6 else { throw corrupt(.badStanza(index: index)) }
+                let type = reader.readUInt16()
+                let length = Int(reader.readUInt32())
+                guard length <= headerLength - reader.offset else { throw corrupt(.badStanza(index: index)) }
+                let body = reader.readBytes(length)
+                if type == KeyStanza.argon2id {
+                    guard let stanza = Argon2idStanza(body: body) else { throw corrupt(.badStanza(index: index)) }
+                    guard policy.accepts(stanza.parameters) else {
+                        throw VaultError.kdfParametersOutOfRange(
+                            path: label, opsLimit: stanza.parameters.opsLimit, memLimitBytes: stanza.parameters.memLimitBytes)
+                    }
+                }
+                stanzas.append(KeyStanza(type: type, body: body))
+            }
+            guard reader.offset == headerLength else { throw corrupt(.badHeaderLength(headerLength)) }
+            guard stanzas.contains(where: { $0.type == KeyStanza.argon2id }) else { throw corrupt(.noUsableStanza) }
+            let minimum = headerLength + DocumentFormat.macByteCount + VaultFormat.nonceByteCount + VaultFormat.macByteCount
+                + VaultFormat.paddingQuantum
+            guard file.count >= minimum else { throw corrupt(.truncated(byteCount: file.count)) }
+            let boxed = file.count - headerLength - DocumentFormat.macByteCount - VaultFormat.nonceByteCount - VaultFormat.macByteCount
+            guard boxed % VaultFormat.paddingQuantum == 0, boxed <= VaultFormat.maximumPlaintextByteCount else {
+                throw corrupt(.sizeMismatch(byteCount: file.count))
+            }
+            return DocumentHeader(
+                vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas,
+                bytes: Array(file[0..<headerLength]))
+        }
+    }
+
+    /// The header's bytes for `vaultID`, `generation`, `dataKeyID` and `stanzas`.
+    static func encode(vaultID: DocumentID, generation: UInt64, dataKeyID: DocumentID, stanzas: [KeyStanza]) -> [UInt8] {
+        let length = DocumentFormat.fixedHeaderByteCount + stanzas.reduce(0) { $0 + 6 + $1.body.count }
+        var out = [UInt8]()
+        out.reserveCapacity(length)
+        out += VaultFormat.magic
+        out.appendLittleEndian(DocumentFormat.version)
+        out.appendLittleEndian(UInt32(length))
+        out += vaultID.bytes
+        out.appendLittleEndian(generation)
+        out += dataKeyID.bytes
+        out.appendLittleEndian(UInt16(stanzas.count))
+        for stanza in stanzas {
+            out.appendLittleEndian(stanza.type)
+            out.appendLittleEndian(UInt32(stanza.body.count))
+            out += stanza.body
+        }
+        return out
+    }
+}
+
+/// How a version-2 vault is opened.
+public enum DocumentKey: Sendable {
+    /// A passphrase, through the `argon2id` stanzas.
+    case passphrase(SecureBytes)
+    /// The data key itself, as an agent that unlocked the vault holds it.
+    case dataKey(SecureBytes)
+}
+
+extension VaultDocument {
+    /// A key derived from the data key for one use (`context`), in guarded memory.
+    static func subkey(_ dataKey: SecureBytes, _ context: [UInt8]) -> SecureBytes {
+        SecureBytes(count: 32) { out in
+            dataKey.withUnsafeBytes { key in context.withUnsafeBytes { Sodium.blake2b($0, key: key, into: out) } }
+        }
+    }
+
+    static func mac(of header: [UInt8], dataKey: SecureBytes) -> [UInt8] {
+        let key = subkey(dataKey, DocumentFormat.macContext)
+        return key.withUnsafeBytes { key in header.withUnsafeBytes { Sodium.blake2b($0, key: key, outputByteCount: 32) } }
+    }
+
+    /// A new, empty vault whose data key is wrapped for `passphrase`: the document and the data key.
+    public static func create(
+        passphrase: SecureBytes, parameters: Argon2id.Parameters, label: String
+    ) throws -> (document: VaultDocument, dataKey: SecureBytes) {
+        let dataKey = SecureBytes(count: VaultFormat.dataKeyByteCount) { Sodium.fillRandom($0) }
+        let stanza = try Argon2idStanza.wrap(dataKey, passphrase: passphrase, parameters: parameters)
+        let document = VaultDocument(
+            vaultID: .random(), generation: 0, dataKeyID: .random(), stanzas: [stanza.stanza], label: label)
+        return (document, dataKey)
+    }
+
+    /// Opens a version-2 `file` with `key`: the header (``DocumentHeader/parse(_:label:policy:)``), the data key
+    /// (each `argon2id` stanza with a passphrase), the header's MAC, then the body.
+    ///
+    /// - Throws: ``VaultError/wrongPassphrase(path:)`` when no stanza opens with the passphrase, or the data key
+    ///   given does not authenticate the header; ``VaultError/corrupt(path:reason:)`` for a header or body that
+    ///   does not authenticate or parse.
+    public static func open(
+        _ file: [UInt8], with key: DocumentKey, label: String, policy: Argon2id.KDFPolicy
+    ) throws -> (document: VaultDocument, dataKey: SecureBytes) {
+        let header = try DocumentHeader.parse(file, label: label, policy: policy)
+        let dataKey: SecureBytes
+        switch key {
+        case .dataKey(let given):
+            dataKey = given
+        case .passphrase(let passphrase):
+            var found: SecureBytes?
+            for stanza in header.stanzas where stanza.type == KeyStanza.argon2id {
+                if let unwrapped = try Argon2idStanza(body: stanza.body)!.unwrap(passphrase: passphrase, label: label) {
+                    found = unwrapped
+                    break
+                }
+            }
+            guard let found else { throw VaultError.wrongPassphrase(path: label) }
+            dataKey = found
+        }
+        let macStart = header.bytes.count
+        let stored = Array(file[macStart..<macStart + DocumentFormat.macByteCount])
+        let expected = mac(of: header.bytes, dataKey: dataKey)
+        let matches = stored.withUnsafeBytes { a in expected.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } }
+        guard matches else {
+            // With a data key given (the agent's), another vault's key: the same answer as a wrong passphrase.
+            if case .dataKey = key { throw VaultError.wrongPassphrase(path: label) }
+            throw VaultError.corrupt(path: label, reason: .headerMACMismatch)
+        }
+        let bodyKey = subkey(dataKey, DocumentFormat.bodyKeyContext)
+        let nonceStart = macStart + DocumentFormat.macByteCount
+        let boxStart = nonceStart + VaultFormat.nonceByteCount
+        let plaintext = try file.withUnsafeBytes { (bytes) throws in
+            let nonce = UnsafeRawBufferPointer(rebasing: bytes[nonceStart..<boxStart])
+            let box = UnsafeRawBufferPointer(rebasing: bytes[boxStart...])
+            return try SecureBytes(count: box.count - VaultFormat.macByteCount) { (out) throws in
+                let ok = bodyKey.withUnsafeBytes { key in Sodium.secretBoxOpen(box, nonce: nonce, key: key, into: out) }
+                guard ok else { throw VaultError.corrupt(path: label, reason: .headerMACMismatch) }
+            }
+        }
+        let binding = file.withUnsafeBytes { Sodium.blake2b256(UnsafeRawBufferPointer(rebasing: $0[0..<nonceStart])) }
+        let document = try DocumentBody.parse(plaintext, binding: binding, header: header, label: label)
+        return (document, dataKey)
+    }
+
+    /// The file of this document under `dataKey`, at the next generation (which it takes): the header with its
+    /// stanzas, its MAC, a fresh body nonce and the sealed body.
+    ///
+    /// - Throws: ``VaultError/generationExhausted(path:)``; ``VaultError/vaultTooLarge(path:byteCount:)``.
+    public func seal(dataKey: SecureBytes) throws -> [UInt8] {
+        guard generation < UInt64.max else { throw VaultError.generationExhausted(path: label) }
+        let header = DocumentHeader.encode(vaultID: vaultID, generation: generation + 1, dataKeyID: dataKeyID, stanzas: stanzas)
+        let mac = Self.mac(of: header, dataKey: dataKey)
+        let binding = Sodium.blake2b256FromArray(header + mac)
+        let plaintext = try DocumentBody.encode(self, binding: binding)
+        let file = try VaultEnvelope.seal(
+            prefix: header + mac, plaintext: plaintext, key: Self.subkey(dataKey, DocumentFormat.bodyKeyContext))
+        generation += 1
+        return file
+    }
+}
+
+extension Sodium {
+    static func blake2b256FromArray(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.withUnsafeBytes { blake2b256($0) }
+    }
+}

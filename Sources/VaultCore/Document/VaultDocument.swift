@@ -1,0 +1,351 @@
+import VaultSodium
+
+/// 16 random bytes naming something for life: a vault (``VaultDocument/vaultID``), an entry (its name may change,
+/// its id does not), a data key.
+public struct DocumentID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    let high: UInt64
+    let low: UInt64
+
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// A new random id.
+    public static func random() -> DocumentID {
+        var bytes = (UInt64(0), UInt64(0))
+        withUnsafeMutableBytes(of: &bytes) { Sodium.fillRandom($0) }
+        return DocumentID(high: bytes.0, low: bytes.1)
+    }
+
+    /// The id of 16 bytes (big-endian halves, as the file stores it), `nil` for another count.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 16 else { return nil }
+        self.init(high: bytes[0..<8].reduce(0) { $0 << 8 | UInt64($1) }, low: bytes[8..<16].reduce(0) { $0 << 8 | UInt64($1) })
+    }
+
+    /// The 16 bytes, as the file stores them.
+    public var bytes: [UInt8] {
+        withUnsafeBytes(of: (high.bigEndian, low.bigEndian), Array.init)
+    }
+
+    public static func < (a: DocumentID, b: DocumentID) -> Bool { (a.high, a.low) < (b.high, b.low) }
+
+    /// 32 lowercase hex digits.
+    public var description: String { Posix.hex(bytes) }
+}
+
+/// What a document's batch of changes can do (``VaultDocument/apply(_:replica:clock:)``). Every change to an
+/// entry makes one new version of it per batch; the version it replaces goes into its history.
+public enum DocumentChange: Sendable {
+    /// Sets field `field` of entry `entry` to `value`, making the entry when it does not exist. `secret`: whether
+    /// the field is shown masked; `nil` keeps the field's flag, or for a new field takes the well-known default
+    /// (``VaultDocument/isSecretByDefault(_:)``).
+    case setField(entry: String, field: String, value: SecureBytes, secret: Bool? = nil)
+    /// Removes field `field` of `entry` (nothing when it has no such field).
+    case removeField(entry: String, field: String)
+    /// Deletes `entry`, leaving a tombstone with its id.
+    case delete(entry: String)
+    /// Renames `from` to `to`, keeping the id (`to` must be free).
+    case rename(from: String, to: String)
+    /// Copies `from` to `to` under a new id, fields only (`to` must be free).
+    case copy(from: String, to: String)
+    /// Makes version `version` of `entry`'s history (1 is the newest earlier version) current again, as a new
+    /// version.
+    case restore(entry: String, version: Int)
+}
+
+/// A vault as a document, on bytes only: no path, no lock, no clock read except through an injected
+/// ``WallClock``. It parses and checks a version-2 header without a key, unlocks it with a key source, opens the
+/// body into entries, applies batches of changes and seals bytes (docs/FORMAT.md, "Version 2"). Merge code, the
+/// store and the agent all use it.
+///
+/// Values live in one libsodium-guarded region per document (never one allocation per field); a reader gets a
+/// copy in its own guarded memory (``value(of:in:)``).
+public final class VaultDocument: @unchecked Sendable {
+    /// The history kept per entry: the last 10 earlier versions, at most 64 KiB of them, oldest dropped first.
+    public static let maximumHistoryVersions = 10
+    public static let maximumHistoryByteCount = 64 << 10
+    /// A field's name: 1 to 255 bytes of UTF-8 without control characters.
+    public static let maximumFieldNameByteCount = 255
+    /// The fields an entry may have.
+    public static let maximumFieldCount = 1024
+
+    /// The fields shown masked unless one asks: `password` and `otp` (an `otpauth://` URI).
+    public static func isSecretByDefault(_ field: String) -> Bool { field == "password" || field == "otp" }
+
+    /// A field: a name, where its value is in ``values``, and whether it is secret.
+    struct Field: Sendable {
+        var name: String
+        var value: Range<Int>
+        var isSecret: Bool
+    }
+
+    /// An earlier version of an entry.
+    struct Version: Sendable {
+        var fields: [Field]
+        var modified: HybridTimestamp
+        var conflict: Bool
+    }
+
+    struct Entry: Sendable {
+        var id: DocumentID
+        var name: String
+        var fields: [Field]
+        var created: HybridTimestamp
+        var modified: HybridTimestamp
+        var history: [Version]  // newest first
+    }
+
+    /// The vault's id: 16 random bytes fixed for its life.
+    public let vaultID: DocumentID
+    /// One more on every seal.
+    public internal(set) var generation: UInt64
+    /// The id of the data key (a new key, e.g. after a passphrase change, has a new one).
+    public internal(set) var dataKeyID: DocumentID
+    /// Each replica's latest timestamp, so that a replica never issues one twice (a restart, a wall clock that
+    /// went back).
+    public internal(set) var replicas: [ReplicaID: HybridTimestamp]
+    /// The ids of deleted entries, with when and by which replica.
+    public internal(set) var tombstones: [DocumentID: HybridTimestamp]
+    /// The key stanzas of the header, as they will be written again (those of unknown types included).
+    var stanzas: [KeyStanza]
+    var entries: [DocumentID: Entry]
+    var idsByName: [String: DocumentID]
+    /// Where every field value is (removed ones stay until the next open: a seal writes only what is used).
+    let values: GuardedArena
+    /// How errors name the vault (a path, a remote): the document itself does no I/O.
+    public let label: String
+
+    init(
+        vaultID: DocumentID, generation: UInt64, dataKeyID: DocumentID, stanzas: [KeyStanza],
+        replicas: [ReplicaID: HybridTimestamp] = [:], tombstones: [DocumentID: HybridTimestamp] = [:],
+        entries: [DocumentID: Entry] = [:], values: GuardedArena = GuardedArena(), label: String
+    ) {
+        self.vaultID = vaultID
+        self.generation = generation
+        self.dataKeyID = dataKeyID
+        self.stanzas = stanzas
+        self.replicas = replicas
+        self.tombstones = tombstones
+        self.entries = entries
+        self.values = values
+        self.label = label
+        var byName: [String: DocumentID] = [:]
+        for (id, entry) in entries { byName[entry.name] = id }
+        self.idsByName = byName
+    }
+
+    // MARK: - Reading
+
+    /// The names of the live entries, sorted.
+    public var names: [String] { idsByName.keys.sorted() }
+
+    /// The number of live entries.
+    public var count: Int { entries.count }
+
+    /// What a reader sees of an entry: its id, name, fields (names and flags, in order), times and the number of
+    /// earlier versions. Values come through ``value(of:in:version:)``.
+    public struct EntryInfo: Equatable, Sendable {
+        public let id: DocumentID
+        public let name: String
+        public let fields: [(name: String, isSecret: Bool)]
+        public let created: HybridTimestamp
+        public let modified: HybridTimestamp
+        public let versionCount: Int
+
+        public static func == (a: EntryInfo, b: EntryInfo) -> Bool {
+            a.id == b.id && a.name == b.name && a.fields.elementsEqual(b.fields, by: { $0 == $1 })
+                && a.created == b.created && a.modified == b.modified && a.versionCount == b.versionCount
+        }
+    }
+
+    /// The live entry `name`, or `nil`.
+    public func entry(_ name: String) -> EntryInfo? {
+        guard let id = idsByName[name], let entry = entries[id] else { return nil }
+        return EntryInfo(
+            id: entry.id, name: entry.name, fields: entry.fields.map { ($0.name, $0.isSecret) },
+            created: entry.created, modified: entry.modified, versionCount: entry.history.count)
+    }
+
+    /// What an earlier version of an entry holds: its time, whether a merge marked it a conflict, its fields.
+    public struct VersionInfo: Equatable, Sendable {
+        public let number: Int
+        public let modified: HybridTimestamp
+        public let conflict: Bool
+        public let fieldNames: [String]
+    }
+
+    /// `name`'s earlier versions, newest first, numbered from 1 (what ``value(of:in:version:)`` takes).
+    public func history(of name: String) -> [VersionInfo]? {
+        guard let id = idsByName[name], let entry = entries[id] else { return nil }
+        return entry.history.enumerated().map { index, version in
+            VersionInfo(number: index + 1, modified: version.modified, conflict: version.conflict, fieldNames: version.fields.map(\.name))
+        }
+    }
+
+    /// A copy of field `field` of `entry` (of its earlier version `version`, 1 the newest, when given), in guarded
+    /// memory; `nil` when there is no such entry, version or field.
+    public func value(of field: String, in entry: String, version: Int? = nil) -> SecureBytes? {
+        guard let id = idsByName[entry], let record = entries[id] else { return nil }
+        let fields: [Field]
+        if let version {
+            guard version >= 1, version <= record.history.count else { return nil }
+            fields = record.history[version - 1].fields
+        } else {
+            fields = record.fields
+        }
+        guard let found = fields.first(where: { $0.name == field }) else { return nil }
+        return copy(found.value)
+    }
+
+    func copy(_ range: Range<Int>) -> SecureBytes {
+        values.withUnsafeBytes { all in
+            SecureBytes(count: range.count) { out in
+                if range.count > 0 { out.copyMemory(from: UnsafeRawBufferPointer(rebasing: all[range])) }
+            }
+        }
+    }
+
+    func bytesEqual(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        guard a.count == b.count else { return false }
+        return values.withUnsafeBytes { all in
+            Sodium.constantTimeEqual(UnsafeRawBufferPointer(rebasing: all[a]), UnsafeRawBufferPointer(rebasing: all[b]))
+        }
+    }
+
+    // MARK: - Changing
+
+    /// Applies `changes` as one batch made by `replica` at wall time from `clock`: one new timestamp for the
+    /// batch, later than every one `replica` issued before (and than every one this document holds). Checks every
+    /// change first; on any error nothing changes.
+    ///
+    /// - Throws: ``VaultError/noSuchEntry(key:path:)``, ``VaultError/entryExists(key:path:)``,
+    ///   ``VaultError/invalidEntryName(reason:)``, ``VaultError/invalidFieldName(_:)``,
+    ///   ``VaultError/valueTooLarge(key:byteCount:)``, ``VaultError/noSuchVersion(key:version:)``.
+    public func apply(_ changes: [DocumentChange], replica: ReplicaID, clock: any WallClock) throws {
+        // A working copy of what changes (the arena only grows: a failed batch leaves unused bytes, no state).
+        var entries = self.entries
+        var idsByName = self.idsByName
+        var tombstones = self.tombstones
+        let latest = ([replicas[replica]] + replicas.values.map(Optional.some)).compactMap { $0 }.max()
+        let now = try HybridTimestamp.next(after: latest, replica: replica, now: clock.milliseconds())
+        var touched: Set<DocumentID> = []
+        let before = self.entries
+
+        func existing(_ name: String) throws -> DocumentID {
+            guard let id = idsByName[name] else { throw VaultError.noSuchEntry(key: name, path: label) }
+            return id
+        }
+        func checkFree(_ name: String) throws {
+            try SecureKeyValueStore.validate(key: name)
+            if idsByName[name] != nil { throw VaultError.entryExists(key: name, path: label) }
+        }
+        /// The entry as it was before this batch goes into its history, once per batch.
+        func touch(_ id: DocumentID) {
+            guard !touched.contains(id) else { return }
+            touched.insert(id)
+            guard let old = before[id], var entry = entries[id] else { return }
+            entry.history.insert(Version(fields: old.fields, modified: old.modified, conflict: false), at: 0)
+            entries[id] = entry
+        }
+
+        for change in changes {
+            switch change {
+            case let .setField(name, field, value, secret):
+                try Self.validate(field: field)
+                guard value.count <= VaultFormat.maximumValueByteCount else {
+                    throw VaultError.valueTooLarge(key: name, byteCount: value.count)
+                }
+                let range = value.withUnsafeBytes { values.append($0) }
+                if let id = idsByName[name] {
+                    touch(id)
+                    var entry = entries[id]!
+                    if let index = entry.fields.firstIndex(where: { $0.name == field }) {
+                        entry.fields[index].value = range
+                        if let secret { entry.fields[index].isSecret = secret }
+                    } else {
+                        guard entry.fields.count < Self.maximumFieldCount else { throw VaultError.invalidFieldName("an entry has at most \(Self.maximumFieldCount) fields") }
+                        entry.fields.append(Field(name: field, value: range, isSecret: secret ?? Self.isSecretByDefault(field)))
+                    }
+                    entries[id] = entry
+                } else {
+                    try checkFree(name)
+                    let id = DocumentID.random()
+                    touched.insert(id)
+                    entries[id] = Entry(
+                        id: id, name: name, fields: [Field(name: field, value: range, isSecret: secret ?? Self.isSecretByDefault(field))],
+                        created: now, modified: now, history: [])
+                    idsByName[name] = id
+                }
+            case let .removeField(name, field):
+                let id = try existing(name)
+                guard entries[id]!.fields.contains(where: { $0.name == field }) else { continue }
+                touch(id)
+                entries[id]!.fields.removeAll { $0.name == field }
+            case let .delete(name):
+                let id = try existing(name)
+                entries[id] = nil
+                idsByName[name] = nil
+                tombstones[id] = now
+            case let .rename(from, to):
+                let id = try existing(from)
+                guard from != to else { continue }
+                try checkFree(to)
+                touch(id)
+                entries[id]!.name = to
+                idsByName[from] = nil
+                idsByName[to] = id
+            case let .copy(from, to):
+                let source = entries[try existing(from)]!
+                try checkFree(to)
+                let id = DocumentID.random()
+                touched.insert(id)
+                entries[id] = Entry(id: id, name: to, fields: source.fields, created: now, modified: now, history: [])
+                idsByName[to] = id
+            case let .restore(name, version):
+                let id = try existing(name)
+                let record = entries[id]!
+                guard version >= 1, version <= record.history.count else {
+                    throw VaultError.noSuchVersion(key: name, version: version)
+                }
+                let fields = record.history[version - 1].fields
+                touch(id)
+                entries[id]!.fields = fields
+            }
+        }
+        for id in touched where entries[id] != nil {
+            entries[id]!.modified = now
+            entries[id]!.history = capped(entries[id]!.history)
+        }
+        self.entries = entries
+        self.idsByName = idsByName
+        self.tombstones = tombstones
+        replicas[replica] = now
+    }
+
+    /// `history` within the caps: at most ``maximumHistoryVersions`` versions and ``maximumHistoryByteCount``
+    /// bytes of field names and values, oldest dropped first.
+    func capped(_ history: [Version]) -> [Version] {
+        var kept: [Version] = []
+        var bytes = 0
+        for version in history.prefix(Self.maximumHistoryVersions) {
+            let size = version.fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.count }
+            guard bytes + size <= Self.maximumHistoryByteCount else { break }
+            bytes += size
+            kept.append(version)
+        }
+        return kept
+    }
+
+    /// Checks a field's name: 1 to 255 bytes, no control characters.
+    static func validate(field: String) throws {
+        let count = field.utf8.count
+        guard count >= 1, count <= maximumFieldNameByteCount else {
+            throw VaultError.invalidFieldName("a field name has 1 to \(maximumFieldNameByteCount) bytes")
+        }
+        guard !field.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw VaultError.invalidFieldName("a field name has no control characters")
+        }
+    }
+}

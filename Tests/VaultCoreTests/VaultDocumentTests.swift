@@ -1,0 +1,289 @@
+import Foundation
+import Testing
+
+@testable import VaultCore
+import VaultSodium
+
+/// A wall clock the test sets (and may turn back).
+final class SettableClock: WallClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var now: UInt64
+    init(_ now: UInt64) { self.now = now }
+    func set(_ value: UInt64) { lock.withLock { now = value } }
+    func milliseconds() -> UInt64 { lock.withLock { now } }
+}
+
+/// Issue 18: the version-2 document layer on bytes (docs/FORMAT.md, "Version 2"): round trips, clocks, history,
+/// tombstones, ids, and what a reader refuses.
+@Suite("Vault document (format v2)")
+struct VaultDocumentTests {
+    static let passphrase = SecureBytes(string: "correct horse battery staple")
+    static let policy = Argon2id.KDFPolicy.insecureForTesting
+    let replica = ReplicaID(rawValue: 0x0123_4567_89AB_CDEF)
+
+    func create() throws -> (VaultDocument, SecureBytes) {
+        try VaultDocument.create(passphrase: Self.passphrase, parameters: .insecureForTesting, label: "test.vault")
+    }
+
+    func reopen(_ file: [UInt8], key: DocumentKey = .passphrase(Self.passphrase)) throws -> VaultDocument {
+        try VaultDocument.open(file, with: key, label: "test.vault", policy: Self.policy).document
+    }
+
+    func text(_ document: VaultDocument, _ entry: String, _ field: String = "password", version: Int? = nil) -> String? {
+        document.value(of: field, in: entry, version: version).map { String(decoding: $0.unprotectedBytes, as: UTF8.self) }
+    }
+
+    func set(_ entry: String, _ field: String, _ value: String, secret: Bool? = nil) -> DocumentChange {
+        .setField(entry: entry, field: field, value: SecureBytes(string: value), secret: secret)
+    }
+
+    /// The `password` field.
+    func set(_ entry: String, _ value: String) -> DocumentChange { set(entry, "password", value) }
+
+    @Test func aSealedDocumentOpensWithThePassphraseOrTheDataKeyAndHoldsTheSame() throws {
+        let (document, dataKey) = try create()
+        let clock = SettableClock(1_764_000_000_000)
+        try document.apply([
+            set("github", "alice-token"), set("github", "username", "alice"), set("github", "url", "https://github.com"),
+            set("github", "otp", "otpauth://totp/x?secret=JBSWY3DPEHPK3PXP"),
+        ], replica: replica, clock: clock)
+        let file = try document.seal(dataKey: dataKey)
+        #expect(DocumentHeader.isVersion2(file))
+        #expect(document.generation == 1)
+
+        for key in [DocumentKey.passphrase(Self.passphrase), .dataKey(dataKey)] {
+            let opened = try reopen(file, key: key)
+            #expect(opened.vaultID == document.vaultID && opened.dataKeyID == document.dataKeyID && opened.generation == 1)
+            #expect(opened.names == ["github"])
+            let entry = try #require(opened.entry("github"))
+            #expect(entry == document.entry("github"))
+            #expect(entry.fields.map(\.name) == ["password", "username", "url", "otp"])
+            #expect(entry.fields.map(\.isSecret) == [true, false, false, true])
+            #expect(entry.created == HybridTimestamp(milliseconds: 1_764_000_000_000, counter: 0, replica: replica))
+            #expect(text(opened, "github") == "alice-token" && text(opened, "github", "username") == "alice")
+            #expect(opened.replicas == [replica: entry.modified])
+        }
+        // A wrong passphrase, and another vault's data key.
+        #expect(throws: VaultError.wrongPassphrase(path: "test.vault")) { try reopen(file, key: .passphrase(SecureBytes(string: "wrong"))) }
+        let (_, otherKey) = try create()
+        #expect(throws: VaultError.wrongPassphrase(path: "test.vault")) { try reopen(file, key: .dataKey(otherKey)) }
+        // No name, field name or value shows in the file.
+        for secret in ["github", "alice-token", "username", "otpauth"] {
+            #expect(Data(file).range(of: Data(secret.utf8)) == nil, "'\(secret)' is visible in the file")
+        }
+    }
+
+    /// Random batches against a plain model; after each, a seal/open round trip equals the model.
+    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func randomBatchesRoundTripEqualInContent(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed)
+        let (document, dataKey) = try create()
+        let clock = SettableClock(1_700_000_000_000)
+        var model: [String: [String: String]] = [:]
+        var current = document
+        let names = ["a", "b", "c", "d/e", "é", "with space"]
+        let fields = ["password", "username", "url", "notes", "custom"]
+        for round in 0..<40 {
+            var batch: [DocumentChange] = []
+            var next = model
+            for step in 0..<Int.random(in: 1...4, using: &random) {
+                let name = names.randomElement(using: &random)!
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<6:
+                    let field = fields.randomElement(using: &random)!
+                    let value = String(repeating: "v\(round)", count: Int.random(in: 0...50, using: &random))
+                    batch.append(set(name, field, value))
+                    next[name, default: [:]][field] = value
+                case 6 where next[name] != nil:
+                    batch.append(.delete(entry: name))
+                    next[name] = nil
+                case 7 where next[name] != nil:
+                    let target = "renamed-\(round)-\(step)"
+                    batch.append(.rename(from: name, to: target))
+                    next[target] = next[name]
+                    next[name] = nil
+                case 8 where next[name] != nil:
+                    let target = "copy-\(round)-\(step)"
+                    batch.append(.copy(from: name, to: target))
+                    next[target] = next[name]
+                default:
+                    continue
+                }
+            }
+            guard !batch.isEmpty else { continue }
+            clock.set(clock.milliseconds() + UInt64.random(in: 0...3, using: &random))
+            try current.apply(batch, replica: replica, clock: clock)
+            model = next
+            let file = try current.seal(dataKey: dataKey)
+            current = try reopen(file)
+            #expect(current.names == model.keys.sorted(), "seed \(seed) round \(round)")
+            for (name, values) in model {
+                let entry = try #require(current.entry(name))
+                #expect(Set(entry.fields.map(\.name)) == Set(values.keys), "seed \(seed) round \(round) \(name)")
+                for (field, value) in values { #expect(text(current, name, field) == value, "seed \(seed) \(name).\(field)") }
+                #expect(entry.versionCount <= VaultDocument.maximumHistoryVersions)
+            }
+        }
+    }
+
+    @Test func aReplicasClockNeverGoesBackEvenWhenTheWallClockDoes() throws {
+        let (document, _) = try create()
+        let clock = SettableClock(1_000_000)
+        var seen: [HybridTimestamp] = []
+        for (step, wall) in [1_000_000, 1_000_000, 999_000, 5, 1_000_001, 1_000_001, 2_000_000].enumerated() {
+            clock.set(UInt64(wall))
+            try document.apply([set("k", "v\(step)")], replica: replica, clock: clock)
+            seen.append(document.entry("k")!.modified)
+        }
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 < $1 }, "\(seen)")
+        #expect(seen.map(\.milliseconds) == [1_000_000, 1_000_000, 1_000_000, 1_000_000, 1_000_001, 1_000_001, 2_000_000])
+        #expect(seen.map(\.counter) == [0, 1, 2, 3, 0, 1, 0])
+        // A full counter moves to the next millisecond; the largest timestamp is the end.
+        let full = HybridTimestamp(milliseconds: 7, counter: .max, replica: replica)
+        #expect(try HybridTimestamp.next(after: full, replica: replica, now: 7) == HybridTimestamp(milliseconds: 8, counter: 0, replica: replica))
+        let last = HybridTimestamp(milliseconds: HybridTimestamp.maximumMilliseconds, counter: .max, replica: replica)
+        #expect(throws: VaultError.clockExhausted) { try HybridTimestamp.next(after: last, replica: replica, now: 0) }
+        // Another replica's later timestamp in the document: the next one is later still.
+        let other = ReplicaID(rawValue: 1)
+        clock.set(0)
+        try document.apply([set("k", "from other")], replica: other, clock: clock)
+        #expect(document.entry("k")!.modified > seen.last!)
+        #expect(document.entry("k")!.modified.replica == other)
+    }
+
+    @Test func historyKeepsTheLastTenVersionsAndAtMost64KiB() throws {
+        let (document, dataKey) = try create()
+        let clock = SettableClock(1)
+        for value in 0..<15 { try document.apply([set("k", "value \(value)")], replica: replica, clock: clock) }
+        #expect(document.entry("k")!.versionCount == 10)
+        #expect(text(document, "k") == "value 14")
+        #expect(text(document, "k", version: 1) == "value 13" && text(document, "k", version: 10) == "value 4")
+        #expect(document.value(of: "password", in: "k", version: 11) == nil)
+        let history = try #require(document.history(of: "k"))
+        #expect(history.map(\.number) == Array(1...10))
+        #expect(zip(history, history.dropFirst()).allSatisfy { $0.modified > $1.modified })
+
+        // 30 KiB values: two earlier versions fit in 64 KiB, a third does not.
+        let big = String(repeating: "x", count: 30 << 10)
+        for round in 0..<4 { try document.apply([set("big", "\(round)" + big)], replica: replica, clock: clock) }
+        #expect(document.entry("big")!.versionCount == 2)
+        let reopened = try reopen(try document.seal(dataKey: dataKey))
+        #expect(reopened.entry("big")!.versionCount == 2 && reopened.entry("k")!.versionCount == 10)
+
+        // Restore makes an earlier version current, as a new version.
+        try document.apply([.restore(entry: "k", version: 3)], replica: replica, clock: clock)
+        #expect(text(document, "k") == "value 11" && text(document, "k", version: 1) == "value 14")
+        #expect(throws: VaultError.noSuchVersion(key: "k", version: 11)) {
+            try document.apply([.restore(entry: "k", version: 11)], replica: replica, clock: clock)
+        }
+    }
+
+    @Test func deleteLeavesATombstoneRenameKeepsTheIdCopyMintsOne() throws {
+        let (document, dataKey) = try create()
+        let clock = SettableClock(10)
+        try document.apply([set("a", "1"), set("b", "2")], replica: replica, clock: clock)
+        let idA = document.entry("a")!.id
+        let idB = document.entry("b")!.id
+        try document.apply([.rename(from: "a", to: "a2"), .copy(from: "b", to: "b2")], replica: replica, clock: clock)
+        #expect(document.entry("a2")!.id == idA && document.entry("a2")!.versionCount == 1)
+        #expect(document.entry("b2")!.id != idB && text(document, "b2") == "2" && document.entry("b2")!.versionCount == 0)
+        try document.apply([.delete(entry: "b")], replica: replica, clock: clock)
+        #expect(document.names == ["a2", "b2"])
+        let deletedAt = try #require(document.tombstones[idB])
+        #expect(deletedAt.replica == replica)
+        try document.apply([set("b", "new")], replica: replica, clock: clock)
+        #expect(document.entry("b")!.id != idB)
+        let reopened = try reopen(try document.seal(dataKey: dataKey))
+        #expect(reopened.tombstones == [idB: deletedAt])
+        #expect(reopened.entry("a2")!.id == idA)
+
+        // A failing batch changes nothing.
+        let before = reopened.names
+        #expect(throws: VaultError.entryExists(key: "a2", path: "test.vault")) {
+            try reopened.apply([set("z", "1"), .rename(from: "b", to: "a2")], replica: replica, clock: clock)
+        }
+        #expect(reopened.names == before)
+        #expect(throws: VaultError.noSuchEntry(key: "missing", path: "test.vault")) {
+            try reopened.apply([.delete(entry: "missing")], replica: replica, clock: clock)
+        }
+        #expect(throws: VaultError.invalidFieldName("a field name has no control characters")) {
+            try reopened.apply([set("a2", "bad\nfield", "x")], replica: replica, clock: clock)
+        }
+    }
+
+    // MARK: - What a reader refuses
+
+    func sealedFile() throws -> (file: [UInt8], dataKey: SecureBytes, document: VaultDocument) {
+        let (document, dataKey) = try create()
+        try document.apply([set("k", "v")], replica: replica, clock: SettableClock(5))
+        return (try document.seal(dataKey: dataKey), dataKey, document)
+    }
+
+    @Test func aChangedHeaderIsRefusedByItsMACBeforeTheBodyIsTrusted() throws {
+        let (file, dataKey, _) = try sealedFile()
+        // The generation (bytes 30..<38): a rollback forged in the header.
+        var forged = file
+        forged[30] ^= 1
+        #expect(throws: VaultError.corrupt(path: "test.vault", reason: .headerMACMismatch)) { try reopen(forged) }
+        // With the agent's data key, the same header change reads as another vault (no oracle).
+        #expect(throws: VaultError.wrongPassphrase(path: "test.vault")) { try reopen(forged, key: .dataKey(dataKey)) }
+        // The body: its box does not open.
+        var body = file
+        body[body.count - 1] ^= 1
+        #expect(throws: VaultError.corrupt(path: "test.vault", reason: .headerMACMismatch)) { try reopen(body) }
+    }
+
+    @Test func forgedKDFParametersAreRefusedBeforeAnyKDFRuns() throws {
+        let (file, _, _) = try sealedFile()
+        var forged = file
+        // The first stanza's opslimit (header: 56 fixed bytes, then type u16 and length u32).
+        let opsLimit = DocumentFormat.fixedHeaderByteCount + 6
+        forged.replaceSubrange(opsLimit..<opsLimit + 8, with: withUnsafeBytes(of: UInt64(1 << 40).littleEndian, Array.init))
+        #expect(throws: VaultError.kdfParametersOutOfRange(path: "test.vault", opsLimit: 1 << 40, memLimitBytes: 8 << 10)) {
+            try reopen(forged)
+        }
+    }
+
+    @Test func unknownStanzaTypesAreSkippedAndWrittenBack() throws {
+        let (_, dataKey, document) = try sealedFile()
+        document.stanzas.append(KeyStanza(type: 0x7777, body: [1, 2, 3]))
+        let file = try document.seal(dataKey: dataKey)
+        let header = try DocumentHeader.parse(file, label: "t", policy: Self.policy)
+        #expect(header.stanzaTypes == ["argon2id", "unknown(30583)"])
+        let opened = try reopen(file)
+        #expect(text(opened, "k") == "v")
+        let again = try DocumentHeader.parse(try opened.seal(dataKey: dataKey), label: "t", policy: Self.policy)
+        #expect(again.stanzas == header.stanzas)
+        // Without any passphrase stanza, nothing can open it.
+        document.stanzas = [KeyStanza(type: KeyStanza.x25519, body: [])]
+        #expect(throws: VaultError.corrupt(path: "t", reason: .noUsableStanza)) {
+            try DocumentHeader.parse(try document.seal(dataKey: dataKey), label: "t", policy: Self.policy)
+        }
+    }
+
+    @Test func structuralDamageHasItsOwnReason() throws {
+        let (file, _, _) = try sealedFile()
+        #expect(throws: VaultError.corrupt(path: "t", reason: .badMagic)) {
+            try DocumentHeader.parse([0] + file.dropFirst(), label: "t", policy: Self.policy)
+        }
+        var length = file
+        length.replaceSubrange(10..<14, with: [0xFF, 0xFF, 0xFF, 0x00])
+        #expect(throws: VaultError.corrupt(path: "t", reason: .badHeaderLength(0xFF_FFFF))) {
+            try DocumentHeader.parse(length, label: "t", policy: Self.policy)
+        }
+        #expect(throws: VaultError.corrupt(path: "t", reason: .sizeMismatch(byteCount: file.count + 1))) {
+            try DocumentHeader.parse(file + [0], label: "t", policy: Self.policy)
+        }
+        #expect(throws: VaultError.corrupt(path: "t", reason: .truncated(byteCount: 40))) {
+            try DocumentHeader.parse(Array(file.prefix(40)), label: "t", policy: Self.policy)
+        }
+    }
+
+    /// A version-1 reader (the store today, an older `vault`) says unsupported version 2, exit 6 at the CLI.
+    @Test func theVersion1ReaderSaysUnsupportedVersion() throws {
+        let (file, _, _) = try sealedFile()
+        #expect(throws: VaultError.unsupportedVersion(path: "t", version: 2)) {
+            try VaultEnvelope.parseHeader(file, path: "t", policy: Self.policy)
+        }
+    }
+}

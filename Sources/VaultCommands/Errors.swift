@@ -93,7 +93,7 @@ extension VaultError: CLIReportable {
         case .noSuchEntry, .noSuchVersion: return Exit.notFound
         case .entryExists: return Exit.exists
         case .unsafePermissions: return Exit.permissions
-        case .busy: return Exit.busy
+        case .busy, .storageConflict: return Exit.busy
         case .invalidEntryName, .invalidFileName, .invalidFieldName: return Exit.usage
         case .vaultNotFound, .vaultAlreadyExists, .notOpen, .valueTooLarge, .typeMismatch, .io, .cryptoFailure,
             .vaultTooLarge, .generationExhausted, .clockExhausted:
@@ -130,6 +130,7 @@ extension VaultError: CLIReportable {
         case .invalidFieldName: return "invalid_field_name"
         case .noSuchVersion: return "no_such_version"
         case .clockExhausted: return "clock_exhausted"
+        case .storageConflict: return "storage_conflict"
         }
     }
 

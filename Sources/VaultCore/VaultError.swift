@@ -65,6 +65,9 @@ public enum VaultError: Error, Equatable, Sendable {
     case invalidFieldName(String)
     /// Entry `key` has no earlier version `version` (1 is the newest earlier one).
     case noSuchVersion(key: String, version: Int)
+    /// The stored vault changed between its load and a conditional replace (another writer): nothing was
+    /// written. A writer loads again and retries; this is thrown when it gave up.
+    case storageConflict(path: String)
     /// A replica's clock reached the largest timestamp (the year 10889): no later one can be issued.
     case clockExhausted
 }
@@ -130,6 +133,8 @@ extension VaultError: CustomStringConvertible {
             return "invalid field name: \(reason)"
         case .noSuchVersion(let key, let version):
             return "entry '\(key)' has no version \(version)"
+        case .storageConflict(let path):
+            return "vault '\(path)' kept changing while this write was made (other writers); nothing was written"
         case .clockExhausted:
             return "the vault's clock is at its largest timestamp: no later change can be recorded"
         }

@@ -1,0 +1,149 @@
+import VaultSodium
+
+/// The version of stored vault bytes, as the storage knows it: what a conditional replace expects (an S3 ETag,
+/// an OpenBao KV version, a local file's content hash).
+public struct StorageVersion: Hashable, Sendable, CustomStringConvertible {
+    public let value: String
+    public init(_ value: String) { self.value = value }
+    public var description: String { value }
+}
+
+/// Stored vault bytes and their version.
+public struct StoredVault: Sendable {
+    public let bytes: [UInt8]
+    public let version: StorageVersion
+    public init(bytes: [UInt8], version: StorageVersion) {
+        self.bytes = bytes
+        self.version = version
+    }
+}
+
+/// Where a vault's bytes live, behind one seam (issue 18 §1): the local file first; S3 conditional writes and
+/// OpenBao's check-and-set next (issue 19). A storage knows nothing of the format; the document layer knows
+/// nothing of where bytes live.
+public protocol VaultStorage: Sendable {
+    /// How messages name the vault (a path, a URL).
+    var label: String { get }
+    /// The stored bytes and their version, or `nil` when nothing is stored.
+    func load() throws -> StoredVault?
+    /// Stores `bytes` only if the stored version is still `expected` (`nil`: only if nothing is stored), as one
+    /// atomic, durable step; returns the new version.
+    ///
+    /// - Throws: ``VaultError/storageConflict(path:)`` when the stored version moved (nothing is written).
+    func replace(_ bytes: [UInt8], expecting expected: StorageVersion?) throws -> StorageVersion
+}
+
+/// The local vault file as a ``VaultStorage``: the version is a hash of the file's bytes; a replace takes the
+/// vault's lock (`flock` on `<path>.lock`, waiting up to `lockTimeoutSeconds`), re-reads the file, compares, then
+/// writes a temporary file, `fsync`s it, renames it over the vault and `fsync`s the directory, as the store does.
+/// Files are 0600 in a directory of 0700; symbolic links and loose permissions are refused.
+public struct LocalFileStorage: VaultStorage {
+    public let path: String
+    public let lockTimeoutSeconds: Double
+
+    public init(path: String, lockTimeoutSeconds: Double = 10) {
+        self.path = path
+        self.lockTimeoutSeconds = lockTimeoutSeconds
+    }
+
+    public var label: String { path }
+
+    static func version(of bytes: [UInt8]) -> StorageVersion {
+        StorageVersion(Posix.hex(bytes.withUnsafeBytes { Sodium.blake2b256($0) }.prefix(16)))
+    }
+
+    public func load() throws -> StoredVault? {
+        guard let bytes = try VaultFile.read(path: path) else { return nil }
+        return StoredVault(bytes: bytes, version: Self.version(of: bytes))
+    }
+
+    public func replace(_ bytes: [UInt8], expecting expected: StorageVersion?) throws -> StorageVersion {
+        try VaultFile.createDirectory(for: path)
+        let lock = try VaultLock(vaultPath: path, timeoutSeconds: lockTimeoutSeconds)
+        defer { lock.release() }
+        let stored = try VaultFile.read(path: path).map(Self.version(of:))
+        guard stored == expected else { throw VaultError.storageConflict(path: path) }
+        try VaultFile.writeAtomically(bytes, to: path)
+        return Self.version(of: bytes)
+    }
+}
+
+/// A version-2 vault on any ``VaultStorage``: opens a ``VaultDocument`` from the stored bytes and writes batches
+/// of changes with conditional replaces. A writer that meets a conflict (another writer replaced the bytes since
+/// they were loaded) loads again, applies its changes again to what is stored now, and retries, a bounded number
+/// of times: no writer's batch is lost, and none overwrites another's.
+public final class DocumentStore: @unchecked Sendable {
+    public let storage: any VaultStorage
+    public let replica: ReplicaID
+    let clock: any WallClock
+    let policy: Argon2id.KDFPolicy
+    /// The bytes last loaded or written, their version, the document they hold and its data key.
+    private var loaded: (bytes: [UInt8], version: StorageVersion, document: VaultDocument, dataKey: SecureBytes)?
+
+    public init(storage: any VaultStorage, replica: ReplicaID, clock: any WallClock = SystemWallClock(), policy: Argon2id.KDFPolicy = .standard) {
+        self.storage = storage
+        self.replica = replica
+        self.clock = clock
+        self.policy = policy
+    }
+
+    /// The document as last loaded or written.
+    public var document: VaultDocument? { loaded?.document }
+
+    /// Creates a new, empty version-2 vault in the storage (refused when something is stored there).
+    ///
+    /// - Throws: ``VaultError/vaultAlreadyExists(path:)``.
+    public func create(passphrase: SecureBytes, parameters: Argon2id.Parameters) throws {
+        let (document, dataKey) = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: storage.label)
+        let bytes = try document.seal(dataKey: dataKey)
+        let version: StorageVersion
+        do {
+            version = try storage.replace(bytes, expecting: nil)
+        } catch VaultError.storageConflict {
+            throw VaultError.vaultAlreadyExists(path: storage.label)
+        }
+        loaded = (bytes, version, document, dataKey)
+    }
+
+    /// Opens the stored vault with `key` (a passphrase runs the KDF once; later loads use the data key).
+    ///
+    /// - Throws: ``VaultError/vaultNotFound(path:)``, and what ``VaultDocument/open(_:with:label:policy:)`` throws.
+    public func open(with key: DocumentKey) throws {
+        guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
+        let (document, dataKey) = try VaultDocument.open(stored.bytes, with: key, label: storage.label, policy: policy)
+        loaded = (stored.bytes, stored.version, document, dataKey)
+    }
+
+    /// Applies `changes` as one batch to what is stored now and stores the result: each attempt loads the stored
+    /// bytes (another writer may have written since this store last looked), opens them with the data key (no
+    /// KDF), applies the batch and replaces the bytes only if they are still the version it loaded. On a
+    /// conflict it tries again, up to `attempts` times in all. On any error the stored vault is as other writers
+    /// left it, never half of this batch, and ``document`` shows what is stored.
+    ///
+    /// - Throws: ``VaultError/notOpen``; the batch's errors (``VaultDocument/apply(_:replica:clock:)``) against
+    ///   what is stored; ``VaultError/storageConflict(path:)`` after `attempts` conflicts.
+    public func update(_ changes: [DocumentChange], attempts: Int = 5) throws {
+        guard let dataKey = loaded?.dataKey else { throw VaultError.notOpen }
+        for attempt in 1...max(1, attempts) {
+            guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
+            let (document, _) = try VaultDocument.open(stored.bytes, with: .dataKey(dataKey), label: storage.label, policy: policy)
+            do {
+                try document.apply(changes, replica: replica, clock: clock)
+            } catch {
+                // The batch does not fit what is stored: nothing written; reads now see what is stored.
+                let (fresh, _) = try VaultDocument.open(stored.bytes, with: .dataKey(dataKey), label: storage.label, policy: policy)
+                loaded = (stored.bytes, stored.version, fresh, dataKey)
+                throw error
+            }
+            let bytes = try document.seal(dataKey: dataKey)
+            do {
+                let version = try storage.replace(bytes, expecting: stored.version)
+                loaded = (bytes, version, document, dataKey)
+                return
+            } catch VaultError.storageConflict where attempt < attempts {
+                continue
+            }
+        }
+        throw VaultError.storageConflict(path: storage.label)
+    }
+}

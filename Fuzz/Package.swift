@@ -25,6 +25,11 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(
+            name: "FuzzDocument",
+            dependencies: [.product(name: "VaultCore", package: projectIdentity)],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
             name: "FuzzOpen",
             dependencies: [.product(name: "VaultCore", package: projectIdentity)],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (ASan + libFuzzer, debug) and runs each for SECONDS (default 60), seeded with the
 # malformed-file vectors (Tests/Vectors/v1/*.vault), generated plaintexts (FuzzOpen) and the committed
 # regressions, which are also replayed first. Exits non-zero on any crash, sanitizer report, leak or timeout.
-#   Fuzz/run.sh [SECONDS] [TARGET...]      targets: FuzzHeader FuzzOpen FuzzAgentWire (default all three)
+#   Fuzz/run.sh [SECONDS] [TARGET...]      targets: FuzzHeader FuzzOpen FuzzDocument FuzzAgentWire (default all)
 # Working corpora and crash artifacts go to Fuzz/.build/fuzz/ (kept between runs, not committed).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -10,7 +10,7 @@ cd "$here"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzHeader FuzzOpen FuzzAgentWire)
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzHeader FuzzOpen FuzzDocument FuzzAgentWire)
 export SWIFT_BACKTRACE=enable=no
 
 # SwiftPM applies -sanitize=fuzzer (coverage) only to the fuzz targets themselves: ask for coverage of every
@@ -42,6 +42,40 @@ cases = {
 for label, entries in cases.items():
     body = b"\0" * 32 + struct.pack("<I", len(entries)) + b"".join(entry(n, v) for n, v in entries)
     open(os.path.join(out, label), "wb").write(head + body)
+PY
+
+# FuzzDocument reads a whole version-2 file, then the input as a version-2 body plaintext behind a fixed header
+# (docs/FORMAT.md, "Version 2"): give it well-formed plaintexts (the target fills in the 32-byte binding).
+python3 - "$work/seeds-document" <<'PY'
+import os, struct, sys
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+def ts(ms, counter=0, replica=1):
+    return struct.pack("<QQ", ms << 16 | counter, replica)
+def field(name, value, secret=0):
+    return struct.pack("<BB", secret, len(name)) + name + struct.pack("<I", len(value)) + value
+def entry(ident, name, fields, history=()):
+    out = ident + struct.pack("<H", len(name)) + name + ts(1000) + ts(2000) + struct.pack("<H", len(fields)) + b"".join(fields)
+    out += bytes([len(history)])
+    for stamp, flags, version_fields in history:
+        out += stamp + bytes([flags]) + struct.pack("<H", len(version_fields)) + b"".join(version_fields)
+    return out
+def body(replicas, entries, tombstones):
+    out = b"\0" * 32 + struct.pack("<I", len(replicas)) + b"".join(struct.pack("<QQ", r, t << 16) for r, t in replicas)
+    out += struct.pack("<I", len(entries)) + b"".join(entries)
+    out += struct.pack("<I", len(tombstones)) + b"".join(i + ts(3000) for i in tombstones)
+    return out
+cases = {
+    "empty": body([], [], []),
+    "one": body([(1, 2000)], [entry(b"\1" * 16, b"k", [field(b"password", b"v", 1)])], []),
+    "fields-history-tombstone": body([(1, 2000), (2, 3000)], [
+        entry(b"\2" * 16, b"github", [field(b"password", b"t", 1), field(b"username", b"alice"), field(b"otp", b"otpauth://totp/x", 1)],
+              [(ts(1500), 1, [field(b"password", b"old", 1)]), (ts(1200), 0, [])]),
+        entry(b"\3" * 16, b"\xc3\xa9t\xc3\xa9", [field(b"notes", b"\xff\xfe")]),
+    ], [b"\4" * 16]),
+}
+for label, data in cases.items():
+    open(os.path.join(out, label), "wb").write(data)
 PY
 
 # FuzzAgentWire reads a request payload (docs/AGENT.md, "Wire protocol"): give it well-formed write requests
@@ -78,6 +112,10 @@ for target in "${targets[@]}"; do
     mkdir -p "$corpus" "$work/artifacts"
     seeds=("$here/../Tests/Vectors/v1")
     [ "$target" = FuzzOpen ] && [ -d "$work/seeds-open" ] && seeds+=("$work/seeds-open")
+    if [ "$target" = FuzzDocument ]; then
+        seeds=("$work/seeds-document")
+        [ -d "$here/../Tests/Vectors/v2" ] && seeds+=("$here/../Tests/Vectors/v2")
+    fi
     [ "$target" = FuzzAgentWire ] && seeds=("$work/seeds-agent")
     regressions=()
     for file in "$here"/regressions/*; do

@@ -60,4 +60,65 @@ import VaultSodium
         }
         return file  // the input's own nonce (a fuzzer needs determinism), so not VaultEnvelope.seal
     }
+
+    // MARK: - Format version 2 (VaultDocument)
+
+    /// A version-2 header's fixed stanza for the fuzz targets: argon2id with the test parameters and any bytes.
+    static let fuzzStanza = Argon2idStanza(
+        parameters: .insecureForTesting, salt: [UInt8](repeating: 1, count: 16), keyNonce: [UInt8](repeating: 2, count: 24),
+        wrappedKey: [UInt8](repeating: 3, count: 48)).stanza
+
+    /// Opens a version-2 `file` with `dataKey` (32 bytes) as the store would (header, MAC, body, every rule), then
+    /// reads every value and checks the round trip: sealed again and reopened, the document holds the same
+    /// entries, fields, values, history, tombstones and replicas. Returns the number of entries.
+    @discardableResult
+    public static func openDocument(_ file: [UInt8], dataKey: [UInt8]) throws -> Int {
+        precondition(dataKey.count == VaultFormat.dataKeyByteCount)
+        try sodium { try Sodium.ensureInitialized() }
+        let standard = try? DocumentHeader.parse(file, label: path, policy: .standard)
+        let header = try DocumentHeader.parse(file, label: path, policy: .insecureForTesting)
+        if let standard { precondition(standard.bytes == header.bytes) }
+        let key = SecureBytes(dataKey)
+        let (document, _) = try VaultDocument.open(file, with: .dataKey(key), label: path, policy: .insecureForTesting)
+        let again = try VaultDocument.open(try document.seal(dataKey: key), with: .dataKey(key), label: path, policy: .insecureForTesting).document
+        precondition(again.names == document.names && again.tombstones == document.tombstones && again.replicas == document.replicas)
+        for name in document.names {
+            let entry = document.entry(name)!
+            precondition(again.entry(name) == entry)
+            for field in entry.fields {
+                precondition(again.value(of: field.name, in: name)!.unprotectedBytes == document.value(of: field.name, in: name)!.unprotectedBytes)
+            }
+            precondition(again.history(of: name) == document.history(of: name))
+        }
+        return document.count
+    }
+
+    /// A version-2 file that ``openDocument(_:dataKey:)`` can decrypt, from a fuzzer input that is the body's
+    /// plaintext: behind a fixed header (one argon2id stanza) with its MAC under `dataKey`, the plaintext
+    /// zero-padded to a multiple of 256, its first 32 bytes set to the binding hash when `bindHeader`, sealed under
+    /// the body key with a fixed nonce (a fuzzer needs determinism).
+    public static func sealedDocument(fromPlaintext input: [UInt8], dataKey: [UInt8], bindHeader: Bool) -> [UInt8]? {
+        guard dataKey.count == VaultFormat.dataKeyByteCount else { return nil }
+        let key = SecureBytes(dataKey)
+        let header = DocumentHeader.encode(
+            vaultID: DocumentID(high: 1, low: 2), generation: 1, dataKeyID: DocumentID(high: 3, low: 4), stanzas: [fuzzStanza])
+        let prefix = header + VaultDocument.mac(of: header, dataKey: key)
+        var plaintext = input
+        let quantum = VaultFormat.paddingQuantum
+        let padded = max(quantum, (plaintext.count + quantum - 1) / quantum * quantum)
+        plaintext += [UInt8](repeating: 0, count: padded - plaintext.count)
+        if bindHeader { plaintext.replaceSubrange(0..<32, with: prefix.withUnsafeBytes { Sodium.blake2b256($0) }) }
+        let nonce = [UInt8](repeating: 7, count: VaultFormat.nonceByteCount)
+        var file = prefix + nonce + [UInt8](repeating: 0, count: plaintext.count + VaultFormat.macByteCount)
+        let bodyKey = VaultDocument.subkey(key, DocumentFormat.bodyKeyContext)
+        file.withUnsafeMutableBytes { out in
+            let box = UnsafeMutableRawBufferPointer(rebasing: out[(prefix.count + nonce.count)...])
+            plaintext.withUnsafeBytes { p in
+                nonce.withUnsafeBytes { n in
+                    bodyKey.withUnsafeBytes { k in try! Sodium.secretBoxSeal(p, nonce: n, key: k, into: box) }
+                }
+            }
+        }
+        return file
+    }
 }

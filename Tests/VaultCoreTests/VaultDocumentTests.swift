@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import VaultCore
+@testable @_spi(Fuzzing) import VaultCore
 import VaultSodium
 
 /// A wall clock the test sets (and may turn back).
@@ -285,5 +285,20 @@ struct VaultDocumentTests {
         #expect(throws: VaultError.unsupportedVersion(path: "t", version: 2)) {
             try VaultEnvelope.parseHeader(file, path: "t", policy: Self.policy)
         }
+    }
+
+    /// The fuzz target's entry points (Fuzz/Sources/FuzzDocument) on a real document: it opens, survives the
+    /// round trip check, and a plaintext behind the fixed header opens too.
+    @Test func theFuzzEntryPointsOpenRealDocuments() throws {
+        let (document, dataKey) = try create()
+        try document.apply([set("a", "1"), set("a", "notes", "n"), set("b", "2")], replica: replica, clock: SettableClock(9))
+        try document.apply([set("a", "3"), .delete(entry: "b")], replica: replica, clock: SettableClock(9))
+        #expect(try FuzzEntryPoints.openDocument(try document.seal(dataKey: dataKey), dataKey: dataKey.unprotectedBytes) == 1)
+        let key = [UInt8](repeating: 0x42, count: 32)
+        let empty = [UInt8](repeating: 0, count: 32) + [0, 0, 0, 0] + [0, 0, 0, 0] + [0, 0, 0, 0]
+        let file = try #require(FuzzEntryPoints.sealedDocument(fromPlaintext: empty, dataKey: key, bindHeader: true))
+        #expect(try FuzzEntryPoints.openDocument(file, dataKey: key) == 0)
+        let unbound = try #require(FuzzEntryPoints.sealedDocument(fromPlaintext: empty, dataKey: key, bindHeader: false))
+        #expect(throws: VaultError.corrupt(path: "<fuzz>", reason: .headerMACMismatch)) { try FuzzEntryPoints.openDocument(unbound, dataKey: key) }
     }
 }

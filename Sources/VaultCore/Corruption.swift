@@ -36,13 +36,19 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
     case badStanza(index: Int)
     /// Version 2: no key stanza of a type this version can open with (an identity or a passphrase).
     case noUsableStanza
-    /// Version 2: the header's MAC does not match: the header was changed.
+    /// Version 2: the header's MAC does not match although a stanza opened the data key: the header was changed.
     case headerMACMismatch
+    /// Version 2: the body does not open under the data key although the header's MAC matched: it was changed.
+    case bodyMACMismatch
+    /// Version 2: the body opens but is bound to another header (its first 32 bytes).
+    case bodyBindingMismatch
+    /// Version 2: entry `index` has a name with a control character.
+    case badName(index: Int)
     /// Version 2: entry `index` has a malformed field (name, flags or length) or two fields of one name.
     case badField(entry: Int)
     /// Version 2: two entries, or an entry and a tombstone, or two tombstones, have one id.
     case duplicateID
-    /// Version 2: a timestamp beyond 48 bits of milliseconds, or a replica table out of order.
+    /// Version 2: a replica table not strictly increasing by replica id.
     case badClock
     /// Version 2: entry `index` has a history beyond its caps or malformed.
     case badHistory(entry: Int)
@@ -67,6 +73,9 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badStanza: return "bad_stanza"
         case .noUsableStanza: return "no_usable_stanza"
         case .headerMACMismatch: return "header_mac_mismatch"
+        case .bodyMACMismatch: return "body_mac_mismatch"
+        case .bodyBindingMismatch: return "body_binding_mismatch"
+        case .badName: return "bad_name"
         case .badField: return "bad_field"
         case .duplicateID: return "duplicate_id"
         case .badClock: return "bad_clock"
@@ -93,9 +102,12 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badStanza(let index): return "key stanza \(index) is malformed"
         case .noUsableStanza: return "no key stanza this version can open"
         case .headerMACMismatch: return "the header's MAC does not match (the header was changed)"
+        case .bodyMACMismatch: return "the body does not open under the vault's key (it was changed)"
+        case .bodyBindingMismatch: return "the body belongs to another header"
+        case .badName(let index): return "entry \(index) has a name with a control character"
         case .badField(let index): return "entry \(index) has a malformed field"
         case .duplicateID: return "duplicate entry id"
-        case .badClock: return "bad timestamp or replica table"
+        case .badClock: return "replica table out of order"
         case .badHistory(let index): return "entry \(index) has a malformed history"
         }
     }

@@ -227,10 +227,10 @@ struct VaultDocumentTests {
         #expect(throws: VaultError.corrupt(path: "test.vault", reason: .headerMACMismatch)) { try reopen(forged) }
         // With the agent's data key, the same header change reads as another vault (no oracle).
         #expect(throws: VaultError.wrongPassphrase(path: "test.vault")) { try reopen(forged, key: .dataKey(dataKey)) }
-        // The body: its box does not open.
+        // The body: its box does not open although the header's MAC matched.
         var body = file
         body[body.count - 1] ^= 1
-        #expect(throws: VaultError.corrupt(path: "test.vault", reason: .headerMACMismatch)) { try reopen(body) }
+        #expect(throws: VaultError.corrupt(path: "test.vault", reason: .bodyMACMismatch)) { try reopen(body) }
     }
 
     @Test func forgedKDFParametersAreRefusedBeforeAnyKDFRuns() throws {
@@ -299,6 +299,6 @@ struct VaultDocumentTests {
         let file = try #require(FuzzEntryPoints.sealedDocument(fromPlaintext: empty, dataKey: key, bindHeader: true))
         #expect(try FuzzEntryPoints.openDocument(file, dataKey: key) == 0)
         let unbound = try #require(FuzzEntryPoints.sealedDocument(fromPlaintext: empty, dataKey: key, bindHeader: false))
-        #expect(throws: VaultError.corrupt(path: "<fuzz>", reason: .headerMACMismatch)) { try FuzzEntryPoints.openDocument(unbound, dataKey: key) }
+        #expect(throws: VaultError.corrupt(path: "<fuzz>", reason: .bodyBindingMismatch)) { try FuzzEntryPoints.openDocument(unbound, dataKey: key) }
     }
 }

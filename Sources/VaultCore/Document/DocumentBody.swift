@@ -89,82 +89,86 @@ enum DocumentBody {
             guard reader.remaining >= 32 + 4 else { throw corrupt(.plaintextTooShort) }
             let stored = reader.readBytes(32)
             guard stored.withUnsafeBytes({ a in binding.withUnsafeBytes { Sodium.constantTimeEqual(a, $0) } }) else {
-                throw corrupt(.headerMACMismatch)
+                throw corrupt(.bodyBindingMismatch)
             }
-            func time(_ packed: UInt64, _ replica: UInt64) throws -> HybridTimestamp {
-                let milliseconds = packed >> 16
-                guard milliseconds <= HybridTimestamp.maximumMilliseconds else { throw corrupt(.badClock) }
-                return HybridTimestamp(milliseconds: milliseconds, counter: UInt16(packed & 0xFFFF), replica: ReplicaID(rawValue: replica))
+            // 48 bits of milliseconds and a 16-bit counter fill the u64: every value is a valid time.
+            func time(_ packed: UInt64, _ replica: UInt64) -> HybridTimestamp {
+                HybridTimestamp(milliseconds: packed >> 16, counter: UInt16(packed & 0xFFFF), replica: ReplicaID(rawValue: replica))
             }
-            func timestamp() throws -> HybridTimestamp {
-                guard reader.remaining >= 16 else { throw corrupt(.plaintextTooShort) }
+            /// Inside entry `index`: running out of plaintext is `entry_truncated`.
+            func need(_ count: Int, _ index: Int) throws {
+                guard reader.remaining >= count else { throw corrupt(.entryTruncated(index: index)) }
+            }
+            func timestamp(_ index: Int) throws -> HybridTimestamp {
+                try need(16, index)
                 let packed = reader.readUInt64()
-                return try time(packed, reader.readUInt64())
+                return time(packed, reader.readUInt64())
             }
             let replicaCount = Int(reader.readUInt32())
-            guard replicaCount <= reader.remaining / 16 else { throw corrupt(.badClock) }
+            guard replicaCount <= reader.remaining / 16 else { throw corrupt(.entryCountExceedsData(count: replicaCount)) }
             var previous: UInt64?
             for _ in 0..<replicaCount {
                 let id = reader.readUInt64()
                 let packed = reader.readUInt64()
                 if let previous, id <= previous { throw corrupt(.badClock) }  // sorted, unique
                 previous = id
-                replicas[ReplicaID(rawValue: id)] = try time(packed, id)
+                replicas[ReplicaID(rawValue: id)] = time(packed, id)
             }
             func fields(entry index: Int) throws -> [VaultDocument.Field] {
-                guard reader.remaining >= 2 else { throw corrupt(.entryTruncated(index: index)) }
+                try need(2, index)
                 let count = Int(reader.readUInt16())
                 guard count <= VaultDocument.maximumFieldCount else { throw corrupt(.badField(entry: index)) }
                 var out: [VaultDocument.Field] = []
                 out.reserveCapacity(count)
                 for _ in 0..<count {
-                    guard reader.remaining >= 2 else { throw corrupt(.entryTruncated(index: index)) }
+                    try need(2, index)
                     let flags = reader.readUInt8()
                     guard flags & ~1 == 0 else { throw corrupt(.badField(entry: index)) }
                     let nameLength = Int(reader.readUInt8())
-                    guard nameLength >= 1, reader.remaining >= nameLength + 4 else { throw corrupt(.badField(entry: index)) }
+                    guard nameLength >= 1 else { throw corrupt(.badField(entry: index)) }
+                    try need(nameLength + 4, index)
                     guard let name = String(validating: UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength]), as: UTF8.self),
                           (try? VaultDocument.validate(field: name)) != nil, !out.contains(where: { $0.name == name })
                     else { throw corrupt(.badField(entry: index)) }
                     reader.skip(nameLength)
                     let valueLength = Int(reader.readUInt32())
-                    guard valueLength <= VaultFormat.maximumValueByteCount, valueLength <= reader.remaining else {
-                        throw corrupt(.badValueLength(index: index))
-                    }
+                    guard valueLength <= VaultFormat.maximumValueByteCount else { throw corrupt(.badValueLength(index: index)) }
+                    try need(valueLength, index)
                     let range = arena.append(UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + valueLength]))
                     reader.skip(valueLength)
                     out.append(VaultDocument.Field(name: name, value: range, isSecret: flags & 1 == 1))
                 }
                 return out
             }
-            guard reader.remaining >= 4 else { throw corrupt(.plaintextTooShort) }
+            try need(4, 0)
             let entryCount = Int(reader.readUInt32())
             guard entryCount <= reader.remaining / (16 + 2 + 1 + 32 + 2 + 1) else { throw corrupt(.entryCountExceedsData(count: entryCount)) }
             entries.reserveCapacity(entryCount)
             for index in 0..<entryCount {
-                guard reader.remaining >= 18 else { throw corrupt(.entryTruncated(index: index)) }
+                try need(18, index)
                 let id = DocumentID(bytes: reader.readBytes(16))!
                 let nameLength = Int(reader.readUInt16())
-                guard nameLength >= 1, nameLength <= VaultFormat.maximumNameByteCount, nameLength <= reader.remaining else {
+                guard nameLength >= 1, nameLength <= VaultFormat.maximumNameByteCount else {
                     throw corrupt(.badNameLength(index: index))
                 }
+                try need(nameLength, index)
                 guard let name = String(validating: UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength]), as: UTF8.self) else {
                     throw corrupt(.nameNotUTF8(index: index))
                 }
-                guard (try? SecureKeyValueStore.validate(key: name)) != nil else { throw corrupt(.badNameLength(index: index)) }
+                guard (try? SecureKeyValueStore.validate(key: name)) != nil else { throw corrupt(.badName(index: index)) }
                 reader.skip(nameLength)
                 guard names.insert(name).inserted else { throw corrupt(.duplicateName) }
-                let created = try timestamp()
-                let modified = try timestamp()
+                let created = try timestamp(index)
+                let modified = try timestamp(index)
                 let current = try fields(entry: index)
-                guard reader.remaining >= 1 else { throw corrupt(.entryTruncated(index: index)) }
+                try need(1, index)
                 let versionCount = Int(reader.readUInt8())
                 guard versionCount <= VaultDocument.maximumHistoryVersions else { throw corrupt(.badHistory(entry: index)) }
                 var history: [VaultDocument.Version] = []
                 var historyBytes = 0
                 for _ in 0..<versionCount {
-                    let time = try timestamp()
-                    guard reader.remaining >= 1 else { throw corrupt(.entryTruncated(index: index)) }
+                    let time = try timestamp(index)
+                    try need(1, index)
                     let flags = reader.readUInt8()
                     guard flags & ~1 == 0 else { throw corrupt(.badHistory(entry: index)) }
                     let versionFields = try fields(entry: index)
@@ -175,12 +179,12 @@ enum DocumentBody {
                 guard entries[id] == nil else { throw corrupt(.duplicateID) }
                 entries[id] = VaultDocument.Entry(id: id, name: name, fields: current, created: created, modified: modified, history: history)
             }
-            guard reader.remaining >= 4 else { throw corrupt(.plaintextTooShort) }
+            try need(4, entryCount)
             let tombstoneCount = Int(reader.readUInt32())
             guard tombstoneCount <= reader.remaining / 32 else { throw corrupt(.entryCountExceedsData(count: tombstoneCount)) }
             for _ in 0..<tombstoneCount {
                 let id = DocumentID(bytes: reader.readBytes(16))!
-                let time = try timestamp()
+                let time = try timestamp(entryCount)
                 guard entries[id] == nil, tombstones[id] == nil else { throw corrupt(.duplicateID) }
                 tombstones[id] = time
             }

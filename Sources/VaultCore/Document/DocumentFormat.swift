@@ -8,7 +8,7 @@ import VaultSodium
 /// header    = magic (8) || version u16 = 2 || header length u32 || vault id (16) || generation u64
 ///             || data key id (16) || stanza count u16 || stanzas                   (integers little-endian)
 /// stanza    = type u16 || body length u32 || body
-/// argon2id  = opslimit u64 || memlimit u64 || salt (16) || key nonce (24) || wrapped data key (48)   (type 1)
+/// argon2id  = opslimit u64 || memlimit u64 || salt (16) || key nonce (24) || wrapped data key (48)   (type 1, 104 bytes)
 /// MAC       = BLAKE2b-256(header; key = BLAKE2b-256("vault v2 header mac"; key = data key))
 /// body box  = crypto_secretbox_easy(plaintext, body nonce, BLAKE2b-256("vault v2 body key"; key = data key))
 /// plaintext = BLAKE2b-256(header || MAC) || replica count u32 || replicas || entry count u32 || entries
@@ -28,6 +28,9 @@ enum DocumentFormat {
     static let maximumHeaderByteCount = 1 << 16
     static let macByteCount = 32
     static let timestampByteCount = 16
+    /// 1 GiB of plaintext behind the largest header: 1 GiB + 65,608 bytes.
+    static let maximumFileByteCount = maximumHeaderByteCount + macByteCount + VaultFormat.nonceByteCount
+        + VaultFormat.macByteCount + VaultFormat.maximumPlaintextByteCount
 
     static let macContext = Array("vault v2 header mac".utf8)
     static let bodyKeyContext = Array("vault v2 body key".utf8)
@@ -145,10 +148,8 @@ public struct DocumentHeader: Sendable {
                 }
                 throw corrupt(.badMagic)
             }
-            guard file.count <= VaultFormat.maximumFileByteCount + DocumentFormat.maximumHeaderByteCount else {
-                throw corrupt(.tooLarge(byteCount: file.count))
-            }
-            guard file.count >= DocumentFormat.fixedHeaderByteCount else { throw corrupt(.truncated(byteCount: file.count)) }
+            guard file.count <= DocumentFormat.maximumFileByteCount else { throw corrupt(.tooLarge(byteCount: file.count)) }
+            guard file.count >= 14 else { throw corrupt(.truncated(byteCount: file.count)) }
             var reader = ByteReader(file)
             reader.skip(VaultFormat.magic.count)
             let version = reader.readUInt16()
@@ -186,9 +187,7 @@ public struct DocumentHeader: Sendable {
                 + VaultFormat.paddingQuantum
             guard file.count >= minimum else { throw corrupt(.truncated(byteCount: file.count)) }
             let boxed = file.count - headerLength - DocumentFormat.macByteCount - VaultFormat.nonceByteCount - VaultFormat.macByteCount
-            guard boxed % VaultFormat.paddingQuantum == 0, boxed <= VaultFormat.maximumPlaintextByteCount else {
-                throw corrupt(.sizeMismatch(byteCount: file.count))
-            }
+            guard boxed % VaultFormat.paddingQuantum == 0 else { throw corrupt(.sizeMismatch(byteCount: file.count)) }
             return DocumentHeader(
                 vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas,
                 bytes: Array(file[0..<headerLength]))
@@ -248,6 +247,11 @@ extension VaultDocument {
         return (document, dataKey)
     }
 
+    /// The Argon2id parameters of the first passphrase stanza.
+    public var kdfParameters: Argon2id.Parameters? {
+        stanzas.lazy.filter { $0.type == KeyStanza.argon2id }.compactMap { Argon2idStanza(body: $0.body)?.parameters }.first
+    }
+
     /// Opens a version-2 `file` with `key`: the header (``DocumentHeader/parse(_:label:policy:)``), the data key
     /// (each `argon2id` stanza with a passphrase), the header's MAC, then the body.
     ///
@@ -290,7 +294,7 @@ extension VaultDocument {
             let box = UnsafeRawBufferPointer(rebasing: bytes[boxStart...])
             return try SecureBytes(count: box.count - VaultFormat.macByteCount) { (out) throws in
                 let ok = bodyKey.withUnsafeBytes { key in Sodium.secretBoxOpen(box, nonce: nonce, key: key, into: out) }
-                guard ok else { throw VaultError.corrupt(path: label, reason: .headerMACMismatch) }
+                guard ok else { throw VaultError.corrupt(path: label, reason: .bodyMACMismatch) }
             }
         }
         let binding = file.withUnsafeBytes { Sodium.blake2b256(UnsafeRawBufferPointer(rebasing: $0[0..<nonceStart])) }

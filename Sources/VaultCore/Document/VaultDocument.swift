@@ -53,6 +53,10 @@ public enum DocumentChange: Sendable {
     /// Makes version `version` of `entry`'s history (1 is the newest earlier version) current again, as a new
     /// version.
     case restore(entry: String, version: Int)
+    /// Changes nothing; fails the whole batch unless `entry` exists (`exists`) or does not, at this point of it.
+    case require(entry: String, exists: Bool)
+    /// Deletes every entry, leaving a tombstone for each.
+    case deleteAll
 }
 
 /// A vault as a document, on bytes only: no path, no lock, no clock read except through an injected
@@ -303,6 +307,16 @@ public final class VaultDocument: @unchecked Sendable {
                 touched.insert(id)
                 entries[id] = Entry(id: id, name: to, fields: source.fields, created: now, modified: now, history: [])
                 idsByName[to] = id
+            case let .require(name, exists):
+                if (idsByName[name] != nil) != exists {
+                    throw exists ? VaultError.noSuchEntry(key: name, path: label) : VaultError.entryExists(key: name, path: label)
+                }
+            case .deleteAll:
+                for (name, id) in idsByName {
+                    entries[id] = nil
+                    tombstones[id] = now
+                    idsByName[name] = nil
+                }
             case let .restore(name, version):
                 let id = try existing(name)
                 let record = entries[id]!

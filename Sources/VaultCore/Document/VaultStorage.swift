@@ -90,6 +90,38 @@ public final class DocumentStore: @unchecked Sendable {
     /// The document as last loaded or written.
     public var document: VaultDocument? { loaded?.document }
 
+    /// Forgets the document and its data key.
+    public func close() { loaded = nil }
+
+    /// Loads what is stored now with the data key held (no KDF).
+    public func reload() throws {
+        guard let dataKey = loaded?.dataKey else { throw VaultError.notOpen }
+        try open(with: .dataKey(dataKey))
+    }
+
+    /// A new data key wrapped for `passphrase`, and the stored vault re-sealed under it, conditionally as
+    /// ``update(_:attempts:)`` writes (the KDF runs once, before any attempt).
+    public func changePassphrase(to passphrase: SecureBytes, parameters: Argon2id.Parameters?, attempts: Int = 5) throws {
+        guard let held = loaded else { throw VaultError.notOpen }
+        let parameters = parameters ?? held.document.kdfParameters ?? .interactive
+        let prepared = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: storage.label)
+        for attempt in 1...max(1, attempts) {
+            guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
+            let (document, _) = try VaultDocument.open(stored.bytes, with: .dataKey(held.dataKey), label: storage.label, policy: policy)
+            document.stanzas = prepared.document.stanzas
+            document.dataKeyID = .random()
+            let bytes = try document.seal(dataKey: prepared.dataKey)
+            do {
+                let version = try storage.replace(bytes, expecting: stored.version)
+                loaded = (bytes, version, document, prepared.dataKey)
+                return
+            } catch VaultError.storageConflict where attempt < attempts {
+                continue
+            }
+        }
+        throw VaultError.storageConflict(path: storage.label)
+    }
+
     /// Creates a new, empty version-2 vault in the storage (refused when something is stored there).
     ///
     /// - Throws: ``VaultError/vaultAlreadyExists(path:)``.

@@ -1,0 +1,101 @@
+import FoundationEssentials
+
+/// A version-2 vault as a ``KeyValueVault``: what the credential store, device registration and the CLI's verbs
+/// use today works on it unchanged, while the document underneath keeps ids, fields, history and tombstones.
+///
+/// An entry's value, for this interface, is its `password` field; a put sets that field and keeps the others
+/// (and the version it replaces goes into the entry's history); a remove leaves a tombstone; a move
+/// (``SecureKeyValueStore/Changes/copy(_:to:keepCreated:)`` with `keepCreated` followed by the source's removal,
+/// what `vault mv` sends) renames the entry and keeps its id; any other copy makes a new id.
+public final class DocumentVault: KeyValueVault, @unchecked Sendable {
+    public let path: String
+    let store: DocumentStore
+
+    /// Opens the version-2 vault at `path` with `key` (see ``DocumentStore``).
+    public init(path: String, key: DocumentKey, replica: ReplicaID, clock: any WallClock = SystemWallClock(),
+                policy: Argon2id.KDFPolicy = .standard, lockTimeoutSeconds: Double = 10) throws {
+        self.path = path
+        store = DocumentStore(
+            storage: LocalFileStorage(path: path, lockTimeoutSeconds: lockTimeoutSeconds), replica: replica, clock: clock,
+            policy: policy)
+        try store.open(with: key)
+    }
+
+    /// The document as last read or written.
+    public var document: VaultDocument? { store.document }
+
+    func current() throws -> VaultDocument {
+        guard let document = store.document else { throw VaultError.notOpen }
+        return document
+    }
+
+    public func contains(_ key: String) throws -> Bool { try current().entry(key) != nil }
+
+    public func getBytes(_ key: String) throws -> SecureBytes? { try current().value(of: "password", in: key) }
+
+    public func keys() throws -> [String] { try current().names }
+
+    public func attributes(forKey key: String) throws -> SecureKeyValueStore.EntryAttributes? {
+        let document = try current()
+        guard let entry = document.entry(key) else { return nil }
+        return SecureKeyValueStore.EntryAttributes(
+            created: Date(timeIntervalSince1970: Double(entry.created.milliseconds) / 1000),
+            modified: Date(timeIntervalSince1970: Double(entry.modified.milliseconds) / 1000),
+            byteCount: document.value(of: "password", in: key)?.count ?? 0)
+    }
+
+    public func listing() throws -> [(name: String, attributes: SecureKeyValueStore.EntryAttributes)] {
+        try keys().compactMap { name in try attributes(forKey: name).map { (name, $0) } }
+    }
+
+    public func write(_ changes: SecureKeyValueStore.Changes) throws {
+        try store.update(Self.documentChanges(changes))
+    }
+
+    /// `changes` in the document's terms (see the type's description).
+    static func documentChanges(_ changes: SecureKeyValueStore.Changes) throws -> [DocumentChange] {
+        var items: [SecureKeyValueStore.Changes.Item] = []
+        var values: [SecureBytes?] = []
+        try changes.forEach { item in
+            items.append(item)
+            if case .put(_, let value) = item { values.append(SecureBytes(value)) } else { values.append(nil) }
+        }
+        var out: [DocumentChange] = changes.removesEverything ? [.deleteAll] : []
+        var index = 0
+        while index < items.count {
+            switch items[index] {
+            case .require(let name, let exists):
+                out.append(.require(entry: name, exists: exists))
+            case .put(let name, _):
+                out.append(.setField(entry: name, field: "password", value: values[index]!))
+            case .remove(let name):
+                out.append(.delete(entry: name))
+            case .copy(let name, let source, let keepCreated):
+                if keepCreated, index + 1 < items.count, case .remove(source) = items[index + 1] {
+                    out.append(.rename(from: source, to: name))  // a move: the entry keeps its id
+                    index += 1
+                } else {
+                    out.append(.copy(from: source, to: name))
+                }
+            }
+            index += 1
+        }
+        return out
+    }
+
+    @discardableResult
+    public func remove(_ key: String) throws -> Bool {
+        try store.reload()
+        guard try contains(key) else { return false }
+        try store.update([.delete(entry: key)])
+        return true
+    }
+
+    public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {
+        try store.changePassphrase(to: newPassphrase, parameters: parameters)
+    }
+
+    public func reload() throws { try store.reload() }
+
+    public func close() { store.close() }
+}

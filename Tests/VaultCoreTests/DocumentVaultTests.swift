@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+@testable import VaultCore
+import VaultSodium
+
+/// Issue 18: a version-2 vault behind the ``KeyValueVault`` interface the CLI, the credential store and device
+/// registration use: the same answers as the version-1 store, and the document underneath keeps ids, fields and
+/// history.
+@Suite("DocumentVault: KeyValueVault over format v2")
+struct DocumentVaultTests {
+    let directory = TemporaryDirectory()
+    var path: String { directory.file("v2.vault") }
+    static let passphrase = SecureBytes(string: "correct horse battery staple")
+
+    func makeVault(replica: UInt64 = 1, clock: SettableClock = SettableClock(1_764_000_000_000)) throws -> DocumentVault {
+        if !FileManager.default.fileExists(atPath: path) {
+            try DocumentStore(storage: LocalFileStorage(path: path), replica: ReplicaID(rawValue: replica), policy: .insecureForTesting)
+                .create(passphrase: Self.passphrase, parameters: .insecureForTesting)
+        }
+        return try DocumentVault(
+            path: path, key: .passphrase(Self.passphrase), replica: ReplicaID(rawValue: replica), clock: clock,
+            policy: .insecureForTesting)
+    }
+
+    /// The same script on a version-1 store and on a version-2 vault gives the same answers.
+    @Test func answersAsTheVersion1StoreDoes() throws {
+        let v1 = SecureKeyValueStore(path: directory.file("v1.vault"), options: .insecureForTesting)
+        try v1.open(with: Self.passphrase)
+        let v2 = try makeVault()
+        for vault in [v1 as any KeyValueVault, v2] {
+            try vault.put("alice", forKey: "username")
+            try vault.put(SecureBytes([0xFF, 0x00, 0x01]), forKey: "binary")
+            try vault.put("t0k3n", forKey: "github")
+            try vault.update { changes in
+                changes.remove("username")
+                try changes.copy("github", to: "github-copy")
+            }
+            #expect(try vault.keys() == ["binary", "github", "github-copy"])
+            #expect(try vault.getString("github") == "t0k3n" && vault.getBytes("binary")?.unprotectedBytes == [0xFF, 0x00, 0x01])
+            #expect(try vault.contains("github-copy") && !vault.contains("username"))
+            #expect(try vault.attributes(forKey: "binary")?.byteCount == 3)
+            #expect(try vault.listing().map(\.name) == ["binary", "github", "github-copy"])
+            #expect(try vault.remove("github-copy") && !vault.remove("github-copy"))
+            // Requirements hold the batch: nothing is written when one fails.
+            #expect(throws: VaultError.self) {
+                try vault.update { changes in
+                    try changes.put("x", forKey: "new")
+                    changes.require("missing", exists: true)
+                }
+            }
+            #expect(try !vault.contains("new"))
+            try vault.update { $0.removeAll() ; try $0.put("only", forKey: "k") }
+            #expect(try vault.keys() == ["k"])
+        }
+    }
+
+    /// Underneath: a put keeps the other fields and the earlier value in history; a move keeps the id; a remove
+    /// leaves a tombstone; another handle sees the writes after a reload.
+    @Test func theDocumentKeepsIdsFieldsHistoryAndTombstones() throws {
+        let vault = try makeVault()
+        try vault.put("v1", forKey: "db")
+        let store = vault.store
+        try store.update([.setField(entry: "db", field: "username", value: SecureBytes(string: "admin"))])
+        try vault.put("v2", forKey: "db")
+        let document = try #require(vault.document)
+        #expect(document.entry("db")?.fields.map(\.name) == ["password", "username"])
+        #expect(document.value(of: "password", in: "db", version: 2)?.unprotectedBytes == Array("v1".utf8))
+        let id = try #require(document.entry("db")?.id)
+        // `vault mv` sends a copy that keeps the creation time, then the removal of the source: a rename.
+        try vault.update { changes in
+            try changes.copy("db", to: "database", keepCreated: true)
+            changes.remove("db")
+        }
+        #expect(vault.document?.entry("database")?.id == id)
+        #expect(vault.document?.tombstones.isEmpty == true)
+        try vault.remove("database")
+        #expect(vault.document?.tombstones.keys.contains(id) == true)
+
+        let other = try makeVault(replica: 2)
+        try other.put("from 2", forKey: "shared")
+        #expect(try !vault.contains("shared"))
+        try vault.reload()
+        #expect(try vault.getString("shared") == "from 2")
+    }
+
+    /// The credential store (git helper, login, device registration) works unchanged on a version-2 vault.
+    @Test func theCredentialLayoutWorksOnIt() throws {
+        let vault = try makeVault()
+        try vault.put("connection-id", forKey: "appcid")
+        try vault.update { changes in
+            try changes.put("alice", forKey: "credential/https://example.com:443/realm/username")
+            try changes.put("pw", forKey: "credential/https://example.com:443/realm/password")
+        }
+        #expect(try vault.keys() == ["appcid", "credential/https://example.com:443/realm/password", "credential/https://example.com:443/realm/username"])
+    }
+
+    @Test func aNewPassphraseMakesANewDataKeyAndTheOldOneNoLongerOpens() throws {
+        let vault = try makeVault()
+        try vault.put("kept", forKey: "k")
+        let oldKeyID = try #require(vault.document?.dataKeyID)
+        let newPassphrase = SecureBytes(string: "new passphrase")
+        try vault.changePassphrase(to: newPassphrase, parameters: .insecureForTesting)
+        #expect(vault.document?.dataKeyID != oldKeyID)
+        #expect(try vault.getString("k") == "kept")
+        try vault.put("after", forKey: "k2")  // the handle writes with the new key
+        let reopened = try DocumentVault(path: path, key: .passphrase(newPassphrase), replica: ReplicaID(rawValue: 3), policy: .insecureForTesting)
+        #expect(try reopened.keys() == ["k", "k2"])
+        #expect(throws: VaultError.wrongPassphrase(path: path)) {
+            try DocumentVault(path: path, key: .passphrase(Self.passphrase), replica: ReplicaID(rawValue: 3), policy: .insecureForTesting)
+        }
+        vault.close()
+        #expect(throws: VaultError.notOpen) { try vault.keys() }
+    }
+}

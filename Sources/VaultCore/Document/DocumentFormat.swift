@@ -188,6 +188,8 @@ public struct DocumentHeader: Sendable {
             guard file.count >= minimum else { throw corrupt(.truncated(byteCount: file.count)) }
             let boxed = file.count - headerLength - DocumentFormat.macByteCount - VaultFormat.nonceByteCount - VaultFormat.macByteCount
             guard boxed % VaultFormat.paddingQuantum == 0 else { throw corrupt(.sizeMismatch(byteCount: file.count)) }
+            // A short header leaves room for more than 1 GiB of plaintext within the file bound: not for a vault.
+            guard boxed <= VaultFormat.maximumPlaintextByteCount else { throw corrupt(.tooLarge(byteCount: file.count)) }
             return DocumentHeader(
                 vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas,
                 bytes: Array(file[0..<headerLength]))

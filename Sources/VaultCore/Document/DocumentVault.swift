@@ -10,15 +10,32 @@ import FoundationEssentials
 public final class DocumentVault: KeyValueVault, @unchecked Sendable {
     public let path: String
     let store: DocumentStore
+    let rollbackProtection: RollbackProtection?
 
-    /// Opens the version-2 vault at `path` with `key` (see ``DocumentStore``).
+    /// Opens the version-2 vault at `path` with `key` (see ``DocumentStore``). With `rollbackProtection`, the
+    /// vault is checked against (and recorded in) the same rollback record as version 1 (its generation and its
+    /// data key), unless `acceptRollback`.
     public init(path: String, key: DocumentKey, replica: ReplicaID, clock: any WallClock = SystemWallClock(),
-                policy: Argon2id.KDFPolicy = .standard, lockTimeoutSeconds: Double = 10) throws {
+                policy: Argon2id.KDFPolicy = .standard, lockTimeoutSeconds: Double = 10,
+                rollbackProtection: RollbackProtection? = nil, acceptRollback: Bool = false) throws {
         self.path = path
+        self.rollbackProtection = rollbackProtection
         store = DocumentStore(
             storage: LocalFileStorage(path: path, lockTimeoutSeconds: lockTimeoutSeconds), replica: replica, clock: clock,
             policy: policy)
         try store.open(with: key)
+        try checkRollback(accept: acceptRollback)
+    }
+
+    func checkRollback(accept: Bool = false) throws {
+        guard let protection = rollbackProtection, let document = store.document, let dataKey = store.dataKey else { return }
+        try RollbackGuard.checkAndRecord(
+            path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept)
+    }
+
+    func recordWrite(retiring: SecureBytes? = nil) {
+        guard let protection = rollbackProtection, let document = store.document, let dataKey = store.dataKey else { return }
+        RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: retiring, protection: protection)
     }
 
     /// The document as last read or written.
@@ -50,6 +67,7 @@ public final class DocumentVault: KeyValueVault, @unchecked Sendable {
 
     public func write(_ changes: SecureKeyValueStore.Changes) throws {
         try store.update(Self.documentChanges(changes))
+        recordWrite()
     }
 
     /// `changes` in the document's terms (see the type's description).
@@ -88,14 +106,20 @@ public final class DocumentVault: KeyValueVault, @unchecked Sendable {
         try store.reload()
         guard try contains(key) else { return false }
         try store.update([.delete(entry: key)])
+        recordWrite()
         return true
     }
 
     public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {
+        let old = store.dataKey
         try store.changePassphrase(to: newPassphrase, parameters: parameters)
+        recordWrite(retiring: old)
     }
 
-    public func reload() throws { try store.reload() }
+    public func reload() throws {
+        try store.reload()
+        try checkRollback()
+    }
 
     public func close() { store.close() }
 }

@@ -203,6 +203,20 @@ public final class VaultDocument: @unchecked Sendable {
         return copy(found.value)
     }
 
+    /// Whether field `field` of `entry` (of its earlier version `version`, when given) is secret; `false` when there
+    /// is no such field.
+    public func fieldIsSecret(_ field: String, in entry: String, version: Int? = nil) -> Bool {
+        guard let id = idsByName[entry], let record = entries[id] else { return false }
+        let fields: [Field]
+        if let version {
+            guard version >= 1, version <= record.history.count else { return false }
+            fields = record.history[version - 1].fields
+        } else {
+            fields = record.fields
+        }
+        return fields.first(where: { $0.name == field })?.isSecret ?? false
+    }
+
     func copy(_ range: Range<Int>) -> SecureBytes {
         values.withUnsafeBytes { all in
             SecureBytes(count: range.count) { out in

@@ -90,6 +90,9 @@ public final class DocumentStore: @unchecked Sendable {
     /// The document as last loaded or written.
     public var document: VaultDocument? { loaded?.document }
 
+    /// The data key held (for the rollback record).
+    var dataKey: SecureBytes? { loaded?.dataKey }
+
     /// Forgets the document and its data key.
     public func close() { loaded = nil }
 

@@ -1,0 +1,66 @@
+import VaultSodium
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Opens a vault file of either format version behind ``KeyValueVault``: version 1 with ``SecureKeyValueStore``,
+/// version 2 with ``DocumentVault``. The CLI and the agent open vaults through it, so every verb works on both.
+public enum VaultOpener {
+    /// The format version of the vault file at `path` (from its first 10 bytes, nothing authenticated), or `nil`
+    /// when there is no file. A file that is no vault is reported as version 1 (whose parser says why).
+    public static func formatVersion(at path: String) throws -> Int? {
+        guard let bytes = try VaultFile.read(path: path) else { return nil }
+        return DocumentHeader.isVersion2(bytes) ? 2 : 1
+    }
+
+    /// The vault at `path`, opened with `passphrase` under `options` (KDF policy, lock timeout, rollback
+    /// protection). A version-2 vault writes as this user's replica of it (``ReplicaRegistry``).
+    ///
+    /// - Throws: ``VaultError/vaultNotFound(path:)`` and what each format's open throws.
+    public static func open(path: String, passphrase: SecureBytes, options: SecureKeyValueStore.Options) throws -> any KeyValueVault {
+        guard let bytes = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
+        guard DocumentHeader.isVersion2(bytes) else {
+            let store = SecureKeyValueStore(path: path, options: options)
+            try store.open(with: passphrase, createIfMissing: false)
+            return store
+        }
+        let header = try DocumentHeader.parse(bytes, label: path, policy: options.kdfPolicy)
+        let replica = try ReplicaRegistry.replica(for: header.vaultID, stateDirectory: options.rollbackProtection?.stateDirectory)
+        return try DocumentVault(
+            path: path, key: .passphrase(passphrase), replica: replica, policy: options.kdfPolicy,
+            lockTimeoutSeconds: options.lockTimeoutSeconds, rollbackProtection: options.rollbackProtection,
+            acceptRollback: options.acceptRollback)
+    }
+}
+
+/// This user's replica id for each version-2 vault: 8 random bytes made the first time, kept in the state
+/// directory beside the rollback records (`<vault id>.replica`, mode 0600, directory 0700), so that every
+/// machine and user writes as a replica of its own and never reissues another's timestamps.
+public enum ReplicaRegistry {
+    /// The replica id for `vaultID`; without a state directory (`nil`: no rollback protection, a test), a fresh
+    /// random one.
+    public static func replica(for vaultID: DocumentID, stateDirectory: String?) throws -> ReplicaID {
+        guard let directory = stateDirectory else { return .random() }
+        try VaultFile.createDirectory(for: directory + "/x")
+        let path = directory + "/" + vaultID.description + ".replica"
+        if let bytes = try? VaultFile.read(path: path), let text = String(validating: bytes, as: UTF8.self),
+           text.utf8.count == 16, let value = UInt64(text, radix: 16) {
+            return ReplicaID(rawValue: value)
+        }
+        let replica = ReplicaID.random()
+        let text = Array(replica.description.utf8)
+        let fd = Posix.retryingEINTR { Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else {
+            // Another process made it first: use theirs.
+            if errno == EEXIST, let bytes = try VaultFile.read(path: path), let value = UInt64(String(decoding: bytes, as: UTF8.self), radix: 16) {
+                return ReplicaID(rawValue: value)
+            }
+            throw VaultError.io(operation: "cannot create", path: path, errno: errno)
+        }
+        defer { Glibc.close(fd) }
+        let code = text.withUnsafeBytes { Posix.writeAll(fd, $0) }
+        guard code == 0 else { throw VaultError.io(operation: "cannot write", path: path, errno: code) }
+        guard fsync(fd) == 0 else { throw VaultError.io(operation: "cannot write", path: path, errno: errno) }
+        return replica
+    }
+}

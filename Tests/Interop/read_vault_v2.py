@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""An independent reader of vault format v2, written from docs/FORMAT.md ("version 2") with PyNaCl only.
+
+    VAULT_PASSPHRASE=... python3 read_vault_v2.py VAULT
+
+Prints one JSON object to stdout (sorted keys):
+    {"vault_id": hex, "generation": n,
+     "entries": {name: {"id": hex, "fields": [{"name", "secret", "value"}], "created", "modified",
+                        "history": [{"modified", "conflict", "fields"}]}},
+     "tombstones": {id hex: timestamp}, "replicas": {replica hex: "ms.counter"}}
+a timestamp as "ms.counter@replica" (replica: the u64 id as 16 lowercase hex digits), a value that is valid
+UTF-8 as a string, any other as {"base64": "..."}. Exit codes as the CLI's: 3 wrong passphrase (no argon2id
+stanza opens), 6 not a vault, unsupported or corrupt, including a header MAC, body tag or binding hash that does
+not verify once a stanza opened (header_mac_mismatch, body_mac_mismatch, body_binding_mismatch), 1 anything
+else. Errors go to stderr as "read_vault_v2: CODE: message", CODE one of the library's `Corruption`
+codes (or wrong_passphrase, kdf_parameters_out_of_range, unsupported_version). VAULT_TESTING_INSECURE_KDF=1
+(exactly "1") lowers the KDF minimum to opslimit 1, memlimit 8,192, as for read_vault.py.
+"""
+import base64, hmac, json, os, struct, sys, unicodedata
+from nacl import encoding, exceptions, hash, pwhash, secret
+
+MAGIC = b"\x89VAULT\r\n"
+MAX_FILE = (1 << 30) + 65536 + 32 + 24 + 16  # 1 GiB + 65,608: the largest plaintext behind the largest header
+MIN_HEADER, MAX_HEADER = 56, 65536
+ARGON2ID = 1
+ARGON2ID_LENGTH = 8 + 8 + 16 + 24 + 48  # opslimit, memlimit, salt, key_nonce, wrapped_key: exactly 104 bytes
+MAX_NAME, MAX_FIELDS, MAX_VALUE = 4096, 1024, 64 << 20
+MAX_VERSIONS, MAX_HISTORY_BYTES = 10, 65536
+# Smallest encodings, to refuse a count the plaintext cannot hold before looping over it.
+MIN_REPLICA, MIN_ENTRY, MIN_TOMBSTONE = 16, 16 + 2 + 1 + 16 + 16 + 2 + 1, 16 + 16
+
+
+def fail(exit_code, code, message):
+    sys.stderr.write(f"read_vault_v2: {code}: {message}\n")
+    sys.exit(exit_code)
+
+
+def corrupt(code, message):
+    fail(6, code, message)
+
+
+def blake(data, key=None):
+    if key is None:
+        return hash.blake2b(data, digest_size=32, encoder=encoding.RawEncoder)
+    return hash.blake2b(data, digest_size=32, key=key, encoder=encoding.RawEncoder)
+
+
+def is_control(ch):  # U+0000-U+001F, U+007F, U+0080-U+009F (general category Cc)
+    c = ord(ch)
+    return c <= 0x1F or 0x7F <= c <= 0x9F
+
+
+def read_header(file, size):
+    """Reading step 1: everything checked before any key or KDF, in this order. Returns the header fields."""
+    if size < 8 or file[:8] != MAGIC:                                   # magic
+        if size < 8 and MAGIC.startswith(file[:size]):
+            corrupt("truncated", f"truncated ({size} bytes)")
+        corrupt("bad_magic", "not a vault file (bad magic)")
+    if size > MAX_FILE:                                                 # file size
+        corrupt("too_large", f"file of {size} bytes exceeds {MAX_FILE}")
+    if size < 14:                                                       # magic, version, header_length
+        corrupt("truncated", f"truncated ({size} bytes)")
+    (version,) = struct.unpack_from("<H", file, 8)
+    if version != 2:
+        corrupt("unsupported_version", f"unsupported format version {version}")
+    (header_length,) = struct.unpack_from("<I", file, 10)
+    if not MIN_HEADER <= header_length <= MAX_HEADER:
+        corrupt("bad_header_length", f"header length {header_length} outside {MIN_HEADER}...{MAX_HEADER}")
+    if size < header_length:
+        corrupt("truncated", f"truncated ({size} bytes, header of {header_length})")
+    header = file[:header_length]
+    vault_id, data_key_id = header[14:30], header[38:54]                # the fixed fields
+    (generation,) = struct.unpack_from("<Q", header, 30)
+    (stanza_count,) = struct.unpack_from("<H", header, 54)
+    low_ops, low_mem = (1, 8192) if os.environ.get("VAULT_TESTING_INSECURE_KDF") == "1" else (2, 64 << 20)
+    argon, offset = [], 56
+    for index in range(stanza_count):                                   # stanza by stanza, in order
+        if offset + 6 > header_length:
+            corrupt("bad_stanza", f"stanza {index} runs past the header")
+        kind, length = struct.unpack_from("<HI", header, offset)
+        if length > header_length - offset - 6:
+            corrupt("bad_stanza", f"stanza {index} (type {kind}, {length} bytes) runs past the header")
+        body = header[offset + 6:offset + 6 + length]
+        offset += 6 + length
+        if kind != ARGON2ID:
+            continue                                                    # unknown or reserved: skipped
+        if length != ARGON2ID_LENGTH:
+            corrupt("bad_stanza", f"argon2id stanza {index} is {length} bytes, not {ARGON2ID_LENGTH}")
+        ops, mem = struct.unpack_from("<QQ", body, 0)
+        if not (low_ops <= ops <= 4 and low_mem <= mem <= 1 << 30 and mem % 1024 == 0):
+            fail(6, "kdf_parameters_out_of_range",
+                 f"stanza {index}: Argon2id parameters out of range (opslimit {ops}, memlimit {mem})")
+        argon.append((ops, mem, body[16:32], body[32:56], body[56:104]))
+    if offset != header_length:
+        corrupt("bad_header_length", f"header length {header_length} but the stanzas end at {offset}")
+    if not argon:                                                       # at least one usable stanza
+        corrupt("no_usable_stanza", "no argon2id stanza: nothing a passphrase can open")
+    if size < header_length + 32 + 24 + 16 + 256:                       # then the file's size
+        corrupt("truncated", f"truncated ({size} bytes, at least {header_length + 328} needed)")
+    if (size - header_length - 32 - 24 - 16) % 256:
+        corrupt("size_mismatch", f"plaintext of {size - header_length - 72} bytes is not a multiple of 256")
+    if size - header_length - 72 > 1 << 30:
+        corrupt("too_large", f"plaintext of {size - header_length - 72} bytes exceeds 1 GiB")
+    return header, vault_id, generation, data_key_id, argon
+
+
+class Plain:
+    """A cursor over the plaintext; running past its end is entry_truncated."""
+
+    def __init__(self, data, offset):
+        self.data, self.offset = data, offset
+
+    def take(self, n, what):
+        if n > len(self.data) - self.offset:
+            corrupt("entry_truncated", f"{what} runs past the end of the plaintext")
+        chunk = self.data[self.offset:self.offset + n]
+        self.offset += n
+        return chunk
+
+    def u(self, fmt, what):
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
+
+    def count(self, minimum, what):
+        n = self.u("<I", f"{what} count")
+        if n * minimum > len(self.data) - self.offset:
+            corrupt("entry_count_exceeds_data", f"{what} count {n} cannot fit in {len(self.data) - self.offset} bytes")
+        return n
+
+    def timestamp(self, what):  # time u64 (milliseconds << 16 | counter: 48 bits, so never malformed) || replica_id u64
+        t = self.u("<Q", what)
+        return t, self.u("<Q", what)
+
+
+def show_time(t):
+    return f"{t >> 16}.{t & 0xFFFF}"
+
+
+def show_stamp(stamp):
+    return f"{show_time(stamp[0])}@{stamp[1]:016x}"
+
+
+def show_value(value):
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(value).decode("ascii")}
+
+
+def read_fields(p, where, sizes):
+    count = p.u("<H", f"{where}: field count")
+    if count > MAX_FIELDS:
+        corrupt("bad_field", f"{where}: {count} fields (at most {MAX_FIELDS})")
+    fields, seen = [], set()
+    for index in range(count):
+        at = f"{where}, field {index}"
+        flags = p.u("<B", f"{at}: flags")
+        if flags & ~1:
+            corrupt("bad_field", f"{at}: reserved flag bits set ({flags:#x})")
+        n = p.u("<B", f"{at}: name length")
+        if n == 0:
+            corrupt("bad_field", f"{at}: empty name")
+        raw = p.take(n, f"{at}: name")
+        try:
+            name = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            corrupt("bad_field", f"{at}: name is not UTF-8")
+        if any(map(is_control, name)):
+            corrupt("bad_field", f"{at}: name contains a control character")
+        key = unicodedata.normalize("NFC", name)  # canonically equivalent names are the same name
+        if key in seen:
+            corrupt("bad_field", f"{at}: duplicate field name {name!r}")
+        seen.add(key)
+        v = p.u("<I", f"{at}: value length")
+        if v > MAX_VALUE:
+            corrupt("bad_value_length", f"{at}: value of {v} bytes (at most {MAX_VALUE})")
+        value = p.take(v, f"{at}: value")
+        sizes.append(n + v)
+        fields.append({"name": name, "secret": bool(flags & 1), "value": show_value(value)})
+    return fields
+
+
+def read_plaintext(plain, binding):
+    # At least 256 bytes (read_header): the binding hash and the replica count are always there.
+    if not hmac.compare_digest(plain[:32], binding):
+        corrupt("body_binding_mismatch", "the body is not bound to this header (binding hash mismatch)")
+    p = Plain(plain, 32)
+    replicas, previous = {}, None
+    for index in range(p.count(MIN_REPLICA, "replica")):
+        rid = p.u("<Q", f"replica {index}")
+        t = p.u("<Q", f"replica {index}: time")
+        if previous is not None and rid <= previous:                   # as unsigned 64-bit integers
+            corrupt("bad_clock", f"replica table not sorted by id without repeats at {index} ({rid:016x})")
+        previous = rid
+        replicas[f"{rid:016x}"] = show_time(t)
+    entries, names, ids = {}, set(), set()
+    for index in range(p.count(MIN_ENTRY, "entry")):
+        at = f"entry {index}"
+        eid = p.take(16, f"{at}: id")
+        if eid in ids:
+            corrupt("duplicate_id", f"{at}: id {eid.hex()} appears twice")
+        ids.add(eid)
+        n = p.u("<H", f"{at}: name length")
+        if not 1 <= n <= MAX_NAME:
+            corrupt("bad_name_length", f"{at}: name length {n}")
+        raw = p.take(n, f"{at}: name")
+        try:
+            name = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            corrupt("name_not_utf8", f"{at}: name is not UTF-8")
+        if any(map(is_control, name)):
+            corrupt("bad_name", f"{at}: name contains a control character")
+        key = unicodedata.normalize("NFC", name)
+        if key in names:
+            corrupt("duplicate_name", f"{at}: duplicate entry name {name!r}")
+        names.add(key)
+        created = p.timestamp(f"{at}: created")
+        modified = p.timestamp(f"{at}: modified")
+        fields = read_fields(p, at, [])
+        count = p.u("<B", f"{at}: version count")
+        if count > MAX_VERSIONS:
+            corrupt("bad_history", f"{at}: {count} history versions (at most {MAX_VERSIONS})")
+        history, sizes = [], []
+        for v in range(count):
+            vat = f"{at}, version {v}"
+            vmodified = p.timestamp(f"{vat}: modified")
+            flags = p.u("<B", f"{vat}: flags")
+            if flags & ~1:
+                corrupt("bad_history", f"{vat}: reserved flag bits set ({flags:#x})")
+            vfields = read_fields(p, vat, sizes)
+            if sum(sizes) > MAX_HISTORY_BYTES:
+                corrupt("bad_history", f"{at}: history holds more than {MAX_HISTORY_BYTES} bytes of names and values")
+            history.append({"modified": show_stamp(vmodified), "conflict": bool(flags & 1), "fields": vfields})
+        entries[name] = {"id": eid.hex(), "fields": fields, "created": show_stamp(created),
+                         "modified": show_stamp(modified), "history": history}
+    tombstones = {}
+    for index in range(p.count(MIN_TOMBSTONE, "tombstone")):
+        tid = p.take(16, f"tombstone {index}: id")
+        if tid in ids:
+            corrupt("duplicate_id", f"tombstone {index}: id {tid.hex()} appears twice")
+        ids.add(tid)
+        tombstones[tid.hex()] = show_stamp(p.timestamp(f"tombstone {index}: deleted"))
+    rest = plain[p.offset:]
+    if len(rest) >= 256 or any(rest):
+        corrupt("bad_padding", f"{len(rest)} bytes after the tombstones, {'not all zero' if any(rest) else 'not minimal'}")
+    return entries, tombstones, replicas
+
+
+def read(file, size, passphrase):
+    header, vault_id, generation, _, argon = read_header(file, size)
+    data_key = None
+    for ops, mem, salt, nonce, wrapped in argon:                         # step 2, each stanza in order
+        kek = pwhash.argon2id.kdf(32, passphrase, salt, opslimit=ops, memlimit=mem)
+        try:
+            data_key = secret.SecretBox(kek).decrypt(wrapped, nonce)
+            break
+        except exceptions.CryptoError:
+            continue
+    if data_key is None:
+        fail(3, "wrong_passphrase", "incorrect passphrase (no argon2id stanza opens)")
+    mac_key = blake(b"vault v2 header mac", key=data_key)
+    body_key = blake(b"vault v2 body key", key=data_key)
+    hl = len(header)
+    mac = file[hl:hl + 32]
+    if not hmac.compare_digest(mac, blake(header, key=mac_key)):        # step 3
+        corrupt("header_mac_mismatch", "the header MAC does not verify (the header was changed)")
+    try:                                                                 # step 4
+        plain = secret.SecretBox(body_key).decrypt(file[hl + 56:], file[hl + 32:hl + 56])
+    except exceptions.CryptoError:
+        corrupt("body_mac_mismatch", "the body does not open (tampered)")
+    entries, tombstones, replicas = read_plaintext(plain, blake(header + mac))
+    return {"vault_id": vault_id.hex(), "generation": generation, "entries": entries,
+            "tombstones": tombstones, "replicas": replicas}
+
+
+def main():
+    if len(sys.argv) != 2:
+        fail(1, "usage", "usage: VAULT_PASSPHRASE=... read_vault_v2.py VAULT")
+    passphrase = os.environb.get(b"VAULT_PASSPHRASE")
+    if passphrase is None:
+        fail(1, "no_passphrase_source", "set VAULT_PASSPHRASE (the passphrase is never read from the arguments)")
+    try:
+        with open(sys.argv[1], "rb") as f:
+            start = f.read(8)
+            size = os.fstat(f.fileno()).st_size
+            if len(start) == 8 and start == MAGIC and size <= MAX_FILE:   # magic and bound before the rest
+                file = start + f.read()
+                size = len(file)
+            else:
+                file = start
+                size = len(start) if len(start) < 8 else size
+    except OSError as error:
+        fail(1, "io_error", f"cannot read '{sys.argv[1]}': {error.strerror}")
+    out = read(file, size, passphrase)
+    sys.stdout.buffer.write(json.dumps(out, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
+
+
+if __name__ == "__main__":
+    main()

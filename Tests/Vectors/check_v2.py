@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Replays Tests/Vectors/v2/ (made by generate_v2.py) against Tests/Interop/read_vault_v2.py.
+
+    python3 Tests/Vectors/check_v2.py [DIR]
+
+For each file named in DIR/expected.json it runs the reader with VAULT_PASSPHRASE="correct horse battery
+staple" and VAULT_TESTING_INSECURE_KDF=1 and checks: a valid file exits 0 and prints exactly the expected
+object; a malformed one exits with the expected code (3 or 6) and prints "read_vault_v2: CODE: ..." on
+stderr with the expected CODE. Every .vault file must be in expected.json and the other way round. Exits 1
+on any mismatch.
+"""
+import json, os, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "v2")
+READER = os.path.join(HERE, "..", "Interop", "read_vault_v2.py")
+PREFIX = "read_vault_v2: "
+
+
+def main():
+    with open(os.path.join(DIR, "expected.json"), encoding="utf-8") as f:
+        expected = json.load(f)
+    files = {name for name in os.listdir(DIR) if name.endswith(".vault")}
+    failures = [f"{name}: no expected outcome" for name in sorted(files - expected.keys())]
+    failures += [f"{name}: expected but missing" for name in sorted(expected.keys() - files)]
+    env = dict(os.environ, VAULT_PASSPHRASE="correct horse battery staple", VAULT_TESTING_INSECURE_KDF="1")
+    valid = malformed = 0
+    for name in sorted(files & expected.keys()):
+        want = expected[name]
+        run = subprocess.run([sys.executable, READER, os.path.join(DIR, name)], env=env, capture_output=True)
+        stderr = run.stderr.decode("utf-8", "replace").strip()
+        if "exit" not in want:
+            valid += 1
+            if run.returncode != 0:
+                failures.append(f"{name}: exit {run.returncode} ({stderr}), expected success")
+            elif json.loads(run.stdout) != want:
+                failures.append(f"{name}: output differs from expected.json")
+            continue
+        malformed += 1
+        code = stderr[len(PREFIX):].split(":", 1)[0] if stderr.startswith(PREFIX) else None
+        if (run.returncode, code) != (want["exit"], want["code"]):
+            failures.append(f"{name}: exit {run.returncode} code {code} ({stderr}), expected exit {want['exit']} "
+                            f"code {want['code']}")
+    for failure in failures:
+        print("MISMATCH", failure)
+    print(f"{valid + malformed} vectors ({valid} valid, {malformed} malformed): "
+          + (f"{len(failures)} mismatches" if failures else "all agree"))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -41,7 +41,7 @@ public final class AgentServer: Sendable {
     public static let longestLockTimeoutMilliseconds: UInt64 = 3_600_000
 
     private struct Unlocked: Sendable {
-        let store: SecureKeyValueStore
+        let store: any KeyValueVault
         let idleSeconds: Double
         let maxSeconds: Double
         let unlockedAt: Double
@@ -261,7 +261,7 @@ public final class AgentServer: Sendable {
         }
     }
 
-    private func perform(_ operation: AgentOperation, _ request: AgentWire.Message, on store: SecureKeyValueStore) throws -> AgentWire.Writer {
+    private func perform(_ operation: AgentOperation, _ request: AgentWire.Message, on store: any KeyValueVault) throws -> AgentWire.Writer {
         let reply = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
         switch operation {
         case .get:
@@ -315,9 +315,8 @@ public final class AgentServer: Sendable {
             options.lockTimeoutSeconds = Double(milliseconds) / 1000
         }
         options.rollbackProtection = .standard
-        let store = SecureKeyValueStore(path: path, options: options)
-        guard store.exists else { throw VaultError.vaultNotFound(path: path) }
-        try store.open(with: passphrase, createIfMissing: false)
+        // Either format version (VaultOpener): version 1's store, or version 2's document.
+        let store = try VaultOpener.open(path: path, passphrase: passphrase, options: options)
         let now = Posix.bootTimeSeconds()
         let replaced = unlocked.withLock { $0.updateValue(Unlocked(store: store, idleSeconds: idle, maxSeconds: max, unlockedAt: now, lastUse: now), forKey: path) }
         replaced?.store.close()
@@ -344,10 +343,10 @@ public final class AgentServer: Sendable {
 
     /// The open store of `path`, unless it is not unlocked or has expired (then it is locked now); `touch`
     /// counts the request as activity.
-    private func store(for path: String, touch: Bool) -> SecureKeyValueStore? {
+    private func store(for path: String, touch: Bool) -> (any KeyValueVault)? {
         let now = Posix.bootTimeSeconds()
-        var expired: SecureKeyValueStore?
-        let store: SecureKeyValueStore? = unlocked.withLock { vaults in
+        var expired: (any KeyValueVault)?
+        let store: (any KeyValueVault)? = unlocked.withLock { vaults in
             guard var vault = vaults[path] else { return nil }
             if vault.expired(at: now) {
                 vaults[path] = nil

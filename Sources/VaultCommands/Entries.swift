@@ -4,14 +4,16 @@ import VaultAgent
 import VaultCore
 import VaultTerminal
 
-/// Opens the vault named by `options`, asking for the passphrase only once the file is known to exist.
-package func openStore(_ options: VaultOptions) throws -> SecureKeyValueStore {
+/// Opens the vault named by `options` (format version 1 or 2, ``VaultOpener``), asking for the passphrase only
+/// once the file is known to exist.
+package func openStore(_ options: VaultOptions) throws -> any KeyValueVault {
     let store = options.makeStore()
     guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
     // A file the store would refuse (loose permissions, another owner, a link) is refused before the prompt.
     try store.checkAccess()
-    try withPassphraseRetries(options) { try store.open(with: $0, createIfMissing: false) }
-    return store
+    return try withPassphraseRetries(options) {
+        try VaultOpener.open(path: store.path, passphrase: $0, options: options.storeOptions)
+    }
 }
 
 /// Runs `body` with the passphrase; when it came from the terminal and was wrong, asks again, three tries in all
@@ -450,9 +452,7 @@ package struct Passwd: ParsableCommand {
                 // passphrase to change it (checked with the KDF, like an unlock).
                 if vault is AgentVault {
                     try withPassphraseRetries(options) { current in
-                        let check = options.makeStore()
-                        try check.open(with: current, createIfMissing: false)
-                        check.close()
+                        try VaultOpener.open(path: vault.path, passphrase: current, options: options.storeOptions).close()
                     }
                 }
                 let secret = try newPassphrase.read()
@@ -490,16 +490,23 @@ package struct Info: ParsableCommand {
                     "opslimit": info.kdfParameters.opsLimit, "memlimit": info.kdfParameters.memLimitBytes,
                     "generation": info.generation, "file_size": info.fileByteCount,
                 ]
+                if let id = info.vaultID {
+                    object["vault_id"] = id.description
+                    object["stanzas"] = info.stanzaTypes
+                }
                 if let unlockSeconds { object["unlock_ms"] = Int((unlockSeconds * 1000).rounded()) }
                 try writeJSON(object)
             } else {
                 let unlock = unlockSeconds.map {
                     "unlock cost: \(Int(($0 * 1000).rounded())) ms here (one Argon2id with these parameters, measured)\n"
                 } ?? ""
+                let identity = info.vaultID.map {
+                    "vault id:    \($0)\nkey stanzas: \(info.stanzaTypes.joined(separator: ", "))\n"
+                } ?? ""
                 try writeToStdout("""
                     vault:       \(store.path)
                     format:      version \(info.formatVersion)
-                    kdf:         Argon2id v1.3, \(info.kdfParameters)
+                    \(identity)kdf:         Argon2id v1.3, \(info.kdfParameters)
                     generation:  \(info.generation)
                     file size:   \(info.fileByteCount) bytes
 

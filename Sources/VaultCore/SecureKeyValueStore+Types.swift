@@ -128,12 +128,21 @@ extension SecureKeyValueStore {
         public var kdfParameters: Argon2id.Parameters
         public var generation: UInt64
         public var fileByteCount: Int
+        /// Version 2: the vault's id and its key stanzas' types (`argon2id`, …); `nil` and `[]` for version 1.
+        public var vaultID: DocumentID? = nil
+        public var stanzaTypes: [String] = []
     }
 
     /// Reads the header of the vault at ``path`` with the same checks as ``open(with:)-(SecureBytes)``
     /// before its KDF (permissions, magic, version, KDF range), without a passphrase.
     public func inspect() throws -> HeaderInfo {
         guard let file = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
+        if DocumentHeader.isVersion2(file) {
+            let header = try DocumentHeader.parse(file, label: path, policy: options.kdfPolicy)
+            return HeaderInfo(
+                formatVersion: 2, kdfParameters: header.kdfParameters!, generation: header.generation,
+                fileByteCount: file.count, vaultID: header.vaultID, stanzaTypes: header.stanzaTypes)
+        }
         let header = try VaultEnvelope.parseHeader(file, path: path, policy: options.kdfPolicy)
         return HeaderInfo(
             formatVersion: Int(VaultFormat.version), kdfParameters: header.parameters,

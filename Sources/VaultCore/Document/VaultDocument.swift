@@ -191,30 +191,22 @@ public final class VaultDocument: @unchecked Sendable {
     /// A copy of field `field` of `entry` (of its earlier version `version`, 1 the newest, when given), in guarded
     /// memory; `nil` when there is no such entry, version or field.
     public func value(of field: String, in entry: String, version: Int? = nil) -> SecureBytes? {
-        guard let id = idsByName[entry], let record = entries[id] else { return nil }
-        let fields: [Field]
-        if let version {
-            guard version >= 1, version <= record.history.count else { return nil }
-            fields = record.history[version - 1].fields
-        } else {
-            fields = record.fields
-        }
-        guard let found = fields.first(where: { $0.name == field }) else { return nil }
+        guard let found = fields(of: entry, version: version)?.first(where: { $0.name == field }) else { return nil }
         return copy(found.value)
+    }
+
+    /// The fields of `entry` (of its earlier version `version`, 1 the newest), or `nil`.
+    func fields(of entry: String, version: Int?) -> [Field]? {
+        guard let id = idsByName[entry], let record = entries[id] else { return nil }
+        guard let version else { return record.fields }
+        guard version >= 1, version <= record.history.count else { return nil }
+        return record.history[version - 1].fields
     }
 
     /// Whether field `field` of `entry` (of its earlier version `version`, when given) is secret; `false` when there
     /// is no such field.
     public func fieldIsSecret(_ field: String, in entry: String, version: Int? = nil) -> Bool {
-        guard let id = idsByName[entry], let record = entries[id] else { return false }
-        let fields: [Field]
-        if let version {
-            guard version >= 1, version <= record.history.count else { return false }
-            fields = record.history[version - 1].fields
-        } else {
-            fields = record.fields
-        }
-        return fields.first(where: { $0.name == field })?.isSecret ?? false
+        fields(of: entry, version: version)?.first(where: { $0.name == field })?.isSecret ?? false
     }
 
     func copy(_ range: Range<Int>) -> SecureBytes {

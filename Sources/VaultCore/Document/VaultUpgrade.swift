@@ -1,0 +1,74 @@
+/// `vault upgrade`: a version-1 vault rewritten as version 2 in one atomic write (issue 18 §3).
+public enum VaultUpgrade {
+    /// What an upgrade did.
+    public struct Outcome: Sendable, Equatable {
+        /// `false` when the file was already version 2 (nothing was written).
+        public var upgraded: Bool
+        public var entryCount: Int
+        public var vaultID: DocumentID
+    }
+
+    /// Upgrades the vault at `path`: opens version 1 with `passphrase`, makes a version-2 document with the same
+    /// Argon2id parameters and a new data key, every entry under a fresh id with its value as the `password`
+    /// field and its creation and modification times, as this user's replica; writes it only over the version-1
+    /// bytes it read (a write by another process meanwhile: ``VaultError/storageConflict(path:)``, nothing
+    /// written); records the new key in the rollback record, retiring the old one (a version-1 copy put back is
+    /// refused as older). A version-2 file: nothing written.
+    public static func upgrade(path: String, passphrase: SecureBytes, options: SecureKeyValueStore.Options) throws -> Outcome {
+        let storage = LocalFileStorage(path: path, lockTimeoutSeconds: options.lockTimeoutSeconds)
+        guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: path) }
+        if DocumentHeader.isVersion2(stored.bytes) {
+            let header = try DocumentHeader.parse(stored.bytes, label: path, policy: options.kdfPolicy)
+            let document = try DocumentVault(
+                path: path, key: .passphrase(passphrase), replica: .random(), policy: options.kdfPolicy,
+                lockTimeoutSeconds: options.lockTimeoutSeconds, rollbackProtection: options.rollbackProtection,
+                acceptRollback: options.acceptRollback)
+            defer { document.close() }
+            return Outcome(upgraded: false, entryCount: try document.keys().count, vaultID: header.vaultID)
+        }
+        let old = SecureKeyValueStore(path: path, options: options)
+        try old.open(with: passphrase, createIfMissing: false)
+        defer { old.close() }
+        guard let oldKey = old.state.withLock({ $0.open?.dataKey }), let parameters = old.kdfParameters else {
+            throw VaultError.notOpen
+        }
+        let (document, dataKey) = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: path)
+        let replica = try ReplicaRegistry.replica(for: document.vaultID, stateDirectory: options.rollbackProtection?.stateDirectory)
+        var imported: [(name: String, value: SecureBytes, created: UInt64, modified: UInt64)] = []
+        for (name, attributes) in try old.listing() {
+            guard let value = try old.getBytes(name) else { continue }
+            func milliseconds(_ date: Date) -> UInt64 { UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded())) }
+            imported.append((name, value, milliseconds(attributes.created), milliseconds(attributes.modified)))
+        }
+        document.importEntries(imported, replica: replica)
+        let bytes = try document.seal(dataKey: dataKey)
+        _ = try storage.replace(bytes, expecting: stored.version)
+        if let protection = options.rollbackProtection {
+            RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: oldKey, protection: protection)
+        }
+        return Outcome(upgraded: true, entryCount: imported.count, vaultID: document.vaultID)
+    }
+}
+
+import FoundationEssentials
+
+extension VaultDocument {
+    /// Adds entries as they were elsewhere (an upgrade, an import): each under a fresh id, its value as the secret
+    /// `password` field, created and modified at the given milliseconds as `replica`; the replica table then holds
+    /// the latest, so that the next change is later than every imported time.
+    func importEntries(_ imported: [(name: String, value: SecureBytes, created: UInt64, modified: UInt64)], replica: ReplicaID) {
+        var latest = replicas[replica]
+        for item in imported {
+            let range = item.value.withUnsafeBytes { values.append($0) }
+            let id = DocumentID.random()
+            let created = HybridTimestamp(milliseconds: min(item.created, HybridTimestamp.maximumMilliseconds), counter: 0, replica: replica)
+            let modified = HybridTimestamp(milliseconds: min(max(item.modified, item.created), HybridTimestamp.maximumMilliseconds), counter: 0, replica: replica)
+            entries[id] = Entry(
+                id: id, name: item.name, fields: [Field(name: "password", value: range, isSecret: true)], created: created,
+                modified: modified, history: [])
+            idsByName[item.name] = id
+            latest = max(latest ?? modified, modified)
+        }
+        if let latest { replicas[replica] = latest }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+/// Issue 18 §3: `vault upgrade` turns a version-1 vault into version 2 in one write, and every verb then works on
+/// it, locally and through the agent.
+@Suite(.processTimeLimit) struct UpgradeTests {
+    func json(_ result: CLIResult) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any], "\(result.stdoutText) \(result.stderr)")
+    }
+
+    @Test func upgradeKeepsNamesValuesAndTimesAndEveryVerbWorksAfter() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        #expect(try box.vault(["put", "github"], stdin: Data("t0k3n".utf8)).status == 0)
+        #expect(try box.vault(["put", "binary"], stdin: Data([0xFF, 0x00, 0x0A])).status == 0)
+        #expect(try box.vault(["put", "dir/é"], stdin: Data("x".utf8)).status == 0)
+        let before = try box.vault(["list", "--json"]).stdoutText
+        #expect(try json(box.vault(["info", "--json"], passphrase: false))["format_version"] as? Int == 1)
+        let v1Copy = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+
+        let upgraded = try box.vault(["upgrade"])
+        #expect(upgraded.status == 0, "\(upgraded.stderr)")
+        #expect(upgraded.stdoutText == "upgraded vault '\(box.vaultPath)' to format version 2 (3 entries)\n")
+        let info = try json(box.vault(["info", "--json"], passphrase: false))
+        #expect(info["format_version"] as? Int == 2)
+        #expect((info["vault_id"] as? String)?.count == 32)
+        #expect(info["stanzas"] as? [String] == ["argon2id"])
+        #expect(try box.vault(["list", "--json"]).stdoutText == before, "names, sizes and times are kept")
+        #expect(try box.vault(["get", "github"]).stdout == Data("t0k3n".utf8))
+        #expect(try box.vault(["get", "binary"]).stdout == Data([0xFF, 0x00, 0x0A]))
+
+        // Every verb on version 2.
+        #expect(try box.vault(["put", "github", "--force"], stdin: Data("n3w".utf8)).status == 0)
+        #expect(try box.vault(["get", "github"]).stdoutText == "n3w")
+        #expect(try box.vault(["mv", "dir/é", "dir/e"]).status == 0)
+        #expect(try box.vault(["cp", "github", "github2"]).status == 0)
+        #expect(try box.vault(["delete", "binary", "--yes"]).status == 0)
+        #expect(try box.vault(["list"]).stdoutText == "dir/e\ngithub\ngithub2\n")
+        #expect(try box.vault(["get", "binary"]).status == 2)
+        let missing = try box.vault(["get", "gihtub"])
+        #expect(missing.status == 2 && missing.stderr.contains("did you mean 'github'?"))
+
+        // Again: nothing to do.
+        let again = try box.vault(["upgrade", "--json"])
+        #expect(again.status == 0)
+        #expect(try json(again)["already_version_2"] as? Bool == true)
+
+        // The version-1 copy put back is refused: its key was retired by the upgrade.
+        try v1Copy.write(to: URL(fileURLWithPath: box.vaultPath))
+        let rollback = try box.vault(["get", "github"])
+        #expect(rollback.status == 6, "\(rollback.stderr)")
+    }
+
+    @Test func aWrongPassphraseWritesNothing() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        #expect(try box.vault(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        let wrong = box.directory + "/wrong"
+        try box.write("not the passphrase\n", to: wrong)
+        let result = try box.vault(["upgrade", "--passphrase-file", wrong], passphrase: false)
+        #expect(result.status == 3)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before)
+    }
+
+    @Test func theAgentHoldsAnUpgradedVault() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        #expect(try box.around(["put", "k"], stdin: Data("v1".utf8)).status == 0)
+        try box.unlock()
+        #expect(try box.vault(["get", "k"]).stdoutText == "v1")
+        let upgraded = try box.vault(["upgrade"], source: true)
+        #expect(upgraded.status == 0, "\(upgraded.stderr)")
+        // The upgrade locked it in the agent; unlocked again, the agent holds version 2.
+        #expect(try box.vault(["get", "k"]).status != 0)
+        try box.unlock()
+        #expect(try box.vault(["get", "k"]).stdoutText == "v1")
+        #expect(try box.vault(["put", "k", "--force"], stdin: Data("v2".utf8)).status == 0)
+        #expect(try box.vault(["put", "other"], stdin: Data("o".utf8)).status == 0)
+        #expect(try box.vault(["list"]).stdoutText == "k\nother\n")
+        #expect(try box.around(["get", "k"]).stdoutText == "v2")
+    }
+}

@@ -281,19 +281,22 @@ package struct Get: ParsableCommand {
             } else {
                 try writeJSON(["name": name, "value": Data(bytes).base64EncodedString(), "encoding": "base64"])
             }
-        } else if isatty(1) == 1 {
-            // On a terminal, the shell's prompt would follow the secret on its line: a newline is added, in the
-            // same write (two `vault get`s on one terminal would otherwise print value, value, newline, newline).
-            let line = SecureBytes(count: value.count + 1) { line in
-                value.withUnsafeBytes { if let base = $0.baseAddress { line.baseAddress!.copyMemory(from: base, byteCount: $0.count) } }
-                line[value.count] = UInt8(ascii: "\n")
-            }
-            try line.withUnsafeBytes { try writeToStdout($0) }
         } else {
-            // Piped output stays exact.
-            try value.withUnsafeBytes { try writeToStdout($0) }
+            try writeSecret(value)
         }
     }
+}
+
+/// Writes `secret` to stdout from guarded memory: exact to a pipe; on a terminal with a newline after it, in the
+/// same write (the shell's prompt would otherwise follow the secret on its line, and two `vault get`s on one
+/// terminal would print value, value, newline, newline). `get` and `generate --print` print through it.
+package func writeSecret(_ secret: SecureBytes) throws {
+    guard isatty(1) == 1 else { return try secret.withUnsafeBytes { try writeToStdout($0) } }
+    let line = SecureBytes(count: secret.count + 1) { line in
+        secret.withUnsafeBytes { if let base = $0.baseAddress { line.baseAddress!.copyMemory(from: base, byteCount: $0.count) } }
+        line[secret.count] = UInt8(ascii: "\n")
+    }
+    try line.withUnsafeBytes { try writeToStdout($0) }
 }
 
 package struct Delete: ParsableCommand {

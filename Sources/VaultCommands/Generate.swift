@@ -118,10 +118,7 @@ package struct Generate: ParsableCommand {
                 return
             }
             writeToStderr("vault: generated \(what): \(rounded) bits of entropy\n")
-            if print {
-                try secret.withUnsafeBytes { try writeToStdout($0) }
-                if isatty(1) == 1 { try writeToStdout("\n") }
-            }
+            if print { try writeSecret(secret) }
         }
     }
 }

@@ -14,9 +14,9 @@ import VaultCore
 ///   `compgen -W`, which ArgumentParser's bash script feeds the candidates to, expands each word as the shell
 ///   would: a name holding `$(…)` or a backquote would run as a command on Tab. Control and bidi characters
 ///   are left out too, and so are names that do not start with what is typed.
-/// - zsh reads `name:description` pairs, so a `:` in a name is escaped for it; zsh and fish quote what they
-///   insert. bash inserts a candidate as it is: a name with a space is escaped for it (``bashEscaped(_:)``), so
-///   that it stays one word on the command line.
+/// - zsh reads `name:description` pairs, so a `:` in a name is escaped for it. bash (`complete -o filenames` in
+///   ArgumentParser's script: readline quotes what it inserts), zsh and fish quote a candidate with a space
+///   themselves, so `with space` is inserted as `with\ space`, one word.
 ///
 /// In interactive bash, `--vault=PATH` reaches the generated script as three words (bash breaks words at `=`),
 /// which the script (ArgumentParser's) does not take for an option and its value, so it completes no names
@@ -41,22 +41,12 @@ package enum NameCompletion {
             let names = try? client.namesWithoutActivity(at: path)
         else { return [] }
         return names.filter { $0.hasPrefix(prefix) && isOffered($0) }.map {
-            switch shell {
-            case .zsh?: return zshEscaped($0)
-            case .bash?: return bashEscaped($0)
-            default: return $0  // fish quotes what it inserts
-            }
+            // bash (ArgumentParser's script completes with `-o filenames`: readline quotes what it inserts) and
+            // fish quote a candidate themselves; zsh needs its `:` escaped.
+            shell == .zsh ? zshEscaped($0) : $0
         }
     }
 
-    /// `name` for ArgumentParser's bash script, which hands the candidates to `compgen -W` (one a line): compgen
-    /// expands each word once, and bash then inserts what comes out as typed, unquoted; so a space is written
-    /// `\\\ ` here, `\ ` after compgen, and one shell word on the line (`vault get with\ space`). Only the
-    /// space needs it among the characters ``isOffered(_:)`` lets through. (Once an escaped space is typed,
-    /// compgen compares it unquoted with the escaped candidate, and offers nothing: complete before the space.)
-    static func bashEscaped(_ name: String) -> String {
-        name.replacingOccurrences(of: " ", with: "\\\\\\ ")
-    }
 
     /// Whether `name` is one that completion offers: letters, digits, space and `- _ . , / @ + % = :` only, and
     /// not starting with `-` (it would read as an option).

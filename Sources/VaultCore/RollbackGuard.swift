@@ -184,8 +184,16 @@ package enum RollbackGuard {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else { return nil }
+        // The whole record (a few KiB at most: 64 retired ids), read until end of file, EINTR retried.
         var buffer = [UInt8](repeating: 0, count: 8192)
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        var n = 0
+        while n < buffer.count {
+            let got = buffer.withUnsafeMutableBytes { bytes in
+                Posix.retryingEINTR { Glibc.read(fd, bytes.baseAddress! + n, bytes.count - n) }
+            }
+            guard got > 0 else { break }
+            n += got
+        }
         guard n > 0 else { return nil }
         var fields = [String: String]()
         var retired = [String]()

@@ -81,6 +81,9 @@ enum VaultFile {
     // MARK: Reading
 
     /// Reads the whole vault file, or returns `nil` when there is none. Symlinks are never followed.
+    /// The largest file read: the larger of the two formats' bounds (each parser then checks its own).
+    static let maximumFileByteCount = max(VaultFormat.maximumFileByteCount, DocumentFormat.maximumFileByteCount)
+
     static func read(path: String) throws -> [UInt8]? {
         switch try read(path: path, unlessItStartsWith: []) {
         case .missing: return nil
@@ -120,7 +123,7 @@ enum VaultFile {
         guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
         // A file larger than a vault can be is refused before its body is read (a 1 TiB sparse file must not
         // be allocated): the magic first, as a reader checks it first, then the size.
-        if info.st_size > off_t(VaultFormat.maximumFileByteCount) {
+        if info.st_size > off_t(VaultFile.maximumFileByteCount) {
             var magic = [UInt8](repeating: 0, count: VaultFormat.magic.count)
             let n = magic.withUnsafeMutableBytes { buffer in
                 Posix.retryingEINTR { pread(fd, buffer.baseAddress, buffer.count, 0) }
@@ -167,7 +170,7 @@ enum VaultFile {
                 if n < 0 { throw VaultError.io(operation: "cannot read vault", path: path, errno: errno) }
                 if n == 0 { break }
                 bytes += chunk[0..<n]
-                if bytes.count > VaultFormat.maximumFileByteCount {
+                if bytes.count > VaultFile.maximumFileByteCount {
                     throw VaultError.corrupt(path: path, reason: .tooLarge(byteCount: bytes.count))
                 }
             }

@@ -220,14 +220,13 @@ public final class VaultCredentialStore: CredentialStoring {
     /// password the caller writes or removes itself (not copied, only the top-level entries removed).
     private func stageMigration(skipping: Set<ProtectionSpace> = [], into changes: inout SecureKeyValueStore.Changes) throws {
         guard let legacy = try legacyPrimary() else { return }
-        if !skipping.contains(legacy),
-           let moved = try read(usernameKey: Self.legacyUsernameKey, passwordKey: Self.legacyPasswordKey) {
-            let prefix = Self.keyPrefix(for: legacy)
-            try changes.put(moved.username, forKey: prefix + Self.usernameName)
-            try changes.put(moved.password, forKey: prefix + Self.passwordName)
+        // Each of the pair that exists moves (one alone too: nothing the login wrote is dropped on the way).
+        let prefix = Self.keyPrefix(for: legacy)
+        for (from, to) in [(Self.legacyUsernameKey, Self.usernameName), (Self.legacyPasswordKey, Self.passwordName)] {
+            guard let value = try store.getBytes(from) else { continue }
+            if !skipping.contains(legacy) { try changes.put(value, forKey: prefix + to) }
+            changes.remove(from)
         }
-        changes.remove(Self.legacyUsernameKey)
-        changes.remove(Self.legacyPasswordKey)
         changes.remove(Self.legacySpaceKey)
         try changes.put(legacy.key, forKey: Self.primaryKey)
     }

@@ -161,6 +161,20 @@ import VaultCore
         #expect(writes.count == 1 && writes[0].hasPrefix(#"write(1, "the value\n", 10)"#), "writes to stdout: \(writes)")
     }
 
+    /// `generate --print` on a terminal: the secret and its newline in one write too (issue 22: it made two).
+    @Test func onATerminalGeneratePrintWritesTheSecretAndItsNewlineInOneWrite() throws {
+        let strace = try #require(HygieneTests.strace, "strace is not installed: run scripts/install-deps --test")
+        let box = try Self.box([])
+        let trace = box.directory + "/generate.trace"
+        let made = try PseudoTerminal.run(
+            strace, ["-e", "trace=write", "-o", trace, CLI.vault, "generate", "pin", "--length", "6", "--charset", "digits", "--print",
+                     "--passphrase-file", box.passphraseFile],
+            steps: [], environment: box.environment)
+        #expect(made.status == 0, "\(made.stdoutText)")
+        let writes = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").filter { $0.hasPrefix("write(1,") }
+        #expect(writes.count == 1 && writes[0].contains(#"\n", 7)"#), "writes to stdout: \(writes)")
+    }
+
     // MARK: generate
 
     @Test func generateStoresARandomSecretAndSaysItsEntropy() throws {

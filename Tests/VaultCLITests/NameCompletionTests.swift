@@ -56,9 +56,10 @@ import VaultTestSupport
         try box.unlock()
         #expect(try Self.bashCompletions(["vault", "get", "gi"], box: box) == ["github.com", "gitlab.com"])
         #expect(try Self.bashCompletions(["vault", "get", ""], box: box).sorted()
-            == ["aws/prod", "github.com", "gitlab.com", "host:443", "with\\ space", "été"])
-        // A name with a space is one word once bash inserts it (issue 25 §5: it was two, `with` and `space`).
-        #expect(try Self.bashCompletions(["vault", "get", "wi"], box: box) == ["with\\ space"])
+            == ["aws/prod", "github.com", "gitlab.com", "host:443", "with space", "été"])
+        // One candidate, unescaped: the script completes with `-o filenames`, so readline quotes it on insertion.
+        #expect(try Self.bashCompletions(["vault", "get", "wi"], box: box) == ["with space"])
+        #expect(try String(contentsOfFile: box.directory + "/vault.bash", encoding: .utf8).contains("-o filenames"))
         #expect(!FileManager.default.fileExists(atPath: marker), "a name was expanded as a command")
         #expect(try Self.bashCompletions(["vault", "get", "x"], box: box) == [], "names that bash would expand were offered")
         #expect(try Self.bashCompletions(["vault", "delete", "github.com", "a"], box: box) == ["aws/prod"])

@@ -214,6 +214,11 @@ import Testing
                 expected = termios.tcgetattr(0)
                 os.killpg(job, sent)
                 _, status = os.waitpid(job, os.WUNTRACED)
+                if os.WIFSTOPPED(status):
+                    # A background read of the terminal stops the job (SIGTTIN) before the signal is delivered,
+                    # when the scheduler lets it look first: continue it, as the shell's `fg` or `kill %1` would.
+                    os.killpg(job, signal.SIGCONT)
+                    _, status = os.waitpid(job, os.WUNTRACED)
                 time.sleep(0.2)  # a late write from a handler would land by now
                 now = termios.tcgetattr(0)
                 state = "stopped" if os.WIFSTOPPED(status) else "ended"

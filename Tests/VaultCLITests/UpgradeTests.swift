@@ -45,10 +45,19 @@ import Testing
         #expect(again.status == 0)
         #expect(try json(again)["already_version_2"] as? Bool == true)
 
+        // git's credential helper on version 2: store (with extras it removes when absent), get, erase.
+        let request = "protocol=https\nhost=git.example\nusername=alice\npassword=s3cret\n\n"
+        #expect(try box.vault(["credential", "store"], stdin: Data(request.utf8)).status == 0)
+        let got = try box.vault(["credential", "get"], stdin: Data("protocol=https\nhost=git.example\n\n".utf8))
+        #expect(got.stdoutText == "username=alice\npassword=s3cret\n", "\(got.stderr)")
+        #expect(try box.vault(["credential", "erase"], stdin: Data(request.utf8)).status == 0)
+        #expect(try box.vault(["credential", "get"], stdin: Data("protocol=https\nhost=git.example\n\n".utf8)).stdoutText == "")
+
         // The version-1 copy put back is refused: its key was retired by the upgrade.
         try v1Copy.write(to: URL(fileURLWithPath: box.vaultPath))
-        let rollback = try box.vault(["get", "github"])
+        let rollback = try box.vault(["get", "github", "--json"])
         #expect(rollback.status == 6, "\(rollback.stderr)")
+        #expect(rollback.stderr.contains(#""code":"retired_key""#), "\(rollback.stderr)")
     }
 
     @Test func aWrongPassphraseWritesNothing() throws {
@@ -73,7 +82,8 @@ import Testing
         let upgraded = try box.vault(["upgrade"], source: true)
         #expect(upgraded.status == 0, "\(upgraded.stderr)")
         // The upgrade locked it in the agent; unlocked again, the agent holds version 2.
-        #expect(try box.vault(["get", "k"]).status != 0)
+        let locked = try box.vault(["get", "k"])
+        #expect(locked.status == 1 && locked.stderr.contains("vault unlock"), "\(locked.stderr)")
         try box.unlock()
         #expect(try box.vault(["get", "k"]).stdoutText == "v1")
         #expect(try box.vault(["put", "k", "--force"], stdin: Data("v2".utf8)).status == 0)

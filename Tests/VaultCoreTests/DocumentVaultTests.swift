@@ -50,6 +50,18 @@ struct DocumentVaultTests {
                 }
             }
             #expect(try !vault.contains("new"))
+            // Version 1's forgiving operations: removing a missing name does nothing; a copy or a move replaces
+            // an existing target (what `cp -f`, `mv -f` and the credential store's extras rely on).
+            try vault.update { changes in
+                changes.remove("never-there")
+                try changes.copy("github", to: "binary")
+            }
+            #expect(try vault.getString("binary") == "t0k3n")
+            try vault.update { changes in
+                try changes.copy("binary", to: "github", keepCreated: true)
+                changes.remove("binary")
+            }
+            #expect(try vault.keys() == ["github"])
             try vault.update { $0.removeAll() ; try $0.put("only", forKey: "k") }
             #expect(try vault.keys() == ["k"])
         }
@@ -93,6 +105,35 @@ struct DocumentVaultTests {
             try changes.put("pw", forKey: "credential/https://example.com:443/realm/password")
         }
         #expect(try vault.keys() == ["appcid", "credential/https://example.com:443/realm/password", "credential/https://example.com:443/realm/username"])
+    }
+
+    /// Review of issue 18: every load is checked against the rollback record, so an older copy put back is refused
+    /// on the next read or write, never written over (which would make the old state the newest).
+    @Test func anOlderCopyPutBackIsRefusedOnTheNextReadAndWrite() throws {
+        let protection = RollbackProtection(stateDirectory: directory.file("state"))
+        _ = try makeVault()
+        func open() throws -> DocumentVault {
+            try DocumentVault(path: path, key: .passphrase(Self.passphrase), replica: ReplicaID(rawValue: 1), policy: .insecureForTesting, rollbackProtection: protection)
+        }
+        let vault = try open()
+        try vault.put("1", forKey: "k")
+        let older = try Data(contentsOf: URL(fileURLWithPath: path))
+        try vault.put("2", forKey: "k")
+        try older.write(to: URL(fileURLWithPath: path))
+        #expect(throws: VaultError.self) { try vault.put("3", forKey: "k") }
+        #expect(throws: VaultError.self) { try vault.reload() }
+        #expect(throws: VaultError.self) { try open() }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == older, "the older copy was written over")
+        do { _ = try open() } catch VaultError.rollbackDetected {} catch { Issue.record("expected rollbackDetected, got \(error)") }
+    }
+
+    /// Another handle changed the passphrase (a new data key): this one says so instead of "wrong passphrase".
+    @Test func aPassphraseChangeElsewhereIsKeyChanged() throws {
+        let a = try makeVault()
+        let b = try makeVault(replica: 2)
+        try a.changePassphrase(to: SecureBytes(string: "another"), parameters: .insecureForTesting)
+        #expect(throws: VaultError.keyChanged(path: path)) { try b.reload() }
+        #expect(throws: VaultError.keyChanged(path: path)) { try b.put("x", forKey: "y") }
     }
 
     @Test func aNewPassphraseMakesANewDataKeyAndTheOldOneNoLongerOpens() throws {

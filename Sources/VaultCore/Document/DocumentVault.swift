@@ -23,14 +23,20 @@ public final class DocumentVault: KeyValueVault, @unchecked Sendable {
         store = DocumentStore(
             storage: LocalFileStorage(path: path, lockTimeoutSeconds: lockTimeoutSeconds), replica: replica, clock: clock,
             policy: policy)
+        // Every document loaded (the open, each reload, each write's load) is checked against the rollback record
+        // before it is used or written over, as version 1 does; `acceptRollback` only for the open.
+        store.verify = rollbackCheck(accept: acceptRollback)
         try store.open(with: key)
-        try checkRollback(accept: acceptRollback)
+        store.verify = rollbackCheck(accept: false)
     }
 
-    func checkRollback(accept: Bool = false) throws {
-        guard let protection = rollbackProtection, let document = store.document, let dataKey = store.dataKey else { return }
-        try RollbackGuard.checkAndRecord(
-            path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept)
+    func rollbackCheck(accept: Bool) -> ((VaultDocument, SecureBytes) throws -> Void)? {
+        guard let protection = rollbackProtection else { return nil }
+        let path = self.path
+        return { document, dataKey in
+            try RollbackGuard.checkAndRecord(
+                path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept)
+        }
     }
 
     func recordWrite(retiring: SecureBytes? = nil) {
@@ -58,7 +64,7 @@ public final class DocumentVault: KeyValueVault, @unchecked Sendable {
         return SecureKeyValueStore.EntryAttributes(
             created: Date(timeIntervalSince1970: Double(entry.created.milliseconds) / 1000),
             modified: Date(timeIntervalSince1970: Double(entry.modified.milliseconds) / 1000),
-            byteCount: document.value(of: "password", in: key)?.count ?? 0)
+            byteCount: document.fields(of: key, version: nil)?.first(where: { $0.name == "password" })?.value.count ?? 0)
     }
 
     public func listing() throws -> [(name: String, attributes: SecureKeyValueStore.EntryAttributes)] {
@@ -87,13 +93,14 @@ public final class DocumentVault: KeyValueVault, @unchecked Sendable {
             case .put(let name, _):
                 out.append(.setField(entry: name, field: "password", value: values[index]!))
             case .remove(let name):
-                out.append(.delete(entry: name))
+                out.append(.delete(entry: name, ifPresent: true))  // version 1: removing a missing name does nothing
             case .copy(let name, let source, let keepCreated):
+                // Version 1 replaces an existing target (`mv -f`, `cp -f`; the caller requires it free otherwise).
                 if keepCreated, index + 1 < items.count, case .remove(source) = items[index + 1] {
-                    out.append(.rename(from: source, to: name))  // a move: the entry keeps its id
+                    out.append(.rename(from: source, to: name, replacing: true))  // a move: the entry keeps its id
                     index += 1
                 } else {
-                    out.append(.copy(from: source, to: name))
+                    out.append(.copy(from: source, to: name, replacing: true))
                 }
             }
             index += 1
@@ -116,10 +123,7 @@ public final class DocumentVault: KeyValueVault, @unchecked Sendable {
         recordWrite(retiring: old)
     }
 
-    public func reload() throws {
-        try store.reload()
-        try checkRollback()
-    }
+    public func reload() throws { try store.reload() }
 
     public func close() { store.close() }
 }

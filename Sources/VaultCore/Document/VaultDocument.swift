@@ -44,12 +44,13 @@ public enum DocumentChange: Sendable {
     case setField(entry: String, field: String, value: SecureBytes, secret: Bool? = nil)
     /// Removes field `field` of `entry` (nothing when it has no such field).
     case removeField(entry: String, field: String)
-    /// Deletes `entry`, leaving a tombstone with its id.
-    case delete(entry: String)
-    /// Renames `from` to `to`, keeping the id (`to` must be free).
-    case rename(from: String, to: String)
-    /// Copies `from` to `to` under a new id, fields only (`to` must be free).
-    case copy(from: String, to: String)
+    /// Deletes `entry`, leaving a tombstone with its id (`ifPresent`: nothing when there is no such entry).
+    case delete(entry: String, ifPresent: Bool = false)
+    /// Renames `from` to `to`, keeping the id; `to` must be free unless `replacing` (then it is deleted first).
+    case rename(from: String, to: String, replacing: Bool = false)
+    /// Copies `from` to `to` under a new id, fields only; `to` must be free unless `replacing` (then it is
+    /// deleted first).
+    case copy(from: String, to: String, replacing: Bool = false)
     /// Makes version `version` of `entry`'s history (1 is the newest earlier version) current again, as a new
     /// version.
     case restore(entry: String, version: Int)
@@ -293,21 +294,32 @@ public final class VaultDocument: @unchecked Sendable {
                 guard entries[id]!.fields.contains(where: { $0.name == field }) else { continue }
                 touch(id)
                 entries[id]!.fields.removeAll { $0.name == field }
-            case let .delete(name):
+            case let .delete(name, ifPresent):
+                if ifPresent, idsByName[name] == nil { continue }
                 let id = try existing(name)
                 entries[id] = nil
                 idsByName[name] = nil
                 tombstones[id] = now
-            case let .rename(from, to):
+            case let .rename(from, to, replacing):
                 let id = try existing(from)
                 guard from != to else { continue }
+                if replacing, let target = idsByName[to] {
+                    entries[target] = nil
+                    idsByName[to] = nil
+                    tombstones[target] = now
+                }
                 try checkFree(to)
                 touch(id)
                 entries[id]!.name = to
                 idsByName[from] = nil
                 idsByName[to] = id
-            case let .copy(from, to):
+            case let .copy(from, to, replacing):
                 let source = entries[try existing(from)]!
+                if replacing, from != to, let target = idsByName[to] {
+                    entries[target] = nil
+                    idsByName[to] = nil
+                    tombstones[target] = now
+                }
                 try checkFree(to)
                 let id = DocumentID.random()
                 touched.insert(id)

@@ -1,3 +1,4 @@
+import Synchronization
 import VaultSodium
 
 /// The version of stored vault bytes, as the storage knows it: what a conditional replace expects (an S3 ETag,
@@ -71,12 +72,17 @@ public struct LocalFileStorage: VaultStorage {
 /// A version-2 vault on any ``VaultStorage``: opens a ``VaultDocument`` from the stored bytes and writes batches
 /// of changes with conditional replaces. A writer that meets a conflict (another writer replaced the bytes since
 /// they were loaded) loads again, applies its changes again to what is stored now, and retries, a bounded number
-/// of times: no writer's batch is lost, and none overwrites another's.
+/// of times: no writer's batch is lost, and none overwrites another's. Thread-safe: one lock around the state (an
+/// agent serves several connections at once).
 public final class DocumentStore: @unchecked Sendable {
     public let storage: any VaultStorage
     public let replica: ReplicaID
     let clock: any WallClock
     let policy: Argon2id.KDFPolicy
+    /// Checks every document loaded before it is used or written over (``DocumentVault`` checks the rollback
+    /// record here); `rollbackDetected` from it makes an update load again once when the bytes moved meanwhile.
+    var verify: ((VaultDocument, SecureBytes) throws -> Void)?
+    private let lock = Mutex<Void>(())
     /// The bytes last loaded or written, their version, the document they hold and its data key.
     private var loaded: (bytes: [UInt8], version: StorageVersion, document: VaultDocument, dataKey: SecureBytes)?
 
@@ -87,43 +93,15 @@ public final class DocumentStore: @unchecked Sendable {
         self.policy = policy
     }
 
-    /// The document as last loaded or written.
-    public var document: VaultDocument? { loaded?.document }
+    /// The document as last loaded or written (a document is never changed once held: each load or write makes a
+    /// new one).
+    public var document: VaultDocument? { lock.withLock { _ in loaded?.document } }
 
     /// The data key held (for the rollback record).
-    var dataKey: SecureBytes? { loaded?.dataKey }
+    var dataKey: SecureBytes? { lock.withLock { _ in loaded?.dataKey } }
 
     /// Forgets the document and its data key.
-    public func close() { loaded = nil }
-
-    /// Loads what is stored now with the data key held (no KDF).
-    public func reload() throws {
-        guard let dataKey = loaded?.dataKey else { throw VaultError.notOpen }
-        try open(with: .dataKey(dataKey))
-    }
-
-    /// A new data key wrapped for `passphrase`, and the stored vault re-sealed under it, conditionally as
-    /// ``update(_:attempts:)`` writes (the KDF runs once, before any attempt).
-    public func changePassphrase(to passphrase: SecureBytes, parameters: Argon2id.Parameters?, attempts: Int = 5) throws {
-        guard let held = loaded else { throw VaultError.notOpen }
-        let parameters = parameters ?? held.document.kdfParameters ?? .interactive
-        let prepared = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: storage.label)
-        for attempt in 1...max(1, attempts) {
-            guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
-            let (document, _) = try VaultDocument.open(stored.bytes, with: .dataKey(held.dataKey), label: storage.label, policy: policy)
-            document.stanzas = prepared.document.stanzas
-            document.dataKeyID = .random()
-            let bytes = try document.seal(dataKey: prepared.dataKey)
-            do {
-                let version = try storage.replace(bytes, expecting: stored.version)
-                loaded = (bytes, version, document, prepared.dataKey)
-                return
-            } catch VaultError.storageConflict where attempt < attempts {
-                continue
-            }
-        }
-        throw VaultError.storageConflict(path: storage.label)
-    }
+    public func close() { lock.withLock { _ in loaded = nil } }
 
     /// Creates a new, empty version-2 vault in the storage (refused when something is stored there).
     ///
@@ -137,7 +115,7 @@ public final class DocumentStore: @unchecked Sendable {
         } catch VaultError.storageConflict {
             throw VaultError.vaultAlreadyExists(path: storage.label)
         }
-        loaded = (bytes, version, document, dataKey)
+        lock.withLock { _ in loaded = (bytes, version, document, dataKey) }
     }
 
     /// Opens the stored vault with `key` (a passphrase runs the KDF once; later loads use the data key).
@@ -146,34 +124,92 @@ public final class DocumentStore: @unchecked Sendable {
     public func open(with key: DocumentKey) throws {
         guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
         let (document, dataKey) = try VaultDocument.open(stored.bytes, with: key, label: storage.label, policy: policy)
-        loaded = (stored.bytes, stored.version, document, dataKey)
+        try verify?(document, dataKey)
+        lock.withLock { _ in loaded = (stored.bytes, stored.version, document, dataKey) }
+    }
+
+    /// Loads what is stored now with the data key held (no KDF; no decryption when the bytes did not change).
+    ///
+    /// - Throws: ``VaultError/keyChanged(path:)`` when the stored vault has another data key now (a passphrase
+    ///   change elsewhere).
+    public func reload() throws {
+        try lock.withLock { _ in
+            guard let held = loaded else { throw VaultError.notOpen }
+            guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
+            if stored.version == held.version { return }
+            let document = try openHeld(stored, dataKey: held.dataKey)
+            loaded = (stored.bytes, stored.version, document, held.dataKey)
+        }
+    }
+
+    /// Opens `stored` with the data key held and verifies it; another data key is ``VaultError/keyChanged(path:)``.
+    private func openHeld(_ stored: StoredVault, dataKey: SecureBytes) throws -> VaultDocument {
+        let document: VaultDocument
+        do {
+            document = try VaultDocument.open(stored.bytes, with: .dataKey(dataKey), label: storage.label, policy: policy).document
+        } catch VaultError.wrongPassphrase {
+            throw VaultError.keyChanged(path: storage.label)
+        }
+        try verify?(document, dataKey)
+        return document
+    }
+
+    /// A new data key wrapped for `passphrase`, and the stored vault re-sealed under it, conditionally as
+    /// ``update(_:attempts:)`` writes (the KDF runs once, before any attempt).
+    public func changePassphrase(to passphrase: SecureBytes, parameters: Argon2id.Parameters?, attempts: Int = 5) throws {
+        guard let held = lock.withLock({ _ in loaded }) else { throw VaultError.notOpen }
+        let parameters = parameters ?? held.document.kdfParameters ?? .interactive
+        let prepared = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: storage.label)
+        try write(attempts: attempts) { stored in
+            let document = try openHeld(stored, dataKey: held.dataKey)
+            document.stanzas = prepared.document.stanzas
+            document.dataKeyID = .random()
+            return (document, prepared.dataKey)
+        }
     }
 
     /// Applies `changes` as one batch to what is stored now and stores the result: each attempt loads the stored
     /// bytes (another writer may have written since this store last looked), opens them with the data key (no
-    /// KDF), applies the batch and replaces the bytes only if they are still the version it loaded. On a
-    /// conflict it tries again, up to `attempts` times in all. On any error the stored vault is as other writers
-    /// left it, never half of this batch, and ``document`` shows what is stored.
+    /// KDF) and verifies them, applies the batch and replaces the bytes only if they are still the version it
+    /// loaded. On a conflict it tries again, up to `attempts` times in all. On any error the stored vault is as
+    /// other writers left it, never half of this batch, and ``document`` shows what is stored.
     ///
     /// - Throws: ``VaultError/notOpen``; the batch's errors (``VaultDocument/apply(_:replica:clock:)``) against
-    ///   what is stored; ``VaultError/storageConflict(path:)`` after `attempts` conflicts.
+    ///   what is stored; ``VaultError/keyChanged(path:)``; ``VaultError/storageConflict(path:)`` after `attempts`
+    ///   conflicts.
     public func update(_ changes: [DocumentChange], attempts: Int = 5) throws {
-        guard let dataKey = loaded?.dataKey else { throw VaultError.notOpen }
-        for attempt in 1...max(1, attempts) {
-            guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
-            let (document, _) = try VaultDocument.open(stored.bytes, with: .dataKey(dataKey), label: storage.label, policy: policy)
+        guard let dataKey = lock.withLock({ _ in loaded?.dataKey }) else { throw VaultError.notOpen }
+        try write(attempts: attempts) { stored in
+            let document = try openHeld(stored, dataKey: dataKey)
             do {
                 try document.apply(changes, replica: replica, clock: clock)
             } catch {
                 // The batch does not fit what is stored: nothing written; reads now see what is stored.
-                let (fresh, _) = try VaultDocument.open(stored.bytes, with: .dataKey(dataKey), label: storage.label, policy: policy)
-                loaded = (stored.bytes, stored.version, fresh, dataKey)
+                let fresh = try openHeld(stored, dataKey: dataKey)
+                lock.withLock { _ in loaded = (stored.bytes, stored.version, fresh, dataKey) }
                 throw error
             }
-            let bytes = try document.seal(dataKey: dataKey)
+            return (document, dataKey)
+        }
+    }
+
+    /// Loads, lets `make` produce the next document and its key from what is stored, seals and replaces
+    /// conditionally; a conflict, or a rollback report while the stored bytes moved (another writer raised the
+    /// record after our load), loads again, `attempts` times in all.
+    private func write(attempts: Int, _ make: (StoredVault) throws -> (VaultDocument, SecureBytes)) throws {
+        for attempt in 1...max(1, attempts) {
+            guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
+            let document: VaultDocument, key: SecureBytes
+            do {
+                (document, key) = try make(stored)
+            } catch let error as VaultError {
+                if case .rollbackDetected = error, attempt < attempts, try storage.load()?.version != stored.version { continue }
+                throw error
+            }
+            let bytes = try document.seal(dataKey: key)
             do {
                 let version = try storage.replace(bytes, expecting: stored.version)
-                loaded = (bytes, version, document, dataKey)
+                lock.withLock { _ in loaded = (bytes, version, document, key) }
                 return
             } catch VaultError.storageConflict where attempt < attempts {
                 continue

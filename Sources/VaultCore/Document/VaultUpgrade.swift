@@ -34,41 +34,52 @@ public enum VaultUpgrade {
         }
         let (document, dataKey) = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: path)
         let replica = try ReplicaRegistry.replica(for: document.vaultID, stateDirectory: options.rollbackProtection?.stateDirectory)
-        var imported: [(name: String, value: SecureBytes, created: UInt64, modified: UInt64)] = []
+        // One value at a time into the document's own guarded region (one region per value for a 100,000-entry
+        // vault would exhaust the process's memory maps).
+        var count = 0
         for (name, attributes) in try old.listing() {
             guard let value = try old.getBytes(name) else { continue }
             func milliseconds(_ date: Date) -> UInt64 { UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded())) }
-            imported.append((name, value, milliseconds(attributes.created), milliseconds(attributes.modified)))
+            document.importEntry(name: name, value: value, created: milliseconds(attributes.created),
+                                 modified: milliseconds(attributes.modified), replica: replica)
+            count += 1
         }
-        document.importEntries(imported, replica: replica)
         let bytes = try document.seal(dataKey: dataKey)
         _ = try storage.replace(bytes, expecting: stored.version)
         if let protection = options.rollbackProtection {
             RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: oldKey, protection: protection)
         }
-        return Outcome(upgraded: true, entryCount: imported.count, vaultID: document.vaultID)
+        return Outcome(upgraded: true, entryCount: count, vaultID: document.vaultID)
     }
 }
 
 import FoundationEssentials
 
 extension VaultDocument {
-    /// Adds entries as they were elsewhere (an upgrade, an import): each under a fresh id, its value as the secret
-    /// `password` field, created and modified at the given milliseconds as `replica`; the replica table then holds
-    /// the latest, so that the next change is later than every imported time.
-    func importEntries(_ imported: [(name: String, value: SecureBytes, created: UInt64, modified: UInt64)], replica: ReplicaID) {
-        var latest = replicas[replica]
-        for item in imported {
-            let range = item.value.withUnsafeBytes { values.append($0) }
-            let id = DocumentID.random()
-            let created = HybridTimestamp(milliseconds: min(item.created, HybridTimestamp.maximumMilliseconds), counter: 0, replica: replica)
-            let modified = HybridTimestamp(milliseconds: min(max(item.modified, item.created), HybridTimestamp.maximumMilliseconds), counter: 0, replica: replica)
-            entries[id] = Entry(
-                id: id, name: item.name, fields: [Field(name: "password", value: range, isSecret: true)], created: created,
-                modified: modified, history: [])
-            idsByName[item.name] = id
-            latest = max(latest ?? modified, modified)
+    /// Adds an entry as it was elsewhere (an upgrade, an import): under a fresh id, its value as the secret
+    /// `password` field, created and modified at the given milliseconds as `replica`, each timestamp of the
+    /// replica distinct (the counter counts within a millisecond); the replica table then holds the latest, so that
+    /// the next change is later than every imported time.
+    func importEntry(name: String, value: SecureBytes, created: UInt64, modified: UInt64, replica: ReplicaID) {
+        func stamp(_ milliseconds: UInt64) -> HybridTimestamp {
+            let ms = min(milliseconds, HybridTimestamp.maximumMilliseconds)
+            let latest = replicas[replica]
+            let next: HybridTimestamp
+            if let latest, latest.milliseconds == ms, latest.counter < UInt16.max {
+                next = HybridTimestamp(milliseconds: ms, counter: latest.counter + 1, replica: replica)
+            } else {
+                next = HybridTimestamp(milliseconds: ms, counter: 0, replica: replica)
+            }
+            if latest.map({ next > $0 }) ?? true { replicas[replica] = next }
+            return next
         }
-        if let latest { replicas[replica] = latest }
+        let range = value.withUnsafeBytes { values.append($0) }
+        let id = DocumentID.random()
+        let createdAt = stamp(created)
+        let modifiedAt = modified > created ? stamp(modified) : createdAt
+        entries[id] = Entry(
+            id: id, name: name, fields: [Field(name: "password", value: range, isSecret: true)], created: createdAt,
+            modified: modifiedAt, history: [])
+        idsByName[name] = id
     }
 }

@@ -123,16 +123,20 @@ enum VaultFile {
         guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
         // A file larger than a vault can be is refused before its body is read (a 1 TiB sparse file must not
         // be allocated): the magic first, as a reader checks it first, then the size.
-        if info.st_size > off_t(VaultFile.maximumFileByteCount) {
-            var magic = [UInt8](repeating: 0, count: VaultFormat.magic.count)
-            let n = magic.withUnsafeMutableBytes { buffer in
+        // Each format version has its own bound (version 2's header may be longer): the version's bytes decide.
+        if info.st_size > off_t(VaultFormat.maximumFileByteCount) {
+            var start = [UInt8](repeating: 0, count: VaultFormat.magic.count + 2)
+            let n = start.withUnsafeMutableBytes { buffer in
                 Posix.retryingEINTR { pread(fd, buffer.baseAddress, buffer.count, 0) }
             }
             if n < 0 { throw VaultError.io(operation: "cannot read vault", path: path, errno: errno) }
-            guard n == magic.count, magic == VaultFormat.magic else {
+            guard n >= VaultFormat.magic.count, start.prefix(VaultFormat.magic.count).elementsEqual(VaultFormat.magic) else {
                 throw VaultError.corrupt(path: path, reason: .badMagic)
             }
-            throw VaultError.corrupt(path: path, reason: .tooLarge(byteCount: Int(info.st_size)))
+            let version2 = n == start.count && DocumentHeader.isVersion2(start)
+            if !version2 || info.st_size > off_t(DocumentFormat.maximumFileByteCount) {
+                throw VaultError.corrupt(path: path, reason: .tooLarge(byteCount: Int(info.st_size)))
+            }
         }
         // Read to end of file, straight into the array's storage (the size is a hint: the file is never
         // modified in place, only replaced, so one read(2) past the size normally sees the end of the file).

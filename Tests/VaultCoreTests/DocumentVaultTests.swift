@@ -127,6 +127,17 @@ struct DocumentVaultTests {
         do { _ = try open() } catch VaultError.rollbackDetected {} catch { Issue.record("expected rollbackDetected, got \(error)") }
     }
 
+    /// The file bound follows the version: a version-2 file past its own bound (1 GiB + 65,608 bytes) is refused
+    /// before it is read, as version 1's is past its bound.
+    @Test func aVersion2FileBeyondItsBoundIsRefusedBeforeItIsRead() throws {
+        _ = try makeVault()
+        let size = off_t(DocumentFormat.maximumFileByteCount + 1)
+        #expect(truncate(path, size) == 0)
+        #expect(throws: VaultError.corrupt(path: path, reason: .tooLarge(byteCount: Int(size)))) {
+            try VaultOpener.open(path: path, passphrase: Self.passphrase, options: .insecureForTesting)
+        }
+    }
+
     /// Another handle changed the passphrase (a new data key): this one says so instead of "wrong passphrase".
     @Test func aPassphraseChangeElsewhereIsKeyChanged() throws {
         let a = try makeVault()

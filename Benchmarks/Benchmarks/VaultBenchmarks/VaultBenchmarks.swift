@@ -265,4 +265,55 @@ let benchmarks: @Sendable () -> Void = {
             },
             teardown: { store.value?.close(); store.value = nil })
     }
+
+    // MARK: format version 2 (issue 18): the same fixtures upgraded, opened and written through DocumentVault
+
+    for count in entryCounts {
+        let path = Box("")
+        Benchmark(
+            "v2 open test-hook KDF, \(count) entries",
+            configuration: .init(
+                metrics: timeAndMemory, warmupIterations: 2, maxDuration: .seconds(5),
+                maxIterations: count >= 100_000 ? 30 : 300),
+            closure: { benchmark in
+                let vault = try DocumentVault(
+                    path: path.value, key: .passphrase(passphrase), replica: ReplicaID(rawValue: 1), policy: .insecureForTesting)
+                benchmark.stopMeasurement()
+                precondition(try vault.keys().count == count)
+                vault.close()
+            },
+            setup: { path.value = try Fixtures.shared.version2(entries: count) })
+
+        let vault = Box<DocumentVault?>(nil)
+        let round = Box(0)
+        Benchmark(
+            "v2 put durable, \(count) entries",
+            configuration: .init(
+                metrics: timeAndMemory, warmupIterations: 2, maxDuration: .seconds(5),
+                maxIterations: count >= 100_000 ? 30 : 200),
+            closure: { _ in
+                round.value += 1
+                try vault.value!.put(entryValue(round.value % 1_000_000), forKey: entryName(round.value % count))
+            },
+            setup: {
+                vault.value = try DocumentVault(
+                    path: try Fixtures.shared.version2(entries: count, copy: true), key: .passphrase(passphrase),
+                    replica: ReplicaID(rawValue: 1), policy: .insecureForTesting)
+            },
+            teardown: { vault.value?.close(); vault.value = nil })
+    }
+}
+
+extension Fixtures {
+    /// The test-hook fixture of `count` entries upgraded to format version 2 (a private copy with `copy`); its
+    /// size and the version-1 file's go to stderr, for the size comparison in Benchmarks/README.md.
+    func version2(entries count: Int, copy: Bool = false) throws -> String {
+        let path = try self.copy(entries: count, interactive: false)
+        let v1Size = fileSize(path)
+        _ = try VaultUpgrade.upgrade(path: path, passphrase: passphrase, options: Fixtures.options(interactive: false))
+        if !copy {
+            FileHandle.standardError.write(Data("size \(count) entries: v1 \(v1Size) bytes, v2 \(fileSize(path)) bytes\n".utf8))
+        }
+        return path
+    }
 }

@@ -138,6 +138,23 @@ struct DocumentVaultTests {
         }
     }
 
+    /// This user's replica id per vault: made once, the same on every open, 0600; a file left empty by a crash is
+    /// replaced, not an error.
+    @Test func theReplicaIdIsKeptPerVaultAndAnEmptyFileIsReplaced() throws {
+        let state = directory.file("state")
+        let id = DocumentID.random()
+        let first = try ReplicaRegistry.replica(for: id, stateDirectory: state)
+        #expect(try ReplicaRegistry.replica(for: id, stateDirectory: state) == first)
+        #expect(try ReplicaRegistry.replica(for: DocumentID.random(), stateDirectory: state) != first)
+        let file = state + "/" + id.description + ".replica"
+        var info = stat()
+        #expect(stat(file, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(truncate(file, 0) == 0)
+        let replaced = try ReplicaRegistry.replica(for: id, stateDirectory: state)
+        #expect(try ReplicaRegistry.replica(for: id, stateDirectory: state) == replaced)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.hasSuffix(".tmp") }.isEmpty)
+    }
+
     /// Another handle changed the passphrase (a new data key): this one says so instead of "wrong passphrase".
     @Test func aPassphraseChangeElsewhereIsKeyChanged() throws {
         let a = try makeVault()

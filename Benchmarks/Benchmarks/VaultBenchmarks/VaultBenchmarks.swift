@@ -279,7 +279,8 @@ let benchmarks: @Sendable () -> Void = {
                 let vault = try DocumentVault(
                     path: path.value, key: .passphrase(passphrase), replica: ReplicaID(rawValue: 1), policy: .insecureForTesting)
                 benchmark.stopMeasurement()
-                precondition(try vault.keys().count == count)
+                let opened = try vault.keys().count
+                precondition(opened == count)
                 vault.close()
             },
             setup: { path.value = try Fixtures.shared.version2(entries: count) })

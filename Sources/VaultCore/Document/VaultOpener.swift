@@ -43,24 +43,28 @@ public enum ReplicaRegistry {
         guard let directory = stateDirectory else { return .random() }
         try VaultFile.createDirectory(for: directory + "/x")
         let path = directory + "/" + vaultID.description + ".replica"
-        if let bytes = try? VaultFile.read(path: path), let text = String(validating: bytes, as: UTF8.self),
-           text.utf8.count == 16, let value = UInt64(text, radix: 16) {
+        func stored() -> ReplicaID? {
+            guard let bytes = try? VaultFile.read(path: path), bytes.count == 16,
+                  let text = String(validating: bytes, as: UTF8.self), let value = UInt64(text, radix: 16) else { return nil }
             return ReplicaID(rawValue: value)
         }
+        if let replica = stored() { return replica }
+        // Written whole to a temporary file, then linked into place (fails if another process got there first:
+        // theirs is used); a file left empty or damaged by a crash is replaced by a rename.
         let replica = ReplicaID.random()
-        let text = Array(replica.description.utf8)
-        let fd = Posix.retryingEINTR { Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
-        guard fd >= 0 else {
-            // Another process made it first: use theirs.
-            if errno == EEXIST, let bytes = try VaultFile.read(path: path), let value = UInt64(String(decoding: bytes, as: UTF8.self), radix: 16) {
-                return ReplicaID(rawValue: value)
-            }
-            throw VaultError.io(operation: "cannot create", path: path, errno: errno)
-        }
-        defer { Glibc.close(fd) }
-        let code = text.withUnsafeBytes { Posix.writeAll(fd, $0) }
-        guard code == 0 else { throw VaultError.io(operation: "cannot write", path: path, errno: code) }
-        guard fsync(fd) == 0 else { throw VaultError.io(operation: "cannot write", path: path, errno: errno) }
+        let temporary = directory + "/." + vaultID.description + "." + ReplicaID.random().description + ".tmp"
+        let fd = Posix.retryingEINTR { Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else { throw VaultError.io(operation: "cannot create", path: temporary, errno: errno) }
+        defer { unlink(temporary) }
+        let code = Array(replica.description.utf8).withUnsafeBytes { Posix.writeAll(fd, $0) }
+        let synced = code == 0 && fsync(fd) == 0
+        let failure = code != 0 ? code : errno
+        Glibc.close(fd)
+        guard synced else { throw VaultError.io(operation: "cannot write", path: temporary, errno: failure) }
+        if link(temporary, path) == 0 { return replica }
+        guard errno == EEXIST else { throw VaultError.io(operation: "cannot create", path: path, errno: errno) }
+        if let theirs = stored() { return theirs }
+        guard rename(temporary, path) == 0 else { throw VaultError.io(operation: "cannot replace", path: path, errno: errno) }
         return replica
     }
 }

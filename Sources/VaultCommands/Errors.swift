@@ -87,7 +87,7 @@ extension VaultError: CLIReportable {
         switch self {
         case .wrongPassphrase: return Exit.authentication
         case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
-            .retiredKey, .otherVault:
+            .retiredKey, .otherVault, .missingOwnWrites:
             return Exit.corrupt
         case .keyChanged: return Exit.authentication
         case .noSuchEntry, .noSuchVersion: return Exit.notFound
@@ -131,6 +131,7 @@ extension VaultError: CLIReportable {
         case .noSuchVersion: return "no_such_version"
         case .clockExhausted: return "clock_exhausted"
         case .storageConflict: return "storage_conflict"
+        case .missingOwnWrites: return "missing_own_writes"
         }
     }
 
@@ -146,6 +147,8 @@ extension VaultError: CLIReportable {
             return "if you put this vault here on purpose (or changed its passphrase on another machine), "
                 + "pass --accept-rollback once"
         case .keyChanged: return "run the command again with the new passphrase"
+        case .missingOwnWrites:
+            return "keep both copies and merge them (vault merge is coming); to take this copy as it is, pass --accept-rollback once"
         case .noSuchEntry: return "'vault list' shows the names"
         case .kdfParametersOutOfRange:
             return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"

@@ -65,6 +65,9 @@ public enum VaultError: Error, Equatable, Sendable {
     case invalidFieldName(String)
     /// Entry `key` has no earlier version `version` (1 is the newest earlier one).
     case noSuchVersion(key: String, version: Int)
+    /// The vault file lacks writes this user's replica made to it (a copy from another machine put over it, which
+    /// would silently lose them); nothing is read or written. `--accept-rollback` takes the file as it is.
+    case missingOwnWrites(path: String)
     /// The stored vault changed between its load and a conditional replace (another writer): nothing was
     /// written. A writer loads again and retries; this is thrown when it gave up.
     case storageConflict(path: String)
@@ -133,6 +136,8 @@ extension VaultError: CustomStringConvertible {
             return "invalid field name: \(reason)"
         case .noSuchVersion(let key, let version):
             return "entry '\(key)' has no version \(version)"
+        case .missingOwnWrites(let path):
+            return "refusing to open vault '\(path)': it lacks changes made to it here (a copy from another machine put over it?)"
         case .storageConflict(let path):
             return "vault '\(path)' kept changing while this write was made (other writers); nothing was written"
         case .clockExhausted:

@@ -91,4 +91,34 @@ import Testing
         #expect(try box.vault(["list"]).stdoutText == "k\nother\n")
         #expect(try box.around(["get", "k"]).stdoutText == "v2")
     }
+
+    /// Issue 18's opening measurement: a vault copied from a second machine over the first (B had two new
+    /// entries, A one) opened with exit 0 and A's entry was gone. On version 2, A refuses B's copy (exit 6,
+    /// missing_own_writes, with a hint), and --accept-rollback takes it on purpose.
+    @Test func aCopyFromAnotherMachineThatLacksThisOnesWritesIsRefused() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let machineA = ["XDG_STATE_HOME": box.directory + "/state-a"]
+        let machineB = ["XDG_STATE_HOME": box.directory + "/state-b"]
+        #expect(try box.vault(["upgrade"], extraEnvironment: machineA).status == 0)
+        #expect(try box.vault(["put", "shared"], stdin: Data("s".utf8), extraEnvironment: machineA).status == 0)
+        let copyB = box.directory + "/vaults/b.vault"
+        try FileManager.default.copyItem(atPath: box.vaultPath, toPath: copyB)
+        for name in ["b1", "b2"] {
+            #expect(try box.vault(["put", name, "--vault", copyB], stdin: Data("b".utf8), extraEnvironment: machineB).status == 0)
+        }
+        #expect(try box.vault(["put", "a1"], stdin: Data("a".utf8), extraEnvironment: machineA).status == 0)
+        try FileManager.default.removeItem(atPath: box.vaultPath)
+        try FileManager.default.copyItem(atPath: copyB, toPath: box.vaultPath)
+        let refused = try box.vault(["list"], extraEnvironment: machineA)
+        #expect(refused.status == 6 && refused.stdout.isEmpty)
+        #expect(refused.stderr == """
+            vault: refusing to open vault '\(box.vaultPath)': it lacks changes made to it here (a copy from another machine put over it?)
+            hint: keep both copies and merge them (vault merge is coming); to take this copy as it is, pass --accept-rollback once
+
+            """)
+        let accepted = try box.vault(["list", "--accept-rollback"], extraEnvironment: machineA)
+        #expect(accepted.status == 0 && accepted.stdoutText == "b1\nb2\nshared\n", "\(accepted.stderr)")
+        #expect(try box.vault(["list"], extraEnvironment: machineA).status == 0)
+    }
 }

@@ -155,6 +155,36 @@ struct DocumentVaultTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.hasSuffix(".tmp") }.isEmpty)
     }
 
+    /// Issue 18 §6, the measured silent loss: machine B's copy (more writes, so a higher generation) put over
+    /// machine A's, which had a write of its own since the copies parted. The generation check passes; A's own
+    /// latest write is missing from the file's replica table, so A refuses it (exit 6) unless accepted.
+    @Test func aCopyThatLacksThisMachinesOwnWritesIsRefused() throws {
+        let stateA = RollbackProtection(stateDirectory: directory.file("state-a"))
+        let stateB = RollbackProtection(stateDirectory: directory.file("state-b"))
+        _ = try makeVault()
+        func open(_ path: String, _ protection: RollbackProtection, replica: UInt64, accept: Bool = false) throws -> DocumentVault {
+            try DocumentVault(path: path, key: .passphrase(Self.passphrase), replica: ReplicaID(rawValue: replica), policy: .insecureForTesting,
+                              rollbackProtection: protection, acceptRollback: accept)
+        }
+        let a = try open(path, stateA, replica: 10)
+        try a.put("shared", forKey: "k")
+        let machineB = directory.file("b.vault")
+        try FileManager.default.copyItem(atPath: path, toPath: machineB)
+        try a.put("only on A", forKey: "a-only")
+        let b = try open(machineB, stateB, replica: 20)
+        for round in 0..<3 { try b.put("b\(round)", forKey: "b-\(round)") }
+        a.close()
+        // B's file over A's: a higher generation, without A's last write.
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.copyItem(atPath: machineB, toPath: path)
+        #expect(throws: VaultError.missingOwnWrites(path: path)) { try open(path, stateA, replica: 10) }
+        let accepted = try open(path, stateA, replica: 10, accept: true)
+        #expect(try accepted.keys() == ["b-0", "b-1", "b-2", "k"])
+        // Accepted once: the next open takes it, and A writes on.
+        try accepted.put("again", forKey: "a-only")
+        #expect(try open(path, stateA, replica: 10).keys().contains("a-only"))
+    }
+
     /// Another handle changed the passphrase (a new data key): this one says so instead of "wrong passphrase".
     @Test func aPassphraseChangeElsewhereIsKeyChanged() throws {
         let a = try makeVault()

@@ -30,18 +30,30 @@ public final class DocumentVault: KeyValueVault, @unchecked Sendable {
         store.verify = rollbackCheck(accept: false)
     }
 
+    /// The check of every load: the rollback record (generation and data key, as version 1), and this user's
+    /// replica's own latest write: a file whose replica table shows an older one for this replica lacks writes made
+    /// here (another machine's copy put over this one: newer by generation, yet it would silently lose them).
     func rollbackCheck(accept: Bool) -> ((VaultDocument, SecureBytes) throws -> Void)? {
         guard let protection = rollbackProtection else { return nil }
-        let path = self.path
+        let path = self.path, replica = store.replica
         return { document, dataKey in
             try RollbackGuard.checkAndRecord(
                 path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept)
+            guard let written = ReplicaRegistry.latestWrite(of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
+            else { return }
+            let inFile = document.replicas[replica]?.packed ?? 0
+            guard inFile < written else { return }
+            guard accept else { throw VaultError.missingOwnWrites(path: path) }
+            try ReplicaRegistry.recordLatestWrite(inFile, of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
         }
     }
 
     func recordWrite(retiring: SecureBytes? = nil) {
         guard let protection = rollbackProtection, let document = store.document, let dataKey = store.dataKey else { return }
         RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: retiring, protection: protection)
+        if let latest = document.replicas[store.replica] {
+            try? ReplicaRegistry.recordLatestWrite(latest.packed, of: store.replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
+        }
     }
 
     /// The document as last read or written.

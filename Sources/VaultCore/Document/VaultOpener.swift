@@ -67,4 +67,29 @@ public enum ReplicaRegistry {
         guard rename(temporary, path) == 0 else { throw VaultError.io(operation: "cannot replace", path: path, errno: errno) }
         return replica
     }
+
+    /// The time (`milliseconds << 16 | counter`) of the latest write `replica` made to vault `vaultID`, as recorded
+    /// in the state directory (`<vault id>.<replica>.written`), or `nil`.
+    static func latestWrite(of replica: ReplicaID, to vaultID: DocumentID, stateDirectory: String) -> UInt64? {
+        guard let bytes = try? VaultFile.read(path: stateDirectory + "/" + vaultID.description + "." + replica.description + ".written"), bytes.count == 16,
+              let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        return UInt64(text, radix: 16)
+    }
+
+    /// Records `time` as the latest write of `replica` to `vaultID` (written whole, then renamed).
+    static func recordLatestWrite(_ time: UInt64, of replica: ReplicaID, to vaultID: DocumentID, stateDirectory: String) throws {
+        let path = stateDirectory + "/" + vaultID.description + "." + replica.description + ".written"
+        let temporary = stateDirectory + "/." + vaultID.description + "." + ReplicaID.random().description + ".tmp"
+        let fd = Posix.retryingEINTR { Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else { throw VaultError.io(operation: "cannot create", path: temporary, errno: errno) }
+        let text = Array(Posix.hex(withUnsafeBytes(of: time.bigEndian, Array.init)).utf8)
+        let code = text.withUnsafeBytes { Posix.writeAll(fd, $0) }
+        let synced = code == 0 && fsync(fd) == 0
+        Glibc.close(fd)
+        guard synced, rename(temporary, path) == 0 else {
+            let failure = errno
+            unlink(temporary)
+            throw VaultError.io(operation: "cannot write", path: path, errno: code != 0 ? code : failure)
+        }
+    }
 }

@@ -34,33 +34,34 @@ struct VectorTests {
     }()
 
     /// The error the vector's header names, for a copy of the vault at `path`; `nil` for success. A corrupt
-    /// vector's `reason:` is the reason's text (``Corruption/description``).
+    /// vector's `code:` is the reason's stable code (``Corruption/code``: the wording may change, the code does
+    /// not); its `reason:` line is the text, for people reading the vector.
     static func expectedError(_ vector: Vector, path: String) throws -> Expected? {
         func field(_ key: String) throws -> String { try #require(vector[key], "\(vector.name): no '\(key)'") }
         switch try field("expect") {
         case "success": return nil
-        case "corrupt": return .corrupt(path: path, reason: try field("reason"))
+        case "corrupt": return .corrupt(path: path, code: try field("code"))
         case let other: return try expectedVaultError(other, field: field, path: path).map(Expected.error)
         }
     }
 
     enum Expected: Equatable, CustomStringConvertible {
         case error(VaultError)
-        case corrupt(path: String, reason: String)
+        case corrupt(path: String, code: String)
 
         func matches(_ error: VaultError) -> Bool {
             switch self {
             case .error(let expected): return error == expected
-            case .corrupt(let path, let reason):
+            case .corrupt(let path, let code):
                 guard case .corrupt(let actualPath, let actual) = error else { return false }
-                return actualPath == path && actual.description == reason
+                return actualPath == path && actual.code == code
             }
         }
 
         var description: String {
             switch self {
             case .error(let error): return String(describing: error)
-            case .corrupt(let path, let reason): return "corrupt(\(path), \(reason))"
+            case .corrupt(let path, let code): return "corrupt(\(path), \(code))"
             }
         }
     }

@@ -62,6 +62,19 @@ def shown(entries):
 
 VECTORS = []
 
+# The stable code of each reason (VaultCore's `Corruption.code`): tests compare codes, not the wording.
+CODES = [("truncated or extended", "size_mismatch"), ("truncated (", "truncated"), ("bad magic", "bad_magic"),
+         ("unknown flags", "unknown_flags"), ("larger than a vault can be", "too_large"),
+         ("plaintext too short", "plaintext_too_short"), ("exceeds the data", "entry_count_exceeds_data"),
+         ("truncated", "entry_truncated"), ("bad name length", "bad_name_length"), ("not UTF-8", "name_not_utf8"),
+         ("bad value length", "bad_value_length"), ("duplicate entry name", "duplicate_name"), ("bad padding", "bad_padding")]
+
+def corruption_code(reason):
+    for text, code in CODES:
+        if text in reason:
+            return code
+    raise ValueError(f"no code for reason {reason!r}")
+
 def vector(name, data, expect, comment, passphrase=PASSPHRASE, policy="test", **fields):
     VECTORS.append((name, data, expect, comment, passphrase, policy, fields))
 
@@ -210,6 +223,8 @@ def main():
         names.add(name)
         with open(os.path.join(OUT, name + ".vault"), "wb") as f: f.write(data)
         lines = [f"expect: {expect}", f"passphrase: {passphrase}", f"kdf-policy: {policy}"]
+        if "reason" in fields:
+            lines.append(f"code: {corruption_code(fields['reason'])}")
         lines += [f"{key}: {value}" for key, value in fields.items()]
         lines += [f"python-exit: {0 if expect == 'success' else 3 if expect == 'wrongPassphrase' else 6}",
                   f"comment: {comment}"]

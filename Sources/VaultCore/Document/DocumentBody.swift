@@ -74,6 +74,12 @@ enum DocumentBody {
         }
     }
 
+    /// Whether `bytes` are printable ASCII (no control character, no DEL): such a name passes the name checks
+    /// without looking at Unicode scalar properties (the common case, checked first for speed).
+    static func isPlainASCIIName(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
+    }
+
     /// Parses `plaintext` into a document with `header`'s ids and stanzas. Values are copied once into the
     /// document's guarded arena.
     static func parse(_ plaintext: SecureBytes, binding: [UInt8], header: DocumentHeader, label: String) throws -> VaultDocument {
@@ -82,7 +88,7 @@ enum DocumentBody {
         arena.reserve(plaintext.count)
         var replicas: [ReplicaID: HybridTimestamp] = [:]
         var entries: [DocumentID: VaultDocument.Entry] = [:]
-        var names: Set<String> = []
+        var idsByName: [String: DocumentID] = [:]
         var tombstones: [DocumentID: HybridTimestamp] = [:]
         try plaintext.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws in
             var reader = ByteReader(bytes)
@@ -127,8 +133,10 @@ enum DocumentBody {
                     let nameLength = Int(reader.readUInt8())
                     guard nameLength >= 1 else { throw corrupt(.badField(entry: index)) }
                     try need(nameLength + 4, index)
-                    guard let name = String(validating: UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength]), as: UTF8.self),
-                          (try? VaultDocument.validate(field: name)) != nil, !out.contains(where: { $0.name == name })
+                    let raw = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength])
+                    guard let name = String(validating: raw, as: UTF8.self),
+                          Self.isPlainASCIIName(raw) || (try? VaultDocument.validate(field: name)) != nil,
+                          !out.contains(where: { $0.name == name })
                     else { throw corrupt(.badField(entry: index)) }
                     reader.skip(nameLength)
                     let valueLength = Int(reader.readUInt32())
@@ -144,6 +152,7 @@ enum DocumentBody {
             let entryCount = Int(reader.readUInt32())
             guard entryCount <= reader.remaining / (16 + 2 + 1 + 32 + 2 + 1) else { throw corrupt(.entryCountExceedsData(count: entryCount)) }
             entries.reserveCapacity(entryCount)
+            idsByName.reserveCapacity(entryCount)
             for index in 0..<entryCount {
                 try need(18, index)
                 let id = DocumentID(bytes: reader.readBytes(16))!
@@ -155,9 +164,11 @@ enum DocumentBody {
                 guard let name = String(validating: UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength]), as: UTF8.self) else {
                     throw corrupt(.nameNotUTF8(index: index))
                 }
-                guard (try? SecureKeyValueStore.validate(key: name)) != nil else { throw corrupt(.badName(index: index)) }
+                guard Self.isPlainASCIIName(UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength]))
+                        || (try? SecureKeyValueStore.validate(key: name)) != nil
+                else { throw corrupt(.badName(index: index)) }
                 reader.skip(nameLength)
-                guard names.insert(name).inserted else { throw corrupt(.duplicateName) }
+                guard idsByName.updateValue(id, forKey: name) == nil else { throw corrupt(.duplicateName) }
                 let created = try timestamp(index)
                 let modified = try timestamp(index)
                 let current = try fields(entry: index)
@@ -195,6 +206,6 @@ enum DocumentBody {
         }
         return VaultDocument(
             vaultID: header.vaultID, generation: header.generation, dataKeyID: header.dataKeyID, stanzas: header.stanzas,
-            replicas: replicas, tombstones: tombstones, entries: entries, values: arena, label: label)
+            replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName, values: arena, label: label)
     }
 }

@@ -125,7 +125,8 @@ public final class VaultDocument: @unchecked Sendable {
     init(
         vaultID: DocumentID, generation: UInt64, dataKeyID: DocumentID, stanzas: [KeyStanza],
         replicas: [ReplicaID: HybridTimestamp] = [:], tombstones: [DocumentID: HybridTimestamp] = [:],
-        entries: [DocumentID: Entry] = [:], values: GuardedArena = GuardedArena(), label: String
+        entries: [DocumentID: Entry] = [:], idsByName: [String: DocumentID]? = nil, values: GuardedArena = GuardedArena(),
+        label: String
     ) {
         self.vaultID = vaultID
         self.generation = generation
@@ -136,9 +137,13 @@ public final class VaultDocument: @unchecked Sendable {
         self.entries = entries
         self.values = values
         self.label = label
-        var byName: [String: DocumentID] = [:]
-        for (id, entry) in entries { byName[entry.name] = id }
-        self.idsByName = byName
+        if let idsByName {
+            self.idsByName = idsByName
+        } else {
+            var byName: [String: DocumentID] = [:]
+            for (id, entry) in entries { byName[entry.name] = id }
+            self.idsByName = byName
+        }
     }
 
     // MARK: - Reading

@@ -6,11 +6,16 @@ import Glibc
 /// Opens a vault file of either format version behind ``KeyValueVault``: version 1 with ``SecureKeyValueStore``,
 /// version 2 with ``DocumentVault``. The CLI and the agent open vaults through it, so every verb works on both.
 public enum VaultOpener {
-    /// The format version of the vault file at `path` (from its first 10 bytes, nothing authenticated), or `nil`
-    /// when there is no file. A file that is no vault is reported as version 1 (whose parser says why).
-    public static func formatVersion(at path: String) throws -> Int? {
-        guard let bytes = try VaultFile.read(path: path) else { return nil }
-        return DocumentHeader.isVersion2(bytes) ? 2 : 1
+    /// Whether the file at `path` starts as a version-2 vault (magic and version: its first 10 bytes, read
+    /// without the rest; nothing authenticated). A missing or unreadable file is not: the version-1 store's open
+    /// then reports why, with its own checks.
+    static func startsAsVersion2(_ path: String) -> Bool {
+        let fd = Posix.retryingEINTR { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        var start = [UInt8](repeating: 0, count: VaultFormat.magic.count + 2)
+        let n = start.withUnsafeMutableBytes { buffer in Posix.retryingEINTR { pread(fd, buffer.baseAddress, buffer.count, 0) } }
+        return n == start.count && DocumentHeader.isVersion2(start)
     }
 
     /// The vault at `path`, opened with `passphrase` under `options` (KDF policy, lock timeout, rollback
@@ -18,8 +23,8 @@ public enum VaultOpener {
     ///
     /// - Throws: ``VaultError/vaultNotFound(path:)`` and what each format's open throws.
     public static func open(path: String, passphrase: SecureBytes, options: SecureKeyValueStore.Options) throws -> any KeyValueVault {
-        guard let bytes = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
-        guard DocumentHeader.isVersion2(bytes) else {
+        // Version 1, the common case, is read once, by its store; version 2's header is read here for its vault id.
+        guard startsAsVersion2(path), let bytes = try VaultFile.read(path: path), DocumentHeader.isVersion2(bytes) else {
             let store = SecureKeyValueStore(path: path, options: options)
             try store.open(with: passphrase, createIfMissing: false)
             return store

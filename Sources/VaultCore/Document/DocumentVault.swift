@@ -7,7 +7,7 @@ import FoundationEssentials
 /// (and the version it replaces goes into the entry's history); a remove leaves a tombstone; a move
 /// (``SecureKeyValueStore/Changes/copy(_:to:keepCreated:)`` with `keepCreated` followed by the source's removal,
 /// what `vault mv` sends) renames the entry and keeps its id; any other copy makes a new id.
-public final class DocumentVault: KeyValueVault, @unchecked Sendable {
+public final class DocumentVault: KeyValueVault, Sendable {
     public let path: String
     let store: DocumentStore
     let rollbackProtection: RollbackProtection?
@@ -25,15 +25,15 @@ public final class DocumentVault: KeyValueVault, @unchecked Sendable {
             policy: policy)
         // Every document loaded (the open, each reload, each write's load) is checked against the rollback record
         // before it is used or written over, as version 1 does; `acceptRollback` only for the open.
-        store.verify = rollbackCheck(accept: acceptRollback)
+        store.setVerify(rollbackCheck(accept: acceptRollback))
         try store.open(with: key)
-        store.verify = rollbackCheck(accept: false)
+        store.setVerify(rollbackCheck(accept: false))
     }
 
     /// The check of every load: the rollback record (generation and data key, as version 1), and this user's
     /// replica's own latest write: a file whose replica table shows an older one for this replica lacks writes made
     /// here (another machine's copy put over this one: newer by generation, yet it would silently lose them).
-    func rollbackCheck(accept: Bool) -> ((VaultDocument, SecureBytes) throws -> Void)? {
+    func rollbackCheck(accept: Bool) -> DocumentStore.Verifier? {
         guard let protection = rollbackProtection else { return nil }
         let path = self.path, replica = store.replica
         return { document, dataKey in

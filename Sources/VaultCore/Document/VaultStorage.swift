@@ -74,17 +74,25 @@ public struct LocalFileStorage: VaultStorage {
 /// they were loaded) loads again, applies its changes again to what is stored now, and retries, a bounded number
 /// of times: no writer's batch is lost, and none overwrites another's. Thread-safe: one lock around the state (an
 /// agent serves several connections at once).
-public final class DocumentStore: @unchecked Sendable {
+public final class DocumentStore: Sendable {
     public let storage: any VaultStorage
     public let replica: ReplicaID
     let clock: any WallClock
     let policy: Argon2id.KDFPolicy
-    /// Checks every document loaded before it is used or written over (``DocumentVault`` checks the rollback
-    /// record here); `rollbackDetected` from it makes an update load again once when the bytes moved meanwhile.
-    var verify: ((VaultDocument, SecureBytes) throws -> Void)?
-    private let lock = Mutex<Void>(())
+    // The check of every document loaded before it is used or written over (``DocumentVault`` checks the rollback
+    // record there); `rollbackDetected` from it makes an update load again once when the bytes moved meanwhile.
+    typealias Verifier = @Sendable (VaultDocument, SecureBytes) throws -> Void
+    private let verifier = Mutex<Verifier?>(nil)
     /// The bytes last loaded or written, their version, the document they hold and its data key.
-    private var loaded: (bytes: [UInt8], version: StorageVersion, document: VaultDocument, dataKey: SecureBytes)?
+    private let state = Mutex<(bytes: [UInt8], version: StorageVersion, document: VaultDocument, dataKey: SecureBytes)?>(nil)
+
+    /// Sets the check of every document loaded (see ``verify``'s role above).
+    func setVerify(_ check: Verifier?) { verifier.withLock { $0 = check } }
+
+    /// Runs the check, if any, outside the state's lock (it may take other locks: the rollback record's).
+    private func verify(_ document: VaultDocument, _ dataKey: SecureBytes) throws {
+        try verifier.withLock { $0 }?(document, dataKey)
+    }
 
     public init(storage: any VaultStorage, replica: ReplicaID, clock: any WallClock = SystemWallClock(), policy: Argon2id.KDFPolicy = .standard) {
         self.storage = storage
@@ -95,13 +103,13 @@ public final class DocumentStore: @unchecked Sendable {
 
     /// The document as last loaded or written (a document is never changed once held: each load or write makes a
     /// new one).
-    public var document: VaultDocument? { lock.withLock { _ in loaded?.document } }
+    public var document: VaultDocument? { state.withLock { loaded in loaded?.document } }
 
     /// The data key held (for the rollback record).
-    var dataKey: SecureBytes? { lock.withLock { _ in loaded?.dataKey } }
+    var dataKey: SecureBytes? { state.withLock { loaded in loaded?.dataKey } }
 
     /// Forgets the document and its data key.
-    public func close() { lock.withLock { _ in loaded = nil } }
+    public func close() { state.withLock { loaded in loaded = nil } }
 
     /// Creates a new, empty version-2 vault in the storage (refused when something is stored there).
     ///
@@ -115,7 +123,7 @@ public final class DocumentStore: @unchecked Sendable {
         } catch VaultError.storageConflict {
             throw VaultError.vaultAlreadyExists(path: storage.label)
         }
-        lock.withLock { _ in loaded = (bytes, version, document, dataKey) }
+        state.withLock { loaded in loaded = (bytes, version, document, dataKey) }
     }
 
     /// Opens the stored vault with `key` (a passphrase runs the KDF once; later loads use the data key).
@@ -124,8 +132,8 @@ public final class DocumentStore: @unchecked Sendable {
     public func open(with key: DocumentKey) throws {
         guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
         let (document, dataKey) = try VaultDocument.open(stored.bytes, with: key, label: storage.label, policy: policy)
-        try verify?(document, dataKey)
-        lock.withLock { _ in loaded = (stored.bytes, stored.version, document, dataKey) }
+        try verify(document, dataKey)
+        state.withLock { loaded in loaded = (stored.bytes, stored.version, document, dataKey) }
     }
 
     /// Loads what is stored now with the data key held (no KDF; no decryption when the bytes did not change).
@@ -133,7 +141,7 @@ public final class DocumentStore: @unchecked Sendable {
     /// - Throws: ``VaultError/keyChanged(path:)`` when the stored vault has another data key now (a passphrase
     ///   change elsewhere).
     public func reload() throws {
-        try lock.withLock { _ in
+        try state.withLock { loaded in
             guard let held = loaded else { throw VaultError.notOpen }
             guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
             if stored.version == held.version { return }
@@ -150,14 +158,14 @@ public final class DocumentStore: @unchecked Sendable {
         } catch VaultError.wrongPassphrase {
             throw VaultError.keyChanged(path: storage.label)
         }
-        try verify?(document, dataKey)
+        try verify(document, dataKey)
         return document
     }
 
     /// A new data key wrapped for `passphrase`, and the stored vault re-sealed under it, conditionally as
     /// ``update(_:attempts:)`` writes (the KDF runs once, before any attempt).
     public func changePassphrase(to passphrase: SecureBytes, parameters: Argon2id.Parameters?, attempts: Int = 5) throws {
-        guard let held = lock.withLock({ _ in loaded }) else { throw VaultError.notOpen }
+        guard let held = state.withLock({ loaded in loaded }) else { throw VaultError.notOpen }
         let parameters = parameters ?? held.document.kdfParameters ?? .interactive
         let prepared = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: storage.label)
         try write(attempts: attempts) { stored in
@@ -178,7 +186,7 @@ public final class DocumentStore: @unchecked Sendable {
     ///   what is stored; ``VaultError/keyChanged(path:)``; ``VaultError/storageConflict(path:)`` after `attempts`
     ///   conflicts.
     public func update(_ changes: [DocumentChange], attempts: Int = 5) throws {
-        guard let dataKey = lock.withLock({ _ in loaded?.dataKey }) else { throw VaultError.notOpen }
+        guard let dataKey = state.withLock({ loaded in loaded?.dataKey }) else { throw VaultError.notOpen }
         try write(attempts: attempts) { stored in
             let document = try openHeld(stored, dataKey: dataKey)
             do {
@@ -186,7 +194,7 @@ public final class DocumentStore: @unchecked Sendable {
             } catch {
                 // The batch does not fit what is stored: nothing written; reads now see what is stored.
                 let fresh = try openHeld(stored, dataKey: dataKey)
-                lock.withLock { _ in loaded = (stored.bytes, stored.version, fresh, dataKey) }
+                state.withLock { loaded in loaded = (stored.bytes, stored.version, fresh, dataKey) }
                 throw error
             }
             return (document, dataKey)
@@ -209,7 +217,7 @@ public final class DocumentStore: @unchecked Sendable {
             let bytes = try document.seal(dataKey: key)
             do {
                 let version = try storage.replace(bytes, expecting: stored.version)
-                lock.withLock { _ in loaded = (bytes, version, document, key) }
+                state.withLock { loaded in loaded = (bytes, version, document, key) }
                 return
             } catch VaultError.storageConflict where attempt < attempts {
                 continue

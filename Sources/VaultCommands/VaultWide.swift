@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import VaultAgent
+import VaultCore
+
+// The verbs about the vault as a whole rather than its entries: `vault passwd` and `vault info`.
+
+package struct Passwd: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "passwd",
+        abstract: "Change the vault's passphrase and its data key (a new random key; one atomic write).")
+
+    @OptionGroup var options: VaultOptions
+
+    @OptionGroup var newPassphrase: SecretSourceOptions<NewPassphraseSecret>
+
+    package func validate() throws {
+        if let fd = newPassphrase.fd, fd == options.passphraseFD {
+            throw ValidationError("the current and the new passphrase need different descriptors")
+        }
+    }
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            let path = try withVault(options) { vault in
+                // Through the agent nothing was asked: whoever can reach the agent must still know the current
+                // passphrase to change it (checked with the KDF, like an unlock).
+                if vault is AgentVault {
+                    try withPassphraseRetries(options) { current in
+                        try VaultOpener.open(path: vault.path, passphrase: current, options: options.storeOptions).close()
+                    }
+                }
+                let secret = try newPassphrase.read()
+                    ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
+                guard secret.count > 0 else { throw CLIError.emptyPassphrase }
+                try vault.changePassphrase(to: secret, parameters: nil)
+                return vault.path
+            }
+            if options.json { try writeJSON(["changed": true, "path": path]) }
+            else { try writeToStdout("passphrase changed for vault '\(path)'\n") }
+        }
+    }
+}
+
+package struct Info: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Show the vault's format and Argon2id parameters (no passphrase needed).")
+
+    @OptionGroup var options: VaultOptions
+
+    @Flag(help: "Also measure what an unlock costs here: one Argon2id with the vault's parameters (takes that long).")
+    package var measure = false
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            let store = options.makeStore()
+            let info = try store.inspect()
+            let unlockSeconds = measure ? try info.kdfParameters.measureSeconds() : nil
+            if options.json {
+                var object: [String: Any] = [
+                    "path": store.path, "format_version": info.formatVersion, "kdf": "argon2id",
+                    "opslimit": info.kdfParameters.opsLimit, "memlimit": info.kdfParameters.memLimitBytes,
+                    "generation": info.generation, "file_size": info.fileByteCount,
+                ]
+                if let id = info.vaultID {
+                    object["vault_id"] = id.description
+                    object["stanzas"] = info.stanzaTypes
+                }
+                if let unlockSeconds { object["unlock_ms"] = Int((unlockSeconds * 1000).rounded()) }
+                try writeJSON(object)
+            } else {
+                let unlock = unlockSeconds.map {
+                    "unlock cost: \(Int(($0 * 1000).rounded())) ms here (one Argon2id with these parameters, measured)\n"
+                } ?? ""
+                let identity = info.vaultID.map {
+                    "vault id:    \($0)\nkey stanzas: \(info.stanzaTypes.joined(separator: ", "))\n"
+                } ?? ""
+                try writeToStdout("""
+                    vault:       \(store.path)
+                    format:      version \(info.formatVersion)
+                    \(identity)kdf:         Argon2id v1.3, \(info.kdfParameters)
+                    generation:  \(info.generation)
+                    file size:   \(info.fileByteCount) bytes
+
+                    """ + unlock)
+            }
+        }
+    }
+}

@@ -16,6 +16,22 @@ import VaultCore
             _ = message.strings(tag)
             _ = message.numbers(tag)
         }
+        if let changes = try? AgentWire.documentChanges(from: message) {
+            let writer = AgentWire.Writer(kind: message.kind)
+            AgentWire.encode(changes, into: writer)
+            do {
+                let again = try AgentWire.documentChanges(from: AgentWire.Message(payload: writer.buffer.secureBytes()))
+                precondition(changes.map(describe) == again.map(describe), "a document batch changed on its way through the wire")
+            } catch {
+                preconditionFailure("a decoded document batch did not encode and decode again: \(error)")
+            }
+        }
+        if let records = try? AgentWire.records(from: message), !records.isEmpty {
+            let writer = AgentWire.Writer(kind: message.kind)
+            AgentWire.encode(records, into: writer)
+            let again = try? AgentWire.records(from: AgentWire.Message(payload: writer.buffer.secureBytes()))
+            precondition(again?.map(describe) == records.map(describe), "an entry changed on its way through the wire")
+        }
         guard let changes = try? AgentWire.changes(from: message) else { return }
         let writer = AgentWire.Writer(kind: message.kind)
         do {
@@ -26,6 +42,22 @@ import VaultCore
         } catch {
             preconditionFailure("a decoded batch did not encode and decode again: \(error)")
         }
+    }
+
+    /// A document change as text (values in hex).
+    static func describe(_ change: DocumentChange) -> String {
+        switch change {
+        case let .setField(entry, field, value, secret):
+            return "set \(entry) \(field) \(String(describing: secret)) " + value.unprotectedBytes.map { String($0, radix: 16) }.joined(separator: ",")
+        default: return "\(change)"
+        }
+    }
+
+    /// A record as text (values in hex).
+    static func describe(_ record: EntryRecord) -> String {
+        "\(record.id) \(record.name) \(record.version) \(record.created) \(record.modified) \(record.conflict) "
+            + record.fields.map { "\($0.name) \($0.isSecret) " + $0.value.unprotectedBytes.map { String($0, radix: 16) }.joined(separator: ",") }
+                .joined(separator: ";")
     }
 
     /// The batch's items as text (values in hex), in order, with its remove-everything flag.

@@ -24,6 +24,13 @@ enum AgentOperation: UInt8 {
     /// Every entry's name, sorted, without attributes (`vault list`): path; with flags set, not an activity
     /// (shell completion: it extends no idle timeout).
     case names
+    /// Versions of one entry with their fields (format version 2): path, name, and `version` N or `flags` for
+    /// every version (neither: the current one). Answers the entry (``AgentWire/encode(_:into:)``), or nothing
+    /// when there is no such entry.
+    case records
+    /// A batch of document changes in one atomic write (format version 2): path, then the changes
+    /// (``AgentDocumentChange``).
+    case apply
 }
 
 /// The status of an answer (the second byte of a response payload).
@@ -46,4 +53,26 @@ enum AgentChange: UInt8 {
     /// The batch fails unless the entry exists / does not exist (no further fields but the name).
     case requireExists = 5
     case requireAbsent = 6
+}
+
+/// One change of a document batch on the wire (``AgentOperation/apply``): the `change` byte, then its fields.
+enum AgentDocumentChange: UInt8 {
+    /// `name`, `field`, `value`, and `secret` when the flag is set.
+    case setField = 1
+    /// `name`, `field`.
+    case removeField
+    /// `name`, `bool` (only if present).
+    case delete
+    /// `source` (from), `name` (to), `bool` (replacing).
+    case rename
+    /// `source` (from), `name` (to), `bool` (replacing).
+    case copy
+    /// `name`, `version`.
+    case restore
+    /// `name`, `bool` (exists).
+    case require
+    /// `name`, `field`, `bool` (exists).
+    case requireField
+    /// No fields.
+    case deleteAll
 }

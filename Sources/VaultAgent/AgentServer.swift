@@ -240,7 +240,7 @@ public final class AgentServer: Sendable {
                     return locked()
                 } catch {}
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
-            case .get, .list, .names, .write, .remove, .passwd:
+            case .get, .list, .names, .write, .remove, .passwd, .records, .apply:
                 let path = try text(request, .path)
                 // Names asked with the flag set (shell completion, on every Tab) are not an activity.
                 let touch = !(operation == .names && request.bool(.flags))
@@ -289,6 +289,21 @@ public final class AgentServer: Sendable {
             reply.field(.bool, try store.remove(try text(request, .name)))
         case .passwd:
             try store.changePassphrase(to: try required(request.secret(.passphrase)), parameters: nil)
+        case .records:
+            let which: EntryVersions
+            if request.bool(.flags) { which = .all }
+            else if let number = request.number(.version) { which = .version(Int(clamping: number)) }
+            else { which = .current }
+            guard let document = store as? any DocumentEntries else {
+                throw VaultError.needsVersion2(path: store.path)
+            }
+            try store.reload()
+            if let records = try document.records(of: try text(request, .name), which) { AgentWire.encode(records, into: reply) }
+        case .apply:
+            guard let document = store as? any DocumentEntries else {
+                throw VaultError.needsVersion2(path: store.path)
+            }
+            try document.apply(try AgentWire.documentChanges(from: request))
         default:
             throw AgentError.protocolError("not an operation on a vault")
         }

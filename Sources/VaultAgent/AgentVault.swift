@@ -4,7 +4,7 @@ import VaultCore
 /// A vault unlocked in the agent, reached through its socket: a ``KeyValueVault`` like the local
 /// ``SecureKeyValueStore``, so code written against the protocol runs over either. The key stays in the
 /// agent; values arrive here in guarded memory.
-public final class AgentVault: KeyValueVault {
+public final class AgentVault: DocumentEntries {
     public let path: String
     private let client: AgentClient
 
@@ -52,6 +52,24 @@ public final class AgentVault: KeyValueVault {
             do { try AgentWire.encode(changes, into: writer) } catch { failure = error }
         }
         if let failure { throw failure }
+    }
+
+    /// The versions of entry `name` (format version 2), in one request; the agent answers a version-1 vault with
+    /// ``VaultError/needsVersion2(path:)``.
+    public func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]? {
+        let answer = try client.request(.records, path: path) { writer in
+            writer.field(.name, name)
+            switch which {
+            case .current: break
+            case .version(let number): writer.field(.version, UInt64(max(0, number)))
+            case .all: writer.field(.flags, true)
+            }
+        }
+        return try AgentWire.records(from: answer)
+    }
+
+    public func apply(_ changes: [DocumentChange]) throws {
+        _ = try client.request(.apply, path: path) { AgentWire.encode(changes, into: $0) }
     }
 
     @discardableResult

@@ -10,7 +10,7 @@ import Glibc
 /// memory, so the secrets they carry (passphrases, values) never sit in ordinary memory.
 enum AgentWire {
     /// The protocol version this build speaks; a peer of another version is refused with a clear error.
-    static let version: UInt8 = 2
+    static let version: UInt8 = 3
     /// The largest payload accepted (a value is at most 64 MiB; a batch or a list may be larger).
     static let maximumPayloadByteCount = 256 << 20
     /// The most fields one payload may carry (a list of 100,000 entries has 400,000): the field table of a
@@ -24,6 +24,9 @@ enum AgentWire {
         case path = 1, name, value, passphrase, idleSeconds, maxSeconds, flags, lockTimeoutMilliseconds
         case code, exitCode, message, hint, count, created, modified, size, change, pid, idleLeft, maxLeft, bool
         case socket, kdfParameters, source
+        /// Document operations (protocol version 3): an entry's id, a version number, a replica id, a conflict
+        /// flag, a field's name and its secret flag.
+        case entryID, version, replica, conflict, field, secret
     }
 
     /// A payload being built, in guarded memory.
@@ -175,7 +178,9 @@ enum AgentWire {
 
         func number(_ tag: Tag) -> UInt64? { first(tag).flatMap(number) }
 
-        func bool(_ tag: Tag) -> Bool { first(tag).map { range in payload.withUnsafeBytes { $0[range].first == 1 } } ?? false }
+        func bool(_ range: Range<Int>) -> Bool { payload.withUnsafeBytes { $0[range].first == 1 } }
+
+        func bool(_ tag: Tag) -> Bool { first(tag).map(bool) ?? false }
 
         /// Calls `body` with each field's tag and bytes, in order.
         func forEachField(_ body: (UInt8, UnsafeRawBufferPointer) throws -> Void) rethrows {

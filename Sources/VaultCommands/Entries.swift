@@ -98,6 +98,11 @@ package struct Put: ParsableCommand {
     @Flag(help: "Drop one newline (\\n or \\r\\n) at the end of the value read from stdin (for `echo … | vault put`).")
     package var trimNewline = false
 
+    @OptionGroup var field: FieldOption
+
+    @Flag(inversion: .prefixedNo, help: "Mark the field secret (masked by 'show' and 'history'), or not. Default: the field's flag, and for a new one secret for password and otp only.")
+    var secret: Bool?
+
     package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries the value: use another --passphrase-fd") }
         if entry.nameFD == 0 { throw ValidationError("stdin carries the value: use another --name-fd") }
@@ -115,6 +120,8 @@ package struct Put: ParsableCommand {
             how.allowEmpty = allowEmpty
             how.multiline = multiline
             how.trimNewline = trimNewline
+            how.field = field.field
+            how.secret = secret
             try Self.store(try entry.resolve(), how, json: options.json, in: { try openVault(options) })
         }
     }
@@ -126,6 +133,11 @@ package struct Put: ParsableCommand {
         var allowEmpty = false
         var multiline = false
         var trimNewline = false
+        /// `--field` (nil: the value, i.e. the `password` field) and `--secret`/`--no-secret`.
+        var field: String?
+        var secret: Bool?
+        /// Whether this put needs format version 2 (another field than the value, or a secret flag).
+        var needsDocument: Bool { (field != nil && field != "password") || secret != nil }
     }
 
     /// What `put` does once it has the name: checks it, opens the vault (`open`), reads the value and stores it
@@ -137,11 +149,17 @@ package struct Put: ParsableCommand {
         do {
             let vault = try open()
             defer { vault.close() }
-            let exists = try vault.contains(name)
-            if exists && how.noClobber { throw VaultError.entryExists(key: name, path: vault.path) }
+            let field = how.field ?? "password"
+            // Another field than the value: whether *that field* exists is what --no-clobber, the prompt and
+            // "replaced" are about.
+            let document = how.needsDocument ? try documentEntries(vault) : nil
+            let exists = try document.map { try $0.record(of: name)?.field(field) != nil } ?? vault.contains(name)
+            if exists && how.noClobber {
+                throw document != nil ? VaultError.fieldExists(key: name, field: field) : VaultError.entryExists(key: name, path: vault.path)
+            }
             var value: SecureBytes
             if isatty(0) == 1, let terminal = Terminal.controlling() {
-                let shown = TerminalText.escaped(name)
+                let shown = TerminalText.escaped(name) + (how.field.map { "' field '" + TerminalText.escaped($0) } ?? "")
                 if exists && !how.force {
                     let answer = try terminal.readLine(prompt: "Overwrite '\(shown)'? [y/N] ")
                     let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
@@ -171,17 +189,26 @@ package struct Put: ParsableCommand {
                 }
             }
             replaced = exists
-            try vault.update { changes in
-                if how.noClobber { changes.require(name, exists: false) }
-                try changes.put(value, forKey: name)
+            if let document {
+                try document.apply(
+                    (how.noClobber ? [.requireField(entry: name, field: field, exists: false)] : [])
+                        + [.setField(entry: name, field: field, value: value, secret: how.secret)])
+            } else {
+                try vault.update { changes in
+                    if how.noClobber { changes.require(name, exists: false) }
+                    try changes.put(value, forKey: name)
+                }
             }
         }
         if json {
-            try writeJSON(["name": name, "stored": true, "replaced": replaced])
+            var object: [String: Any] = ["name": name, "stored": true, "replaced": replaced]
+            if let field = how.field { object["field"] = field }
+            try writeJSON(object)
         } else if isatty(2) == 1 {
             // Said on a terminal only: scripts keep a silent success.
             let what = replaced ? "replaced" : "stored"
-            writeToStderr("\(what) '\(TerminalText.escaped(name))'\(note.map { " (\($0))" } ?? "")\n")
+            let which = how.field.map { "field '\(TerminalText.escaped($0))' of " } ?? ""
+            writeToStderr("\(what) \(which)'\(TerminalText.escaped(name))'\(note.map { " (\($0))" } ?? "")\n")
         }
     }
 }
@@ -206,41 +233,74 @@ package struct Get: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Print the value stored under NAME, exactly as stored (a newline is added only when stdout is a terminal).")
+        abstract: "Print the value stored under NAME, exactly as stored (a newline is added only when stdout is a terminal).",
+        discussion: "The value is the entry's password field; --field prints another one, --version N a field of an earlier version ('vault history NAME' numbers them; format version 2).")
 
     @OptionGroup var options: VaultOptions
 
     @OptionGroup var entry: EntryNameOptions
 
+    @OptionGroup var field: FieldOption
+
+    @Option(help: ArgumentHelp("Print the field of this version: 0 the current one, 1 the newest earlier one.", valueName: "n"))
+    var version: Int?
+
     package func validate() throws {
         if let fd = entry.nameFD, fd == options.passphraseFD {
             throw ValidationError("the name and the passphrase need different descriptors")
         }
+        if let version, version < 0 { throw ValidationError("--version takes 0 (the current version) or more") }
     }
 
     package func run() throws {
         try reportingErrors(json: options.json) {
             let name = try entry.resolve()
-            try withVault(options) { try Self.printValue(of: name, in: $0, json: options.json) }
+            try withVault(options) { vault in
+                if (field.field ?? "password") == "password", version == nil {
+                    try Self.printValue(of: name, in: vault, json: options.json)
+                } else {
+                    try Self.printField(field.field ?? "password", version: version, of: name, in: vault, json: options.json)
+                }
+            }
         }
     }
 
     /// What `get` prints for the entry `name` of `vault` (shared with ``QuickPath``).
     static func printValue(of name: String, in vault: any KeyValueVault, json: Bool) throws {
         guard let value = try vault.getBytes(name) else {
+            // A version-2 entry may exist without a password field (only a username, say).
+            if vault is any DocumentEntries, try vault.contains(name) { throw VaultError.noSuchField(key: name, field: "password") }
             throw CLIError.missingEntry(name, in: vault)
         }
-        if json {
-            // JSON needs a copy in ordinary memory; the raw form writes straight from guarded memory.
-            let bytes = value.unprotectedBytes
-            if let text = String(validating: bytes, as: UTF8.self) {
-                try writeJSON(["name": name, "value": text, "encoding": "utf8"])
-            } else {
-                try writeJSON(["name": name, "value": Data(bytes).base64EncodedString(), "encoding": "base64"])
-            }
-        } else {
-            try writeSecret(value)
+        try print(value, json: json ? ["name": name] : nil)
+    }
+
+    /// What `get --field`/`--version` prints: field `field` of version `version` (nil: the current one) of entry
+    /// `name`.
+    static func printField(_ field: String, version: Int?, of name: String, in vault: any KeyValueVault, json: Bool) throws {
+        let document = try documentEntries(vault)
+        guard let record = try document.records(of: name, version.map { .version($0) } ?? .current)?.first else {
+            throw CLIError.missingEntry(name, in: vault)
         }
+        guard let found = record.field(field) else { throw VaultError.noSuchField(key: name, field: field) }
+        var object: [String: Any] = ["name": name, "field": field]
+        if let version { object["version"] = version }
+        try print(found.value, json: json ? object : nil)
+    }
+
+    /// Writes `value`: exact bytes (``writeSecret(_:)``), or with `json` those keys and the value.
+    static func print(_ value: SecureBytes, json: [String: Any]?) throws {
+        guard var object = json else { return try writeSecret(value) }
+        // JSON needs a copy in ordinary memory; the raw form writes straight from guarded memory.
+        let bytes = value.unprotectedBytes
+        if let text = String(validating: bytes, as: UTF8.self) {
+            object["value"] = text
+            object["encoding"] = "utf8"
+        } else {
+            object["value"] = Data(bytes).base64EncodedString()
+            object["encoding"] = "base64"
+        }
+        try writeJSON(object)
     }
 }
 

@@ -90,8 +90,9 @@ extension VaultError: CLIReportable {
             .retiredKey, .otherVault, .missingOwnWrites:
             return Exit.corrupt
         case .keyChanged: return Exit.authentication
-        case .noSuchEntry, .noSuchVersion: return Exit.notFound
-        case .entryExists: return Exit.exists
+        case .noSuchEntry, .noSuchVersion, .noSuchField: return Exit.notFound
+        case .entryExists, .fieldExists: return Exit.exists
+        case .needsVersion2: return Exit.usage
         case .unsafePermissions: return Exit.permissions
         case .busy, .storageConflict: return Exit.busy
         case .invalidEntryName, .invalidFileName, .invalidFieldName: return Exit.usage
@@ -129,6 +130,9 @@ extension VaultError: CLIReportable {
         case .generationExhausted: return "generation_exhausted"
         case .invalidFieldName: return "invalid_field_name"
         case .noSuchVersion: return "no_such_version"
+        case .noSuchField: return "no_such_field"
+        case .fieldExists: return "field_exists"
+        case .needsVersion2: return "needs_version_2"
         case .clockExhausted: return "clock_exhausted"
         case .storageConflict: return "storage_conflict"
         case .missingOwnWrites: return "missing_own_writes"
@@ -150,6 +154,9 @@ extension VaultError: CLIReportable {
         case .missingOwnWrites:
             return "keep both copies and merge them (vault merge is coming); to take this copy as it is, pass --accept-rollback once"
         case .noSuchEntry: return "'vault list' shows the names"
+        case .noSuchField: return "'vault show NAME' shows the entry's fields"
+        case .noSuchVersion: return "'vault history NAME' shows the versions"
+        case .needsVersion2: return "'vault upgrade' converts the vault to format version 2 (an older vault cannot open it then)"
         case .kdfParametersOutOfRange:
             return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"
         default: return nil

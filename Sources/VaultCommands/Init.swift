@@ -19,6 +19,11 @@ package struct Init: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
+    @Option(name: .customLong("format"), help: ArgumentHelp(
+        "The file format: 2 (the default: entries with ids, fields and history) or 1 (for a vault command older than format version 2, which cannot open version 2).",
+        valueName: "version"))
+    var formatVersion: Int = 2
+
     @Option(help: ArgumentHelp(
         "Argon2id cost: interactive (2 passes, 64 MiB), moderate (3, 256 MiB), sensitive (4, 1 GiB), or calibrate:TIME (e.g. calibrate:500ms).",
         valueName: "preset"))
@@ -58,6 +63,12 @@ package struct Init: ParsableCommand {
         }
     }
 
+    package func validate() throws {
+        guard formatVersion == 1 || formatVersion == 2 else {
+            throw ValidationError("--format takes 1 or 2 (the format version), not \(formatVersion)")
+        }
+    }
+
     package func run() throws {
         try reportingErrors(json: options.json) {
             let store = options.makeStore()
@@ -67,15 +78,25 @@ package struct Init: ParsableCommand {
             if case .calibrate(let seconds)? = kdf {
                 parameters = try Argon2id.Parameters.calibrated(targetSeconds: seconds, progress: progressOnStderr)
             }
-            try store.create(with: passphrase, parameters: parameters)
-            let created = store.kdfParameters!
-            if options.json {
-                try writeJSON([
-                    "path": store.path, "kdf": "argon2id",
-                    "opslimit": created.opsLimit, "memlimit": created.memLimitBytes,
-                ])
+            let created: Argon2id.Parameters
+            var vaultID: DocumentID?
+            if formatVersion == 1 {
+                try store.create(with: passphrase, parameters: parameters)
+                created = store.kdfParameters!
             } else {
-                try writeToStdout("created vault '\(store.path)' (Argon2id \(created))\n")
+                let made = try VaultOpener.create(path: store.path, passphrase: passphrase, parameters: parameters, options: options.storeOptions)
+                created = made.parameters
+                vaultID = made.vaultID
+            }
+            if options.json {
+                var object: [String: Any] = [
+                    "path": store.path, "kdf": "argon2id", "format_version": formatVersion,
+                    "opslimit": created.opsLimit, "memlimit": created.memLimitBytes,
+                ]
+                if let vaultID { object["vault_id"] = vaultID.description }
+                try writeJSON(object)
+            } else {
+                try writeToStdout("created vault '\(store.path)' (format version \(formatVersion), Argon2id \(created))\n")
             }
             AgentAccess.unlockAfterInit(options, passphrase: passphrase)
         }

@@ -65,6 +65,12 @@ public enum VaultError: Error, Equatable, Sendable {
     case invalidFieldName(String)
     /// Entry `key` has no earlier version `version` (1 is the newest earlier one).
     case noSuchVersion(key: String, version: Int)
+    /// Entry `key` has no field `field` (in the version asked for).
+    case noSuchField(key: String, field: String)
+    /// Entry `key` already has a field `field` (a write that required it absent).
+    case fieldExists(key: String, field: String)
+    /// What was asked needs format version 2 (fields, history, ids); the vault at `path` is version 1.
+    case needsVersion2(path: String)
     /// The vault file lacks writes this user's replica made to it (a copy from another machine put over it, which
     /// would silently lose them); nothing is read or written. `--accept-rollback` takes the file as it is.
     case missingOwnWrites(path: String)
@@ -136,6 +142,12 @@ extension VaultError: CustomStringConvertible {
             return "invalid field name: \(reason)"
         case .noSuchVersion(let key, let version):
             return "entry '\(key)' has no version \(version)"
+        case .noSuchField(let key, let field):
+            return "entry '\(key)' has no field '\(field)'"
+        case .fieldExists(let key, let field):
+            return "entry '\(key)' already has a field '\(field)'"
+        case .needsVersion2(let path):
+            return "vault '\(path)' is format version 1: fields, history and entry ids need format version 2"
         case .missingOwnWrites(let path):
             return "refusing to open vault '\(path)': it lacks changes made to it here (a copy from another machine put over it?)"
         case .storageConflict(let path):

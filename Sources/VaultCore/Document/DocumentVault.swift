@@ -7,7 +7,7 @@ import FoundationEssentials
 /// (and the version it replaces goes into the entry's history); a remove leaves a tombstone; a move
 /// (``SecureKeyValueStore/Changes/copy(_:to:keepCreated:)`` with `keepCreated` followed by the source's removal,
 /// what `vault mv` sends) renames the entry and keeps its id; any other copy makes a new id.
-public final class DocumentVault: KeyValueVault, Sendable {
+public final class DocumentVault: DocumentEntries, Sendable {
     public let path: String
     let store: DocumentStore
     let rollbackProtection: RollbackProtection?
@@ -118,6 +118,15 @@ public final class DocumentVault: KeyValueVault, Sendable {
             index += 1
         }
         return out
+    }
+
+    public func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]? {
+        try current().records(of: name, which)
+    }
+
+    public func apply(_ changes: [DocumentChange]) throws {
+        try store.update(changes)
+        recordWrite()
     }
 
     @discardableResult

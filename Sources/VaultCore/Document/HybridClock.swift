@@ -46,7 +46,12 @@ public struct HybridTimestamp: Hashable, Comparable, Sendable, CustomStringConve
     }
 
     /// The time part as one 64-bit number: milliseconds << 16 | counter (what the file stores).
-    var packed: UInt64 { milliseconds << 16 | UInt64(counter) }
+    public var packed: UInt64 { milliseconds << 16 | UInt64(counter) }
+
+    /// The timestamp of time part `packed` (``packed``) issued by `replica`.
+    public init(packed: UInt64, replica: ReplicaID) {
+        self.init(milliseconds: packed >> 16, counter: UInt16(truncatingIfNeeded: packed), replica: replica)
+    }
 
     /// The timestamp `replica` issues next, after `last` (its own latest, or the latest it has seen), at wall
     /// time `now`: later than `last` whatever the wall clock says. The milliseconds follow the wall clock when

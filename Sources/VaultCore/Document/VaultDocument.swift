@@ -56,6 +56,9 @@ public enum DocumentChange: Sendable {
     case restore(entry: String, version: Int)
     /// Changes nothing; fails the whole batch unless `entry` exists (`exists`) or does not, at this point of it.
     case require(entry: String, exists: Bool)
+    /// Changes nothing; fails the whole batch unless `entry` exists and has field `field` (`exists`), or unless it
+    /// has no such field (it may not exist at all), at this point of it.
+    case requireField(entry: String, field: String, exists: Bool)
     /// Deletes every entry, leaving a tombstone for each.
     case deleteAll
 }
@@ -209,6 +212,31 @@ public final class VaultDocument: @unchecked Sendable {
         return record.history[version - 1].fields
     }
 
+    /// The versions `which` of entry `name` with their fields' values (copies in guarded memory), newest first;
+    /// `nil` when there is no such entry.
+    ///
+    /// - Throws: ``VaultError/noSuchVersion(key:version:)`` for a version the entry does not have.
+    public func records(of name: String, _ which: EntryVersions = .current) throws -> [EntryRecord]? {
+        guard let id = idsByName[name], let entry = entries[id] else { return nil }
+        func record(_ number: Int, _ fields: [Field], _ modified: HybridTimestamp, _ conflict: Bool) -> EntryRecord {
+            EntryRecord(
+                id: entry.id, name: entry.name, version: number, created: entry.created, modified: modified,
+                conflict: conflict, fields: fields.map { .init(name: $0.name, isSecret: $0.isSecret, value: copy($0.value)) })
+        }
+        switch which {
+        case .current:
+            return [record(0, entry.fields, entry.modified, false)]
+        case .version(let number):
+            if number == 0 { return [record(0, entry.fields, entry.modified, false)] }
+            guard number >= 1, number <= entry.history.count else { throw VaultError.noSuchVersion(key: name, version: number) }
+            let version = entry.history[number - 1]
+            return [record(number, version.fields, version.modified, version.conflict)]
+        case .all:
+            return [record(0, entry.fields, entry.modified, false)]
+                + entry.history.enumerated().map { record($0 + 1, $1.fields, $1.modified, $1.conflict) }
+        }
+    }
+
     /// Whether field `field` of `entry` (of its earlier version `version`, when given) is secret; `false` when there
     /// is no such field.
     public func fieldIsSecret(_ field: String, in entry: String, version: Int? = nil) -> Bool {
@@ -334,6 +362,13 @@ public final class VaultDocument: @unchecked Sendable {
                 if (idsByName[name] != nil) != exists {
                     throw exists ? VaultError.noSuchEntry(key: name, path: label) : VaultError.entryExists(key: name, path: label)
                 }
+            case let .requireField(name, field, exists):
+                let has = idsByName[name].map { id in entries[id]!.fields.contains { $0.name == field } } ?? false
+                if has != exists {
+                    if !exists { throw VaultError.fieldExists(key: name, field: field) }
+                    _ = try existing(name)
+                    throw VaultError.noSuchField(key: name, field: field)
+                }
             case .deleteAll:
                 for (name, id) in idsByName {
                     entries[id] = nil
@@ -376,7 +411,9 @@ public final class VaultDocument: @unchecked Sendable {
     }
 
     /// Checks a field's name: 1 to 255 bytes, no control characters.
-    static func validate(field: String) throws {
+    ///
+    /// - Throws: ``VaultError/invalidFieldName(_:)``.
+    public static func validate(field: String) throws {
         let count = field.utf8.count
         guard count >= 1, count <= maximumFieldNameByteCount else {
             throw VaultError.invalidFieldName("a field name has 1 to \(maximumFieldNameByteCount) bytes")

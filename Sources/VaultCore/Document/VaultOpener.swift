@@ -30,11 +30,48 @@ public enum VaultOpener {
             return store
         }
         let header = try DocumentHeader.parse(bytes, label: path, policy: options.kdfPolicy)
-        let replica = try ReplicaRegistry.replica(for: header.vaultID, stateDirectory: options.rollbackProtection?.stateDirectory)
+        return try openVersion2(path: path, vaultID: header.vaultID, passphrase: passphrase, options: options)
+    }
+
+    static func openVersion2(path: String, vaultID: DocumentID, passphrase: SecureBytes, options: SecureKeyValueStore.Options) throws -> DocumentVault {
+        let replica = try ReplicaRegistry.replica(for: vaultID, stateDirectory: options.rollbackProtection?.stateDirectory)
         return try DocumentVault(
             path: path, key: .passphrase(passphrase), replica: replica, policy: options.kdfPolicy,
             lockTimeoutSeconds: options.lockTimeoutSeconds, rollbackProtection: options.rollbackProtection,
             acceptRollback: options.acceptRollback)
+    }
+
+    /// What ``create(path:passphrase:parameters:options:)`` made.
+    public struct Created: Sendable {
+        public let vaultID: DocumentID
+        public let parameters: Argon2id.Parameters
+    }
+
+    /// Creates a new, empty version-2 vault at `path` (its directory made 0700 when missing, the file 0600), its
+    /// data key wrapped for `passphrase` with `parameters` (default: the options' parameters for new vaults), and
+    /// records it in the rollback record.
+    ///
+    /// - Throws: ``VaultError/vaultAlreadyExists(path:)``, ``VaultError/kdfParametersOutOfRange(path:opsLimit:memLimitBytes:)``.
+    public static func create(
+        path: String, passphrase: SecureBytes, parameters: Argon2id.Parameters? = nil, options: SecureKeyValueStore.Options
+    ) throws -> Created {
+        let parameters = parameters ?? options.kdfParametersForNewVaults
+        guard options.kdfPolicy.accepts(parameters) else {
+            throw VaultError.kdfParametersOutOfRange(path: path, opsLimit: parameters.opsLimit, memLimitBytes: parameters.memLimitBytes)
+        }
+        if VaultFile.exists(path) { throw VaultError.vaultAlreadyExists(path: path) }
+        let (document, dataKey) = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: path)
+        let bytes = try document.seal(dataKey: dataKey)
+        let storage = LocalFileStorage(path: path, lockTimeoutSeconds: options.lockTimeoutSeconds)
+        do {
+            _ = try storage.replace(bytes, expecting: nil)
+        } catch VaultError.storageConflict {
+            throw VaultError.vaultAlreadyExists(path: path)
+        }
+        if let protection = options.rollbackProtection {
+            RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: nil, protection: protection)
+        }
+        return Created(vaultID: document.vaultID, parameters: parameters)
     }
 }
 

@@ -1,0 +1,211 @@
+import VaultCore
+
+/// The document operations on the wire (protocol version 3, docs/AGENT.md): an entry's versions with their
+/// fields (``AgentOperation/records``), and a batch of document changes (``AgentOperation/apply``). Each side
+/// encodes what the other decodes; `Fuzz/` checks that a decoded batch encodes back to the same batch.
+extension AgentWire {
+    // MARK: Records
+
+    /// Writes `records` (versions of one entry, newest first): the entry's `entryID`, `name`, `created` and its
+    /// `replica`, then per version its `version`, `modified`, `replica` and `conflict`, then per field its `field`
+    /// name, `secret` flag and `value`.
+    static func encode(_ records: [EntryRecord], into writer: Writer) {
+        guard let first = records.first else { return }
+        first.id.bytes.withUnsafeBytes { writer.field(.entryID, $0) }
+        writer.field(.name, first.name)
+        writer.field(.created, first.created.packed)
+        writer.field(.replica, first.created.replica.rawValue)
+        for record in records {
+            writer.field(.version, UInt64(record.version))
+            writer.field(.modified, record.modified.packed)
+            writer.field(.replica, record.modified.replica.rawValue)
+            writer.field(.conflict, record.conflict)
+            for field in record.fields {
+                writer.field(.field, field.name)
+                writer.field(.secret, field.isSecret)
+                writer.field(.value, field.value)
+            }
+        }
+    }
+
+    /// The records in `answer` (``encode(_:into:)``'s inverse); `nil` when it holds no entry.
+    static func records(from answer: Message) throws -> [EntryRecord]? {
+        guard answer.first(.entryID) != nil else { return nil }
+        func malformed() -> AgentError { .protocolError("a malformed entry") }
+        var id: DocumentID?, name: String?, created: UInt64?, createdReplica: UInt64?
+        var records: [EntryRecord] = []
+        // The version being read: number, modified time and replica, conflict, fields.
+        var version: (number: Int, modified: UInt64?, replica: UInt64?, conflict: Bool, fields: [EntryRecord.Field])?
+        var fieldName: String?, fieldSecret = false
+        func finishVersion() throws {
+            guard let current = version else { return }
+            guard let id, let name, let created, let createdReplica, let modified = current.modified, let replica = current.replica,
+                  fieldName == nil else { throw malformed() }
+            records.append(EntryRecord(
+                id: id, name: name, version: current.number,
+                created: HybridTimestamp(packed: created, replica: ReplicaID(rawValue: createdReplica)),
+                modified: HybridTimestamp(packed: modified, replica: ReplicaID(rawValue: replica)),
+                conflict: current.conflict, fields: current.fields))
+            version = nil
+        }
+        for field in answer.fields {
+            let range = field.range
+            switch Tag(rawValue: field.tag) {
+            case .entryID:
+                id = answer.payload.withUnsafeBytes { DocumentID(bytes: Array($0[range])) }
+                guard id != nil else { throw malformed() }
+            case .name: name = answer.string(range)
+            case .created: created = answer.number(range)
+            case .replica:
+                guard let value = answer.number(range) else { throw malformed() }
+                if version == nil { createdReplica = value } else { version!.replica = value }
+            case .version:
+                try finishVersion()
+                guard let number = answer.number(range), number <= UInt64(Int.max) else { throw malformed() }
+                version = (Int(number), nil, nil, false, [])
+            case .modified:
+                guard version != nil else { throw malformed() }
+                version!.modified = answer.number(range)
+            case .conflict:
+                guard version != nil else { throw malformed() }
+                version!.conflict = answer.bool(range)
+            case .field:
+                guard version != nil, fieldName == nil, let text = answer.string(range) else { throw malformed() }
+                fieldName = text
+                fieldSecret = false
+            case .secret:
+                guard fieldName != nil else { throw malformed() }
+                fieldSecret = answer.bool(range)
+            case .value:
+                guard let named = fieldName else { throw malformed() }
+                version!.fields.append(EntryRecord.Field(name: named, isSecret: fieldSecret, value: answer.secret(range)))
+                fieldName = nil
+            default: break
+            }
+        }
+        try finishVersion()
+        return records
+    }
+
+    // MARK: Document changes
+
+    /// Writes `changes` as fields: per change a `change` byte (``AgentDocumentChange``) and its fields.
+    static func encode(_ changes: [DocumentChange], into writer: Writer) {
+        func kind(_ change: AgentDocumentChange) { writer.field(.change, byte: change.rawValue) }
+        for change in changes {
+            switch change {
+            case let .setField(entry, field, value, secret):
+                kind(.setField)
+                writer.field(.name, entry)
+                writer.field(.field, field)
+                if let secret { writer.field(.secret, secret) }
+                writer.field(.value, value)
+            case let .removeField(entry, field):
+                kind(.removeField)
+                writer.field(.name, entry)
+                writer.field(.field, field)
+            case let .delete(entry, ifPresent):
+                kind(.delete)
+                writer.field(.name, entry)
+                writer.field(.bool, ifPresent)
+            case let .rename(from, to, replacing):
+                kind(.rename)
+                writer.field(.source, from)
+                writer.field(.name, to)
+                writer.field(.bool, replacing)
+            case let .copy(from, to, replacing):
+                kind(.copy)
+                writer.field(.source, from)
+                writer.field(.name, to)
+                writer.field(.bool, replacing)
+            case let .restore(entry, version):
+                kind(.restore)
+                writer.field(.name, entry)
+                writer.field(.version, UInt64(max(0, version)))
+            case let .require(entry, exists):
+                kind(.require)
+                writer.field(.name, entry)
+                writer.field(.bool, exists)
+            case let .requireField(entry, field, exists):
+                kind(.requireField)
+                writer.field(.name, entry)
+                writer.field(.field, field)
+                writer.field(.bool, exists)
+            case .deleteAll:
+                kind(.deleteAll)
+            }
+        }
+    }
+
+    /// The document changes in `request` (``encode(_:into:)``'s inverse): a change missing a field it needs, or
+    /// a text field that is not UTF-8, is refused; fields of other tags are ignored.
+    static func documentChanges(from request: Message) throws -> [DocumentChange] {
+        var changes: [DocumentChange] = []
+        var kind: AgentDocumentChange?
+        var name: String?, field: String?, source: String?, value: SecureBytes?, secret: Bool?, flag = false
+        var number: Int?
+        func missing() -> AgentError { .protocolError("a document change without a field it needs") }
+        func finish() throws {
+            defer { (name, field, source, value, secret, flag, number) = (nil, nil, nil, nil, nil, false, nil) }
+            guard let current = kind else { return }
+            switch current {
+            case .setField:
+                guard let name, let field, let value else { throw missing() }
+                changes.append(.setField(entry: name, field: field, value: value, secret: secret))
+            case .removeField:
+                guard let name, let field else { throw missing() }
+                changes.append(.removeField(entry: name, field: field))
+            case .delete:
+                guard let name else { throw missing() }
+                changes.append(.delete(entry: name, ifPresent: flag))
+            case .rename:
+                guard let name, let source else { throw missing() }
+                changes.append(.rename(from: source, to: name, replacing: flag))
+            case .copy:
+                guard let name, let source else { throw missing() }
+                changes.append(.copy(from: source, to: name, replacing: flag))
+            case .restore:
+                guard let name, let number else { throw missing() }
+                changes.append(.restore(entry: name, version: number))
+            case .require:
+                guard let name else { throw missing() }
+                changes.append(.require(entry: name, exists: flag))
+            case .requireField:
+                guard let name, let field else { throw missing() }
+                changes.append(.requireField(entry: name, field: field, exists: flag))
+            case .deleteAll:
+                changes.append(.deleteAll)
+            }
+        }
+        func text(_ range: Range<Int>, _ what: String) throws -> String {
+            guard let text = request.string(range) else {
+                throw what == "name" ? VaultError.invalidEntryName(reason: "the name is not valid UTF-8")
+                    : VaultError.invalidFieldName("the field name is not valid UTF-8")
+            }
+            return text
+        }
+        for item in request.fields {
+            let range = item.range
+            switch Tag(rawValue: item.tag) {
+            case .change:
+                try finish()
+                guard range.count == 1, let next = request.payload.withUnsafeBytes({ AgentDocumentChange(rawValue: $0[range.lowerBound]) }) else {
+                    throw AgentError.protocolError("an unknown document change")
+                }
+                kind = next
+            case .name: name = try text(range, "name")
+            case .source: source = try text(range, "name")
+            case .field: field = try text(range, "field")
+            case .value: value = request.secret(range)
+            case .secret: secret = request.bool(range)
+            case .bool: flag = request.bool(range)
+            case .version:
+                guard let raw = request.number(range), raw <= UInt64(Int.max) else { throw AgentError.protocolError("a malformed version") }
+                number = Int(raw)
+            default: break
+            }
+        }
+        try finish()
+        return changes
+    }
+}

@@ -1,0 +1,207 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+import VaultTerminal
+
+// The verbs of format version 2's entries: `show`, `history`, `restore`, and the `--field`/`--version` of `get`
+// and `put` (docs/FORMAT.md, "Version 2"). They read and write through ``DocumentEntries``: the document opened
+// here, or the agent's.
+
+/// `vault` as a vault with fields, or ``VaultError/needsVersion2(path:)`` for a version-1 vault opened
+/// here (through the agent, the agent answers that for a version-1 vault).
+func documentEntries(_ vault: any KeyValueVault) throws -> any DocumentEntries {
+    guard let document = vault as? any DocumentEntries else { throw VaultError.needsVersion2(path: vault.path) }
+    return document
+}
+
+/// `--field`: which field of the entry.
+package struct FieldOption: ParsableArguments {
+    package init() {}
+
+    @Option(help: ArgumentHelp(
+        "The field: password (the default), username, url, notes, otp, or any name of your own (format version 2).",
+        valueName: "field"))
+    package var field: String?
+
+    package func validate() throws {
+        guard let field else { return }
+        do { try VaultDocument.validate(field: field) } catch let error as VaultError {
+            throw ValidationError("--field: \(error)")
+        }
+    }
+}
+
+extension EntryRecord.Field {
+    /// The value as text for a person: masked when secret and not `reveal`, else its UTF-8 with control characters
+    /// escaped (``TerminalText``) and newlines kept, or a note when it is not UTF-8.
+    func shown(reveal: Bool) -> String {
+        if isSecret && !reveal { return "********" }
+        let bytes = value.unprotectedBytes
+        guard let text = String(validating: bytes, as: UTF8.self) else { return "(\(bytes.count) bytes, not UTF-8)" }
+        return TerminalText.escaped(text, keepingNewlines: true)
+    }
+
+    /// The field as JSON: name, secret, and unless masked its value (UTF-8, else base64 with `"encoding": "base64"`).
+    func json(reveal: Bool) -> [String: Any] {
+        var object: [String: Any] = ["name": name, "secret": isSecret]
+        if isSecret && !reveal {
+            object["masked"] = true
+            return object
+        }
+        let bytes = value.unprotectedBytes
+        if let text = String(validating: bytes, as: UTF8.self) {
+            object["value"] = text
+            object["encoding"] = "utf8"
+        } else {
+            object["value"] = Data(bytes).base64EncodedString()
+            object["encoding"] = "base64"
+        }
+        return object
+    }
+}
+
+extension HybridTimestamp {
+    /// The wall time, ISO 8601 in UTC with milliseconds.
+    var iso8601: String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+}
+
+/// Lines `name: value`, a multi-line value's later lines indented by two spaces.
+func fieldLines(_ fields: [EntryRecord.Field], reveal: Bool, indent: String = "") -> String {
+    fields.map { field in
+        let value = field.shown(reveal: reveal).split(separator: "\n", omittingEmptySubsequences: false)
+            .joined(separator: "\n" + indent + "  ")
+        return indent + TerminalText.escaped(field.name) + ": " + value + "\n"
+    }.joined()
+}
+
+package struct Show: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show an entry: its fields (secret ones masked unless --reveal), id and times.",
+        discussion: "Format version 2. Values are shown for a person (control characters escaped); 'vault get NAME --field FIELD' prints one field's exact bytes.")
+
+    @OptionGroup var options: VaultOptions
+
+    @OptionGroup var entry: EntryNameOptions
+
+    @Flag(help: "Show the values of secret fields (password, otp, and fields marked secret).")
+    var reveal = false
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            let name = try entry.resolve()
+            try withVault(options) { vault in
+                let document = try documentEntries(vault)
+                guard let versions = try document.records(of: name, .all), let current = versions.first else {
+                    throw CLIError.missingEntry(name, in: vault)
+                }
+                if options.json {
+                    try writeJSON([
+                        "name": current.name, "id": current.id.description, "created": current.created.iso8601,
+                        "modified": current.modified.iso8601, "replica": current.modified.replica.description,
+                        "earlier_versions": versions.count - 1, "fields": current.fields.map { $0.json(reveal: reveal) },
+                    ])
+                    return
+                }
+                var text = "name: \(TerminalText.escaped(current.name))\n"
+                text += "id: \(current.id)\n"
+                text += "created: \(current.created.iso8601)\n"
+                text += "modified: \(current.modified.iso8601) (replica \(current.modified.replica))\n"
+                text += "earlier versions: \(versions.count - 1)\n\n"
+                text += fieldLines(current.fields, reveal: reveal)
+                try writeToStdout(text)
+            }
+        }
+    }
+}
+
+package struct History: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "history",
+        abstract: "List an entry's versions, newest first: version 0 is the current one; 'get --version N' and 'restore --version N' take the numbers.",
+        discussion: "Format version 2 keeps the last 10 earlier versions of an entry, at most 64 KiB of them. A version marked 'conflict' lost a concurrent change in a merge. Secret fields are masked unless --reveal.")
+
+    @OptionGroup var options: VaultOptions
+
+    @OptionGroup var entry: EntryNameOptions
+
+    @Flag(help: "Show the values of secret fields.")
+    var reveal = false
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            let name = try entry.resolve()
+            try withVault(options) { vault in
+                let document = try documentEntries(vault)
+                guard let versions = try document.records(of: name, .all), let current = versions.first else {
+                    throw CLIError.missingEntry(name, in: vault)
+                }
+                if options.json {
+                    try writeJSON([
+                        "name": current.name, "id": current.id.description,
+                        "versions": versions.map { version -> [String: Any] in
+                            [
+                                "version": version.version, "current": version.version == 0,
+                                "time": version.modified.iso8601, "replica": version.modified.replica.description,
+                                "conflict": version.conflict, "fields": version.fields.map { $0.json(reveal: reveal) },
+                            ]
+                        },
+                    ])
+                    return
+                }
+                var text = ""
+                for version in versions {
+                    text += "version \(version.version)\(version.version == 0 ? " (current)" : "")"
+                        + "  \(version.modified.iso8601)  replica \(version.modified.replica)"
+                        + (version.conflict ? "  conflict" : "") + "\n"
+                    text += fieldLines(version.fields, reveal: reveal, indent: "  ")
+                }
+                try writeToStdout(text)
+            }
+        }
+    }
+}
+
+package struct Restore: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Make an earlier version of an entry current again (as a new version: the one it replaces goes into the history).",
+        discussion: "'vault history NAME' lists the versions and their numbers.")
+
+    @OptionGroup var options: VaultOptions
+
+    @OptionGroup var entry: EntryNameOptions
+
+    @Option(help: ArgumentHelp("The earlier version to restore (1 is the newest earlier one).", valueName: "n"))
+    var version: Int
+
+    package func validate() throws {
+        if version < 1 { throw ValidationError("--version takes an earlier version, 1 or more ('vault history NAME' lists them)") }
+    }
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            let name = try entry.resolve()
+            try withVault(options) { vault in
+                let document = try documentEntries(vault)
+                guard try document.record(of: name) != nil else { throw CLIError.missingEntry(name, in: vault) }
+                try document.apply([.restore(entry: name, version: version)])
+            }
+            if options.json {
+                try writeJSON(["name": name, "restored": true, "version": version])
+            } else if isatty(2) == 1 {
+                writeToStderr("restored version \(version) of '\(TerminalText.escaped(name))' (the version it replaced is now version 1)\n")
+            }
+        }
+    }
+}

@@ -135,7 +135,7 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore"]),
-        .testTarget(name: "VaultCLITests", dependencies: ["VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
+        .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(
             name: "VaultAuthTests",
             dependencies: ["VaultAuth", "VaultAuthTesting", "VaultCredentials", "VaultCore", "VaultTerminal", "VaultTestSupport"]),

@@ -56,13 +56,17 @@ struct DemoApp: AsyncParsableCommand {
         if let unlocked = try AgentAccess.vault(for: vault) {
             store = unlocked
         } else {
-            let local = vault.makeStore()
-            let creating = !local.exists
+            let path = vault.resolvedPath, options = vault.storeOptions
+            let creating = !vault.makeStore().exists
             let passphrase = try vault.passphrase(
                 prompt: creating ? "New vault passphrase: " : "Vault passphrase: ", confirm: creating)
-            try await local.perform { try $0.open(with: passphrase, createIfMissing: true) }  // Argon2id: off the pool
-            if creating { status("created vault '\(local.path)'") }
-            store = local
+            // Either format version (a new vault is version 2); Argon2id off the cooperative pool.
+            store = try await runBlocking {
+                // Another process may create it first: then that one is opened.
+                if creating { do { _ = try VaultOpener.create(path: path, passphrase: passphrase, options: options) } catch VaultError.vaultAlreadyExists {} }
+                return try VaultOpener.open(path: path, passphrase: passphrase, options: options)
+            }
+            if creating { status("created vault '\(path)'") }
         }
         defer { store.close() }
 

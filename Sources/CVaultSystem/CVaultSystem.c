@@ -46,6 +46,17 @@ int vault_peer_uid(int fd, unsigned int *uid) {
     return 0;
 }
 
+int vault_peer_credentials(int fd, int *pid, unsigned int *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof(credentials);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
+        return -1;
+    }
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    return 0;
+}
+
 /* ---- Crash reports ---------------------------------------------------------------------------------------- */
 
 int vault_default_crash_signals(void) {

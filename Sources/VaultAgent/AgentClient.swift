@@ -81,6 +81,45 @@ public final class AgentClient: Sendable {
         throw AgentError.cannotStart(socket: socketPath, reason: "the agent did not listen within 5 seconds")
     }
 
+    /// An agent of an older protocol version listening at `socketPath` (a `vault` upgraded while its agent ran)
+    /// is stopped, as rbw does, so that a new one can start: `vault unlock` calls this first. Only an agent of
+    /// this user that answered with an older version is stopped (SIGTERM to the pid the socket's credentials
+    /// name; it forgets its keys); one of a newer version is left alone. Returns the stopped agent's version and
+    /// pid, or `nil` when there was nothing to replace.
+    ///
+    /// - Throws: ``AgentError/cannotStart(socket:reason:)`` when the older agent does not stop (SIGTERM, then
+    ///   SIGKILL after 2 seconds);
+    ///   ``AgentError/versionMismatch(agentVersion:)`` for a newer agent.
+    public static func replaceOlderAgent(socketPath: String = AgentSocket.defaultPath) throws -> (version: Int, pid: Int32)? {
+        guard let client = try connect(socketPath: socketPath, timeoutSeconds: 2) else { return nil }
+        let version: Int
+        do {
+            _ = try client.request(.status)
+            return nil
+        } catch AgentError.versionMismatch(let agentVersion) {
+            guard agentVersion < protocolVersion else { throw AgentError.versionMismatch(agentVersion: agentVersion) }
+            version = agentVersion
+        }
+        var pid: Int32 = 0, uid: UInt32 = 0
+        let known = client.connection.withLock { vault_peer_credentials($0, &pid, &uid) } == 0
+        guard known, uid == geteuid(), pid > 0 else {
+            throw AgentError.cannotStart(socket: socketPath, reason: "an agent of protocol version \(version) runs there, and its pid is unknown")
+        }
+        // SIGTERM (it forgets its keys and removes its socket), then after 2 seconds SIGKILL.
+        for (signal, seconds) in [(SIGTERM, 2.0), (SIGKILL, 1.0)] {
+            guard kill(pid, signal) == 0 || errno == ESRCH else {
+                throw AgentError.cannotStart(socket: socketPath, reason: "cannot stop the agent of protocol version \(version) (pid \(pid)): \(Posix.describe(errno: errno))")
+            }
+            let deadline = Posix.monotonicSeconds() + seconds
+            while Posix.monotonicSeconds() < deadline {
+                // Gone when nobody answers there any more (its socket removed, or left stale: a new agent replaces that).
+                if (try? connect(socketPath: socketPath, timeoutSeconds: 1)).flatMap({ $0 }) == nil { return (version, pid) }
+                usleep(20_000)
+            }
+        }
+        throw AgentError.cannotStart(socket: socketPath, reason: "the agent of protocol version \(version) (pid \(pid)) did not stop")
+    }
+
     // MARK: Requests
 
     /// Sends one request and returns the agent's answer when it is a success.

@@ -94,6 +94,10 @@ package struct Unlock: ParsableCommand {
             }
             let socket = AgentSocket.defaultPath
             try AgentSocket.checkDirectory(of: socket, create: true)
+            // An agent of an older protocol (this vault was upgraded while it ran) is replaced, as rbw does.
+            if let old = try AgentClient.replaceOlderAgent(socketPath: socket), !options.json {
+                writeToStderr("vault: stopped the running agent (pid \(old.pid)), which spoke protocol version \(old.version); starting one of version \(AgentClient.protocolVersion)\n")
+            }
             let passphrase = try options.passphrase()
             let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
             try client.unlock(
@@ -300,8 +304,10 @@ extension AgentError: CLIReportable {
     package var hint: String? {
         switch self {
         case .noAgent, .locked: return "run 'vault unlock'"
+        case .versionMismatch(let version) where version < AgentClient.protocolVersion:
+            return "'vault unlock' replaces the older agent (the vaults it holds are locked then)"
         case .versionMismatch:
-            return "stop the running agent ('vault agent status' shows its pid) and run 'vault unlock' again"
+            return "the agent is newer than this vault command: use the vault command that started it, or stop it ('vault agent status' shows its pid)"
         case .remote(_, _, _, let hint): return hint
         case .invalidSocketPath: return "give VAULT_AGENT_SOCK an absolute path, at most 107 bytes long"
         default: return nil

@@ -121,7 +121,7 @@ package enum CommandLineRunner {
     /// The verbs of the tools people come from (pass, gopass, keepassxc-cli, rbw, HashiCorp's vault) that are
     /// ours under another name: suggested for an unknown verb before any edit distance.
     static let peerVerbs: [String: String] = [
-        "show": "get", "cat": "get", "read": "get", "ls": "list", "find": "list", "search": "list",
+        "cat": "get", "read": "get", "ls": "list", "find": "list", "search": "list",
         "rm": "delete", "remove": "delete", "del": "delete", "insert": "put", "add": "put", "edit": "put",
         "set": "put", "write": "put", "pwgen": "generate", "move": "mv", "rename": "mv", "copy": "cp",
     ]

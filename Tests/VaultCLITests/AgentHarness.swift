@@ -388,11 +388,13 @@ enum AgentPython {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : findTool("python3")
     }
 
-    /// A fake agent of protocol version 9 on `argv[1]` (directory created 0700): reads one frame (4-byte big-endian
-    /// length, then the payload) per connection and answers `\x00\x00\x00\x02\x09\x00`. Prints READY once listening.
+    /// A fake agent of protocol version 9 (or `argv[2]`) on `argv[1]` (directory created 0700): reads one frame
+    /// (4-byte big-endian length, then the payload) per connection and answers `\x00\x00\x00\x02`, the version,
+    /// `\x00`. Prints READY once listening.
     static let fakeAgent = #"""
         import os, socket, struct, sys
         path = sys.argv[1]
+        version = int(sys.argv[2]) if len(sys.argv) > 2 else 9
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         os.chmod(os.path.dirname(path), 0o700)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -414,7 +416,7 @@ enum AgentPython {
             try:
                 (length,) = struct.unpack(">I", read_exactly(conn, 4))
                 read_exactly(conn, length)
-                conn.sendall(b"\x00\x00\x00\x02\x09\x00")
+                conn.sendall(b"\x00\x00\x00\x02" + bytes([version]) + b"\x00")
             except Exception:
                 pass
             finally:

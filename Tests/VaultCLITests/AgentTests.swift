@@ -96,7 +96,7 @@ import VaultTestSupport
 
         let status = try #require(try box.status(), "no agent answers after unlock")
         #expect(status.keys == ["pid", "protocol", "socket", "vaults"])
-        #expect(status.protocolVersion == 2)
+        #expect(status.protocolVersion == 3)
         #expect(status.socket == box.socketPath)
         #expect(status.vaults.map(\.path) == [box.vaultPath])
         let left = try #require(status.vaults.first)
@@ -487,7 +487,7 @@ import VaultTestSupport
         try #require(agent.isRunning, "vault agent exited with \(agent.terminationStatus)")
         let empty = try #require(try box.status())
         #expect(empty.pid == pid)
-        #expect(empty.protocolVersion == 2 && empty.socket == box.socketPath && empty.vaults.isEmpty)
+        #expect(empty.protocolVersion == 3 && empty.socket == box.socketPath && empty.vaults.isEmpty)
         let text = try box.vault(["agent", "status"])
         #expect(text.status == 0 && text.stdoutText == "no vault unlocked\n" && text.stderr == "")
 
@@ -970,5 +970,32 @@ import VaultTestSupport
         let error = Self.jsonError(json.stderr)
         #expect(json.status == 1 && error.code == "agent_version_mismatch" && error.exitCode == 1, "\(json.stderr)")
         #expect(json.seconds < 1.0, "took \(json.seconds) s")
+    }
+
+    /// Issue 18 §5: `vault unlock` replaces an agent of an older protocol (a `vault` upgraded while its agent ran),
+    /// as rbw does, and leaves a newer one alone.
+    @Test func unlockReplacesAnOlderAgentAndNotANewerOne() throws {
+        let (box, _) = try Self.boxWithEntry()
+        defer { box.stopAgents() }
+        let older = try AgentPython.startServer(AgentPython.fakeAgent, [box.socketPath, "2"])
+        defer { kill(older.processIdentifier, SIGKILL); older.waitUntilExit() }
+        let before = try box.vault(["get", "k"])
+        #expect(before.status == 1 && before.stderr.contains("hint: 'vault unlock' replaces the older agent"), "\(before.stderr)")
+
+        let unlock = try box.vault(["unlock"], source: true)
+        #expect(unlock.status == 0, "\(unlock.stderr)")
+        #expect(unlock.stderr == "vault: stopped the running agent (pid \(older.processIdentifier)), which spoke protocol version 2; starting one of version 3\n")
+        older.waitUntilExit()
+        #expect(older.terminationReason == .uncaughtSignal, "stopped by a signal (SIGTERM, or SIGKILL when the test runner blocked SIGTERM)")
+        #expect(try box.vault(["get", "k"]).status == 0)
+        box.stopAgents()
+        unlink(box.socketPath)  // what a stopped agent may leave
+
+        let newer = try AgentPython.startServer(AgentPython.fakeAgent, [box.socketPath, "9"])
+        defer { kill(newer.processIdentifier, SIGKILL); newer.waitUntilExit() }
+        let refused = try box.vault(["unlock", "--force"], source: true)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("the agent speaks protocol version 9") && refused.stderr.contains("the agent is newer than this vault command"), "\(refused.stderr)")
+        #expect(newer.isRunning)
     }
 }

@@ -169,9 +169,9 @@ enum Adversarial {
     }
 
     /// Opens the vault at `path` with the library (cheap test KDF) and returns its entries as strings.
+    /// Either format version (``VaultOpener``), without rollback protection (the test reads, it is no replica).
     static func contents(of path: String, passphrase: String = passphrase) throws -> [String: String] {
-        let store = SecureKeyValueStore(path: path, options: .insecureForTesting)
-        try store.open(with: SecureBytes(string: passphrase), createIfMissing: false)
+        let store = try VaultOpener.open(path: path, passphrase: SecureBytes(string: passphrase), options: .insecureForTesting)
         defer { store.close() }
         var out = [String: String]()
         for key in try store.keys() { out[key] = try store.getString(key) }

@@ -38,8 +38,8 @@ import Testing
         var info = stat()
         #expect(stat(state + "/vault", &info) == 0 && info.st_mode & 0o777 == 0o700)
         let records = try FileManager.default.contentsOfDirectory(atPath: state + "/vault")
-        #expect(records.count == 1 && records[0].hasSuffix(".generation"))
-        #expect(stat(state + "/vault/" + records[0], &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(records.filter { $0.hasSuffix(".generation") }.count == 1, "\(records)")
+        for record in records { #expect(stat(state + "/vault/" + record, &info) == 0 && info.st_mode & 0o777 == 0o600) }
     }
 
     /// `vault passwd` rotates the data key: a copy from before it is refused (exit 6, `retired_key`), and so is
@@ -96,6 +96,6 @@ import Testing
         #expect(try box.vault(["init"], extraEnvironment: env).status == 0)
         #expect(try box.vault(["put", "k"], stdin: Data("v".utf8), extraEnvironment: env).status == 0)
         let records = (try? FileManager.default.contentsOfDirectory(atPath: home + "/.local/state/vault")) ?? []
-        #expect(records.count == 1)
+        #expect(records.filter { $0.hasSuffix(".generation") }.count == 1, "\(records)")
     }
 }

@@ -10,7 +10,7 @@ import Testing
 
     @Test func upgradeKeepsNamesValuesAndTimesAndEveryVerbWorksAfter() throws {
         let box = try Sandbox()
-        try box.initVault()
+        #expect(try box.vault(["init", "--format", "1"]).status == 0)
         #expect(try box.vault(["put", "github"], stdin: Data("t0k3n".utf8)).status == 0)
         #expect(try box.vault(["put", "binary"], stdin: Data([0xFF, 0x00, 0x0A])).status == 0)
         #expect(try box.vault(["put", "dir/é"], stdin: Data("x".utf8)).status == 0)
@@ -62,7 +62,7 @@ import Testing
 
     @Test func aWrongPassphraseWritesNothing() throws {
         let box = try Sandbox()
-        try box.initVault()
+        #expect(try box.vault(["init", "--format", "1"]).status == 0)
         #expect(try box.vault(["put", "k"], stdin: Data("v".utf8)).status == 0)
         let before = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
         let wrong = box.directory + "/wrong"
@@ -75,7 +75,7 @@ import Testing
     @Test func theAgentHoldsAnUpgradedVault() throws {
         let box = try AgentBox()
         defer { box.stopAgents() }
-        try box.initVault()
+        #expect(try box.around(["init", "--format", "1"]).status == 0)
         #expect(try box.around(["put", "k"], stdin: Data("v1".utf8)).status == 0)
         try box.unlock()
         #expect(try box.vault(["get", "k"]).stdoutText == "v1")
@@ -97,7 +97,7 @@ import Testing
     /// missing_own_writes, with a hint), and --accept-rollback takes it on purpose.
     @Test func aCopyFromAnotherMachineThatLacksThisOnesWritesIsRefused() throws {
         let box = try Sandbox()
-        try box.initVault()
+        #expect(try box.vault(["init", "--format", "1"]).status == 0)
         let machineA = ["XDG_STATE_HOME": box.directory + "/state-a"]
         let machineB = ["XDG_STATE_HOME": box.directory + "/state-b"]
         #expect(try box.vault(["upgrade"], extraEnvironment: machineA).status == 0)

@@ -8,7 +8,7 @@ import Testing
         let result = try CLI.shell(
             "umask 000; exec \"$VAULT\" init --passphrase-file '\(box.passphraseFile)'", environment: box.environment)
         #expect(result.status == 0)
-        #expect(result.stdoutText == "created vault '\(box.vaultPath)' (Argon2id opslimit 1, memlimit 8 KiB)\n")
+        #expect(result.stdoutText == "created vault '\(box.vaultPath)' (format version 2, Argon2id opslimit 1, memlimit 8 KiB)\n")
         #expect(result.stderr == "")
         let file = try FileManager.default.attributesOfItem(atPath: box.vaultPath)
         let dir = try FileManager.default.attributesOfItem(atPath: box.directory + "/vaults")
@@ -186,9 +186,10 @@ import Testing
         #expect(linked.stderr.contains("symbolic link"))
     }
 
+    /// Version 1's layout (the offsets below); version 2's reject rules are its vectors' (DocumentVectorTests).
     @Test func corruptTruncatedAndOutOfRangeFilesExitSix() throws {
         let box = try Sandbox()
-        try box.initVault()
+        #expect(try box.vault(["init", "--format", "1"]).status == 0)
         let original = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
 
         var flipped = original
@@ -301,7 +302,7 @@ import Testing
         #expect(object?["opslimit"] as? Int == 1)
         #expect(object?["memlimit"] as? Int == 8192)
         #expect(object?["generation"] as? Int == 1)
-        #expect(object?["format_version"] as? Int == 1)
+        #expect(object?["format_version"] as? Int == 2)
     }
 
     @Test func realPresetIsWrittenAndRefusedOutsideTheTestHook() throws {
@@ -310,7 +311,7 @@ import Testing
         let result = try CLI.run(["init", "--kdf", "interactive", "--passphrase-file", box.passphraseFile],
                                  environment: ["VAULT_PATH": box.vaultPath])
         #expect(result.status == 0)
-        #expect(result.stdoutText == "created vault '\(box.vaultPath)' (Argon2id opslimit 2, memlimit 64 MiB)\n")
+        #expect(result.stdoutText == "created vault '\(box.vaultPath)' (format version 2, Argon2id opslimit 2, memlimit 64 MiB)\n")
         // A vault made with the test hook is refused without it, before any KDF runs.
         let cheap = try Sandbox()
         try cheap.initVault()

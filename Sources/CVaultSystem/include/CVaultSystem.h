@@ -17,6 +17,8 @@ int vault_unblock_signals(void);
 
 /// The user id of the peer of a connected Unix-domain socket (SO_PEERCRED). Returns 0 or -1 with errno set.
 int vault_peer_uid(int fd, unsigned int *uid);
+/* The pid and uid of the process at the other end of Unix socket `fd` (SO_PEERCRED); 0, or -1 with errno. */
+int vault_peer_credentials(int fd, int *pid, unsigned int *uid);
 
 
 /// Sets SIGQUIT, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP and SIGSYS to their default action (the

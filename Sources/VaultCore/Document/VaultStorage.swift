@@ -32,6 +32,18 @@ public protocol VaultStorage: Sendable {
     ///
     /// - Throws: ``VaultError/storageConflict(path:)`` when the stored version moved (nothing is written).
     func replace(_ bytes: [UInt8], expecting expected: StorageVersion?) throws -> StorageVersion
+    /// Runs `body` while no other writer can replace the stored vault, where the storage can promise that (a local
+    /// file: its lock), so that a load, a change and a replace inside it never conflict: writers queue instead of
+    /// retrying. `body` replaces through the function it is given (``replace(_:expecting:)`` would wait for the
+    /// lock held). A storage without such a lock runs `body` as it is, and its conditional replace catches other
+    /// writers (the default).
+    func exclusively<R>(_ body: (_ replace: ([UInt8], StorageVersion?) throws -> StorageVersion) throws -> R) throws -> R
+}
+
+extension VaultStorage {
+    public func exclusively<R>(_ body: (_ replace: ([UInt8], StorageVersion?) throws -> StorageVersion) throws -> R) throws -> R {
+        try body { bytes, expected in try replace(bytes, expecting: expected) }
+    }
 }
 
 /// The local vault file as a ``VaultStorage``: the version is a hash of the file's bytes; a replace takes the
@@ -59,13 +71,20 @@ public struct LocalFileStorage: VaultStorage {
     }
 
     public func replace(_ bytes: [UInt8], expecting expected: StorageVersion?) throws -> StorageVersion {
+        try exclusively { replace in try replace(bytes, expected) }
+    }
+
+    /// Runs `body` holding the vault's lock; its `replace` re-reads, compares and writes without taking it again.
+    public func exclusively<R>(_ body: (_ replace: ([UInt8], StorageVersion?) throws -> StorageVersion) throws -> R) throws -> R {
         try VaultFile.createDirectory(for: path)
         let lock = try VaultLock(vaultPath: path, timeoutSeconds: lockTimeoutSeconds)
         defer { lock.release() }
-        let stored = try VaultFile.read(path: path).map(Self.version(of:))
-        guard stored == expected else { throw VaultError.storageConflict(path: path) }
-        try VaultFile.writeAtomically(bytes, to: path)
-        return Self.version(of: bytes)
+        return try body { bytes, expected in
+            let stored = try VaultFile.read(path: path).map(Self.version(of:))
+            guard stored == expected else { throw VaultError.storageConflict(path: path) }
+            try VaultFile.writeAtomically(bytes, to: path)
+            return Self.version(of: bytes)
+        }
     }
 }
 
@@ -130,10 +149,38 @@ public final class DocumentStore: Sendable {
     ///
     /// - Throws: ``VaultError/vaultNotFound(path:)``, and what ``VaultDocument/open(_:with:label:policy:)`` throws.
     public func open(with key: DocumentKey) throws {
-        guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
-        let (document, dataKey) = try VaultDocument.open(stored.bytes, with: key, label: storage.label, policy: policy)
-        try verify(document, dataKey)
+        guard var stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
+        var (document, dataKey) = try VaultDocument.open(stored.bytes, with: key, label: storage.label, policy: policy)
+        try loadingAgainOnARace(&stored) { stored, first in
+            if !first { document = try openHeld(stored, dataKey: dataKey, verifying: false) }
+            try verify(document, dataKey)
+        }
         state.withLock { loaded in loaded = (stored.bytes, stored.version, document, dataKey) }
+    }
+
+    /// Runs `body` on `stored` (`first`: the bytes as first loaded); when it fails with what a concurrent writer
+    /// causes (it wrote and raised the rollback record, or this replica's latest write, after our load) and the
+    /// stored bytes moved meanwhile, loads them again under the storage's lock (``VaultStorage/exclusively(_:)``)
+    /// and runs `body` on them once more.
+    private func loadingAgainOnARace(_ stored: inout StoredVault, _ body: (StoredVault, Bool) throws -> Void) throws {
+        do {
+            try body(stored, true)
+        } catch let error as VaultError where Self.isRace(error) {
+            // Once more with no writer writing (writers may keep replacing it faster than it is read).
+            stored = try storage.exclusively { _ in
+                guard let again = try storage.load(), again.version != stored.version else { throw error }
+                try body(again, false)
+                return again
+            }
+        }
+    }
+
+    /// Whether `error` is what a writer that replaced the stored bytes after our load makes our check report.
+    static func isRace(_ error: VaultError) -> Bool {
+        switch error {
+        case .rollbackDetected, .missingOwnWrites: return true
+        default: return false
+        }
     }
 
     /// Loads what is stored now with the data key held (no KDF; no decryption when the bytes did not change).
@@ -141,24 +188,24 @@ public final class DocumentStore: Sendable {
     /// - Throws: ``VaultError/keyChanged(path:)`` when the stored vault has another data key now (a passphrase
     ///   change elsewhere).
     public func reload() throws {
-        try state.withLock { loaded in
-            guard let held = loaded else { throw VaultError.notOpen }
-            guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
-            if stored.version == held.version { return }
-            let document = try openHeld(stored, dataKey: held.dataKey)
-            loaded = (stored.bytes, stored.version, document, held.dataKey)
-        }
+        // No state lock across the I/O: a writer holds the storage's lock and then takes the state lock.
+        guard let held = state.withLock({ loaded in loaded }) else { throw VaultError.notOpen }
+        guard var stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
+        if stored.version == held.version { return }
+        var document: VaultDocument?
+        try loadingAgainOnARace(&stored) { stored, _ in document = try openHeld(stored, dataKey: held.dataKey) }
+        state.withLock { loaded in loaded = (stored.bytes, stored.version, document!, held.dataKey) }
     }
 
     /// Opens `stored` with the data key held and verifies it; another data key is ``VaultError/keyChanged(path:)``.
-    private func openHeld(_ stored: StoredVault, dataKey: SecureBytes) throws -> VaultDocument {
+    private func openHeld(_ stored: StoredVault, dataKey: SecureBytes, verifying: Bool = true) throws -> VaultDocument {
         let document: VaultDocument
         do {
             document = try VaultDocument.open(stored.bytes, with: .dataKey(dataKey), label: storage.label, policy: policy).document
         } catch VaultError.wrongPassphrase {
             throw VaultError.keyChanged(path: storage.label)
         }
-        try verify(document, dataKey)
+        if verifying { try verify(document, dataKey) }
         return document
     }
 
@@ -206,21 +253,26 @@ public final class DocumentStore: Sendable {
     /// record after our load), loads again, `attempts` times in all.
     private func write(attempts: Int, _ make: (StoredVault) throws -> (VaultDocument, SecureBytes)) throws {
         for attempt in 1...max(1, attempts) {
-            guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
-            let document: VaultDocument, key: SecureBytes
-            do {
-                (document, key) = try make(stored)
-            } catch let error as VaultError {
-                if case .rollbackDetected = error, attempt < attempts, try storage.load()?.version != stored.version { continue }
-                throw error
+            // Under the storage's lock where it has one (a local file: writers queue), else optimistic.
+            let written = try storage.exclusively { replace -> (bytes: [UInt8], version: StorageVersion, document: VaultDocument, dataKey: SecureBytes)? in
+                guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
+                let document: VaultDocument, key: SecureBytes
+                do {
+                    (document, key) = try make(stored)
+                } catch let error as VaultError {
+                    if Self.isRace(error), attempt < attempts, try storage.load()?.version != stored.version { return nil }
+                    throw error
+                }
+                let bytes = try document.seal(dataKey: key)
+                do {
+                    return (bytes, try replace(bytes, stored.version), document, key)
+                } catch VaultError.storageConflict where attempt < attempts {
+                    return nil
+                }
             }
-            let bytes = try document.seal(dataKey: key)
-            do {
-                let version = try storage.replace(bytes, expecting: stored.version)
-                state.withLock { loaded in loaded = (bytes, version, document, key) }
+            if let written {
+                state.withLock { loaded in loaded = written }
                 return
-            } catch VaultError.storageConflict where attempt < attempts {
-                continue
             }
         }
         throw VaultError.storageConflict(path: storage.label)

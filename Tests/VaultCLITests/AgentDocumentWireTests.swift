@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+@_spi(Fuzzing) @testable import VaultAgent
+import VaultCore
+
+/// The document operations on the agent's wire (protocol version 3): what the client encodes the agent decodes
+/// to the same thing, and malformed messages are refused, never half-read.
+@Suite struct AgentDocumentWireTests {
+    func message(_ writer: AgentWire.Writer) throws -> AgentWire.Message {
+        try AgentWire.Message(payload: writer.buffer.secureBytes())
+    }
+
+    func text(_ change: DocumentChange) -> String { AgentFuzzEntryPoints.describe(change) }
+
+    @Test func everyDocumentChangeCrossesTheWireUnchanged() throws {
+        let changes: [DocumentChange] = [
+            .setField(entry: "a", field: "password", value: SecureBytes([0, 0xFF, 10])),
+            .setField(entry: "a", field: "api key", value: SecureBytes(Array("k".utf8)), secret: true),
+            .setField(entry: "é/b", field: "notes", value: SecureBytes([UInt8]()), secret: false),
+            .removeField(entry: "a", field: "url"), .delete(entry: "x", ifPresent: true), .delete(entry: "y"),
+            .rename(from: "a", to: "b", replacing: true), .copy(from: "b", to: "c"), .restore(entry: "c", version: 3),
+            .require(entry: "c", exists: false), .requireField(entry: "c", field: "otp", exists: true), .deleteAll,
+        ]
+        let writer = AgentWire.Writer(kind: AgentOperation.apply.rawValue)
+        writer.field(.path, "/v")
+        AgentWire.encode(changes, into: writer)
+        let decoded = try AgentWire.documentChanges(from: message(writer))
+        #expect(decoded.map(text) == changes.map(text))
+    }
+
+    @Test func malformedDocumentChangesAreRefused() throws {
+        // A set without its value, an unknown change, a name that is not UTF-8.
+        let noValue = AgentWire.Writer(kind: AgentOperation.apply.rawValue)
+        noValue.field(.change, byte: AgentDocumentChange.setField.rawValue)
+        noValue.field(.name, "a")
+        noValue.field(.field, "password")
+        #expect(throws: AgentError.protocolError("a document change without a field it needs")) {
+            try AgentWire.documentChanges(from: message(noValue))
+        }
+        let unknown = AgentWire.Writer(kind: AgentOperation.apply.rawValue)
+        unknown.field(.change, byte: 99)
+        #expect(throws: AgentError.protocolError("an unknown document change")) { try AgentWire.documentChanges(from: message(unknown)) }
+        let invalid = AgentWire.Writer(kind: AgentOperation.apply.rawValue)
+        invalid.field(.change, byte: AgentDocumentChange.delete.rawValue)
+        [UInt8(0xFF)].withUnsafeBytes { invalid.field(.name, $0) }
+        #expect(throws: VaultError.invalidEntryName(reason: "the name is not valid UTF-8")) {
+            try AgentWire.documentChanges(from: message(invalid))
+        }
+    }
+
+    @Test func recordsCrossTheWireWithEveryVersionAndField() throws {
+        let id = DocumentID.random()
+        let created = HybridTimestamp(milliseconds: 1_764_000_000_000, counter: 2, replica: ReplicaID(rawValue: 7))
+        func record(_ version: Int, _ fields: [EntryRecord.Field], conflict: Bool = false) -> EntryRecord {
+            EntryRecord(
+                id: id, name: "gh", version: version, created: created,
+                modified: HybridTimestamp(milliseconds: 1_764_000_000_000 + UInt64(10 - version), counter: 0, replica: ReplicaID(rawValue: 9)),
+                conflict: conflict, fields: fields)
+        }
+        let records = [
+            record(0, [.init(name: "password", isSecret: true, value: SecureBytes([1, 2])), .init(name: "url", isSecret: false, value: SecureBytes([UInt8]()))]),
+            record(1, [], conflict: true),
+            record(2, [.init(name: "password", isSecret: true, value: SecureBytes([0xFF]))]),
+        ]
+        let writer = AgentWire.Writer(kind: 0)
+        AgentWire.encode(records, into: writer)
+        let decoded = try #require(try AgentWire.records(from: message(writer)))
+        #expect(decoded.map(AgentFuzzEntryPoints.describe) == records.map(AgentFuzzEntryPoints.describe))
+        #expect(try AgentWire.records(from: message(AgentWire.Writer(kind: 0))) == nil, "no entry")
+
+        // A field value without its name, a version without its time: refused.
+        let orphan = AgentWire.Writer(kind: 0)
+        id.bytes.withUnsafeBytes { orphan.field(.entryID, $0) }
+        orphan.field(.name, "gh")
+        orphan.field(.created, UInt64(1))
+        orphan.field(.replica, UInt64(1))
+        orphan.field(.version, UInt64(0))
+        orphan.field(.value, SecureBytes([1]))
+        #expect(throws: AgentError.protocolError("a malformed entry")) { try AgentWire.records(from: message(orphan)) }
+    }
+}

@@ -155,6 +155,13 @@ public final class AgentClient: Sendable {
         case .ok: return answer
         case .locked: throw AgentError.locked(path: path ?? "")
         case .error:
+            // The library's own error, as the local store would throw it, naming the vault as the caller did.
+            if let name = answer.string(.errorCase) {
+                let canonical = path.map(RollbackGuard.canonicalPath)
+                if let error = AgentErrorWire.decode(name, answer.strings(.argument), path: { $0 == canonical ? path! : $0 }) {
+                    throw error
+                }
+            }
             throw AgentError.remote(
                 code: answer.string(.code) ?? "error",
                 exitCode: Int32(truncatingIfNeeded: answer.number(.exitCode) ?? 1),

@@ -425,6 +425,11 @@ public final class AgentServer: Sendable {
         reply.field(.exitCode, UInt64(UInt32(bitPattern: exitCode)))
         reply.field(.message, message)
         if let hint { reply.field(.hint, hint) }
+        if let error = error as? VaultError {
+            let (name, arguments) = AgentErrorWire.encode(error)
+            reply.field(.errorCase, name)
+            for argument in arguments { reply.field(.argument, argument) }
+        }
         return reply
     }
 

@@ -27,6 +27,8 @@ enum AgentWire {
         /// Document operations (protocol version 3): an entry's id, a version number, a replica id, a conflict
         /// flag, a field's name and its secret flag.
         case entryID, version, replica, conflict, field, secret
+        /// An error answer's ``VaultError`` case and its arguments, in order (``AgentErrorWire``).
+        case errorCase, argument
     }
 
     /// A payload being built, in guarded memory.

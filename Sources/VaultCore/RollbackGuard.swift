@@ -114,12 +114,66 @@ package enum RollbackGuard {
         }
     }
 
+    // MARK: Version 2: the record of a vault by its id
+
+    /// The record of version-2 vault `vaultID`, wherever its file is (`<vault id>.vault`): its generation, its data
+    /// key's id (from the header) and the ids of the data keys it retired. It catches what the record of a path
+    /// cannot: an older copy put back after the vault moved, or under another name. Refuses (unless `accept`):
+    /// a lower generation under the same data key (``VaultError/rollbackDetected``); a retired data key
+    /// (``VaultError/retiredKey(path:)``); a new data key without a later generation (a passphrase change
+    /// raises it), as a rollback. A new data key with a later generation (a passphrase change made elsewhere)
+    /// becomes the reference and retires the old one.
+    static func checkAndRecordVault(
+        _ vaultID: DocumentID, dataKeyID: DocumentID, generation: UInt64, path: String, protection: RollbackProtection,
+        accept: Bool
+    ) throws {
+        let (id, key) = (vaultID.description, dataKeyID.description)
+        try update(protection: protection, name: id + ".vault") { old in
+            guard let old, old.path == id else { return Record(path: id, vaultID: key, generation: generation) }
+            if old.vaultID == key {
+                if generation == old.generation { return nil }
+                if generation < old.generation, !accept {
+                    throw VaultError.rollbackDetected(path: path, seenGeneration: old.generation, fileGeneration: generation)
+                }
+                return Record(path: id, vaultID: key, generation: generation, retired: old.retired)
+            }
+            if !accept {
+                if old.retired.contains(key) { throw VaultError.retiredKey(path: path) }
+                if generation <= old.generation {
+                    throw VaultError.rollbackDetected(path: path, seenGeneration: old.generation, fileGeneration: generation)
+                }
+            }
+            let retired = Array((old.retired + [old.vaultID]).filter { $0 != key }.suffix(maximumRetiredCount))
+            return Record(path: id, vaultID: key, generation: generation, retired: retired)
+        }
+    }
+
+    /// Records a generation of version-2 vault `vaultID` this process wrote (never lowers the record of the same
+    /// data key); `retiring`: the data key id a passphrase change replaced.
+    static func recordVault(
+        _ vaultID: DocumentID, dataKeyID: DocumentID, generation: UInt64, retiring: DocumentID? = nil, protection: RollbackProtection
+    ) {
+        let (id, key) = (vaultID.description, dataKeyID.description)
+        try? update(protection: protection, name: id + ".vault") { old in
+            var retired = old?.path == id ? old?.retired ?? [] : []
+            if let old, old.path == id, old.vaultID != key, !retired.contains(old.vaultID) { retired.append(old.vaultID) }
+            if let retiring = retiring?.description, retiring != key, !retired.contains(retiring) { retired.append(retiring) }
+            retired = Array(retired.filter { $0 != key }.suffix(maximumRetiredCount))
+            if let old, old.path == id, old.vaultID == key, old.generation >= generation, old.retired == retired { return nil }
+            return Record(path: id, vaultID: key, generation: generation, retired: retired)
+        }
+    }
+
     /// Reads the record under an exclusive `flock` of the state directory, and writes what `decide` returns
     /// (nil: nothing to write) with a temporary file and `rename`. State that cannot be read counts as none;
     /// state that cannot be written is skipped (the check is best effort, never a reason a vault cannot open).
     private static func update(
         protection: RollbackProtection, canonicalPath: String, _ decide: (Record?) throws -> Record?
     ) throws {
+        try update(protection: protection, name: recordName(for: canonicalPath), decide)
+    }
+
+    private static func update(protection: RollbackProtection, name: String, _ decide: (Record?) throws -> Record?) throws {
         let directory = protection.stateDirectory
         guard let dirfd = openStateDirectory(directory) else {
             _ = try decide(nil)
@@ -131,7 +185,6 @@ package enum RollbackGuard {
             _ = try decide(nil)
             return
         }
-        let name = recordName(for: canonicalPath)
         let old = readRecord(dirfd: dirfd, name: name)
         guard let new = try decide(old) else { return }
         let text = "vault-rollback 1\npath \(new.path)\nid \(new.vaultID)\ngeneration \(new.generation)\n"

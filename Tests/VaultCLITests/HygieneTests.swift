@@ -245,9 +245,11 @@ import Testing
                 #expect(Self.mode(directory) == S_IFDIR | 0o700, "umask \(umask): \(directory)")
             }
             let records = try FileManager.default.contentsOfDirectory(atPath: state + "/vault")
-            // Version 2: the rollback record, and once written this user's replica id and its latest write.
+            // Version 2: the records of the path and of the vault's id, and once written this user's replica id
+            // and its latest write.
             let kinds = Set(records.map { $0.split(separator: ".").last.map(String.init) ?? "" })
-            #expect(kinds == (command == "init" ? ["generation"] : ["generation", "replica", "written"]) && records.count == kinds.count,
+            #expect(kinds == (command == "init" ? ["generation", "vault"] : ["generation", "replica", "vault", "written"])
+                    && records.count == kinds.count,
                     "umask \(umask), \(command): state records \(records)")
             for record in records {
                 #expect(Self.mode(state + "/vault/" + record) == S_IFREG | 0o600, "umask \(umask): state record")

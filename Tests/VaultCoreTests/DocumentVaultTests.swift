@@ -211,4 +211,74 @@ struct DocumentVaultTests {
         vault.close()
         #expect(throws: VaultError.notOpen) { try vault.keys() }
     }
+
+    /// Issue 18 §6: the record of a vault by its id and data-key id, wherever its file is: an older copy put back
+    /// after the vault moved (a path never seen: no record of that path) is refused.
+    @Test func anOlderCopyIsRefusedAfterTheVaultMoved() throws {
+        let protection = RollbackProtection(stateDirectory: directory.file("state"))
+        _ = try makeVault()
+        let moved = directory.file("moved.vault")
+        func open(_ at: String, accept: Bool = false) throws -> DocumentVault {
+            try DocumentVault(path: at, key: .passphrase(Self.passphrase), replica: ReplicaID(rawValue: 1), policy: .insecureForTesting,
+                              rollbackProtection: protection, acceptRollback: accept)
+        }
+        let older = try Data(contentsOf: URL(fileURLWithPath: path))
+        let vault = try open(path)
+        // Another replica's writes (this one's own-writes check does not apply), seen here.
+        let other = try DocumentVault(path: path, key: .passphrase(Self.passphrase), replica: ReplicaID(rawValue: 2), policy: .insecureForTesting)
+        try other.put("2", forKey: "k")
+        try vault.reload()
+        vault.close()
+        try FileManager.default.moveItem(atPath: path, toPath: moved)
+        try older.write(to: URL(fileURLWithPath: moved))
+        do { _ = try open(moved) } catch VaultError.rollbackDetected(let at, let seen, let file) {
+            #expect(at == moved && seen > file)
+        } catch { Issue.record("expected rollbackDetected, got \(error)") }
+        #expect(try open(moved, accept: true).keys() == [], "--accept-rollback takes it")
+    }
+
+    /// The id record's rules on data keys: a new key with a later generation (a passphrase change made elsewhere)
+    /// becomes the reference and retires the old key; the retired key is refused after; a new key without a later
+    /// generation is a rollback.
+    @Test func theRecordOfAVaultIdFollowsItsDataKeys() throws {
+        let protection = RollbackProtection(stateDirectory: directory.file("state"))
+        let (vault, first, second, third) = (DocumentID.random(), DocumentID.random(), DocumentID.random(), DocumentID.random())
+        func check(_ key: DocumentID, _ generation: UInt64) throws {
+            try RollbackGuard.checkAndRecordVault(vault, dataKeyID: key, generation: generation, path: "p", protection: protection, accept: false)
+        }
+        try check(first, 5)
+        try check(first, 7)
+        #expect(throws: VaultError.rollbackDetected(path: "p", seenGeneration: 7, fileGeneration: 6)) { try check(first, 6) }
+        #expect(throws: VaultError.rollbackDetected(path: "p", seenGeneration: 7, fileGeneration: 7)) { try check(second, 7) }
+        try check(second, 8)
+        #expect(throws: VaultError.retiredKey(path: "p")) { try check(first, 9) }
+        RollbackGuard.recordVault(vault, dataKeyID: third, generation: 9, retiring: second, protection: protection)
+        #expect(throws: VaultError.retiredKey(path: "p")) { try check(second, 10) }
+        try check(third, 9)
+        #expect(throws: VaultError.rollbackDetected(path: "p", seenGeneration: 9, fileGeneration: 8)) { try check(third, 8) }
+    }
+
+    /// The entries' versions with their values, and the field requirement, through the document interface.
+    @Test func recordsAndFieldRequirements() throws {
+        let clock = SettableClock(1_764_000_000_000)
+        let vault = try makeVault(clock: clock)
+        try vault.apply([.setField(entry: "e", field: "password", value: SecureBytes(string: "one"))])
+        clock.set(1_764_000_000_005)
+        try vault.apply([.setField(entry: "e", field: "username", value: SecureBytes(string: "al")), .setField(entry: "e", field: "password", value: SecureBytes(string: "two"))])
+        let all = try #require(try vault.records(of: "e", .all))
+        #expect(all.map(\.version) == [0, 1])
+        #expect(all.map { $0.field("password")?.value.stringValue } == ["two", "one"])
+        #expect(all[0].field("username")?.isSecret == false && all[0].field("password")?.isSecret == true)
+        #expect(all[0].modified > all[1].modified && all[0].created == all[1].created && all[0].id == all[1].id)
+        #expect(try vault.records(of: "e", .version(1))?.first?.field("username") == nil)
+        #expect(throws: VaultError.noSuchVersion(key: "e", version: 2)) { try vault.records(of: "e", .version(2)) }
+        #expect(try vault.records(of: "x", .all) == nil)
+        #expect(throws: VaultError.fieldExists(key: "e", field: "username")) {
+            try vault.apply([.requireField(entry: "e", field: "username", exists: false), .setField(entry: "e", field: "username", value: SecureBytes(string: "b"))])
+        }
+        #expect(throws: VaultError.noSuchField(key: "e", field: "url")) { try vault.apply([.requireField(entry: "e", field: "url", exists: true)]) }
+        #expect(throws: VaultError.noSuchEntry(key: "x", path: path)) { try vault.apply([.requireField(entry: "x", field: "url", exists: true)]) }
+        try vault.apply([.requireField(entry: "x", field: "url", exists: false)])
+        #expect(try vault.record(of: "e")?.field("username")?.value.stringValue == "al", "nothing of a failed batch was written")
+    }
 }

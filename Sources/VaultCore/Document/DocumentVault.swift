@@ -30,13 +30,19 @@ public final class DocumentVault: DocumentEntries, Sendable {
         store.setVerify(rollbackCheck(accept: false))
     }
 
-    /// The check of every load: the rollback record (generation and data key, as version 1), and this user's
+    /// The check of every load: the record of the vault's id (generation and data-key id, wherever the file is),
+    /// the rollback record of its path (generation and data key, as version 1), and this user's
     /// replica's own latest write: a file whose replica table shows an older one for this replica lacks writes made
     /// here (another machine's copy put over this one: newer by generation, yet it would silently lose them).
     func rollbackCheck(accept: Bool) -> DocumentStore.Verifier? {
         guard let protection = rollbackProtection else { return nil }
         let path = self.path, replica = store.replica
         return { document, dataKey in
+            // Wherever the file is: the record of the vault's id and data key id (issue 18 §6), checked first so that
+            // a refused file is recorded nowhere; then the record of this path (another vault put here).
+            try RollbackGuard.checkAndRecordVault(
+                document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, path: path,
+                protection: protection, accept: accept)
             try RollbackGuard.checkAndRecord(
                 path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept)
             guard let written = ReplicaRegistry.latestWrite(of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
@@ -48,9 +54,11 @@ public final class DocumentVault: DocumentEntries, Sendable {
         }
     }
 
-    func recordWrite(retiring: SecureBytes? = nil) {
+    func recordWrite(retiring: SecureBytes? = nil, retiringID: DocumentID? = nil) {
         guard let protection = rollbackProtection, let document = store.document, let dataKey = store.dataKey else { return }
         RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: retiring, protection: protection)
+        RollbackGuard.recordVault(
+            document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, retiring: retiringID, protection: protection)
         if let latest = document.replicas[store.replica] {
             try? ReplicaRegistry.recordLatestWrite(latest.packed, of: store.replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
         }
@@ -139,9 +147,9 @@ public final class DocumentVault: DocumentEntries, Sendable {
     }
 
     public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {
-        let old = store.dataKey
+        let old = store.dataKey, oldID = store.document?.dataKeyID
         try store.changePassphrase(to: newPassphrase, parameters: parameters)
-        recordWrite(retiring: old)
+        recordWrite(retiring: old, retiringID: oldID)
     }
 
     public func reload() throws { try store.reload() }

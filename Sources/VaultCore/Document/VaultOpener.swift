@@ -70,6 +70,7 @@ public enum VaultOpener {
         }
         if let protection = options.rollbackProtection {
             RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: nil, protection: protection)
+            RollbackGuard.recordVault(document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, protection: protection)
         }
         return Created(vaultID: document.vaultID, parameters: parameters)
     }

@@ -178,7 +178,7 @@ public final class DocumentStore: Sendable {
     /// Whether `error` is what a writer that replaced the stored bytes after our load makes our check report.
     static func isRace(_ error: VaultError) -> Bool {
         switch error {
-        case .rollbackDetected, .missingOwnWrites: return true
+        case .rollbackDetected, .missingOwnWrites, .retiredKey, .otherVault: return true
         default: return false
         }
     }

@@ -1,3 +1,4 @@
+import Synchronization
 import VaultSodium
 
 /// 16 random bytes naming something for life: a vault (``VaultDocument/vaultID``), an entry (its name may change,
@@ -119,7 +120,11 @@ public final class VaultDocument: @unchecked Sendable {
     /// The key stanzas of the header, as they will be written again (those of unknown types included).
     var stanzas: [KeyStanza]
     var entries: [DocumentID: Entry]
-    var idsByName: [String: DocumentID]
+    var idsByName: [String: DocumentID] {
+        didSet { sortedNames.withLock { $0 = nil } }
+    }
+    /// ``names``, sorted once per change of the names (a list through the agent asks for them on every request).
+    private let sortedNames = Mutex<[String]?>(nil)
     /// Where every field value is (removed ones stay until the next open: a seal writes only what is used).
     let values: GuardedArena
     /// How errors name the vault (a path, a remote): the document itself does no I/O.
@@ -152,7 +157,12 @@ public final class VaultDocument: @unchecked Sendable {
     // MARK: - Reading
 
     /// The names of the live entries, sorted.
-    public var names: [String] { idsByName.keys.sorted() }
+    public var names: [String] {
+        if let sorted = sortedNames.withLock({ $0 }) { return sorted }
+        let sorted = idsByName.keys.sorted()
+        sortedNames.withLock { $0 = sorted }
+        return sorted
+    }
 
     /// The number of live entries.
     public var count: Int { entries.count }

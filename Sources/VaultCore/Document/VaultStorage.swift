@@ -1,5 +1,8 @@
 import Synchronization
 import VaultSodium
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The version of stored vault bytes, as the storage knows it: what a conditional replace expects (an S3 ETag,
 /// an OpenBao KV version, a local file's content hash).
@@ -54,6 +57,14 @@ public struct LocalFileStorage: VaultStorage {
     public let path: String
     public let lockTimeoutSeconds: Double
 
+    /// The file as last loaded, with its identity (shared by copies of this value).
+    private let cache = LoadCache()
+
+    final class LoadCache: Sendable {
+        private let held = Mutex<(identity: FileIdentity, stored: StoredVault)?>(nil)
+        func withLock<R>(_ body: (inout (identity: FileIdentity, stored: StoredVault)?) -> R) -> R { held.withLock { body(&$0) } }
+    }
+
     public init(path: String, lockTimeoutSeconds: Double = 10) {
         self.path = path
         self.lockTimeoutSeconds = lockTimeoutSeconds
@@ -66,8 +77,45 @@ public struct LocalFileStorage: VaultStorage {
     }
 
     public func load() throws -> StoredVault? {
+        // The file as last read, when its inode says it is the same file, unchanged: the agent loads before every
+        // request, and reading and hashing a 1 MB vault each time was most of a request's work. Every write
+        // renames a new file into place (a new inode, a new ctime); chmod, chown and any write in place change
+        // the ctime too.
+        let before = Self.identity(of: path)
+        if let before, let cached = cache.withLock({ $0?.identity == before ? $0?.stored : nil }) { return cached }
         guard let bytes = try VaultFile.read(path: path) else { return nil }
-        return StoredVault(bytes: bytes, version: Self.version(of: bytes))
+        let stored = StoredVault(bytes: bytes, version: Self.version(of: bytes))
+        // Only a file whose change time is a second old is remembered: file times come from a coarse clock (a
+        // few ms), so a write in place within the same tick would leave every field of the identity as it was
+        // (git's "racily clean" rule).
+        if let before, Self.identity(of: path) == before, before.changed.0 < Self.nowSeconds() - 1 {
+            cache.withLock { $0 = (before, stored) }
+        }
+        return stored
+    }
+
+    /// What tells one file at `path` from another: device, inode, size, modification and change times (ns).
+    struct FileIdentity: Equatable, Sendable {
+        let device: UInt64, inode: UInt64, size: Int64
+        let modified: (Int, Int), changed: (Int, Int)
+
+        static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+            a.device == b.device && a.inode == b.inode && a.size == b.size && a.modified == b.modified && a.changed == b.changed
+        }
+    }
+
+    static func nowSeconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return now.tv_sec
+    }
+
+    static func identity(of path: String) -> FileIdentity? {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return FileIdentity(
+            device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
+            modified: (info.st_mtim.tv_sec, info.st_mtim.tv_nsec), changed: (info.st_ctim.tv_sec, info.st_ctim.tv_nsec))
     }
 
     public func replace(_ bytes: [UInt8], expecting expected: StorageVersion?) throws -> StorageVersion {

@@ -90,6 +90,13 @@ for n in $SIZES; do
     [ "$got_v" = "$want" ] && [ "$got_k" = "$want" ] && [ "$got_p" = "$want" ] \
         || { echo "stores disagree: vault '$got_v' keepassxc '$got_k' pass '$got_p'" >&2; exit 1; }
     [ "$("$VAULT_BIN" list --vault "$WORK/v$n/bench.vault" --passphrase-file "$WORK/passphrase" | wc -l)" -eq "$n" ]
+    # The same store in format version 2 (vault upgrade: ids, fields, clocks; no history yet).
+    mkdir -m 700 "$WORK/w$n"
+    cp "$WORK/v$n/bench.vault" "$WORK/w$n/bench.vault"
+    "$VAULT_BIN" upgrade --vault "$WORK/w$n/bench.vault" --passphrase-file "$WORK/passphrase" >/dev/null
+    [ "$("$VAULT_BIN" get --vault "$WORK/w$n/bench.vault" --passphrase-file "$WORK/passphrase" entry-000000)" = "$want" ]
+    stat -c %s "$WORK/v$n/bench.vault" > "$WORK/size1-$n"
+    stat -c %s "$WORK/w$n/bench.vault" > "$WORK/size2-$n"
 done
 
 # --- the agent: every store unlocked once, then verbs with no passphrase source ----------------------
@@ -97,6 +104,7 @@ done
 AGENT_ENV="VAULT_AGENT_SOCK=$WORK/agent/agent.sock"
 for n in $SIZES; do
     env "$AGENT_ENV" "$VAULT_BIN" unlock --vault "$WORK/v$n/bench.vault" --passphrase-file "$WORK/passphrase" --idle 8h >/dev/null
+    env "$AGENT_ENV" "$VAULT_BIN" unlock --vault "$WORK/w$n/bench.vault" --passphrase-file "$WORK/passphrase" --idle 8h >/dev/null
 done
 AGENT_PID=$(env "$AGENT_ENV" "$VAULT_BIN" agent status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
 export VAULT_AGENT_SOCK="$WORK/no-agent/agent.sock"
@@ -125,6 +133,11 @@ for n in $SIZES; do
     hf "agent-put-$n" "$AGENT_ENV $VAULT_BIN put $A entry-000000 < $WORK/value"
     hf "agent-list-$n" "$AGENT_ENV $VAULT_BIN list $A >/dev/null"
     hf "agent-version-$n" "$VAULT_BIN --version >/dev/null"
+    W="--vault $WORK/w$n/bench.vault"
+    hf "agent2-get-$n" "$AGENT_ENV $VAULT_BIN get $W entry-000000 >/dev/null"
+    hf "agent2-put-$n" "$AGENT_ENV $VAULT_BIN put $W entry-000000 < $WORK/value"
+    hf "agent2-list-$n" "$AGENT_ENV $VAULT_BIN list $W >/dev/null"
+
     hf "keepassxc-get-$n" "keepassxc-cli show -q -s -a password $K entry-000000 < $WORK/passphrase >/dev/null"
     hf "keepassxc-put-$n" "(cat $WORK/passphrase; cat $WORK/value; echo) | keepassxc-cli edit -q -p $K entry-000000 >/dev/null"
     hf "keepassxc-list-$n" "keepassxc-cli ls -q -R -f $K < $WORK/passphrase >/dev/null"
@@ -179,6 +192,16 @@ for op in ("get", "put", "list"):
         print(f"{op:<5} {int(n):>7} | {a*1000:>14.1f} | {p*1000:>8.1f} | {a/p:>16.2f}")
 for n in sizes:
     print(f"vault --version (process start, no vault work), run beside {int(n)} entries: {median(f'agent-version-{n}')*1000:.1f} ms")
+print()
+print("format version 2 against version 1, both through the agent (the same entries; v2 = vault upgrade of v1):")
+print(f"{'op':<5} {'entries':>7} | {'v1 ms':>7} | {'v2 ms':>7} | {'v2/v1':>6} | target ≤ 1.2")
+for op in ("get", "put", "list"):
+    for n in sizes:
+        one, two = median(f"agent-{op}-{n}"), median(f"agent2-{op}-{n}")
+        print(f"{op:<5} {int(n):>7} | {one*1000:>7.2f} | {two*1000:>7.2f} | {two/one:>6.2f} | {'ok' if two/one <= 1.2 else 'MISSED'}")
+for n in sizes:
+    one, two = (int(open(f"{work}/size{v}-{n}").read()) for v in (1, 2))
+    print(f"file size at {int(n)} entries (no history): v1 {one:,} B, v2 {two:,} B, v2/v1 {two/one:.2f} (target ≤ 1.25)")
 print("agent memory with every store unlocked:", " ".join(open(f"{work}/agent-rss.txt").read().split()))
 print()
 print("paired (the floor and vault alternated run by run; median of the per-pair ratios):")

@@ -31,6 +31,9 @@ enum AgentOperation: UInt8 {
     /// A batch of document changes in one atomic write (format version 2): path, then the changes
     /// (``AgentDocumentChange``).
     case apply
+    /// Several entries in one round trip: path, then `name`*. Answers per name, in order, `bool` (it exists),
+    /// and for one that exists `created`, `modified`, `size` and its `value` when it has one.
+    case entries
 }
 
 /// The status of an answer (the second byte of a response payload).

@@ -240,7 +240,7 @@ public final class AgentServer: Sendable {
                     return locked()
                 } catch {}
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
-            case .get, .list, .names, .write, .remove, .passwd, .records, .apply:
+            case .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries:
                 let path = try text(request, .path)
                 // Names asked with the flag set (shell completion, on every Tab) are not an activity.
                 let touch = !(operation == .names && request.bool(.flags))
@@ -299,6 +299,20 @@ public final class AgentServer: Sendable {
             }
             try store.reload()
             if let records = try document.records(of: try text(request, .name), which) { AgentWire.encode(records, into: reply) }
+        case .entries:
+            try store.reload()
+            let names = try request.fields.filter { $0.tag == AgentWire.Tag.name.rawValue }.map { field in
+                guard let name = request.string(field.range) else { throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8") }
+                return name
+            }
+            for entry in try store.entries(names) {
+                reply.field(.bool, entry != nil)
+                guard let (value, attributes) = entry else { continue }
+                reply.field(.created, Int64((attributes.created.timeIntervalSince1970 * 1000).rounded()))
+                reply.field(.modified, Int64((attributes.modified.timeIntervalSince1970 * 1000).rounded()))
+                reply.field(.size, UInt64(attributes.byteCount))
+                if let value { reply.field(.value, value) }
+            }
         case .apply:
             guard let document = store as? any DocumentEntries else {
                 throw VaultError.needsVersion2(path: store.path)

@@ -18,7 +18,7 @@ public final class AgentVault: DocumentEntries {
     }
 
     public func contains(_ key: String) throws -> Bool {
-        try attributes(forKey: key) != nil
+        try entries([key])[0] != nil
     }
 
     public func keys() throws -> [String] {
@@ -26,7 +26,38 @@ public final class AgentVault: DocumentEntries {
     }
 
     public func attributes(forKey key: String) throws -> SecureKeyValueStore.EntryAttributes? {
-        try listing().first { $0.name == key }?.attributes
+        try entries([key])[0]?.attributes
+    }
+
+    /// Several entries in one request (not a listing of the whole vault, as `contains` and `attributes` were).
+    public func entries(_ keys: [String]) throws -> [(value: SecureBytes?, attributes: SecureKeyValueStore.EntryAttributes)?] {
+        let answer = try client.request(.entries, path: path) { writer in for key in keys { writer.field(.name, key) } }
+        func date(_ milliseconds: UInt64) -> Date { Date(timeIntervalSince1970: Double(Int64(bitPattern: milliseconds)) / 1000) }
+        var out: [(value: SecureBytes?, attributes: SecureKeyValueStore.EntryAttributes)?] = []
+        var current: (created: UInt64?, modified: UInt64?, size: UInt64?, value: SecureBytes?)?
+        func finish() throws {
+            guard let entry = current else { return }
+            guard let created = entry.created, let modified = entry.modified, let size = entry.size, size <= UInt64(Int.max) else {
+                throw AgentError.protocolError("a malformed entry")
+            }
+            out.append((entry.value, SecureKeyValueStore.EntryAttributes(created: date(created), modified: date(modified), byteCount: Int(size))))
+            current = nil
+        }
+        for field in answer.fields {
+            switch AgentWire.Tag(rawValue: field.tag) {
+            case .bool:
+                try finish()
+                if answer.bool(field.range) { current = (nil, nil, nil, nil) } else { out.append(nil) }
+            case .created: current?.created = answer.number(field.range)
+            case .modified: current?.modified = answer.number(field.range)
+            case .size: current?.size = answer.number(field.range)
+            case .value: current?.value = answer.secret(field.range)
+            default: break
+            }
+        }
+        try finish()
+        guard out.count == keys.count else { throw AgentError.protocolError("an answer for \(out.count) entries, not \(keys.count)") }
+        return out
     }
 
     /// Every entry's name and attributes, sorted by name, in one request.

@@ -17,6 +17,9 @@ public protocol KeyValueVault: AnyObject, Sendable {
     func attributes(forKey key: String) throws -> SecureKeyValueStore.EntryAttributes?
     /// Every entry's name and attributes, sorted by name (one request through the agent).
     func listing() throws -> [(name: String, attributes: SecureKeyValueStore.EntryAttributes)]
+    /// Several entries at once, in the order of `keys`: each one's value and attributes, or `nil` when there is
+    /// no such entry (one request through the agent, where asking entry by entry is a round trip each).
+    func entries(_ keys: [String]) throws -> [(value: SecureBytes?, attributes: SecureKeyValueStore.EntryAttributes)?]
     /// Writes a batch of puts and removes in one atomic, durable write.
     func write(_ changes: SecureKeyValueStore.Changes) throws
     /// Removes the entry under `key`; whether there was one. Removing a missing key writes nothing.
@@ -56,6 +59,13 @@ extension KeyValueVault {
             throw VaultError.typeMismatch(key: key, reason: "the value is not valid UTF-8")
         }
         return text
+    }
+}
+
+extension KeyValueVault {
+    /// Entry by entry (``entries(_:)``): what a vault in this process does.
+    public func entries(_ keys: [String]) throws -> [(value: SecureBytes?, attributes: SecureKeyValueStore.EntryAttributes)?] {
+        try keys.map { key in try attributes(forKey: key).map { (try getBytes(key), $0) } }
     }
 }
 

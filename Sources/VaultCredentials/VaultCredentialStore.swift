@@ -108,9 +108,16 @@ public final class VaultCredentialStore: CredentialStoring {
     /// one `credential.space` names, else the declared ``primarySpace`` when `username` exists. Never once the
     /// vault has this layout's `credential/primary` (top-level entries are then the user's own).
     private func legacyPrimary() throws -> ProtectionSpace? {
-        if try store.contains(Self.primaryKey) { return nil }
-        if let recorded = try space(in: Self.legacySpaceKey) { return recorded }
-        if let primarySpace, try store.contains(Self.legacyUsernameKey) { return primarySpace }
+        // The three entries in one request through the agent.
+        let found = try store.entries([Self.primaryKey, Self.legacySpaceKey, Self.legacyUsernameKey])
+        if found[0] != nil { return nil }
+        if let value = found[1]?.value {
+            guard let space = ProtectionSpace(key: try Self.text(value, of: Self.legacySpaceKey)) else {
+                throw AuthenticationError.malformedStoredSpace(entry: Self.legacySpaceKey)
+            }
+            return space
+        }
+        if let primarySpace, found[2] != nil { return primarySpace }
         return nil
     }
 
@@ -132,9 +139,17 @@ public final class VaultCredentialStore: CredentialStoring {
     }
 
     private func read(usernameKey: String, passwordKey: String) throws -> Credential? {
-        guard let username = try store.getString(usernameKey), let password = try store.getBytes(passwordKey)
+        // One request through the agent for both.
+        let found = try store.entries([usernameKey, passwordKey])
+        guard let username = try found[0]?.value.map({ try Self.text($0, of: usernameKey) }), let password = found[1]?.value
         else { return nil }
         return Credential(username: username, password: password)
+    }
+
+    /// `value` as text (as ``KeyValueVault/getString(_:)`` reads it).
+    private static func text(_ value: SecureBytes, of key: String) throws -> String {
+        guard let text = value.stringValue else { throw VaultError.typeMismatch(key: key, reason: "the value is not valid UTF-8") }
+        return text
     }
 
     /// When the password of `space` expires, as git gave it (`password_expiry_utc`), or `nil`.
@@ -145,22 +160,22 @@ public final class VaultCredentialStore: CredentialStoring {
     /// What `space`'s credential carries besides username and password (all `nil` when nothing is stored).
     public func extras(for space: ProtectionSpace) throws -> CredentialExtras {
         let prefix = Self.keyPrefix(for: space)
+        let keys = [Self.expiryName, Self.refreshTokenName, Self.authTypeName, Self.authCredentialName].map { prefix + $0 }
+        let found = try store.entries(keys).map { $0?.value }  // one request through the agent
         return CredentialExtras(
-            passwordExpiryUTC: try store.getString(prefix + Self.expiryName),
-            oauthRefreshToken: try store.getBytes(prefix + Self.refreshTokenName),
-            authType: try store.getString(prefix + Self.authTypeName),
-            authCredential: try store.getBytes(prefix + Self.authCredentialName))
+            passwordExpiryUTC: try found[0].map { try Self.text($0, of: keys[0]) },
+            oauthRefreshToken: found[1],
+            authType: try found[2].map { try Self.text($0, of: keys[2]) },
+            authCredential: found[3])
     }
 
     /// When `space`'s entries were last written (its password's, else its pre-encoded credential's), or `nil`
     /// when it has neither.
     public func lastModified(of space: ProtectionSpace) throws -> Date? {
         let prefix = Self.keyPrefix(for: space)
-        if try legacyPrimary() == space, let attributes = try store.attributes(forKey: Self.legacyPasswordKey) {
-            return attributes.modified
-        }
-        return try (store.attributes(forKey: prefix + Self.passwordName)
-            ?? store.attributes(forKey: prefix + Self.authCredentialName))?.modified
+        let found = try store.entries([Self.legacyPasswordKey, prefix + Self.passwordName, prefix + Self.authCredentialName])
+        if let attributes = found[0]?.attributes, try legacyPrimary() == space { return attributes.modified }
+        return (found[1] ?? found[2])?.attributes.modified
     }
 
     /// Every space with a credential: an earlier layout's primary one, each with a
@@ -169,8 +184,9 @@ public final class VaultCredentialStore: CredentialStoring {
         try lock.withLock { _ in
             var spaces: Set<ProtectionSpace> = []
             if let legacy = try legacyPrimary(), try store.contains(Self.legacyUsernameKey) { spaces.insert(legacy) }
+            let keys = try store.keys()  // once: through the agent, every name of the vault
             for suffix in ["/" + Self.usernameName, "/" + Self.authCredentialName] {
-                for key in try store.keys() where key.hasPrefix(Self.prefix) && key.hasSuffix(suffix) {
+                for key in keys where key.hasPrefix(Self.prefix) && key.hasSuffix(suffix) {
                     let spaceKey = key.dropFirst(Self.prefix.count).dropLast(suffix.count)
                     if let space = ProtectionSpace(key: String(spaceKey)) { spaces.insert(space) }
                 }

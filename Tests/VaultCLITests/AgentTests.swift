@@ -998,4 +998,28 @@ import VaultTestSupport
         #expect(refused.stderr.contains("the agent speaks protocol version 9") && refused.stderr.contains("the agent is newer than this vault command"), "\(refused.stderr)")
         #expect(newer.isRunning)
     }
+
+    /// Issue 18 §5: git's `credential get` through the agent asks for the entries it reads, a few at a time, and
+    /// never for a listing of the whole vault (each `contains` and each time of a credential was one): 7 round
+    /// trips (probe, the names once, entries), 12 before.
+    @Test func gitsCredentialGetAsksForNoListing() throws {
+        let (box, _) = try Self.boxWithEntry()
+        defer { box.stopAgents() }
+        let request = "protocol=https\nhost=git.example\nusername=alice\npassword=s3cret\n\n"
+        #expect(try box.around(["credential", "store"], stdin: Data(request.utf8)).status == 0)
+        try box.unlock()
+        let proxySocket = box.directory + "/proxy/agent.sock", record = box.directory + "/proxy.log"
+        let proxy = try AgentPython.startServer(AgentPython.recordingProxy, [proxySocket, box.socketPath, record])
+        defer { kill(proxy.processIdentifier, SIGKILL); proxy.waitUntilExit() }
+        let got = try box.vault(["credential", "get"], stdin: Data("protocol=https\nhost=git.example\n\n".utf8),
+                                environment: ["VAULT_AGENT_SOCK": proxySocket])
+        #expect(got.status == 0 && got.stdoutText == "username=alice\npassword=s3cret\n", "\(got.stderr)")
+        _ = Self.poll(timeout: 5) { ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").contains("\n") }
+        let frames = ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" })
+        // Each frame: 8 hex digits of length, then the version and the operation.
+        let operations = frames.compactMap { frame in UInt8(frame.dropFirst(10).prefix(2), radix: 16) }
+        #expect(!operations.isEmpty)
+        #expect(!operations.contains(7), "a listing of the whole vault: \(operations)")
+        #expect(operations.count <= 7, "\(operations.count) round trips: \(operations)")
+    }
 }

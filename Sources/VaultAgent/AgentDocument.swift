@@ -209,3 +209,57 @@ extension AgentWire {
         return changes
     }
 }
+
+extension AgentWire {
+    // MARK: Merge reports
+
+    static func encode(_ report: MergeReport, into writer: Writer) {
+        for (code, names) in [("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
+                              ("resurrected", report.resurrected), ("conflict", report.conflicts)] {
+            for name in names {
+                writer.field(.code, code)
+                writer.field(.name, name)
+            }
+        }
+        for renamed in report.renamed {
+            writer.field(.code, "renamed")
+            writer.field(.source, renamed.from)
+            writer.field(.name, renamed.to)
+        }
+        for replica in report.replicasAhead {
+            writer.field(.code, "ahead")
+            writer.field(.replica, replica.rawValue)
+        }
+    }
+
+    static func mergeReport(from answer: Message) throws -> MergeReport {
+        var report = MergeReport()
+        var code: String?, source: String?
+        for field in answer.fields {
+            switch Tag(rawValue: field.tag) {
+            case .code:
+                code = answer.string(field.range)
+                source = nil
+            case .source: source = answer.string(field.range)
+            case .name:
+                guard let name = answer.string(field.range) else { throw AgentError.protocolError("a malformed merge report") }
+                switch code {
+                case "added": report.added.append(name)
+                case "updated": report.updated.append(name)
+                case "deleted": report.deleted.append(name)
+                case "resurrected": report.resurrected.append(name)
+                case "conflict": report.conflicts.append(name)
+                case "renamed":
+                    guard let source else { throw AgentError.protocolError("a malformed merge report") }
+                    report.renamed.append(.init(from: source, to: name))
+                default: throw AgentError.protocolError("a malformed merge report")
+                }
+            case .replica:
+                guard code == "ahead", let value = answer.number(field.range) else { throw AgentError.protocolError("a malformed merge report") }
+                report.replicasAhead.append(ReplicaID(rawValue: value))
+            default: break
+            }
+        }
+        return report
+    }
+}

@@ -39,6 +39,7 @@ enum AgentErrorWire {
         case .needsVersion2(let path): return ("needsVersion2", [path])
         case .missingOwnWrites(let path): return ("missingOwnWrites", [path])
         case .storageConflict(let path): return ("storageConflict", [path])
+        case .notTheSameVault(let path): return ("notTheSameVault", [path])
         case .clockExhausted: return ("clockExhausted", [])
         }
     }
@@ -87,6 +88,7 @@ enum AgentErrorWire {
         case "needsVersion2" where count(1): return .needsVersion2(path: path(a[0]))
         case "missingOwnWrites" where count(1): return .missingOwnWrites(path: path(a[0]))
         case "storageConflict" where count(1): return .storageConflict(path: path(a[0]))
+        case "notTheSameVault" where count(1): return .notTheSameVault(path: path(a[0]))
         case "clockExhausted" where count(0): return .clockExhausted
         default: return nil
         }

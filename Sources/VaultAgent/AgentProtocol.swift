@@ -34,6 +34,10 @@ enum AgentOperation: UInt8 {
     /// Several entries in one round trip: path, then `name`*. Answers per name, in order, `bool` (it exists),
     /// and for one that exists `created`, `modified`, `size` and its `value` when it has one.
     case entries
+    /// Merge another copy of the vault (format version 2): path, `source` (how errors name it), `value` (its file's
+    /// bytes: ciphertext), `flags` (1: a dry run). Answers the report: (`code` added/updated/deleted/resurrected/
+    /// conflict, `name`)*, (`code` renamed, `source`, `name`)*, (`code` ahead, `replica`)*.
+    case merge
 }
 
 /// The status of an answer (the second byte of a response payload).

@@ -240,7 +240,7 @@ public final class AgentServer: Sendable {
                     return locked()
                 } catch {}
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
-            case .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries:
+            case .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge:
                 let path = try text(request, .path)
                 // Names asked with the flag set (shell completion, on every Tab) are not an activity.
                 let touch = !(operation == .names && request.bool(.flags))
@@ -313,6 +313,11 @@ public final class AgentServer: Sendable {
                 reply.field(.size, UInt64(attributes.byteCount))
                 if let value { reply.field(.value, value) }
             }
+        case .merge:
+            guard let document = store as? any DocumentEntries else { throw VaultError.needsVersion2(path: store.path) }
+            guard let other = request.first(.value) else { throw AgentError.protocolError("a request without a required field") }
+            let bytes = request.payload.withUnsafeBytes { Array($0[other]) }
+            AgentWire.encode(try document.merge(bytes, label: try text(request, .source), dryRun: request.bool(.flags)), into: reply)
         case .apply:
             guard let document = store as? any DocumentEntries else {
                 throw VaultError.needsVersion2(path: store.path)

@@ -99,6 +99,15 @@ public final class AgentVault: DocumentEntries {
         return try AgentWire.records(from: answer)
     }
 
+    public func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport {
+        let answer = try client.request(.merge, path: path) { writer in
+            writer.field(.source, label)
+            other.withUnsafeBytes { writer.field(.value, $0) }
+            writer.field(.flags, dryRun)
+        }
+        return try AgentWire.mergeReport(from: answer)
+    }
+
     public func apply(_ changes: [DocumentChange]) throws {
         _ = try client.request(.apply, path: path) { AgentWire.encode(changes, into: $0) }
     }

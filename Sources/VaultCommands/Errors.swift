@@ -87,7 +87,7 @@ extension VaultError: CLIReportable {
         switch self {
         case .wrongPassphrase: return Exit.authentication
         case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
-            .retiredKey, .otherVault, .missingOwnWrites:
+            .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault:
             return Exit.corrupt
         case .keyChanged: return Exit.authentication
         case .noSuchEntry, .noSuchVersion, .noSuchField: return Exit.notFound
@@ -136,6 +136,7 @@ extension VaultError: CLIReportable {
         case .clockExhausted: return "clock_exhausted"
         case .storageConflict: return "storage_conflict"
         case .missingOwnWrites: return "missing_own_writes"
+        case .notTheSameVault: return "not_the_same_vault"
         }
     }
 

@@ -116,13 +116,14 @@ package enum RollbackGuard {
 
     // MARK: Version 2: the record of a vault by its id
 
-    /// The record of version-2 vault `vaultID`, wherever its file is (`<vault id>.vault`): its generation, its data
-    /// key's id (from the header) and the ids of the data keys it retired. It catches what the record of a path
-    /// cannot: an older copy put back after the vault moved, or under another name. Refuses (unless `accept`):
-    /// a lower generation under the same data key (``VaultError/rollbackDetected``); a retired data key
-    /// (``VaultError/retiredKey(path:)``); a new data key without a later generation (a passphrase change
-    /// raises it), as a rollback. A new data key with a later generation (a passphrase change made elsewhere)
-    /// becomes the reference and retires the old one.
+    /// The record of version-2 vault `vaultID`, wherever its file is (`<vault id>.vault`): its current data key's
+    /// id (from the header), the highest generation seen, and the ids of the data keys it retired. It follows the
+    /// vault's keys, not its copies: copies of one vault may lawfully differ (a USB stick, a backup, another
+    /// machine's file to merge), so a lower generation under the current key is no rollback here (the record of
+    /// the path, and this replica's own writes, are the checks of a copy put back). Refuses (unless `accept`) a
+    /// data key the vault retired (``VaultError/retiredKey(path:)``): after a passphrase change, a copy under the
+    /// old key, wherever it is, is older than the change. A new data key (a passphrase change made elsewhere)
+    /// becomes the current one and retires the one it replaces.
     static func checkAndRecordVault(
         _ vaultID: DocumentID, dataKeyID: DocumentID, generation: UInt64, path: String, protection: RollbackProtection,
         accept: Bool
@@ -131,18 +132,9 @@ package enum RollbackGuard {
         try update(protection: protection, name: id + ".vault") { old in
             guard let old, old.path == id else { return Record(path: id, vaultID: key, generation: generation) }
             if old.vaultID == key {
-                if generation == old.generation { return nil }
-                if generation < old.generation, !accept {
-                    throw VaultError.rollbackDetected(path: path, seenGeneration: old.generation, fileGeneration: generation)
-                }
-                return Record(path: id, vaultID: key, generation: generation, retired: old.retired)
+                return generation > old.generation ? Record(path: id, vaultID: key, generation: generation, retired: old.retired) : nil
             }
-            if !accept {
-                if old.retired.contains(key) { throw VaultError.retiredKey(path: path) }
-                if generation <= old.generation {
-                    throw VaultError.rollbackDetected(path: path, seenGeneration: old.generation, fileGeneration: generation)
-                }
-            }
+            if old.retired.contains(key), !accept { throw VaultError.retiredKey(path: path) }
             let retired = Array((old.retired + [old.vaultID]).filter { $0 != key }.suffix(maximumRetiredCount))
             return Record(path: id, vaultID: key, generation: generation, retired: retired)
         }

@@ -77,6 +77,8 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The stored vault changed between its load and a conditional replace (another writer): nothing was
     /// written. A writer loads again and retries; this is thrown when it gave up.
     case storageConflict(path: String)
+    /// A merge of two files that are not copies of one vault (their vault ids differ): nothing was merged.
+    case notTheSameVault(path: String)
     /// A replica's clock reached the largest timestamp (the year 10889): no later one can be issued.
     case clockExhausted
 }
@@ -152,6 +154,8 @@ extension VaultError: CustomStringConvertible {
             return "refusing to open vault '\(path)': it lacks changes made to it here (a copy from another machine put over it?)"
         case .storageConflict(let path):
             return "vault '\(path)' kept changing while this write was made (other writers); nothing was written"
+        case .notTheSameVault(let path):
+            return "cannot merge '\(path)': it is another vault (the vault ids differ)"
         case .clockExhausted:
             return "the vault's clock is at its largest timestamp: no later change can be recorded"
         }

@@ -137,6 +137,12 @@ public final class DocumentVault: DocumentEntries, Sendable {
         recordWrite()
     }
 
+    public func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport {
+        let report = try store.merge(other, label: label, dryRun: dryRun)
+        if !dryRun { recordWrite() }
+        return report
+    }
+
     @discardableResult
     public func remove(_ key: String) throws -> Bool {
         try store.reload()

@@ -61,6 +61,9 @@ public protocol DocumentEntries: KeyValueVault {
     func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]?
     /// Applies `changes` in one atomic, durable write (``VaultDocument/apply(_:replica:clock:)``).
     func apply(_ changes: [DocumentChange]) throws
+    /// Merges another copy of this vault, the bytes of its file (`label` names it in errors), into this one
+    /// (``DocumentStore/merge(_:label:dryRun:attempts:)``); with `dryRun` nothing is written.
+    func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport
 }
 
 extension DocumentEntries {

@@ -282,8 +282,12 @@ public final class VaultDocument: @unchecked Sendable {
         var entries = self.entries
         var idsByName = self.idsByName
         var tombstones = self.tombstones
-        let latest = ([replicas[replica]] + replicas.values.map(Optional.some)).compactMap { $0 }.max()
-        let now = try HybridTimestamp.next(after: latest, replica: replica, now: clock.milliseconds())
+        // Later than this replica's own and every clock seen, except one more than a day ahead of the wall clock
+        // (a machine set to 2099 must not drag every replica's clock along; its entries are kept as they are).
+        let wall = clock.milliseconds()
+        let seen = replicas.values.filter { $0.milliseconds <= wall &+ Self.maximumClockLead }
+        let latest = ([replicas[replica]] + seen.map(Optional.some)).compactMap { $0 }.max()
+        let now = try HybridTimestamp.next(after: latest, replica: replica, now: wall)
         var touched: Set<DocumentID> = []
         let before = self.entries
 

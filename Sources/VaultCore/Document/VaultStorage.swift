@@ -296,17 +296,51 @@ public final class DocumentStore: Sendable {
         }
     }
 
-    /// Loads, lets `make` produce the next document and its key from what is stored, seals and replaces
-    /// conditionally; a conflict, or a rollback report while the stored bytes moved (another writer raised the
-    /// record after our load), loads again, `attempts` times in all.
-    private func write(attempts: Int, _ make: (StoredVault) throws -> (VaultDocument, SecureBytes)) throws {
+    /// Merges `other` (a copy of this vault: the same vault id, opened with the data key held) into what is
+    /// stored, conditionally as ``update(_:attempts:)`` writes (``VaultDocument/merge(_:_:now:)``); nothing is
+    /// written when the merge changes nothing, or with `dryRun`.
+    ///
+    /// - Throws: ``VaultError/notTheSameVault(path:)``; ``VaultError/needsVersion2(path:)`` for a version-1
+    ///   `other`; ``VaultError/wrongPassphrase(path:)`` when the data key held does not open it (its passphrase
+    ///   was changed on one side); what opening it throws.
+    public func merge(_ otherBytes: [UInt8], label: String, dryRun: Bool, attempts: Int = 5) throws -> MergeReport {
+        guard let dataKey = state.withLock({ loaded in loaded?.dataKey }), let held = document else { throw VaultError.notOpen }
+        guard DocumentHeader.isVersion2(otherBytes) else { throw VaultError.needsVersion2(path: label) }
+        guard try DocumentHeader.parse(otherBytes, label: label, policy: policy).vaultID == held.vaultID else {
+            throw VaultError.notTheSameVault(path: label)
+        }
+        let other = try VaultDocument.open(otherBytes, with: .dataKey(dataKey), label: label, policy: policy).document
+        var report = MergeReport()
+        if dryRun {
+            try reload()
+            guard let current = document else { throw VaultError.notOpen }
+            return try VaultDocument.merge(current, other, now: clock.milliseconds()).1
+        }
+        try write(attempts: attempts) { stored in
+            let ours = try openHeld(stored, dataKey: dataKey)
+            let (merged, made) = try VaultDocument.merge(ours, other, now: clock.milliseconds())
+            report = made
+            return merged.sameContent(as: ours) ? nil : (merged, dataKey)
+        }
+        return report
+    }
+
+    /// Loads, lets `make` produce the next document and its key from what is stored (`nil`: nothing to write),
+    /// seals and replaces conditionally; a conflict, or a rollback report while the stored bytes moved (another
+    /// writer raised the record after our load), loads again, `attempts` times in all.
+    private func write(attempts: Int, _ make: (StoredVault) throws -> (VaultDocument, SecureBytes)?) throws {
         for attempt in 1...max(1, attempts) {
             // Under the storage's lock where it has one (a local file: writers queue), else optimistic.
+            var unchanged = false
             let written = try storage.exclusively { replace -> (bytes: [UInt8], version: StorageVersion, document: VaultDocument, dataKey: SecureBytes)? in
                 guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
                 let document: VaultDocument, key: SecureBytes
                 do {
-                    (document, key) = try make(stored)
+                    guard let made = try make(stored) else {
+                        unchanged = true
+                        return nil
+                    }
+                    (document, key) = made
                 } catch let error as VaultError {
                     if Self.isRace(error), attempt < attempts, try storage.load()?.version != stored.version { return nil }
                     throw error
@@ -318,6 +352,7 @@ public final class DocumentStore: Sendable {
                     return nil
                 }
             }
+            if unchanged { return }
             if let written {
                 state.withLock { loaded in loaded = written }
                 return

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import VaultCore
+import VaultTerminal
+
+/// `vault merge OTHER`: another copy of the same vault (a USB stick, a backup, Syncthing's `*.sync-conflict-*`
+/// file) merged into this one, entry by entry (``VaultDocument/merge(_:_:now:)``), never asking anything while
+/// merging; through the agent too.
+package struct Merge: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract: "Merge another copy of this vault into it, entry by entry, and say what changed.",
+        discussion: """
+            Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it, the other gets '~' and the start of its id. Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written. Format version 2 on both sides.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Argument(help: ArgumentHelp("The other copy's file.", valueName: "other"), completion: .file())
+    var other: String
+
+    @Flag(help: "Say what the merge would change, and write nothing.")
+    var dryRun = false
+
+    /// The most bytes read of the other copy: a vault holds at most 1 GiB of plaintext, plus its header.
+    static let largestFile = (1 << 30) + (2 << 20)
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            try checkNameArgumentIsUTF8(other)
+            // Read before the vault is opened: a missing or unreadable file asks for no passphrase.
+            let bytes = try Self.read(other)
+            let report: MergeReport
+            do {
+                report = try withVault(options) { vault in try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun) }
+            } catch VaultError.missingOwnWrites(let path) where !options.acceptRollback {
+                // Two copies written on this machine: this one lacks what was written to the other, which is what
+                // the merge brings in. Opened as it is (as with --accept-rollback), here, with the passphrase.
+                var lenient = options
+                lenient.acceptRollback = true
+                report = try withVault(lenient) { vault in try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun) }
+                if !options.json {
+                    writeToStderr("vault: note: '\(TerminalText.escaped(path))' lacked changes made here (to another copy): merged as it was\n")
+                }
+            }
+            if options.json {
+                try writeJSON([
+                    "other": other, "dry_run": dryRun, "changed": !report.isEmpty,
+                    "added": report.added, "updated": report.updated, "deleted": report.deleted,
+                    "resurrected": report.resurrected, "conflicts": report.conflicts,
+                    "renamed": report.renamed.map { ["from": $0.from, "to": $0.to] },
+                    "replicas_ahead": report.replicasAhead.map(\.description),
+                ])
+                return
+            }
+            try writeToStdout(Self.describe(report, other: other, into: options.resolvedPath, dryRun: dryRun))
+            for replica in report.replicasAhead {
+                writeToStderr("vault: warning: replica \(replica)'s clock is more than a day ahead of this machine's; its entries are kept, its clock is not followed\n")
+            }
+        }
+    }
+
+    /// The report for a person: one summary line, then one line per entry.
+    static func describe(_ report: MergeReport, other: String, into vault: String, dryRun: Bool) -> String {
+        func count(_ n: Int, _ word: String) -> String { "\(n) \(word)" + (n == 1 || word.hasSuffix("ed") ? "" : "s") }
+        let verb = dryRun ? "would merge" : "merged"
+        guard !report.isEmpty else {
+            return "'\(TerminalText.escaped(other))' holds nothing new for '\(TerminalText.escaped(vault))'\n"
+        }
+        var text = "\(verb) '\(TerminalText.escaped(other))' into '\(TerminalText.escaped(vault))': "
+            + [count(report.added.count, "added"), count(report.updated.count, "updated"), count(report.deleted.count, "deleted"),
+               count(report.resurrected.count, "resurrected"), count(report.conflicts.count, "conflict")].joined(separator: ", ")
+            + (report.renamed.isEmpty ? "" : ", " + count(report.renamed.count, "renamed")) + "\n"
+        for (word, names) in [("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
+                              ("resurrected", report.resurrected), ("conflict", report.conflicts)] {
+            for name in names { text += "  \(word): \(TerminalText.escaped(name))\n" }
+        }
+        for renamed in report.renamed {
+            text += "  renamed: \(TerminalText.escaped(renamed.from)) -> \(TerminalText.escaped(renamed.to))\n"
+        }
+        return text
+    }
+
+    /// The other copy's bytes (its permissions are not ours to police: it is ciphertext, maybe on a USB stick).
+    static func read(_ path: String) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw VaultError.io(operation: "opening", path: path, errno: errno) }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        let data = try handle.read(upToCount: largestFile + 1) ?? Data()
+        guard data.count <= largestFile else { throw VaultError.vaultTooLarge(path: path, byteCount: data.count) }
+        return [UInt8](data)
+    }
+}

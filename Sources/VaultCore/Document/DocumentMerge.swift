@@ -1,0 +1,197 @@
+/// What a merge did, seen from the document merged into ("ours"): names as they are after the merge.
+public struct MergeReport: Sendable, Equatable {
+    /// Entries that ours did not have.
+    public var added: [String] = []
+    /// Entries of ours that the other side changed later.
+    public var updated: [String] = []
+    /// Entries of ours that the other side deleted after their last change.
+    public var deleted: [String] = []
+    /// Entries ours had deleted that the other side changed after the deletion.
+    public var resurrected: [String] = []
+    /// Entries changed on both sides: the later change won, the other is in the entry's history marked `conflict`.
+    public var conflicts: [String] = []
+    /// Entries renamed because two ids ended up with one name: (the name they had, the name they have now).
+    public var renamed: [Renamed] = []
+    /// Replicas whose clock is more than ``VaultDocument/maximumClockLead`` ahead of now: their entries are kept,
+    /// their clock is not adopted for this replica's next changes.
+    public var replicasAhead: [ReplicaID] = []
+
+    public struct Renamed: Sendable, Equatable {
+        public let from: String
+        public let to: String
+
+        public init(from: String, to: String) {
+            self.from = from
+            self.to = to
+        }
+    }
+
+    public init() {}
+
+    /// Whether the merge changed nothing of ours.
+    public var isEmpty: Bool {
+        added.isEmpty && updated.isEmpty && deleted.isEmpty && resurrected.isEmpty && conflicts.isEmpty && renamed.isEmpty
+    }
+}
+
+extension VaultDocument {
+    /// How far ahead of now a replica's clock may be before it is not adopted (24 hours).
+    public static let maximumClockLead: UInt64 = 24 * 3_600_000
+
+    /// Merges `ours` and `theirs`, two copies of one vault, into a new document (neither is changed): entry by
+    /// entry id, the later version wins (by hybrid logical clock, then replica); a version of the other side that
+    /// the winner does not descend from (it is not in the winner's history) goes into the history marked
+    /// `conflict`; a deletion wins over a version older than it, and a version made after it brings the entry
+    /// back; histories are united and capped as always; tombstones and replica tables are united. Two live ids
+    /// with one name: the entry created first (then the lower id) keeps it, the other is renamed
+    /// `<name>~<first 8 hex digits of its id>` (the full id if that is taken too); such a suffix is dropped again
+    /// at the next merge where the name is free (``baseName(_:)``). The result is the same
+    /// whichever side is ours, and merging its parts in any order gives the same content (commutative,
+    /// associative, idempotent); its generation is above both inputs' once sealed. The result keeps ours's key
+    /// stanzas and data key id.
+    ///
+    /// - Parameter now: wall-clock milliseconds, to tell replicas whose clock is far ahead (the report names them).
+    /// - Throws: ``VaultError/notTheSameVault(path:)`` when the vault ids differ (nothing is merged).
+    public static func merge(_ ours: VaultDocument, _ theirs: VaultDocument, now: UInt64) throws -> (VaultDocument, MergeReport) {
+        guard ours.vaultID == theirs.vaultID else { throw VaultError.notTheSameVault(path: theirs.label) }
+        let values = GuardedArena()
+        var report = MergeReport()
+
+        func copied(_ fields: [Field], from document: VaultDocument) -> [Field] {
+            document.values.withUnsafeBytes { all in
+                fields.map { Field(name: $0.name, value: values.append(UnsafeRawBufferPointer(rebasing: all[$0.value])), isSecret: $0.isSecret) }
+            }
+        }
+        /// An entry with its values in the new arena, its history too, under its name before any merge renamed it.
+        func copied(_ entry: Entry, from document: VaultDocument) -> Entry {
+            var entry = entry
+            entry.name = baseName(entry)
+            entry.fields = copied(entry.fields, from: document)
+            entry.history = entry.history.map { Version(fields: copied($0.fields, from: document), modified: $0.modified, conflict: $0.conflict) }
+            return entry
+        }
+
+        var tombstones = ours.tombstones
+        for (id, time) in theirs.tombstones where time > tombstones[id] ?? time.lowest { tombstones[id] = time }
+        var entries: [DocumentID: Entry] = [:]
+        var conflicted: Set<DocumentID> = []
+        for id in Set(ours.entries.keys).union(theirs.entries.keys) {
+            let mine = ours.entries[id].map { copied($0, from: ours) }
+            let other = theirs.entries[id].map { copied($0, from: theirs) }
+            var merged: Entry
+            switch (mine, other) {
+            case let (a?, b?): merged = unite(a, b, conflicted: &conflicted)
+            case let (a?, nil): merged = a
+            case let (nil, b?): merged = b
+            case (nil, nil): continue
+            }
+            if let deletion = tombstones[id] {
+                // A version made after the deletion brings the entry back; else the deletion wins.
+                guard merged.modified > deletion else { continue }
+                tombstones[id] = nil
+            }
+            merged.history = ours.capped(merged.history)
+            entries[id] = merged
+        }
+
+        // One name, one id.
+        var byName: [String: [DocumentID]] = [:]
+        for (id, entry) in entries { byName[entry.name, default: []].append(id) }
+        var idsByName: [String: DocumentID] = [:]
+        var renames: [(DocumentID, String)] = []
+        for (name, ids) in byName {
+            let ordered = ids.sorted { (entries[$0]!.created, $0) < (entries[$1]!.created, $1) }
+            idsByName[name] = ordered[0]
+            for id in ordered.dropFirst() { renames.append((id, name)) }
+        }
+        for (id, name) in renames.sorted(by: { $0.0 < $1.0 }) {
+            var candidate = name + "~" + id.description.prefix(8)
+            if idsByName[candidate] != nil || byName[candidate] != nil { candidate = name + "~" + id.description }
+            entries[id]!.name = candidate
+            idsByName[candidate] = id
+            report.renamed.append(.init(from: name, to: candidate))
+        }
+
+        var replicas = ours.replicas
+        for (replica, time) in theirs.replicas where time > replicas[replica] ?? time.lowest { replicas[replica] = time }
+        report.replicasAhead = replicas.filter { $0.value.milliseconds > now &+ maximumClockLead }.map(\.key).sorted()
+
+        // What changed for ours.
+        for (id, entry) in entries.sorted(by: { $0.value.name < $1.value.name }) {
+            if let before = ours.entries[id] {
+                if entry.modified != before.modified { report.updated.append(entry.name) }
+            } else if ours.tombstones[id] != nil {
+                report.resurrected.append(entry.name)
+            } else {
+                report.added.append(entry.name)
+            }
+            if conflicted.contains(id) { report.conflicts.append(entry.name) }
+        }
+        report.deleted = ours.entries.filter { entries[$0.key] == nil }.map(\.value.name).sorted()
+
+        let merged = VaultDocument(
+            vaultID: ours.vaultID, generation: max(ours.generation, theirs.generation), dataKeyID: ours.dataKeyID,
+            stanzas: ours.stanzas, replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName,
+            values: values, label: ours.label)
+        return (merged, report)
+    }
+
+    /// Whether `other` holds what this document holds: the same entries (names, clocks, histories and their
+    /// marks; a version's clock names its content), tombstones and replica clocks.
+    func sameContent(as other: VaultDocument) -> Bool {
+        guard tombstones == other.tombstones, replicas == other.replicas, entries.count == other.entries.count else { return false }
+        return entries.allSatisfy { id, entry in
+            guard let theirs = other.entries[id] else { return false }
+            return entry.name == theirs.name && entry.created == theirs.created && entry.modified == theirs.modified
+                && entry.history.map(\.modified) == theirs.history.map(\.modified)
+                && entry.history.map(\.conflict) == theirs.history.map(\.conflict)
+        }
+    }
+
+    /// The name of `entry` without the suffix a merge gives when two ids have one name (`~` and the first 8 hex
+    /// digits of its id, or the whole id): names are made unique again at every merge, from the names the entries
+    /// were given, so that a rename made at one merge (for an entry deleted since, say) does not stick in one
+    /// copy and not in another.
+    static func baseName(_ entry: Entry) -> String {
+        let id = entry.id.description
+        for suffix in ["~" + id, "~" + id.prefix(8)] where entry.name.hasSuffix(suffix) && entry.name.utf8.count > suffix.utf8.count {
+            return String(entry.name.dropLast(suffix.count))
+        }
+        return entry.name
+    }
+
+    /// Two versions of one entry made one: the later wins; histories united (newest first, one version per
+    /// clock, marked a conflict only when no copy holds it as an ancestor); the losing version joins the history as
+    /// a conflict unless the winner descends from it.
+    static func unite(_ a: Entry, _ b: Entry, conflicted: inout Set<DocumentID>) -> Entry {
+        // The winner: the later clock; on the same clock (the same version) the greater name, so that every order
+        // of merging picks the same.
+        let aWins = a.modified != b.modified ? a.modified > b.modified : a.name.utf8.lexicographicallyPrecedes(b.name.utf8) == false
+        var (winner, loser) = aWins ? (a, b) : (b, a)
+        var versions: [HybridTimestamp: Version] = [:]
+        for version in a.history + b.history {
+            if let seen = versions[version.modified] {
+                // An ancestor in one copy is no conflict: that copy's change descends from it (so the mark
+                // does not depend on the order of merges).
+                versions[version.modified]!.conflict = seen.conflict && version.conflict
+            } else {
+                versions[version.modified] = version
+            }
+        }
+        if loser.modified != winner.modified, versions[loser.modified] == nil {
+            // Not an ancestor of the winner: a concurrent change, kept in the history.
+            versions[loser.modified] = Version(fields: loser.fields, modified: loser.modified, conflict: true)
+            conflicted.insert(winner.id)
+        }
+        versions[winner.modified] = nil
+        winner.history = versions.values.sorted { $0.modified > $1.modified }
+        winner.created = min(a.created, b.created)
+        loser.history = []
+        return winner
+    }
+}
+
+extension HybridTimestamp {
+    /// The earliest timestamp (a stand-in for "none" in comparisons).
+    var lowest: HybridTimestamp { HybridTimestamp(milliseconds: 0, counter: 0, replica: ReplicaID(rawValue: 0)) }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import Testing
+
+@testable import VaultCore
+import VaultSodium
+
+/// Issue 19 §1: the merge of two copies of one vault, a pure function on documents: the rules, and property tests
+/// that random changes on three replicas, merged in every order, converge to the same content.
+@Suite("Document merge")
+struct DocumentMergeTests {
+    static let passphrase = SecureBytes(string: "correct horse battery staple")
+    static let start: UInt64 = 1_764_000_000_000
+
+    /// A vault and `count` copies of it, each to be changed as its own replica.
+    func copies(_ count: Int) throws -> (base: VaultDocument, key: SecureBytes, copies: [VaultDocument]) {
+        let (base, key) = try VaultDocument.create(passphrase: Self.passphrase, parameters: .insecureForTesting, label: "base")
+        let file = try base.seal(dataKey: key)
+        let copies = try (0..<count).map { index in
+            try VaultDocument.open(file, with: .dataKey(key), label: "copy \(index)", policy: .insecureForTesting).document
+        }
+        return (base, key, copies)
+    }
+
+    func set(_ entry: String, _ value: String, field: String = "password") -> DocumentChange {
+        .setField(entry: entry, field: field, value: SecureBytes(string: value))
+    }
+
+    func value(_ document: VaultDocument, _ entry: String, _ field: String = "password", version: Int? = nil) -> String? {
+        document.value(of: field, in: entry, version: version).map { String(decoding: $0.unprotectedBytes, as: UTF8.self) }
+    }
+
+    /// Everything a document holds but its label, arena layout and key stanzas, as text: equal content, equal text.
+    static func content(_ document: VaultDocument) -> String {
+        func fields(_ fields: [VaultDocument.Field]) -> String {
+            document.values.withUnsafeBytes { all in
+                fields.map { "\($0.name)=\($0.isSecret ? "s" : "p"):" + Posix.hex(Array(all[$0.value])) }.joined(separator: ",")
+            }
+        }
+        var lines = ["generation \(document.generation)"]
+        lines += document.replicas.sorted { $0.key < $1.key }.map { "replica \($0.key) \($0.value)" }
+        lines += document.tombstones.sorted { $0.key < $1.key }.map { "tombstone \($0.key) \($0.value)" }
+        for entry in document.entries.values.sorted(by: { $0.id < $1.id }) {
+            lines.append("entry \(entry.id) \(entry.name) \(entry.created) \(entry.modified) [\(fields(entry.fields))]")
+            lines += entry.history.map { "  version \($0.modified) \($0.conflict) [\(fields($0.fields))]" }
+        }
+        lines += document.idsByName.sorted { $0.key < $1.key }.map { "name \($0.key) \($0.value)" }
+        return lines.joined(separator: "\n")
+    }
+
+    func merged(_ a: VaultDocument, _ b: VaultDocument) throws -> VaultDocument {
+        try VaultDocument.merge(a, b, now: Self.start + 10_000_000).0
+    }
+
+    // MARK: - Rules
+
+    @Test func aChangeOnOneSideIsTakenAndBothSidesGiveAConflictInTheHistory() throws {
+        let (_, _, replicas) = try copies(2)
+        let (a, b) = (replicas[0], replicas[1])
+        let clock = SettableClock(Self.start)
+        let (ra, rb) = (ReplicaID(rawValue: 1), ReplicaID(rawValue: 2))
+        try a.apply([set("shared", "v1"), set("only-a", "a")], replica: ra, clock: clock)
+        let common = try merged(b, a)
+        clock.set(Self.start + 10)
+        try a.apply([set("shared", "from a")], replica: ra, clock: clock)
+        clock.set(Self.start + 20)
+        try common.apply([set("shared", "from b")], replica: rb, clock: clock)
+
+        let (result, report) = try VaultDocument.merge(a, common, now: Self.start)
+        #expect(value(result, "shared") == "from b", "the later change wins")
+        #expect(value(result, "shared", version: 1) == "from a", "the other is kept")
+        let history = try #require(result.history(of: "shared"))
+        #expect(history.map(\.conflict) == [true, false], "v1 is an ancestor of both: no conflict")
+        #expect(value(result, "shared", version: 2) == "v1")
+        #expect(report.updated == ["shared"] && report.conflicts == ["shared"] && report.added.isEmpty)
+        #expect(value(result, "only-a") == "a")
+
+        // Descending from the other side's version is no conflict: merging the result again changes nothing.
+        let (again, second) = try VaultDocument.merge(result, common, now: Self.start)
+        #expect(second.isEmpty, "\(second)")
+        #expect(Self.content(again) == Self.content(result))
+    }
+
+    @Test func aDeletionWinsOverAnOlderVersionAndALaterVersionBringsTheEntryBack() throws {
+        let (_, _, replicas) = try copies(2)
+        let (a, b) = (replicas[0], replicas[1])
+        let clock = SettableClock(Self.start)
+        let (ra, rb) = (ReplicaID(rawValue: 1), ReplicaID(rawValue: 2))
+        try a.apply([set("gone", "1"), set("back", "1")], replica: ra, clock: clock)
+        let bCopy = try merged(b, a)
+        clock.set(Self.start + 10)
+        try a.apply([.delete(entry: "gone"), .delete(entry: "back")], replica: ra, clock: clock)
+        clock.set(Self.start + 20)
+        try bCopy.apply([set("back", "2")], replica: rb, clock: clock)  // after the deletion
+
+        let (result, report) = try VaultDocument.merge(a, bCopy, now: Self.start)
+        #expect(result.names == ["back"])
+        #expect(value(result, "back") == "2")
+        #expect(report.resurrected == ["back"] && report.deleted.isEmpty)
+        let (fromB, reportB) = try VaultDocument.merge(bCopy, a, now: Self.start)
+        #expect(reportB.deleted == ["gone"] && reportB.resurrected.isEmpty)
+        #expect(Self.content(fromB) == Self.content(result))
+        #expect(result.tombstones.count == 1, "an id is never both live and deleted")
+    }
+
+    @Test func twoIdsWithOneNameKeepTheFirstCreatedAndRenameTheOther() throws {
+        let (_, _, replicas) = try copies(2)
+        let (a, b) = (replicas[0], replicas[1])
+        try a.apply([set("github", "first")], replica: ReplicaID(rawValue: 1), clock: SettableClock(Self.start))
+        try b.apply([set("github", "second")], replica: ReplicaID(rawValue: 2), clock: SettableClock(Self.start + 5))
+        let (result, report) = try VaultDocument.merge(b, a, now: Self.start)
+        let second = try #require(b.entry("github")).id
+        let renamed = "github~" + second.description.prefix(8)
+        #expect(result.names == ["github", renamed])
+        #expect(value(result, "github") == "first" && value(result, renamed) == "second")
+        #expect(report.renamed == [.init(from: "github", to: renamed)])
+        #expect(Self.content(try merged(a, b)) == Self.content(result))
+        // The renamed version meets its unrenamed self (same clock): the rename stays.
+        #expect(Self.content(try merged(result, b)) == Self.content(result))
+    }
+
+    @Test func anotherVaultIsRefusedAndTheGenerationIsAboveBoth() throws {
+        let (_, _, replicas) = try copies(2)
+        let (other, _) = try VaultDocument.create(passphrase: Self.passphrase, parameters: .insecureForTesting, label: "other")
+        #expect(throws: VaultError.notTheSameVault(path: "other")) { try VaultDocument.merge(replicas[0], other, now: Self.start) }
+        replicas[0].generation = 7
+        replicas[1].generation = 9
+        let (result, _) = try VaultDocument.merge(replicas[0], replicas[1], now: Self.start)
+        #expect(result.generation == 9)
+    }
+
+    @Test func aClockFarAheadIsReportedAndNotAdopted() throws {
+        let (_, _, replicas) = try copies(2)
+        let (a, b) = (replicas[0], replicas[1])
+        let future = Self.start + 30 * 86_400_000  // a machine set a month ahead
+        try b.apply([set("from-the-future", "x")], replica: ReplicaID(rawValue: 2), clock: SettableClock(future))
+        let (result, report) = try VaultDocument.merge(a, b, now: Self.start)
+        #expect(report.replicasAhead == [ReplicaID(rawValue: 2)])
+        #expect(value(result, "from-the-future") == "x", "its entries are kept")
+        try result.apply([set("mine", "y")], replica: ReplicaID(rawValue: 1), clock: SettableClock(Self.start + 1))
+        #expect(try #require(result.entry("mine")).modified.milliseconds == Self.start + 1, "the far clock was not adopted")
+    }
+
+    // MARK: - Properties
+
+    /// The suite's seeded generator (``SplitMix64``), with a bounded draw.
+    struct Generator {
+        var base: SplitMix64
+        init(state: UInt64) { base = SplitMix64(seed: state) }
+        mutating func below(_ n: Int) -> Int { Int(base.next() % UInt64(n)) }
+    }
+
+    /// A random batch on `document`: sets, field removals, deletions, renames, copies, restores (failing
+    /// batches are skipped, as a user's command would fail).
+    func randomBatch(_ document: VaultDocument, _ random: inout Generator) -> [DocumentChange] {
+        let names = ["a", "b", "c", "d", "e"]
+        let live = document.names
+        var batch: [DocumentChange] = []
+        for _ in 0..<(1 + random.below(3)) {
+            let name = names[random.below(names.count)]
+            switch random.below(10) {
+            case 0...4: batch.append(set(name, "v\(random.below(1000))", field: ["password", "username", "notes"][random.below(3)]))
+            case 5: if live.contains(name) { batch.append(.delete(entry: name)) }
+            case 6: if live.contains(name) { batch.append(.rename(from: name, to: names[random.below(names.count)], replacing: true)) }
+            case 7: if live.contains(name) { batch.append(.copy(from: name, to: names[random.below(names.count)], replacing: true)) }
+            case 8: if live.contains(name) { batch.append(.removeField(entry: name, field: "username")) }
+            default: if live.contains(name) { batch.append(.restore(entry: name, version: 1)) }
+            }
+        }
+        return batch
+    }
+
+    /// Three replicas change a vault at random, merging with each other now and then; at the end every order of
+    /// merging the three gives the same content, merging is idempotent, and merging twice changes nothing.
+    @Test(arguments: 0..<8)
+    func randomChangesOnThreeReplicasConvergeInEveryOrder(_ block: Int) throws {
+        for seed in UInt64(block * 150)..<UInt64(block * 150 + 150) {
+            var random = Generator(state: seed)
+            let (_, _, replicas) = try copies(3)
+            var documents = replicas
+            let clocks = (0..<3).map { _ in SettableClock(Self.start) }
+            for step in 0..<12 {
+                let index = random.below(3)
+                // Wall clocks that drift and sometimes go back.
+                clocks[index].set(Self.start + UInt64(step * 10 + random.below(25)))
+                if random.below(4) == 0 {
+                    let other = (index + 1 + random.below(2)) % 3
+                    documents[index] = try merged(documents[index], documents[other])
+                } else {
+                    try? documents[index].apply(randomBatch(documents[index], &random), replica: ReplicaID(rawValue: UInt64(index + 1)), clock: clocks[index])
+                }
+            }
+            let (x, y, z) = (documents[0], documents[1], documents[2])
+            let orders = [
+                try merged(try merged(x, y), z), try merged(x, try merged(y, z)), try merged(try merged(z, y), x),
+                try merged(try merged(y, x), z), try merged(z, try merged(x, y)), try merged(try merged(x, z), y),
+            ]
+            let reference = Self.content(orders[0])
+            for (index, result) in orders.enumerated() {
+                #expect(Self.content(result) == reference, "seed \(seed): order \(index) differs")
+            }
+            #expect(Self.content(try merged(orders[0], orders[0])) == reference, "seed \(seed): not idempotent")
+            #expect(Self.content(try merged(orders[0], x)) == reference, "seed \(seed): merging a part again changed it")
+            // Names stay unique and every live id has one.
+            #expect(orders[0].idsByName.count == orders[0].entries.count)
+            #expect(Set(orders[0].entries.keys).isDisjoint(with: orders[0].tombstones.keys))
+        }
+    }
+}

@@ -117,7 +117,7 @@ package enum RollbackGuard {
     // MARK: Version 2: the record of a vault by its id
 
     /// The record of version-2 vault `vaultID`, wherever its file is (`<vault id>.vault`): its current data key's
-    /// id (from the header), the highest generation seen, and the ids of the data keys it retired. It follows the
+    /// id (from the header), the generation at which it was first seen, and the ids of the data keys it retired. It follows the
     /// vault's keys, not its copies: copies of one vault may lawfully differ (a USB stick, a backup, another
     /// machine's file to merge), so a lower generation under the current key is no rollback here (the record of
     /// the path, and this replica's own writes, are the checks of a copy put back). Refuses (unless `accept`) a
@@ -131,17 +131,16 @@ package enum RollbackGuard {
         let (id, key) = (vaultID.description, dataKeyID.description)
         try update(protection: protection, name: id + ".vault") { old in
             guard let old, old.path == id else { return Record(path: id, vaultID: key, generation: generation) }
-            if old.vaultID == key {
-                return generation > old.generation ? Record(path: id, vaultID: key, generation: generation, retired: old.retired) : nil
-            }
+            // The same key: nothing to write (the record follows keys, not generations: one fsync less per write).
+            if old.vaultID == key { return nil }
             if old.retired.contains(key), !accept { throw VaultError.retiredKey(path: path) }
             let retired = Array((old.retired + [old.vaultID]).filter { $0 != key }.suffix(maximumRetiredCount))
             return Record(path: id, vaultID: key, generation: generation, retired: retired)
         }
     }
 
-    /// Records a generation of version-2 vault `vaultID` this process wrote (never lowers the record of the same
-    /// data key); `retiring`: the data key id a passphrase change replaced.
+    /// Records the data key of version-2 vault `vaultID` this process wrote with (written only when the key is new);
+    /// `retiring`: the data key id a passphrase change replaced.
     static func recordVault(
         _ vaultID: DocumentID, dataKeyID: DocumentID, generation: UInt64, retiring: DocumentID? = nil, protection: RollbackProtection
     ) {
@@ -151,7 +150,7 @@ package enum RollbackGuard {
             if let old, old.path == id, old.vaultID != key, !retired.contains(old.vaultID) { retired.append(old.vaultID) }
             if let retiring = retiring?.description, retiring != key, !retired.contains(retiring) { retired.append(retiring) }
             retired = Array(retired.filter { $0 != key }.suffix(maximumRetiredCount))
-            if let old, old.path == id, old.vaultID == key, old.generation >= generation, old.retired == retired { return nil }
+            if let old, old.path == id, old.vaultID == key, old.retired == retired { return nil }
             return Record(path: id, vaultID: key, generation: generation, retired: retired)
         }
     }

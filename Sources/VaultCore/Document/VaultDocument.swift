@@ -154,6 +154,20 @@ public final class VaultDocument: @unchecked Sendable {
         }
     }
 
+    /// A copy to change (a held document is never changed: readers may be using it): the same entries, and its
+    /// values in a new guarded region of their own (one copy of the region, at the same offsets), with room for
+    /// `extra` more bytes.
+    func copied(reserving extra: Int = 0) -> VaultDocument {
+        let arena = GuardedArena()
+        values.withUnsafeBytes { all in
+            arena.reserve(all.count + extra)
+            _ = arena.append(all)
+        }
+        return VaultDocument(
+            vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
+            tombstones: tombstones, entries: entries, idsByName: idsByName, values: arena, label: label)
+    }
+
     // MARK: - Reading
 
     /// The names of the live entries, sorted.

@@ -128,7 +128,10 @@ public struct LocalFileStorage: VaultStorage {
         let lock = try VaultLock(vaultPath: path, timeoutSeconds: lockTimeoutSeconds)
         defer { lock.release() }
         return try body { bytes, expected in
-            let stored = try VaultFile.read(path: path).map(Self.version(of:))
+            // The file as loaded under this lock (the same identity and version remembered): no second read.
+            let identity = Self.identity(of: path)
+            let remembered = identity.flatMap { now in cache.withLock { $0?.identity == now ? $0?.stored.version : nil } }
+            let stored = try remembered ?? VaultFile.read(path: path).map(Self.version(of:))
             guard stored == expected else { throw VaultError.storageConflict(path: path) }
             try VaultFile.writeAtomically(bytes, to: path)
             return Self.version(of: bytes)
@@ -283,7 +286,16 @@ public final class DocumentStore: Sendable {
     public func update(_ changes: [DocumentChange], attempts: Int = 5) throws {
         guard let dataKey = state.withLock({ loaded in loaded?.dataKey }) else { throw VaultError.notOpen }
         try write(attempts: attempts) { stored in
-            let document = try openHeld(stored, dataKey: dataKey)
+            // The bytes held (what this process last read or wrote): a copy of the held document, checked again,
+            // instead of decrypting and parsing the whole vault anew (most of a put's time at 10,000 entries).
+            let held = state.withLock { loaded in loaded?.version == stored.version ? loaded?.document : nil }
+            let document: VaultDocument
+            if let held {
+                document = held.copied(reserving: changes.reduce(0) { if case .setField(_, _, let value, _) = $1 { $0 + value.count } else { $0 } })
+                try verify(document, dataKey)
+            } else {
+                document = try openHeld(stored, dataKey: dataKey)
+            }
             do {
                 try document.apply(changes, replica: replica, clock: clock)
             } catch {

@@ -230,10 +230,12 @@ extension AgentWire {
             writer.field(.code, "ahead")
             writer.field(.replica, replica.rawValue)
         }
+        writer.field(.bool, report.written)
     }
 
     static func mergeReport(from answer: Message) throws -> MergeReport {
         var report = MergeReport()
+        report.written = answer.bool(.bool)
         var code: String?, source: String?
         for field in answer.fields {
             switch Tag(rawValue: field.tag) {

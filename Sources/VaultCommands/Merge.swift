@@ -47,7 +47,7 @@ package struct Merge: ParsableCommand {
             }
             if options.json {
                 try writeJSON([
-                    "other": other, "dry_run": dryRun, "changed": !report.isEmpty,
+                    "other": other, "dry_run": dryRun, "changed": !report.isEmpty, "written": report.written,
                     "added": report.added, "updated": report.updated, "deleted": report.deleted,
                     "resurrected": report.resurrected, "conflicts": report.conflicts,
                     "renamed": report.renamed.map { ["from": $0.from, "to": $0.to] },
@@ -67,6 +67,9 @@ package struct Merge: ParsableCommand {
         func count(_ n: Int, _ word: String) -> String { "\(n) \(word)" + (n == 1 || word.hasSuffix("ed") ? "" : "s") }
         let verb = dryRun ? "would merge" : "merged"
         guard !report.isEmpty else {
+            if report.written {
+                return "merged '\(TerminalText.escaped(other))' into '\(TerminalText.escaped(vault))': no entry changed (deletions, clocks or histories brought up to date)\n"
+            }
             return "'\(TerminalText.escaped(other))' holds nothing new for '\(TerminalText.escaped(vault))'\n"
         }
         var text = "\(verb) '\(TerminalText.escaped(other))' into '\(TerminalText.escaped(vault))': "

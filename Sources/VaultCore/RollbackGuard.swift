@@ -123,19 +123,15 @@ package enum RollbackGuard {
     /// the path, and this replica's own writes, are the checks of a copy put back). Refuses (unless `accept`) a
     /// data key the vault retired (``VaultError/retiredKey(path:)``): after a passphrase change, a copy under the
     /// old key, wherever it is, is older than the change. A new data key (a passphrase change made elsewhere)
-    /// becomes the current one and retires the one it replaces.
-    static func checkAndRecordVault(
-        _ vaultID: DocumentID, dataKeyID: DocumentID, generation: UInt64, path: String, protection: RollbackProtection,
-        accept: Bool
+    /// becomes the current one and retires the one it replaces (``recordVault``, once every check of the file
+    /// passed: a refused file is recorded nowhere).
+    static func checkVault(
+        _ vaultID: DocumentID, dataKeyID: DocumentID, path: String, protection: RollbackProtection, accept: Bool
     ) throws {
         let (id, key) = (vaultID.description, dataKeyID.description)
         try update(protection: protection, name: id + ".vault") { old in
-            guard let old, old.path == id else { return Record(path: id, vaultID: key, generation: generation) }
-            // The same key: nothing to write (the record follows keys, not generations: one fsync less per write).
-            if old.vaultID == key { return nil }
-            if old.retired.contains(key), !accept { throw VaultError.retiredKey(path: path) }
-            let retired = Array((old.retired + [old.vaultID]).filter { $0 != key }.suffix(maximumRetiredCount))
-            return Record(path: id, vaultID: key, generation: generation, retired: retired)
+            if let old, old.path == id, old.vaultID != key, old.retired.contains(key), !accept { throw VaultError.retiredKey(path: path) }
+            return nil  // recorded by ``recordVault`` once every check passed
         }
     }
 

@@ -138,6 +138,11 @@ struct DocumentMergeTests {
         #expect(value(result, "from-the-future") == "x", "its entries are kept")
         try result.apply([set("mine", "y")], replica: ReplicaID(rawValue: 1), clock: SettableClock(Self.start + 1))
         #expect(try #require(result.entry("mine")).modified.milliseconds == Self.start + 1, "the far clock was not adopted")
+        // A change to the far-ahead entry itself comes after it, and the next merge keeps it.
+        try result.apply([set("from-the-future", "mine now")], replica: ReplicaID(rawValue: 1), clock: SettableClock(Self.start + 2))
+        #expect(value(try merged(result, b), "from-the-future") == "mine now")
+        try result.apply([.delete(entry: "from-the-future")], replica: ReplicaID(rawValue: 1), clock: SettableClock(Self.start + 3))
+        #expect(try merged(result, b).names == ["mine"], "a deletion of it stays deleted")
     }
 
     // MARK: - Properties

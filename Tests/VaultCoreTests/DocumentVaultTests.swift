@@ -244,7 +244,8 @@ struct DocumentVaultTests {
         let protection = RollbackProtection(stateDirectory: directory.file("state"))
         let (vault, first, second, third) = (DocumentID.random(), DocumentID.random(), DocumentID.random(), DocumentID.random())
         func check(_ key: DocumentID, _ generation: UInt64) throws {
-            try RollbackGuard.checkAndRecordVault(vault, dataKeyID: key, generation: generation, path: "p", protection: protection, accept: false)
+            try RollbackGuard.checkVault(vault, dataKeyID: key, path: "p", protection: protection, accept: false)
+            RollbackGuard.recordVault(vault, dataKeyID: key, generation: generation, protection: protection)
         }
         try check(first, 5)
         try check(first, 7)

@@ -15,6 +15,9 @@ public struct MergeReport: Sendable, Equatable {
     /// Replicas whose clock is more than ``VaultDocument/maximumClockLead`` ahead of now: their entries are kept,
     /// their clock is not adopted for this replica's next changes.
     public var replicasAhead: [ReplicaID] = []
+    /// Whether the vault was written: the entries above, or only what a person does not see (tombstones, replica
+    /// clocks, histories, a merge's name suffix dropped). A dry run writes nothing.
+    public var written = false
 
     public struct Renamed: Sendable, Equatable {
         public let from: String
@@ -105,8 +108,19 @@ extension VaultDocument {
             for id in ordered.dropFirst() { renames.append((id, name)) }
         }
         for (id, name) in renames.sorted(by: { $0.0 < $1.0 }) {
-            var candidate = name + "~" + id.description.prefix(8)
-            if idsByName[candidate] != nil || byName[candidate] != nil { candidate = name + "~" + id.description }
+            // Within the name's bound: the base shortened (at a character) when the suffix would not fit.
+            func named(_ suffix: String) -> String {
+                var base = Substring(name)
+                while base.utf8.count + suffix.utf8.count > VaultFormat.maximumNameByteCount { base = base.dropLast() }
+                return base + suffix
+            }
+            var candidate = named("~" + id.description.prefix(8))
+            if idsByName[candidate] != nil || byName[candidate] != nil { candidate = named("~" + id.description) }
+            var counter = 2
+            while idsByName[candidate] != nil || byName[candidate] != nil {
+                candidate = named("~" + id.description + "-\(counter)")
+                counter += 1
+            }
             entries[id]!.name = candidate
             idsByName[candidate] = id
             report.renamed.append(.init(from: name, to: candidate))

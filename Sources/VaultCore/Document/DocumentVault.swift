@@ -40,11 +40,10 @@ public final class DocumentVault: DocumentEntries, Sendable {
         return { document, dataKey in
             // Wherever the file is: the record of the vault's id and data key id (issue 18 §6), checked first so that
             // a refused file is recorded nowhere; then the record of this path (another vault put here).
-            try RollbackGuard.checkAndRecordVault(
-                document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, path: path,
-                protection: protection, accept: accept)
+            try RollbackGuard.checkVault(document.vaultID, dataKeyID: document.dataKeyID, path: path, protection: protection, accept: accept)
             try RollbackGuard.checkAndRecord(
                 path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept)
+            RollbackGuard.recordVault(document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, protection: protection)
             guard let written = ReplicaRegistry.latestWrite(of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
             else { return }
             let inFile = document.replicas[replica]?.packed ?? 0

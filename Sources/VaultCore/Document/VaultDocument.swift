@@ -154,14 +154,26 @@ public final class VaultDocument: @unchecked Sendable {
         }
     }
 
-    /// A copy to change (a held document is never changed: readers may be using it): the same entries, and its
-    /// values in a new guarded region of their own (one copy of the region, at the same offsets), with room for
-    /// `extra` more bytes.
+    /// A copy to change (a held document is never changed: readers may be using it): the same entries, their
+    /// values in a new guarded region of their own, with room for `extra` more bytes.
     func copied(reserving extra: Int = 0) -> VaultDocument {
+        // Only the values in use (overwritten and deleted ones are left behind, and freed with this document).
         let arena = GuardedArena()
+        var entries = self.entries
         values.withUnsafeBytes { all in
-            arena.reserve(all.count + extra)
-            _ = arena.append(all)
+            func moved(_ fields: [Field]) -> [Field] {
+                fields.map { Field(name: $0.name, value: arena.append(UnsafeRawBufferPointer(rebasing: all[$0.value])), isSecret: $0.isSecret) }
+            }
+            let used = entries.values.reduce(0) { total, entry in
+                total + entry.fields.reduce(0) { $0 + $1.value.count } + entry.history.reduce(0) { $0 + $1.fields.reduce(0) { $0 + $1.value.count } }
+            }
+            arena.reserve(used + extra)
+            for (id, entry) in entries {
+                var entry = entry
+                entry.fields = moved(entry.fields)
+                entry.history = entry.history.map { Version(fields: moved($0.fields), modified: $0.modified, conflict: $0.conflict) }
+                entries[id] = entry
+            }
         }
         return VaultDocument(
             vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
@@ -300,7 +312,22 @@ public final class VaultDocument: @unchecked Sendable {
         // (a machine set to 2099 must not drag every replica's clock along; its entries are kept as they are).
         let wall = clock.milliseconds()
         let seen = replicas.values.filter { $0.milliseconds <= wall &+ Self.maximumClockLead }
-        let latest = ([replicas[replica]] + seen.map(Optional.some)).compactMap { $0 }.max()
+        // And later than every entry the batch names: a new version (or a deletion) must come after the one it
+        // replaces, even when that one came from a replica whose clock is far ahead (else the next merge would
+        // undo this change).
+        var named: [HybridTimestamp] = []
+        for change in changes {
+            let names: [String]
+            switch change {
+            case let .setField(entry, _, _, _), let .removeField(entry, _), let .delete(entry, _), let .restore(entry, _),
+                 let .require(entry, _), let .requireField(entry, _, _):
+                names = [entry]
+            case let .rename(from, to, _), let .copy(from, to, _): names = [from, to]
+            case .deleteAll: names = Array(idsByName.keys)
+            }
+            named += names.compactMap { idsByName[$0].flatMap { entries[$0]?.modified } }
+        }
+        let latest = ([replicas[replica], named.max()] + seen.map(Optional.some)).compactMap { $0 }.max()
         let now = try HybridTimestamp.next(after: latest, replica: replica, now: wall)
         var touched: Set<DocumentID> = []
         let before = self.entries

@@ -41,9 +41,13 @@ public protocol VaultStorage: Sendable {
     /// lock held). A storage without such a lock runs `body` as it is, and its conditional replace catches other
     /// writers (the default).
     func exclusively<R>(_ body: (_ replace: ([UInt8], StorageVersion?) throws -> StorageVersion) throws -> R) throws -> R
+    /// The stored bytes read anew, for a writer (a local file: never what was remembered of it).
+    func loadForWrite() throws -> StoredVault?
 }
 
 extension VaultStorage {
+    public func loadForWrite() throws -> StoredVault? { try load() }
+
     public func exclusively<R>(_ body: (_ replace: ([UInt8], StorageVersion?) throws -> StorageVersion) throws -> R) throws -> R {
         try body { bytes, expected in try replace(bytes, expecting: expected) }
     }
@@ -94,6 +98,12 @@ public struct LocalFileStorage: VaultStorage {
         return stored
     }
 
+    /// Reads the file, always (a writer under the lock: attributes alone may be stale on NFS).
+    public func loadForWrite() throws -> StoredVault? {
+        guard let bytes = try VaultFile.read(path: path) else { return nil }
+        return StoredVault(bytes: bytes, version: Self.version(of: bytes))
+    }
+
     /// What tells one file at `path` from another: device, inode, size, modification and change times (ns).
     struct FileIdentity: Equatable, Sendable {
         let device: UInt64, inode: UInt64, size: Int64
@@ -128,10 +138,8 @@ public struct LocalFileStorage: VaultStorage {
         let lock = try VaultLock(vaultPath: path, timeoutSeconds: lockTimeoutSeconds)
         defer { lock.release() }
         return try body { bytes, expected in
-            // The file as loaded under this lock (the same identity and version remembered): no second read.
-            let identity = Self.identity(of: path)
-            let remembered = identity.flatMap { now in cache.withLock { $0?.identity == now ? $0?.stored.version : nil } }
-            let stored = try remembered ?? VaultFile.read(path: path).map(Self.version(of:))
+            // Read under the lock, never remembered: file attributes may be cached (NFS) where the bytes are not.
+            let stored = try VaultFile.read(path: path).map(Self.version(of:))
             guard stored == expected else { throw VaultError.storageConflict(path: path) }
             try VaultFile.writeAtomically(bytes, to: path)
             return Self.version(of: bytes)
@@ -245,7 +253,11 @@ public final class DocumentStore: Sendable {
         if stored.version == held.version { return }
         var document: VaultDocument?
         try loadingAgainOnARace(&stored) { stored, _ in document = try openHeld(stored, dataKey: held.dataKey) }
-        state.withLock { loaded in loaded = (stored.bytes, stored.version, document!, held.dataKey) }
+        // Only over what was held when this reload began: a writer (or another reload) may have put something newer
+        // in place meanwhile, which a slow reload must not replace with what it read before.
+        state.withLock { loaded in
+            if loaded?.version == held.version { loaded = (stored.bytes, stored.version, document!, held.dataKey) }
+        }
     }
 
     /// Opens `stored` with the data key held and verifies it; another data key is ``VaultError/keyChanged(path:)``.
@@ -332,7 +344,8 @@ public final class DocumentStore: Sendable {
             let ours = try openHeld(stored, dataKey: dataKey)
             let (merged, made) = try VaultDocument.merge(ours, other, now: clock.milliseconds())
             report = made
-            return merged.sameContent(as: ours) ? nil : (merged, dataKey)
+            report.written = !merged.sameContent(as: ours)
+            return report.written ? (merged, dataKey) : nil
         }
         return report
     }
@@ -345,7 +358,7 @@ public final class DocumentStore: Sendable {
             // Under the storage's lock where it has one (a local file: writers queue), else optimistic.
             var unchanged = false
             let written = try storage.exclusively { replace -> (bytes: [UInt8], version: StorageVersion, document: VaultDocument, dataKey: SecureBytes)? in
-                guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
+                guard let stored = try storage.loadForWrite() else { throw VaultError.vaultNotFound(path: storage.label) }
                 let document: VaultDocument, key: SecureBytes
                 do {
                     guard let made = try make(stored) else {
@@ -359,16 +372,15 @@ public final class DocumentStore: Sendable {
                 }
                 let bytes = try document.seal(dataKey: key)
                 do {
-                    return (bytes, try replace(bytes, stored.version), document, key)
+                    let written = (bytes, try replace(bytes, stored.version), document, key)
+                    // Held before the lock is let go: no reader of this process can hold an older one after.
+                    state.withLock { loaded in loaded = written }
+                    return written
                 } catch VaultError.storageConflict where attempt < attempts {
                     return nil
                 }
             }
-            if unchanged { return }
-            if let written {
-                state.withLock { loaded in loaded = written }
-                return
-            }
+            if unchanged || written != nil { return }
         }
         throw VaultError.storageConflict(path: storage.label)
     }

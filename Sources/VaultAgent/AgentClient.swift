@@ -232,6 +232,24 @@ public final class AgentClient: Sendable {
         }
     }
 
+    /// Merges two files of a version-2 vault unlocked in the agent, whatever its path (git's merge driver): the
+    /// merged file, sealed with that vault's key, and the report; `nil` when no unlocked vault has their vault id.
+    public func mergeFiles(ours: [UInt8], theirs: [UInt8], labels: (String, String)) throws -> ([UInt8], MergeReport)? {
+        let answer: AgentWire.Message
+        do {
+            answer = try request(.mergeFiles, timeoutSeconds: 120) { writer in
+                ours.withUnsafeBytes { writer.field(.value, $0) }
+                theirs.withUnsafeBytes { writer.field(.value, $0) }
+                writer.field(.source, labels.0)
+                writer.field(.source, labels.1)
+            }
+        } catch AgentError.locked {
+            return nil
+        }
+        guard let merged = answer.first(.value) else { throw AgentError.protocolError("a merge without its file") }
+        return (answer.payload.withUnsafeBytes { Array($0[merged]) }, try AgentWire.mergeReport(from: answer))
+    }
+
     /// The vault at `path` through the agent, or `nil` when it is not unlocked there.
     public func vault(at path: String) throws -> AgentVault? {
         do {

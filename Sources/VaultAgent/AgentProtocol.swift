@@ -38,6 +38,10 @@ enum AgentOperation: UInt8 {
     /// bytes: ciphertext), `flags` (1: a dry run). Answers the report: (`code` added/updated/deleted/resurrected/
     /// conflict, `name`)*, (`code` renamed, `source`, `name`)*, (`code` ahead, `replica`)*.
     case merge
+    /// Merge two files of an unlocked version-2 vault, found by the vault id in their headers (git's merge
+    /// driver): `value` (ours), `value` (theirs), `source` twice (their names). Answers `value` (the merged file,
+    /// sealed with that vault's key) and the report as for `merge`. Nothing on disk is read or written.
+    case mergeFiles
 }
 
 /// The status of an answer (the second byte of a response payload).

@@ -240,6 +240,7 @@ public final class AgentServer: Sendable {
                     return locked()
                 } catch {}
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+            case .mergeFiles: return try mergeFiles(request)
             case .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge:
                 let path = try text(request, .path)
                 // Names asked with the flag set (shell completion, on every Tab) are not an activity.
@@ -326,6 +327,26 @@ public final class AgentServer: Sendable {
         default:
             throw AgentError.protocolError("not an operation on a vault")
         }
+        return reply
+    }
+
+    /// git's merge driver: two files of a vault unlocked here (by vault id, whatever its path), merged with its key.
+    private func mergeFiles(_ request: AgentWire.Message) throws -> AgentWire.Writer {
+        let files = request.fields.filter { $0.tag == AgentWire.Tag.value.rawValue }.map { field in
+            request.payload.withUnsafeBytes { Array($0[field.range]) }
+        }
+        let labels = request.strings(.source)
+        guard files.count == 2, labels.count == 2 else { throw AgentError.protocolError("a merge of two files needs two files") }
+        guard DocumentHeader.isVersion2(files[0]) else { throw VaultError.needsVersion2(path: labels[0]) }
+        // Only its id is read here (no KDF runs): any parameters do.
+        let wanted = try DocumentHeader.parse(files[0], label: labels[0], policy: .insecureForTesting).vaultID
+        let candidates = unlocked.withLock { vaults in vaults.keys.sorted().compactMap { vaults[$0]?.store as? DocumentVault } }
+        guard let vault = candidates.first(where: { (try? $0.reload()) != nil && $0.vaultID == wanted }) else { return locked() }
+        _ = store(for: vault.path, touch: true)
+        let (merged, report) = try vault.mergeFiles(ours: files[0], theirs: files[1], labels: (labels[0], labels[1]), now: SystemWallClock().milliseconds())
+        let reply = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+        merged.withUnsafeBytes { reply.field(.value, $0) }
+        AgentWire.encode(report, into: reply)
         return reply
     }
 

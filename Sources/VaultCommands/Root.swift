@@ -10,7 +10,7 @@ package enum Root {
     /// The verbs both binaries run themselves.
     package static let vaultVerbs: [ParsableCommand.Type] = [
         Init.self, Put.self, Get.self, Show.self, History.self, Restore.self, Delete.self, List.self, Find.self, Move.self, Copy.self, Generate.self,
-        Passwd.self, Info.self, Upgrade.self, Merge.self,
+        Passwd.self, Info.self, Upgrade.self, Merge.self, GitCommand.self,
         Unlock.self, Lock.self, AgentCommand.self, RunCommand.self, Inject.self, Clip.self, ClipClear.self,
     ]
 

@@ -136,6 +136,30 @@ public final class DocumentVault: DocumentEntries, Sendable {
         recordWrite()
     }
 
+    /// The vault's id, as last read.
+    public var vaultID: DocumentID? { store.document?.vaultID }
+
+    /// Merges two files of this vault given as bytes (git's merge driver: `ours` and `theirs`, neither of them the
+    /// vault's own file) with the data key held here, and returns the merged file sealed with it, and the report.
+    /// Nothing is read or written on disk; the key never leaves this process.
+    ///
+    /// - Throws: ``VaultError/notTheSameVault(path:)``, ``VaultError/needsVersion2(path:)``,
+    ///   ``VaultError/wrongPassphrase(path:)`` (the key held does not open one of them), what opening them throws.
+    public func mergeFiles(ours: [UInt8], theirs: [UInt8], labels: (String, String), now: UInt64) throws -> ([UInt8], MergeReport) {
+        guard let dataKey = store.dataKey, let vaultID else { throw VaultError.notOpen }
+        var documents: [VaultDocument] = []
+        for (bytes, label) in [(ours, labels.0), (theirs, labels.1)] {
+            guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: label) }
+            guard try DocumentHeader.parse(bytes, label: label, policy: store.policy).vaultID == vaultID else {
+                throw VaultError.notTheSameVault(path: label)
+            }
+            documents.append(try VaultDocument.open(bytes, with: .dataKey(dataKey), label: label, policy: store.policy).document)
+        }
+        var (merged, report) = try VaultDocument.merge(documents[0], documents[1], now: now)
+        report.written = true
+        return (try merged.seal(dataKey: dataKey), report)
+    }
+
     public func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport {
         let report = try store.merge(other, label: label, dryRun: dryRun)
         if !dryRun { recordWrite() }

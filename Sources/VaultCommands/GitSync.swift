@@ -1,0 +1,137 @@
+import ArgumentParser
+import Foundation
+import VaultAgent
+import VaultCore
+import VaultTerminal
+
+/// `vault git setup` and `vault git merge-driver`: a vault kept in a git repository merges entry by entry when
+/// two branches changed it, instead of leaving a binary conflict (issue 19 §3).
+package struct GitCommand: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "git",
+        abstract: "Keep the vault in a git repository: a merge driver that merges it entry by entry.",
+        subcommands: [Setup.self, MergeDriver.self])
+
+    package struct Setup: ParsableCommand {
+        package init() {}
+
+        package static let configuration = CommandConfiguration(
+            commandName: "setup",
+            abstract: "Make git merge this vault with 'vault git merge-driver' (run once in every clone).",
+            discussion: """
+                Writes '<vault> merge=vault' to the repository's .gitattributes (commit it) and sets merge.vault.name and merge.vault.driver in this clone's config. A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
+                """)
+
+        @OptionGroup var options: VaultOptions
+
+        package func run() throws {
+            try reportingErrors(json: options.json) {
+                let vault = URL(fileURLWithPath: options.resolvedPath).standardizedFileURL.path
+                let directory = URL(fileURLWithPath: vault).deletingLastPathComponent().path
+                let top = try Self.git(["-C", directory, "rev-parse", "--show-toplevel"]).trimmingCharacters(in: .whitespacesAndNewlines)
+                guard !top.isEmpty, vault.hasPrefix(top + "/") else {
+                    throw CLIError.message("'\(vault)' is not inside a git repository", exitCode: Exit.usage)
+                }
+                let relative = String(vault.dropFirst(top.count + 1))
+                // Patterns are matched literally: spaces and glob characters are escaped.
+                let pattern = relative.map { "*?[ \\#!".contains($0) ? "\\\($0)" : String($0) }.joined()
+                let line = "/\(pattern) merge=vault"
+                let attributes = top + "/.gitattributes"
+                let existing = (try? String(contentsOfFile: attributes, encoding: .utf8)) ?? ""
+                let added = !existing.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == line }
+                if added {
+                    let text = existing + (existing.isEmpty || existing.hasSuffix("\n") ? "" : "\n") + line + "\n"
+                    try Data(text.utf8).write(to: URL(fileURLWithPath: attributes), options: .atomic)
+                }
+                let driver = "'\(AgentCommand.executable.replacingOccurrences(of: "'", with: "'\\''"))' git merge-driver %O %A %B %P"
+                _ = try Self.git(["-C", top, "config", "merge.vault.name", "vault: entry by entry"])
+                _ = try Self.git(["-C", top, "config", "merge.vault.driver", driver])
+                if options.json {
+                    try writeJSON(["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver])
+                } else {
+                    try writeToStdout(
+                        "git merges '\(relative)' entry by entry in this clone (\(added ? "added to" : "already in") .gitattributes; commit it); every other clone runs 'vault git setup' once\n")
+                }
+            }
+        }
+
+        /// git's standard output for `arguments`; a failure is a CLI error with git's message.
+        static func git(_ arguments: [String]) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["git"] + arguments
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            let out = output.fileHandleForReading.readDataToEndOfFile()
+            let err = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                let message = String(decoding: err, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                throw CLIError.message("git \(arguments.filter { $0 != "-C" }.prefix(2).joined(separator: " ")) failed: \(message)", exitCode: Exit.failure)
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
+    }
+
+    /// git's merge driver (`%O %A %B %P`): merges B into A with the key of the vault unlocked in the agent whose
+    /// vault id they carry, writes the result into A and exits 0. Never asks: locked or no agent, A is untouched,
+    /// one line says what to do, and the exit is 1 (git records a conflict); an internal failure exits 130.
+    package struct MergeDriver: ParsableCommand {
+        package init() {}
+
+        package static let configuration = CommandConfiguration(
+            commandName: "merge-driver",
+            abstract: "git's merge driver for a vault (set by 'vault git setup'): merges B into A through the agent.")
+
+        @Argument(help: "The common ancestor's file (%O; not needed: the merge is by clocks).") var base: String
+        @Argument(help: "Ours (%A): the merged vault is written here.") var ours: String
+        @Argument(help: "Theirs (%B).") var theirs: String
+        @Argument(help: "The path in the repository (%P), for messages.") var pathname: String = ""
+
+        /// git takes any exit above 128 for a driver that failed, not a conflict.
+        static let internalFailure: Int32 = 130
+
+        package func run() throws {
+            let shown = TerminalText.escaped(pathname.isEmpty ? ours : pathname)
+            do {
+                let a = try Merge.read(ours), b = try Merge.read(theirs)
+                guard let client = try AgentClient.connect(),
+                      let (merged, report) = try client.mergeFiles(ours: a, theirs: b, labels: (ours, theirs))
+                else {
+                    writeToStderr("vault: cannot merge '\(shown)': its vault is not unlocked in the agent; run 'vault unlock', then 'git checkout -m -- \(shown)' (merges it again), 'git add' it and 'git merge --continue'\n")
+                    throw ExitCode(1)
+                }
+                try Self.replace(ours, with: merged)
+                let summary = Merge.describe(report, other: "theirs", into: pathname.isEmpty ? ours : pathname, dryRun: false)
+                writeToStderr("vault: " + summary.split(separator: "\n").first.map(String.init)! + "\n")
+            } catch let exit as ExitCode {
+                throw exit
+            } catch let error as VaultError {
+                writeToStderr("vault: cannot merge '\(shown)': \(error)\n")
+                // Another vault, a version-1 file, a file that does not open: a conflict for git to show.
+                throw ExitCode(1)
+            } catch {
+                writeToStderr("vault: cannot merge '\(shown)': \(error)\n")
+                throw ExitCode(Self.internalFailure)
+            }
+        }
+
+        /// Writes `bytes` over git's temporary file `path` (a temporary file beside it, then a rename: never half).
+        static func replace(_ path: String, with bytes: [UInt8]) throws {
+            let temporary = path + ".vault-merge.tmp"
+            guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
+                throw VaultError.io(operation: "writing", path: temporary, errno: errno)
+            }
+            guard rename(temporary, path) == 0 else {
+                let code = errno
+                unlink(temporary)
+                throw VaultError.io(operation: "renaming over", path: path, errno: code)
+            }
+        }
+    }
+}

@@ -250,6 +250,19 @@ public final class AgentClient: Sendable {
         return (answer.payload.withUnsafeBytes { Array($0[merged]) }, try AgentWire.mergeReport(from: answer))
     }
 
+    /// What a file of a version-2 vault unlocked in the agent holds (git's textconv): lines of names, ids, times and
+    /// field names, never a value; `nil` when no unlocked vault has its vault id.
+    public func describeFile(_ bytes: [UInt8], label: String) throws -> [String]? {
+        do {
+            return try request(.describeFile, timeoutSeconds: 60) { writer in
+                bytes.withUnsafeBytes { writer.field(.value, $0) }
+                writer.field(.source, label)
+            }.strings(.message)
+        } catch AgentError.locked {
+            return nil
+        }
+    }
+
     /// The vault at `path` through the agent, or `nil` when it is not unlocked there.
     public func vault(at path: String) throws -> AgentVault? {
         do {

@@ -42,6 +42,9 @@ enum AgentOperation: UInt8 {
     /// driver): `value` (ours), `value` (theirs), `source` twice (their names). Answers `value` (the merged file,
     /// sealed with that vault's key) and the report as for `merge`. Nothing on disk is read or written.
     case mergeFiles
+    /// What a file of an unlocked version-2 vault holds, by the vault id in its header (git's textconv): `value`
+    /// (the file), `source` (its name). Answers `message`* (lines: names, ids, times, field names; never a value).
+    case describeFile
 }
 
 /// The status of an answer (the second byte of a response payload).

@@ -241,6 +241,7 @@ public final class AgentServer: Sendable {
                 } catch {}
                 return AgentWire.Writer(kind: AgentStatus.ok.rawValue)
             case .mergeFiles: return try mergeFiles(request)
+            case .describeFile: return try describeFile(request)
             case .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge:
                 let path = try text(request, .path)
                 // Names asked with the flag set (shell completion, on every Tab) are not an activity.
@@ -330,6 +331,28 @@ public final class AgentServer: Sendable {
         return reply
     }
 
+    /// The unlocked version-2 vault whose id the file `bytes` carries (whatever its path), or `nil`.
+    private func vault(holding bytes: [UInt8], label: String) throws -> DocumentVault? {
+        guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: label) }
+        // Only its id is read here (no KDF runs): any parameters do.
+        let wanted = try DocumentHeader.parse(bytes, label: label, policy: .insecureForTesting).vaultID
+        let candidates = unlocked.withLock { vaults in vaults.keys.sorted().compactMap { vaults[$0]?.store as? DocumentVault } }
+        guard let vault = candidates.first(where: { (try? $0.reload()) != nil && $0.vaultID == wanted }) else { return nil }
+        _ = store(for: vault.path, touch: true)
+        return vault
+    }
+
+    /// git's textconv: what a file of a vault unlocked here holds, never a value.
+    private func describeFile(_ request: AgentWire.Message) throws -> AgentWire.Writer {
+        guard let range = request.first(.value) else { throw AgentError.protocolError("a request without a required field") }
+        let bytes = request.payload.withUnsafeBytes { Array($0[range]) }
+        let label = request.string(.source) ?? "file"
+        guard let vault = try vault(holding: bytes, label: label) else { return locked() }
+        let reply = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+        for line in try vault.describeFile(bytes, label: label) { reply.field(.message, line) }
+        return reply
+    }
+
     /// git's merge driver: two files of a vault unlocked here (by vault id, whatever its path), merged with its key.
     private func mergeFiles(_ request: AgentWire.Message) throws -> AgentWire.Writer {
         let files = request.fields.filter { $0.tag == AgentWire.Tag.value.rawValue }.map { field in
@@ -337,12 +360,7 @@ public final class AgentServer: Sendable {
         }
         let labels = request.strings(.source)
         guard files.count == 2, labels.count == 2 else { throw AgentError.protocolError("a merge of two files needs two files") }
-        guard DocumentHeader.isVersion2(files[0]) else { throw VaultError.needsVersion2(path: labels[0]) }
-        // Only its id is read here (no KDF runs): any parameters do.
-        let wanted = try DocumentHeader.parse(files[0], label: labels[0], policy: .insecureForTesting).vaultID
-        let candidates = unlocked.withLock { vaults in vaults.keys.sorted().compactMap { vaults[$0]?.store as? DocumentVault } }
-        guard let vault = candidates.first(where: { (try? $0.reload()) != nil && $0.vaultID == wanted }) else { return locked() }
-        _ = store(for: vault.path, touch: true)
+        guard let vault = try vault(holding: files[0], label: labels[0]) else { return locked() }
         let (merged, report) = try vault.mergeFiles(ours: files[0], theirs: files[1], labels: (labels[0], labels[1]), now: SystemWallClock().milliseconds())
         let reply = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
         merged.withUnsafeBytes { reply.field(.value, $0) }

@@ -12,7 +12,7 @@ package struct GitCommand: ParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "git",
         abstract: "Keep the vault in a git repository: a merge driver that merges it entry by entry.",
-        subcommands: [Setup.self, MergeDriver.self])
+        subcommands: [Setup.self, MergeDriver.self, TextConv.self])
 
     package struct Setup: ParsableCommand {
         package init() {}
@@ -21,7 +21,7 @@ package struct GitCommand: ParsableCommand {
             commandName: "setup",
             abstract: "Make git merge this vault with 'vault git merge-driver' (run once in every clone).",
             discussion: """
-                Writes '<vault> merge=vault' to the repository's .gitattributes (commit it) and sets merge.vault.name and merge.vault.driver in this clone's config. A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
+                Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes (commit it) and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
                 """)
 
         @OptionGroup var options: VaultOptions
@@ -37,7 +37,7 @@ package struct GitCommand: ParsableCommand {
                 let relative = String(vault.dropFirst(top.count + 1))
                 // Patterns are matched literally: spaces and glob characters are escaped.
                 let pattern = relative.map { "*?[ \\#!".contains($0) ? "\\\($0)" : String($0) }.joined()
-                let line = "/\(pattern) merge=vault"
+                let line = "/\(pattern) merge=vault diff=vault"
                 let attributes = top + "/.gitattributes"
                 let existing = (try? String(contentsOfFile: attributes, encoding: .utf8)) ?? ""
                 let added = !existing.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == line }
@@ -48,6 +48,8 @@ package struct GitCommand: ParsableCommand {
                 let driver = "'\(AgentCommand.executable.replacingOccurrences(of: "'", with: "'\\''"))' git merge-driver %O %A %B %P"
                 _ = try Self.git(["-C", top, "config", "merge.vault.name", "vault: entry by entry"])
                 _ = try Self.git(["-C", top, "config", "merge.vault.driver", driver])
+                let textconv = "'\(AgentCommand.executable.replacingOccurrences(of: "'", with: "'\\''"))' git textconv"
+                _ = try Self.git(["-C", top, "config", "diff.vault.textconv", textconv])
                 if options.json {
                     try writeJSON(["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver])
                 } else {
@@ -131,6 +133,31 @@ package struct GitCommand: ParsableCommand {
                 let code = errno
                 unlink(temporary)
                 throw VaultError.io(operation: "renaming over", path: path, errno: code)
+            }
+        }
+    }
+
+    /// git's textconv for a vault (`diff.vault.textconv`): what the file holds, as text for `git diff`, never a
+    /// value; locked or no agent, one line saying so (git then shows that line as the file's text).
+    package struct TextConv: ParsableCommand {
+        package init() {}
+
+        package static let configuration = CommandConfiguration(
+            commandName: "textconv",
+            abstract: "git's textconv for a vault (set by 'vault git setup'): names, ids, times and field names, never a value.")
+
+        @Argument(help: "The file git hands over.") var file: String
+
+        package func run() throws {
+            do {
+                let bytes = try Merge.read(file)
+                guard let client = try AgentClient.connect(), let lines = try client.describeFile(bytes, label: file) else {
+                    try writeToStdout("(vault locked: 'vault unlock' shows its entries here)\n")
+                    return
+                }
+                try writeToStdout(lines.map { TerminalText.escaped($0) + "\n" }.joined())
+            } catch {
+                try writeToStdout("(vault: cannot show this file: \(TerminalText.escaped(String(describing: error))))\n")
             }
         }
     }

@@ -82,7 +82,7 @@ import VaultCore
         ("openat", "EACCES", true, 12, "cannot create temporary file"),
         ("openat", "EIO", true, 12, "cannot open"),
         ("read", "EIO", true, 4, "cannot read vault"),
-        ("flock", "EIO", false, 4, "cannot lock"),
+        ("flock", "EIO", false, 6, "cannot lock"),
         ("fchmod", "EPERM", false, 2, "cannot set permissions"),
     ]
 

@@ -21,7 +21,7 @@ import VaultTestSupport
         #expect(try box.around(["init", "--vault", vault]).status == 0)
         let setup = try box.vault(["git", "setup", "--vault", vault])
         #expect(setup.status == 0 && setup.stdoutText.hasPrefix("git merges 'team.vault' entry by entry"), "\(setup.stderr)")
-        #expect(try String(contentsOfFile: repo + "/.gitattributes", encoding: .utf8) == "/team.vault merge=vault\n")
+        #expect(try String(contentsOfFile: repo + "/.gitattributes", encoding: .utf8) == "/team.vault merge=vault diff=vault\n")
         #expect(try box.vault(["git", "setup", "--vault", vault]).stdoutText.contains("already in .gitattributes"), "idempotent")
         #expect(try git(["add", "-A"]).status == 0 && git(["commit", "-qm", "init"]).status == 0)
 
@@ -50,5 +50,15 @@ import VaultTestSupport
         chmod(vault, 0o600)
         #expect(try box.around(["list", "--vault", vault]).stdoutText == "from-main\nfrom-other\n")
         #expect(try git(["status", "--porcelain"]).stdoutText == "")
+
+        // git's diff through the textconv: names and field names, never a value; locked, one line.
+        let diff = try git(["diff", "HEAD~1", "HEAD", "--", "team.vault"])
+        #expect(diff.status == 0 && diff.stdoutText.contains("+from-other\n") && diff.stdoutText.contains("+  fields password (secret)"), "\(diff.stdoutText) \(diff.stderr)")
+        #expect(!diff.stdoutText.contains("Binary files"))
+        #expect(try box.vault(["lock", "--all"]).status == 0)
+        let lockedDiff = try git(["show", "HEAD:team.vault"])
+        #expect(lockedDiff.status == 0)
+        let textconv = try git(["show", "--textconv", "HEAD:team.vault"])
+        #expect(textconv.stdoutText == "(vault locked: 'vault unlock' shows its entries here)\n", "\(textconv.stdoutText) \(textconv.stderr)")
     }
 }

@@ -160,6 +160,27 @@ public final class DocumentVault: DocumentEntries, Sendable {
         return (try merged.seal(dataKey: dataKey), report)
     }
 
+    /// What a file of this vault (given as bytes: a version git hands its textconv) holds, without a single value:
+    /// each live entry's name, id, last change, field names (secret ones marked) and number of earlier versions,
+    /// sorted by name; then the number of tombstones. The data key held opens it; nothing on disk is read.
+    public func describeFile(_ bytes: [UInt8], label: String) throws -> [String] {
+        guard let dataKey = store.dataKey, let vaultID else { throw VaultError.notOpen }
+        guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: label) }
+        guard try DocumentHeader.parse(bytes, label: label, policy: store.policy).vaultID == vaultID else {
+            throw VaultError.notTheSameVault(path: label)
+        }
+        let document = try VaultDocument.open(bytes, with: .dataKey(dataKey), label: label, policy: store.policy).document
+        var lines = ["vault \(document.vaultID) generation \(document.generation)"]
+        for name in document.names {
+            guard let entry = document.entry(name) else { continue }
+            lines.append("\(name)")
+            lines.append("  id \(entry.id)  modified \(entry.modified)  earlier versions \(entry.versionCount)")
+            lines.append("  fields " + entry.fields.map { $0.name + ($0.isSecret ? " (secret)" : "") }.joined(separator: ", "))
+        }
+        lines.append("deleted entries \(document.tombstones.count)")
+        return lines
+    }
+
     public func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport {
         let report = try store.merge(other, label: label, dryRun: dryRun)
         if !dryRun { recordWrite() }

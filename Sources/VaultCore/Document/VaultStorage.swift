@@ -219,13 +219,24 @@ public final class DocumentStore: Sendable {
 
     /// Runs `body` on `stored` (`first`: the bytes as first loaded); when it fails with what a concurrent writer
     /// causes (it wrote and raised the rollback record, or this replica's latest write, after our load) and the
-    /// stored bytes moved meanwhile, loads them again under the storage's lock (``VaultStorage/exclusively(_:)``)
-    /// and runs `body` on them once more.
+    /// stored bytes moved meanwhile, loads them again and runs `body` on them, three times, then once more under
+    /// the storage's lock (``VaultStorage/exclusively(_:)``).
     private func loadingAgainOnARace(_ stored: inout StoredVault, _ body: (StoredVault, Bool) throws -> Void) throws {
+        var first = true
+        for _ in 1...3 {
+            do {
+                return try body(stored, first)
+            } catch let error as VaultError where Self.isRace(error) {
+                guard let again = try storage.load(), again.version != stored.version else { throw error }
+                stored = again
+                first = false
+            }
+        }
+        // Once more with no writer writing (writers may keep replacing it faster than it is read): a reader that
+        // took the lock at once would queue behind every writer.
         do {
-            try body(stored, true)
+            try body(stored, false)
         } catch let error as VaultError where Self.isRace(error) {
-            // Once more with no writer writing (writers may keep replacing it faster than it is read).
             stored = try storage.exclusively { _ in
                 guard let again = try storage.load(), again.version != stored.version else { throw error }
                 try body(again, false)

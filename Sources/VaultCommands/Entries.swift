@@ -290,17 +290,9 @@ package struct Get: ParsableCommand {
 
     /// Writes `value`: exact bytes (``writeSecret(_:)``), or with `json` those keys and the value.
     static func print(_ value: SecureBytes, json: [String: Any]?) throws {
-        guard var object = json else { return try writeSecret(value) }
-        // JSON needs a copy in ordinary memory; the raw form writes straight from guarded memory.
-        let bytes = value.unprotectedBytes
-        if let text = String(validating: bytes, as: UTF8.self) {
-            object["value"] = text
-            object["encoding"] = "utf8"
-        } else {
-            object["value"] = Data(bytes).base64EncodedString()
-            object["encoding"] = "base64"
-        }
-        try writeJSON(object)
+        // The raw form writes straight from guarded memory.
+        guard let object = json else { return try writeSecret(value) }
+        try writeJSON(object.merging(valueJSON(value)) { $1 })
     }
 }
 

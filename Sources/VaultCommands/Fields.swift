@@ -48,16 +48,24 @@ extension EntryRecord.Field {
             object["masked"] = true
             return object
         }
-        let bytes = value.unprotectedBytes
-        if let text = String(validating: bytes, as: UTF8.self) {
-            object["value"] = text
-            object["encoding"] = "utf8"
-        } else {
-            object["value"] = Data(bytes).base64EncodedString()
-            object["encoding"] = "base64"
-        }
-        return object
+        return object.merging(valueJSON(value)) { $1 }
     }
+}
+
+/// A value in JSON: `value` as UTF-8 text with `"encoding": "utf8"`, else base64 with `"encoding": "base64"` (a copy
+/// in ordinary memory: JSON needs one).
+func valueJSON(_ value: SecureBytes) -> [String: Any] {
+    let bytes = value.unprotectedBytes
+    if let text = String(validating: bytes, as: UTF8.self) { return ["value": text, "encoding": "utf8"] }
+    return ["value": Data(bytes).base64EncodedString(), "encoding": "base64"]
+}
+
+/// Every version of entry `name` of `vault` (format version 2), newest first, or the missing-entry error.
+func allVersions(of name: String, in vault: any KeyValueVault) throws -> [EntryRecord] {
+    guard let versions = try documentEntries(vault).records(of: name, .all), !versions.isEmpty else {
+        throw CLIError.missingEntry(name, in: vault)
+    }
+    return versions
 }
 
 extension HybridTimestamp {
@@ -97,10 +105,8 @@ package struct Show: ParsableCommand {
         try reportingErrors(json: options.json) {
             let name = try entry.resolve()
             try withVault(options) { vault in
-                let document = try documentEntries(vault)
-                guard let versions = try document.records(of: name, .all), let current = versions.first else {
-                    throw CLIError.missingEntry(name, in: vault)
-                }
+                let versions = try allVersions(of: name, in: vault)
+                let current = versions[0]
                 if options.json {
                     try writeJSON([
                         "name": current.name, "id": current.id.description, "created": current.created.iso8601,
@@ -140,10 +146,8 @@ package struct History: ParsableCommand {
         try reportingErrors(json: options.json) {
             let name = try entry.resolve()
             try withVault(options) { vault in
-                let document = try documentEntries(vault)
-                guard let versions = try document.records(of: name, .all), let current = versions.first else {
-                    throw CLIError.missingEntry(name, in: vault)
-                }
+                let versions = try allVersions(of: name, in: vault)
+                let current = versions[0]
                 if options.json {
                     try writeJSON([
                         "name": current.name, "id": current.id.description,

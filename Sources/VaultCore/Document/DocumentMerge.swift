@@ -60,17 +60,10 @@ extension VaultDocument {
         let values = GuardedArena()
         var report = MergeReport()
 
-        func copied(_ fields: [Field], from document: VaultDocument) -> [Field] {
-            document.values.withUnsafeBytes { all in
-                fields.map { Field(name: $0.name, value: values.append(UnsafeRawBufferPointer(rebasing: all[$0.value])), isSecret: $0.isSecret) }
-            }
-        }
         /// An entry with its values in the new arena, its history too, under its name before any merge renamed it.
         func copied(_ entry: Entry, from document: VaultDocument) -> Entry {
-            var entry = entry
+            var entry = document.moved(entry, into: values)
             entry.name = baseName(entry)
-            entry.fields = copied(entry.fields, from: document)
-            entry.history = entry.history.map { Version(fields: copied($0.fields, from: document), modified: $0.modified, conflict: $0.conflict) }
             return entry
         }
 

@@ -159,25 +159,27 @@ public final class VaultDocument: @unchecked Sendable {
     func copied(reserving extra: Int = 0) -> VaultDocument {
         // Only the values in use (overwritten and deleted ones are left behind, and freed with this document).
         let arena = GuardedArena()
-        var entries = self.entries
+        let used = entries.values.reduce(0) { total, entry in
+            total + entry.fields.reduce(0) { $0 + $1.value.count } + entry.history.reduce(0) { $0 + $1.fields.reduce(0) { $0 + $1.value.count } }
+        }
+        arena.reserve(used + extra)
+        return VaultDocument(
+            vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
+            tombstones: tombstones, entries: entries.mapValues { moved($0, into: arena) }, idsByName: idsByName,
+            values: arena, label: label)
+    }
+
+    /// `entry` (of this document) with its values and its history's copied into `arena`.
+    func moved(_ entry: Entry, into arena: GuardedArena) -> Entry {
         values.withUnsafeBytes { all in
             func moved(_ fields: [Field]) -> [Field] {
                 fields.map { Field(name: $0.name, value: arena.append(UnsafeRawBufferPointer(rebasing: all[$0.value])), isSecret: $0.isSecret) }
             }
-            let used = entries.values.reduce(0) { total, entry in
-                total + entry.fields.reduce(0) { $0 + $1.value.count } + entry.history.reduce(0) { $0 + $1.fields.reduce(0) { $0 + $1.value.count } }
-            }
-            arena.reserve(used + extra)
-            for (id, entry) in entries {
-                var entry = entry
-                entry.fields = moved(entry.fields)
-                entry.history = entry.history.map { Version(fields: moved($0.fields), modified: $0.modified, conflict: $0.conflict) }
-                entries[id] = entry
-            }
+            var entry = entry
+            entry.fields = moved(entry.fields)
+            entry.history = entry.history.map { Version(fields: moved($0.fields), modified: $0.modified, conflict: $0.conflict) }
+            return entry
         }
-        return VaultDocument(
-            vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
-            tombstones: tombstones, entries: entries, idsByName: idsByName, values: arena, label: label)
     }
 
     // MARK: - Reading

@@ -3,7 +3,9 @@ import Testing
 import VaultCore
 
 /// Many writer processes and readers at once; the lock holder killed while it holds the lock.
-/// `VAULT_CONCURRENCY_WRITERS` and `VAULT_CONCURRENCY_PUTS` (default 8 × 250) scale the first test.
+/// `VAULT_CONCURRENCY_WRITERS` and `VAULT_CONCURRENCY_PUTS` (default 8 × 150) scale the first test. Each put is a
+/// debug-built process (about 0.1 s here), all serialised by the lock: 8 × 250 took 216 s alone and ran past the
+/// writers' 280 s limit in a loaded CI run; 1,200 puts keep the contention and leave the limit twice the need.
 @Suite(.serialized, .processTimeLimit) struct ConcurrencyTests {
     final class Flag: @unchecked Sendable {
         private let lock = NSLock()
@@ -27,7 +29,7 @@ import VaultCore
 
     @Test func writersLoseNothingAndReadersNeverSeeATornFile() throws {
         let writers = Adversarial.environmentInt("VAULT_CONCURRENCY_WRITERS", default: 8)
-        let puts = Adversarial.environmentInt("VAULT_CONCURRENCY_PUTS", default: 250)
+        let puts = Adversarial.environmentInt("VAULT_CONCURRENCY_PUTS", default: 150)
         let box = try Sandbox()
         try box.initVault()
         let done = Flag()
@@ -42,7 +44,7 @@ import VaultCore
                       i=$((i+1))
                     done
                     """], environment: box.environment.merging(["VAULT": CLI.vault, "VAULT_LOCK_TIMEOUT": "60"]) { $1 },
-                    timeout: 280)
+                    timeout: 400)
             }
         }
         // Readers: two run `vault list`, two open the file with the library, until the writers finish.

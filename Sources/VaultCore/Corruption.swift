@@ -48,8 +48,11 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
     case badField(entry: Int)
     /// Version 2: two entries, or an entry and a tombstone, or two tombstones, have one id.
     case duplicateID
-    /// Version 2: a replica table not strictly increasing by replica id.
+    /// Version 2: a replica table not strictly increasing by replica id, a timestamp naming a replica beyond the
+    /// table, or an entry created after it was modified.
     case badClock
+    /// Version 2: a variable-length integer (`uvar`) not in its shortest form or beyond 64 bits.
+    case badVarint
     /// Version 2: entry `index` has a history beyond its caps or malformed.
     case badHistory(entry: Int)
 
@@ -80,6 +83,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .duplicateID: return "duplicate_id"
         case .badClock: return "bad_clock"
         case .badHistory: return "bad_history"
+        case .badVarint: return "bad_varint"
         }
     }
 
@@ -107,8 +111,9 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badName(let index): return "entry \(index) has a name with a control character"
         case .badField(let index): return "entry \(index) has a malformed field"
         case .duplicateID: return "duplicate entry id"
-        case .badClock: return "replica table out of order"
+        case .badClock: return "malformed clocks (replica table out of order, an unknown replica, or created after modified)"
         case .badHistory(let index): return "entry \(index) has a malformed history"
+        case .badVarint: return "a number not in its shortest form"
         }
     }
 }

@@ -3,19 +3,78 @@ import VaultSodium
 /// The plaintext of a version-2 body (docs/FORMAT.md, "Version 2"): encoded from a document in one guarded
 /// region, and parsed with every rule checked (lengths, UTF-8, unique names and ids, flags, caps, padding).
 enum DocumentBody {
+    /// The fewest bytes an entry (16 id, 2 name, 9 modified, 2 created, 1 field count, 1 version count) and a
+    /// tombstone (16 id, 9 deleted) take: a count above what the rest could hold at that is refused before any
+    /// allocation.
+    static let smallestEntry = 31
+    static let smallestTombstone = 25
+
+    /// The well-known field names, by their code in a field's `kind` (code = index + 1); 0 spells the name out.
+    static let wellKnownFields = ["password", "username", "url", "notes", "otp"]
+
+    /// The code of a well-known field name, 0 for any other.
+    @inline(__always)
+    static func code(of field: String) -> UInt8 {
+        switch field {
+        case "password": return 1
+        case "username": return 2
+        case "url": return 3
+        case "notes": return 4
+        case "otp": return 5
+        default: return 0
+        }
+    }
+
+    /// The bytes of `value` as a `uvar` (unsigned LEB128, shortest form).
+    @inline(__always)
+    static func uvarSize(_ value: UInt64) -> Int {
+        value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
+    }
+
     /// The plaintext of `document`, bound to its header by `binding`, padded to a multiple of 256 bytes.
     static func encode(_ document: VaultDocument, binding: [UInt8]) throws -> SecureBytes {
         let entries = document.entries.values.sorted { $0.id < $1.id }
-        let replicas = document.replicas.sorted { $0.key < $1.key }
         let tombstones = document.tombstones.sorted { $0.key < $1.key }
-        func fieldsSize(_ fields: [VaultDocument.Field]) -> Int {
-            fields.reduce(0) { $0 + 1 + 1 + $1.name.utf8.count + 4 + $1.value.count }
+        // The table lists every replica a stamp names (a document keeps that true; this keeps the file valid
+        // whatever): the latest timestamp of one missing is the latest the file holds of it.
+        var table = document.replicas
+        let known = document.replicas.keys.map(\.rawValue)
+        func note(_ time: HybridTimestamp) {
+            guard !known.contains(time.replica.rawValue) else { return }
+            if let latest = table[time.replica], latest >= time { return }
+            table[time.replica] = time
         }
-        var size = 32 + 4 + replicas.count * 16 + 4 + 4 + tombstones.count * 32
         for entry in entries {
-            size += 16 + 2 + entry.name.utf8.count + 32 + 2 + fieldsSize(entry.fields) + 1
-            for version in entry.history { size += 16 + 1 + 2 + fieldsSize(version.fields) }
+            note(entry.created)
+            note(entry.modified)
+            for version in entry.history { note(version.modified) }
         }
+        for (_, time) in tombstones { note(time) }
+        let replicas = table.sorted { $0.key < $1.key }
+        let replicaIDs = replicas.map(\.key.rawValue)
+        /// A replica's index in the table (a few replicas: a scan beats hashing).
+        func index(_ replica: ReplicaID) -> UInt64 {
+            UInt64(replicaIDs.firstIndex(of: replica.rawValue)!)
+        }
+        func stampSize(_ time: HybridTimestamp) -> Int { 8 + uvarSize(index(time.replica)) }
+        func fieldsSize(_ fields: [VaultDocument.Field]) -> Int {
+            fields.reduce(uvarSize(UInt64(fields.count))) { size, field in
+                let name = code(of: field.name) == 0 ? 1 + field.name.utf8.count : 0
+                return size + 1 + name + uvarSize(UInt64(field.value.count)) + field.value.count
+            }
+        }
+        func age(_ entry: VaultDocument.Entry) -> UInt64 {
+            entry.created.packed <= entry.modified.packed ? entry.modified.packed - entry.created.packed : 0
+        }
+        var size = 32 + uvarSize(UInt64(replicas.count)) + replicas.count * 16 + uvarSize(UInt64(entries.count))
+            + uvarSize(UInt64(tombstones.count))
+        for entry in entries {
+            let name = entry.name.utf8.count
+            size += 16 + uvarSize(UInt64(name)) + name + stampSize(entry.modified) + uvarSize(age(entry))
+                + uvarSize(index(entry.created.replica)) + fieldsSize(entry.fields) + 1
+            for version in entry.history { size += stampSize(version.modified) + 1 + fieldsSize(version.fields) }
+        }
+        for (_, time) in tombstones { size += 16 + stampSize(time) }
         let padded = max((size + VaultFormat.paddingQuantum - 1) / VaultFormat.paddingQuantum * VaultFormat.paddingQuantum, VaultFormat.paddingQuantum)
         guard padded <= VaultFormat.maximumPlaintextByteCount else {
             throw VaultError.vaultTooLarge(path: document.label, byteCount: padded)
@@ -24,49 +83,62 @@ enum DocumentBody {
             SecureBytes(count: padded) { out in
                 var writer = ByteWriter(out)
                 binding.withUnsafeBytes { writer.write($0) }
-                writer.write(UInt32(replicas.count))
-                for (replica, time) in replicas {
-                    writer.write(replica.rawValue)
-                    writer.write(time.packed)
+                func uvar(_ value: UInt64) {
+                    var value = value
+                    while value >= 0x80 {
+                        writer.write(UInt8(truncatingIfNeeded: value) | 0x80)
+                        value >>= 7
+                    }
+                    writer.write(UInt8(value))
                 }
-                func write(_ time: HybridTimestamp) {
+                func stamp(_ time: HybridTimestamp) {
                     writer.write(time.packed)
-                    writer.write(time.replica.rawValue)
+                    uvar(index(time.replica))
                 }
                 func write(_ text: String) {
                     var text = text
                     text.withUTF8 { writer.write(UnsafeRawBufferPointer($0)) }
                 }
                 func write(_ fields: [VaultDocument.Field]) {
-                    writer.write(UInt16(fields.count))
+                    uvar(UInt64(fields.count))
                     for field in fields {
-                        writer.write(UInt8(field.isSecret ? 1 : 0))
-                        writer.write(UInt8(field.name.utf8.count))
-                        write(field.name)
-                        writer.write(UInt32(field.value.count))
+                        let code = code(of: field.name)
+                        writer.write(code | (field.isSecret ? 0x80 : 0))
+                        if code == 0 {
+                            writer.write(UInt8(field.name.utf8.count))
+                            write(field.name)
+                        }
+                        uvar(UInt64(field.value.count))
                         writer.write(UnsafeRawBufferPointer(rebasing: values[field.value]))
                     }
                 }
-                writer.write(UInt32(entries.count))
+                uvar(UInt64(replicas.count))
+                for (replica, time) in replicas {
+                    writer.write(replica.rawValue)
+                    writer.write(time.packed)
+                }
+                uvar(UInt64(entries.count))
                 for entry in entries {
                     entry.id.bytes.withUnsafeBytes { writer.write($0) }
-                    writer.write(UInt16(entry.name.utf8.count))
+                    uvar(UInt64(entry.name.utf8.count))
                     write(entry.name)
-                    write(entry.created)
-                    write(entry.modified)
+                    stamp(entry.modified)
+                    uvar(age(entry))
+                    uvar(index(entry.created.replica))
                     write(entry.fields)
                     writer.write(UInt8(entry.history.count))
                     for version in entry.history {
-                        write(version.modified)
+                        stamp(version.modified)
                         writer.write(UInt8(version.conflict ? 1 : 0))
                         write(version.fields)
                     }
                 }
-                writer.write(UInt32(tombstones.count))
+                uvar(UInt64(tombstones.count))
                 for (id, time) in tombstones {
                     id.bytes.withUnsafeBytes { writer.write($0) }
-                    write(time)
+                    stamp(time)
                 }
+                precondition(writer.offset == size, "the body's size was computed wrong")
                 // The rest is zero padding (the guarded region starts zeroed? not promised: write it).
                 let rest = out.count - writer.offset
                 if rest > 0 { UnsafeMutableRawBufferPointer(rebasing: out[writer.offset...]).initializeMemory(as: UInt8.self, repeating: 0) }
@@ -92,85 +164,122 @@ enum DocumentBody {
         var tombstones: [DocumentID: HybridTimestamp] = [:]
         try plaintext.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws in
             var reader = ByteReader(bytes)
-            guard reader.remaining >= 32 + 4 else { throw corrupt(.plaintextTooShort) }
+            guard reader.remaining >= 32 + 1 else { throw corrupt(.plaintextTooShort) }
             let stored = reader.readBytes(32)
             guard stored.withUnsafeBytes({ a in binding.withUnsafeBytes { Sodium.constantTimeEqual(a, $0) } }) else {
                 throw corrupt(.bodyBindingMismatch)
-            }
-            // 48 bits of milliseconds and a 16-bit counter fill the u64: every value is a valid time.
-            func time(_ packed: UInt64, _ replica: UInt64) -> HybridTimestamp {
-                HybridTimestamp(milliseconds: packed >> 16, counter: UInt16(packed & 0xFFFF), replica: ReplicaID(rawValue: replica))
             }
             /// Inside entry `index`: running out of plaintext is `entry_truncated`.
             func need(_ count: Int, _ index: Int) throws {
                 guard reader.remaining >= count else { throw corrupt(.entryTruncated(index: index)) }
             }
-            func timestamp(_ index: Int) throws -> HybridTimestamp {
-                try need(16, index)
-                let packed = reader.readUInt64()
-                return time(packed, reader.readUInt64())
+            /// A `uvar` (unsigned LEB128 of at most 64 bits, shortest form); running out is `entry_truncated`
+            /// (entry `index`), any other malformation `bad_varint`.
+            func uvar(_ index: Int) throws -> UInt64 {
+                var value: UInt64 = 0
+                var shift: UInt64 = 0
+                while true {
+                    try need(1, index)
+                    let byte = reader.readUInt8()
+                    if shift == 63, byte > 1 { throw corrupt(.badVarint) }
+                    value |= UInt64(byte & 0x7F) << shift
+                    if byte & 0x80 == 0 {
+                        if byte == 0, shift > 0 { throw corrupt(.badVarint) }  // a longer form than needed
+                        return value
+                    }
+                    shift += 7
+                }
             }
-            let replicaCount = Int(reader.readUInt32())
+            /// A count or length as an `Int` (any value above `limit` is returned as `limit + 1`: a caller refuses it).
+            func number(_ index: Int, limit: Int) throws -> Int {
+                let value = try uvar(index)
+                return value > UInt64(limit) ? limit + 1 : Int(value)
+            }
+            let replicaCount = try number(0, limit: reader.remaining)
             guard replicaCount <= reader.remaining / 16 else { throw corrupt(.entryCountExceedsData(count: replicaCount)) }
+            var table: [ReplicaID] = []
+            table.reserveCapacity(replicaCount)
             var previous: UInt64?
             for _ in 0..<replicaCount {
                 let id = reader.readUInt64()
                 let packed = reader.readUInt64()
                 if let previous, id <= previous { throw corrupt(.badClock) }  // sorted, unique
                 previous = id
-                replicas[ReplicaID(rawValue: id)] = time(packed, id)
+                let replica = ReplicaID(rawValue: id)
+                table.append(replica)
+                replicas[replica] = HybridTimestamp(packed: packed, replica: replica)
+            }
+            /// The replica of a table index, `bad_clock` beyond the table.
+            func replica(_ index: Int) throws -> ReplicaID {
+                let at = try uvar(index)
+                guard at < UInt64(table.count) else { throw corrupt(.badClock) }
+                return table[Int(at)]
+            }
+            // 48 bits of milliseconds and a 16-bit counter fill the u64: every value is a valid time.
+            func stamp(_ index: Int) throws -> HybridTimestamp {
+                try need(8, index)
+                let packed = reader.readUInt64()
+                return HybridTimestamp(packed: packed, replica: try replica(index))
             }
             func fields(entry index: Int) throws -> [VaultDocument.Field] {
-                try need(2, index)
-                let count = Int(reader.readUInt16())
-                guard count <= VaultDocument.maximumFieldCount else { throw corrupt(.badField(entry: index)) }
+                let fieldCount = try number(index, limit: VaultDocument.maximumFieldCount)
+                guard fieldCount <= VaultDocument.maximumFieldCount else { throw corrupt(.badField(entry: index)) }
                 var out: [VaultDocument.Field] = []
-                out.reserveCapacity(count)
-                for _ in 0..<count {
-                    try need(2, index)
-                    let flags = reader.readUInt8()
-                    guard flags & ~1 == 0 else { throw corrupt(.badField(entry: index)) }
-                    let nameLength = Int(reader.readUInt8())
-                    guard nameLength >= 1 else { throw corrupt(.badField(entry: index)) }
-                    try need(nameLength + 4, index)
-                    let raw = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength])
-                    guard let name = String(validating: raw, as: UTF8.self),
-                          Self.isPlainASCIIName(raw) || (try? VaultDocument.validate(field: name)) != nil,
-                          !out.contains(where: { $0.name == name })
-                    else { throw corrupt(.badField(entry: index)) }
-                    reader.skip(nameLength)
-                    let valueLength = Int(reader.readUInt32())
+                out.reserveCapacity(fieldCount)
+                for _ in 0..<fieldCount {
+                    try need(1, index)
+                    let kind = reader.readUInt8()
+                    let code = Int(kind & 0x7F)
+                    let name: String
+                    if code == 0 {
+                        try need(1, index)
+                        let nameLength = Int(reader.readUInt8())
+                        guard nameLength >= 1 else { throw corrupt(.badField(entry: index)) }
+                        try need(nameLength, index)
+                        let raw = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength])
+                        guard let spelled = String(validating: raw, as: UTF8.self),
+                              Self.isPlainASCIIName(raw) || (try? VaultDocument.validate(field: spelled)) != nil,
+                              Self.code(of: spelled) == 0
+                        else { throw corrupt(.badField(entry: index)) }
+                        reader.skip(nameLength)
+                        name = spelled
+                    } else {
+                        guard code <= Self.wellKnownFields.count else { throw corrupt(.badField(entry: index)) }
+                        name = Self.wellKnownFields[code - 1]
+                    }
+                    guard !out.contains(where: { $0.name == name }) else { throw corrupt(.badField(entry: index)) }
+                    let valueLength = try number(index, limit: VaultFormat.maximumValueByteCount)
                     guard valueLength <= VaultFormat.maximumValueByteCount else { throw corrupt(.badValueLength(index: index)) }
                     try need(valueLength, index)
                     let range = arena.append(UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + valueLength]))
                     reader.skip(valueLength)
-                    out.append(VaultDocument.Field(name: name, value: range, isSecret: flags & 1 == 1))
+                    out.append(VaultDocument.Field(name: name, value: range, isSecret: kind & 0x80 != 0))
                 }
                 return out
             }
-            try need(4, 0)
-            let entryCount = Int(reader.readUInt32())
-            guard entryCount <= reader.remaining / (16 + 2 + 1 + 32 + 2 + 1) else { throw corrupt(.entryCountExceedsData(count: entryCount)) }
+            let entryCount = try number(0, limit: reader.remaining)
+            guard entryCount <= reader.remaining / Self.smallestEntry else { throw corrupt(.entryCountExceedsData(count: entryCount)) }
             entries.reserveCapacity(entryCount)
             idsByName.reserveCapacity(entryCount)
             for index in 0..<entryCount {
-                try need(18, index)
+                try need(16, index)
                 let id = DocumentID(bytes: reader.readBytes(16))!
-                let nameLength = Int(reader.readUInt16())
+                let nameLength = try number(index, limit: VaultFormat.maximumNameByteCount)
                 guard nameLength >= 1, nameLength <= VaultFormat.maximumNameByteCount else {
                     throw corrupt(.badNameLength(index: index))
                 }
                 try need(nameLength, index)
-                guard let name = String(validating: UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength]), as: UTF8.self) else {
-                    throw corrupt(.nameNotUTF8(index: index))
+                let rawName = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength])
+                guard let name = String(validating: rawName, as: UTF8.self) else { throw corrupt(.nameNotUTF8(index: index)) }
+                guard Self.isPlainASCIIName(rawName) || (try? SecureKeyValueStore.validate(key: name)) != nil else {
+                    throw corrupt(.badName(index: index))
                 }
-                guard Self.isPlainASCIIName(UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + nameLength]))
-                        || (try? SecureKeyValueStore.validate(key: name)) != nil
-                else { throw corrupt(.badName(index: index)) }
                 reader.skip(nameLength)
                 guard idsByName.updateValue(id, forKey: name) == nil else { throw corrupt(.duplicateName) }
-                let created = try timestamp(index)
-                let modified = try timestamp(index)
+                let modified = try stamp(index)
+                let age = try uvar(index)
+                guard age <= modified.packed else { throw corrupt(.badClock) }
+                let created = HybridTimestamp(packed: modified.packed - age, replica: try replica(index))
                 let current = try fields(entry: index)
                 try need(1, index)
                 let versionCount = Int(reader.readUInt8())
@@ -178,7 +287,7 @@ enum DocumentBody {
                 var history: [VaultDocument.Version] = []
                 var historyBytes = 0
                 for _ in 0..<versionCount {
-                    let time = try timestamp(index)
+                    let time = try stamp(index)
                     try need(1, index)
                     let flags = reader.readUInt8()
                     guard flags & ~1 == 0 else { throw corrupt(.badHistory(entry: index)) }
@@ -190,12 +299,12 @@ enum DocumentBody {
                 guard entries[id] == nil else { throw corrupt(.duplicateID) }
                 entries[id] = VaultDocument.Entry(id: id, name: name, fields: current, created: created, modified: modified, history: history)
             }
-            try need(4, entryCount)
-            let tombstoneCount = Int(reader.readUInt32())
-            guard tombstoneCount <= reader.remaining / 32 else { throw corrupt(.entryCountExceedsData(count: tombstoneCount)) }
+            let tombstoneCount = try number(entryCount, limit: reader.remaining)
+            guard tombstoneCount <= reader.remaining / Self.smallestTombstone else { throw corrupt(.entryCountExceedsData(count: tombstoneCount)) }
             for _ in 0..<tombstoneCount {
+                try need(16, entryCount)
                 let id = DocumentID(bytes: reader.readBytes(16))!
-                let time = try timestamp(entryCount)
+                let time = try stamp(entryCount)
                 guard entries[id] == nil, tombstones[id] == nil else { throw corrupt(.duplicateID) }
                 tombstones[id] = time
             }

@@ -50,27 +50,40 @@ python3 - "$work/seeds-document" <<'PY'
 import os, struct, sys
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
-def ts(ms, counter=0, replica=1):
-    return struct.pack("<QQ", ms << 16 | counter, replica)
+def uvar(n):
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+def stamp(ms, counter=0, index=0):  # time u64 || replica index in the table
+    return struct.pack("<Q", ms << 16 | counter) + uvar(index)
+WELL_KNOWN = {b"password": 1, b"username": 2, b"url": 3, b"notes": 4, b"otp": 5}
 def field(name, value, secret=0):
-    return struct.pack("<BB", secret, len(name)) + name + struct.pack("<I", len(value)) + value
+    code = WELL_KNOWN.get(name, 0)
+    out = bytes([code | (0x80 if secret else 0)])
+    if code == 0:
+        out += bytes([len(name)]) + name
+    return out + uvar(len(value)) + value
 def entry(ident, name, fields, history=()):
-    out = ident + struct.pack("<H", len(name)) + name + ts(1000) + ts(2000) + struct.pack("<H", len(fields)) + b"".join(fields)
+    # modified at 2000 ms by replica 0, created 1000 ms earlier (age in time units) by replica 0
+    out = ident + uvar(len(name)) + name + stamp(2000) + uvar(1000 << 16) + uvar(0) + uvar(len(fields)) + b"".join(fields)
     out += bytes([len(history)])
-    for stamp, flags, version_fields in history:
-        out += stamp + bytes([flags]) + struct.pack("<H", len(version_fields)) + b"".join(version_fields)
+    for when, flags, version_fields in history:
+        out += when + bytes([flags]) + uvar(len(version_fields)) + b"".join(version_fields)
     return out
 def body(replicas, entries, tombstones):
-    out = b"\0" * 32 + struct.pack("<I", len(replicas)) + b"".join(struct.pack("<QQ", r, t << 16) for r, t in replicas)
-    out += struct.pack("<I", len(entries)) + b"".join(entries)
-    out += struct.pack("<I", len(tombstones)) + b"".join(i + ts(3000) for i in tombstones)
+    out = b"\0" * 32 + uvar(len(replicas)) + b"".join(struct.pack("<QQ", r, t << 16) for r, t in replicas)
+    out += uvar(len(entries)) + b"".join(entries)
+    out += uvar(len(tombstones)) + b"".join(i + stamp(3000, index=len(replicas) - 1) for i in tombstones)
     return out
 cases = {
     "empty": body([], [], []),
     "one": body([(1, 2000)], [entry(b"\1" * 16, b"k", [field(b"password", b"v", 1)])], []),
     "fields-history-tombstone": body([(1, 2000), (2, 3000)], [
         entry(b"\2" * 16, b"github", [field(b"password", b"t", 1), field(b"username", b"alice"), field(b"otp", b"otpauth://totp/x", 1)],
-              [(ts(1500), 1, [field(b"password", b"old", 1)]), (ts(1200), 0, [])]),
+              [(stamp(1500, index=1), 1, [field(b"password", b"old", 1)]), (stamp(1200), 0, [])]),
         entry(b"\3" * 16, b"\xc3\xa9t\xc3\xa9", [field(b"notes", b"\xff\xfe")]),
     ], [b"\4" * 16]),
 }

@@ -9,12 +9,14 @@ Prints one JSON object to stdout (sorted keys):
                         "history": [{"modified", "conflict", "fields"}]}},
      "tombstones": {id hex: timestamp}, "replicas": {replica hex: "ms.counter"}}
 a timestamp as "ms.counter@replica" (replica: the u64 id as 16 lowercase hex digits), a value that is valid
-UTF-8 as a string, any other as {"base64": "..."}. Exit codes as the CLI's: 3 wrong passphrase (no argon2id
-stanza opens), 6 not a vault, unsupported or corrupt, including a header MAC, body tag or binding hash that does
-not verify once a stanza opened (header_mac_mismatch, body_mac_mismatch, body_binding_mismatch), 1 anything
-else. Errors go to stderr as "read_vault_v2: CODE: message", CODE one of the library's `Corruption`
-codes (or wrong_passphrase, kdf_parameters_out_of_range, unsupported_version). VAULT_TESTING_INSECURE_KDF=1
-(exactly "1") lowers the KDF minimum to opslimit 1, memlimit 8,192, as for read_vault.py.
+UTF-8 as a string, any other as {"base64": "..."}; a well-known field (kind 1 to 5) under its name ("password",
+"username", "url", "notes", "otp"), "secret" the kind's bit 7; an entry's "created" is its modified time minus its
+age, at its created replica. Exit codes as the CLI's: 3 wrong passphrase (no argon2id stanza opens), 6 not a vault,
+unsupported or corrupt, including a header MAC, body tag or binding hash that does not verify once a stanza opened
+(header_mac_mismatch, body_mac_mismatch, body_binding_mismatch), 1 anything else. Errors go to stderr as
+"read_vault_v2: CODE: message", CODE one of the library's `Corruption` codes (or wrong_passphrase,
+kdf_parameters_out_of_range, unsupported_version). VAULT_TESTING_INSECURE_KDF=1 (exactly "1") lowers the KDF
+minimum to opslimit 1, memlimit 8,192, as for read_vault.py.
 """
 import base64, hmac, json, os, struct, sys, unicodedata
 from nacl import encoding, exceptions, hash, pwhash, secret
@@ -26,8 +28,13 @@ ARGON2ID = 1
 ARGON2ID_LENGTH = 8 + 8 + 16 + 24 + 48  # opslimit, memlimit, salt, key_nonce, wrapped_key: exactly 104 bytes
 MAX_NAME, MAX_FIELDS, MAX_VALUE = 4096, 1024, 64 << 20
 MAX_VERSIONS, MAX_HISTORY_BYTES = 10, 65536
-# Smallest encodings, to refuse a count the plaintext cannot hold before looping over it.
-MIN_REPLICA, MIN_ENTRY, MIN_TOMBSTONE = 16, 16 + 2 + 1 + 16 + 16 + 2 + 1, 16 + 16
+# Smallest encodings, to refuse a count the plaintext cannot hold before looping over it: a replica is its id and
+# time; an entry its id, name_length (1) and a 1-byte name, a modified stamp (time 8, replica_index 1), age (1),
+# created_replica (1), field_count (1) and version_count (1); a tombstone its id and a stamp.
+MIN_REPLICA, MIN_ENTRY, MIN_TOMBSTONE = 8 + 8, 16 + 1 + 1 + 9 + 1 + 1 + 1 + 1, 16 + 9
+# A field's kind: bit 7 secret, the low seven bits a well-known name (1 to 5), 0 a spelled-out name, 6 to 127 reserved.
+SECRET = 0x80
+WELL_KNOWN = {1: "password", 2: "username", 3: "url", 4: "notes", 5: "otp"}
 
 
 def fail(exit_code, code, message):
@@ -120,15 +127,36 @@ class Plain:
     def u(self, fmt, what):
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
 
+    def uvar(self, what):
+        """An unsigned LEB128 integer of at most 64 bits in its shortest form (at most 10 bytes, the tenth at most
+        1; a last byte of zero only for the value 0 itself), else bad_varint; checked byte by byte as read."""
+        value = 0
+        for i in range(10):
+            byte = self.u("<B", what)
+            if i == 9 and byte > 1:
+                corrupt("bad_varint", f"{what}: a uvar beyond 64 bits (tenth byte {byte:#04x})")
+            value |= (byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                if byte == 0 and i > 0:
+                    corrupt("bad_varint", f"{what}: a uvar not in its shortest form ({i + 1} bytes for {value})")
+                return value
+        raise AssertionError("unreachable: the tenth byte is at most 1, so it ends the uvar")
+
     def count(self, minimum, what):
-        n = self.u("<I", f"{what} count")
+        n = self.uvar(f"{what} count")
         if n * minimum > len(self.data) - self.offset:
             corrupt("entry_count_exceeds_data", f"{what} count {n} cannot fit in {len(self.data) - self.offset} bytes")
         return n
 
-    def timestamp(self, what):  # time u64 (milliseconds << 16 | counter: 48 bits, so never malformed) || replica_id u64
-        t = self.u("<Q", what)
-        return t, self.u("<Q", what)
+    def replica(self, table, what):  # a replica_index uvar: an index into the replica table
+        index = self.uvar(what)
+        if index >= len(table):
+            corrupt("bad_clock", f"{what}: replica index {index} beyond the table of {len(table)}")
+        return table[index]
+
+    def stamp(self, table, what):  # time u64 (milliseconds << 16 | counter: 48 bits, so never malformed) || replica_index uvar
+        t = self.u("<Q", f"{what} time")
+        return t, self.replica(table, f"{what} replica index")
 
 
 def show_time(t):
@@ -146,36 +174,47 @@ def show_value(value):
         return {"base64": base64.b64encode(value).decode("ascii")}
 
 
-def read_fields(p, where, sizes):
-    count = p.u("<H", f"{where}: field count")
+def read_fields(p, where, history=None):
+    """field_count uvar || field*; with history (a version's fields: [the entry's history bytes so far]), each
+    field's name and value byte count is added to it, checked against the cap as soon as the field has been read."""
+    count = p.uvar(f"{where}: field count")
     if count > MAX_FIELDS:
         corrupt("bad_field", f"{where}: {count} fields (at most {MAX_FIELDS})")
     fields, seen = [], set()
     for index in range(count):
         at = f"{where}, field {index}"
-        flags = p.u("<B", f"{at}: flags")
-        if flags & ~1:
-            corrupt("bad_field", f"{at}: reserved flag bits set ({flags:#x})")
-        n = p.u("<B", f"{at}: name length")
-        if n == 0:
-            corrupt("bad_field", f"{at}: empty name")
-        raw = p.take(n, f"{at}: name")
-        try:
-            name = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            corrupt("bad_field", f"{at}: name is not UTF-8")
-        if any(map(is_control, name)):
-            corrupt("bad_field", f"{at}: name contains a control character")
+        kind = p.u("<B", f"{at}: kind")
+        code = kind & 0x7F
+        if code == 0:                                                   # a spelled-out name follows
+            n = p.u("<B", f"{at}: name length")
+            if n == 0:
+                corrupt("bad_field", f"{at}: empty name")
+            raw = p.take(n, f"{at}: name")
+            try:
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                corrupt("bad_field", f"{at}: name is not UTF-8")
+            if any(map(is_control, name)):
+                corrupt("bad_field", f"{at}: name contains a control character")
+            if unicodedata.normalize("NFC", name) in WELL_KNOWN.values():
+                corrupt("bad_field", f"{at}: well-known name {name!r} spelled out (kind {kind:#04x})")
+        elif code in WELL_KNOWN:
+            name = WELL_KNOWN[code]
+        else:
+            corrupt("bad_field", f"{at}: reserved kind {kind:#04x}")
         key = unicodedata.normalize("NFC", name)  # canonically equivalent names are the same name
         if key in seen:
             corrupt("bad_field", f"{at}: duplicate field name {name!r}")
         seen.add(key)
-        v = p.u("<I", f"{at}: value length")
+        v = p.uvar(f"{at}: value length")
         if v > MAX_VALUE:
             corrupt("bad_value_length", f"{at}: value of {v} bytes (at most {MAX_VALUE})")
         value = p.take(v, f"{at}: value")
-        sizes.append(n + v)
-        fields.append({"name": name, "secret": bool(flags & 1), "value": show_value(value)})
+        if history is not None:
+            history[0] += len(name.encode("utf-8")) + v                 # a well-known name by its UTF-8 length
+            if history[0] > MAX_HISTORY_BYTES:
+                corrupt("bad_history", f"{where}: history holds more than {MAX_HISTORY_BYTES} bytes of names and values")
+        fields.append({"name": name, "secret": bool(kind & SECRET), "value": show_value(value)})
     return fields
 
 
@@ -184,13 +223,13 @@ def read_plaintext(plain, binding):
     if not hmac.compare_digest(plain[:32], binding):
         corrupt("body_binding_mismatch", "the body is not bound to this header (binding hash mismatch)")
     p = Plain(plain, 32)
-    replicas, previous = {}, None
+    replicas, table = {}, []
     for index in range(p.count(MIN_REPLICA, "replica")):
         rid = p.u("<Q", f"replica {index}")
         t = p.u("<Q", f"replica {index}: time")
-        if previous is not None and rid <= previous:                   # as unsigned 64-bit integers
+        if table and rid <= table[-1]:                                 # as unsigned 64-bit integers
             corrupt("bad_clock", f"replica table not sorted by id without repeats at {index} ({rid:016x})")
-        previous = rid
+        table.append(rid)
         replicas[f"{rid:016x}"] = show_time(t)
     entries, names, ids = {}, set(), set()
     for index in range(p.count(MIN_ENTRY, "entry")):
@@ -199,7 +238,7 @@ def read_plaintext(plain, binding):
         if eid in ids:
             corrupt("duplicate_id", f"{at}: id {eid.hex()} appears twice")
         ids.add(eid)
-        n = p.u("<H", f"{at}: name length")
+        n = p.uvar(f"{at}: name length")
         if not 1 <= n <= MAX_NAME:
             corrupt("bad_name_length", f"{at}: name length {n}")
         raw = p.take(n, f"{at}: name")
@@ -213,22 +252,23 @@ def read_plaintext(plain, binding):
         if key in names:
             corrupt("duplicate_name", f"{at}: duplicate entry name {name!r}")
         names.add(key)
-        created = p.timestamp(f"{at}: created")
-        modified = p.timestamp(f"{at}: modified")
-        fields = read_fields(p, at, [])
+        modified = p.stamp(table, f"{at}: modified")                    # its replica index checked as read
+        age = p.uvar(f"{at}: age")
+        if age > modified[0]:
+            corrupt("bad_clock", f"{at}: age {age} above the modified time {modified[0]}")
+        created = (modified[0] - age, p.replica(table, f"{at}: created replica"))
+        fields = read_fields(p, at)
         count = p.u("<B", f"{at}: version count")
         if count > MAX_VERSIONS:
             corrupt("bad_history", f"{at}: {count} history versions (at most {MAX_VERSIONS})")
-        history, sizes = [], []
+        history, history_bytes = [], [0]
         for v in range(count):
             vat = f"{at}, version {v}"
-            vmodified = p.timestamp(f"{vat}: modified")
+            vmodified = p.stamp(table, f"{vat}: modified")
             flags = p.u("<B", f"{vat}: flags")
             if flags & ~1:
                 corrupt("bad_history", f"{vat}: reserved flag bits set ({flags:#x})")
-            vfields = read_fields(p, vat, sizes)
-            if sum(sizes) > MAX_HISTORY_BYTES:
-                corrupt("bad_history", f"{at}: history holds more than {MAX_HISTORY_BYTES} bytes of names and values")
+            vfields = read_fields(p, vat, history_bytes)
             history.append({"modified": show_stamp(vmodified), "conflict": bool(flags & 1), "fields": vfields})
         entries[name] = {"id": eid.hex(), "fields": fields, "created": show_stamp(created),
                          "modified": show_stamp(modified), "history": history}
@@ -238,7 +278,7 @@ def read_plaintext(plain, binding):
         if tid in ids:
             corrupt("duplicate_id", f"tombstone {index}: id {tid.hex()} appears twice")
         ids.add(tid)
-        tombstones[tid.hex()] = show_stamp(p.timestamp(f"tombstone {index}: deleted"))
+        tombstones[tid.hex()] = show_stamp(p.stamp(table, f"tombstone {index}: deleted"))
     rest = plain[p.offset:]
     if len(rest) >= 256 or any(rest):
         corrupt("bad_padding", f"{len(rest)} bytes after the tombstones, {'not all zero' if any(rest) else 'not minimal'}")

@@ -72,6 +72,39 @@ def argon2id(passphrase=PASSPHRASE, label="stanza", ops=OPS, mem=MEM, data_key=D
 
 
 # ---------------------------------------------------------------- the model and its encoding
+#
+# A document is a dict: vault_id, generation, data_key_id, stanzas, replicas [(replica_id, (ms, counter))] in table
+# order, entries, tombstones [(id, stamp)]. A stamp is (ms, counter, replica): replica a replica id, written as its
+# index in the document's replica table, or Index(n), written as the index n as it is (one beyond the table, say).
+# Overrides for the malformed vectors: a count or length given as an int is written as its (shortest) uvar, given
+# as bytes is written as those bytes (a malformed uvar).
+
+WELL_KNOWN = {"password": 1, "username": 2, "url": 3, "notes": 4, "otp": 5}
+SECRET = 0x80
+
+
+class Index(int):
+    """A replica index written as it is, not looked up in the table."""
+
+
+def uvar(n):
+    """n as an unsigned LEB128 integer in its shortest form."""
+    assert 0 <= n < 1 << 64
+    out = bytearray()
+    while True:
+        out.append(n & 0x7F | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+assert [uvar(n).hex() for n in (0, 127, 128, 300, 16383, 16384, (1 << 64) - 1)] == [
+    "00", "7f", "8001", "ac02", "ff7f", "808001", "ffffffffffffffffff01"]
+
+
+def uv(x):
+    return x if isinstance(x, bytes) else uvar(x)
+
 
 def stamp(ms, counter, replica):
     return (ms, counter, replica)
@@ -81,8 +114,12 @@ def time(ms, counter):
     return ms << 16 | counter
 
 
-def field(name, value, secret_=False, flags=None, **over):
-    return dict(name=name, value=value, flags=(1 if secret_ else 0) if flags is None else flags, **over)
+def field(name, value, secret_=False, kind=None, **over):
+    """A field; kind (the byte written) is the well-known code of name or 0, with bit 7 for secret_, unless given:
+    a spelled-out name is written when kind & 0x7F is 0."""
+    if kind is None:
+        kind = (WELL_KNOWN.get(name, 0) if isinstance(name, str) else 0) | (SECRET if secret_ else 0)
+    return dict(name=name, value=value, kind=kind, **over)
 
 
 def version(modified, fields, conflict=False, flags=None, **over):
@@ -90,45 +127,56 @@ def version(modified, fields, conflict=False, flags=None, **over):
 
 
 def entry(label, name, created, modified, fields, history=(), **over):
+    """created: a stamp at most modified's time, written as age (modified time − created time) and its replica."""
     return dict(id=det(f"entry {label} id", 16), name=name, created=created, modified=modified,
                 fields=list(fields), history=list(history), **over)
 
 
-def enc_stamp(s):
+def replica_index(table, replica):
+    return int(replica) if isinstance(replica, Index) else table.index(replica)
+
+
+def enc_stamp(s, table, index=None):
     ms, counter, replica = s
-    return struct.pack("<QQ", time(ms, counter), replica)
+    return struct.pack("<Q", time(ms, counter)) + uv(replica_index(table, replica) if index is None else index)
 
 
 def enc_field(f):
     name, value = b(f["name"]), b(f["value"])
-    return (struct.pack("<BB", f["flags"], f.get("name_length", len(name))) + name
-            + struct.pack("<I", f.get("value_length", len(value))) + value)
+    spelled = b"" if f["kind"] & 0x7F else struct.pack("<B", f.get("name_length", len(name))) + name
+    return struct.pack("<B", f["kind"]) + spelled + uv(f.get("value_length", len(value))) + value
 
 
 def enc_fields(fields, count=None):
-    return struct.pack("<H", len(fields) if count is None else count) + b"".join(map(enc_field, fields))
+    return uv(len(fields) if count is None else count) + b"".join(map(enc_field, fields))
 
 
-def enc_version(v):
-    return enc_stamp(v["modified"]) + struct.pack("<B", v["flags"]) + enc_fields(v["fields"], v.get("field_count"))
+def enc_version(v, table):
+    return (enc_stamp(v["modified"], table, v.get("index")) + struct.pack("<B", v["flags"])
+            + enc_fields(v["fields"], v.get("field_count")))
 
 
-def enc_entry(e):
+def enc_entry(e, table):
     name = b(e["name"])
-    return (e["id"] + struct.pack("<H", e.get("name_length", len(name))) + name + enc_stamp(e["created"])
-            + enc_stamp(e["modified"]) + enc_fields(e["fields"], e.get("field_count"))
-            + struct.pack("<B", e.get("version_count", len(e["history"]))) + b"".join(map(enc_version, e["history"])))
+    modified, created = e["modified"], e["created"]
+    age = time(*modified[:2]) - time(*created[:2])
+    return (e["id"] + uv(e.get("name_length", len(name))) + name + enc_stamp(modified, table, e.get("index"))
+            + uv(e.get("age", age)) + uv(e.get("created_index", replica_index(table, created[2])))
+            + enc_fields(e["fields"], e.get("field_count"))
+            + struct.pack("<B", e.get("version_count", len(e["history"])))
+            + b"".join(enc_version(v, table) for v in e["history"]))
 
 
 def payload(doc):
     """The plaintext after the binding hash and before the padding (doc["payload"]: these bytes instead)."""
     if "payload" in doc:
         return doc["payload"]
-    return (struct.pack("<I", doc.get("replica_count", len(doc["replicas"])))
+    table = [rid for rid, _ in doc["replicas"]]
+    return (uv(doc.get("replica_count", len(doc["replicas"])))
             + b"".join(struct.pack("<QQ", rid, time(*t)) for rid, t in doc["replicas"])
-            + struct.pack("<I", doc.get("entry_count", len(doc["entries"]))) + b"".join(map(enc_entry, doc["entries"]))
-            + struct.pack("<I", doc.get("tombstone_count", len(doc["tombstones"])))
-            + b"".join(tid + enc_stamp(s) for tid, s in doc["tombstones"]))
+            + uv(doc.get("entry_count", len(doc["entries"]))) + b"".join(enc_entry(e, table) for e in doc["entries"])
+            + uv(doc.get("tombstone_count", len(doc["tombstones"])))
+            + b"".join(tid + enc_stamp(s, table) for tid, s in doc["tombstones"]))
 
 
 def enc_header(doc):
@@ -168,11 +216,12 @@ def shown_value(value):
 
 
 def shown_stamp(s):
+    assert not isinstance(s[2], Index)
     return f"{s[0]}.{s[1]}@{s[2]:016x}"
 
 
 def shown_fields(fields):
-    return [{"name": b(f["name"]).decode(), "secret": bool(f["flags"] & 1), "value": shown_value(f["value"])}
+    return [{"name": b(f["name"]).decode(), "secret": bool(f["kind"] & SECRET), "value": shown_value(f["value"])}
             for f in fields]
 
 
@@ -195,8 +244,9 @@ BINARY = b"\xff\xfe\x00\x80 not UTF-8 \xc3\x28"
 
 
 def basic():
-    """valid-basic: 3 entries, one with 2 history versions (one a conflict), a tombstone, 2 replicas."""
-    github = entry("github", "github", stamp(T, 0, RA), stamp(T + 3000, 0, RA), [
+    """valid-basic: 3 entries, one with 2 history versions (one a conflict) and created by another replica than the
+    one that last modified it, a tombstone, 2 replicas."""
+    github = entry("github", "github", stamp(T, 0, RB), stamp(T + 3000, 0, RA), [
         field("username", "alice"), field("password", "correct-horse-42", True),
         field("url", "https://github.com/login"), field("otp", OTP, True)], [
         version(stamp(T + 2000, 1, RB), [field("username", "alice"), field("password", "from-replica-b", True)],
@@ -224,7 +274,7 @@ def small():
 
 def limits():
     """Every cap at its maximum: a 4,096-byte name, 1,024 fields, a 255-byte field name, 10 versions holding
-    exactly 65,536 bytes of field names and values."""
+    exactly 65,536 bytes of field names and values (each version's field a well-known "notes", counted as 5)."""
     d = small()
     fields = [field("f" * 255, "x")] + [field(f"f{i}", str(i)) for i in range(1, 1024)]
     history = []
@@ -253,19 +303,118 @@ def plain_bad(name, mutate, code, rule, base=small):
     bad(name, seal(d, name), 6, code, rule)
 
 
-def not_reader_rules():
-    """What a reader does not check: generation 0, created after modified, history oldest first and newer than
-    the entry, entries and tombstones in no order, timestamps of replicas absent from the table, the table's
-    times behind the timestamps; and the largest time (2^48 - 1 ms, counter 65,535)."""
+def well_known():
+    """Every well-known code (1 password, 2 username, 3 url, 4 notes, 5 otp) with and without the secret bit, and
+    spelled-out (kind 0) names with and without it, among them names that only resemble well-known ones."""
     d = small()
-    other = int.from_bytes(det("replica absent from the table", 8), "little")
+    plain = [field(n, f"{n} in the clear") for n in WELL_KNOWN]
+    secret_ = [field(n, f"{n} masked", True) for n in WELL_KNOWN]
+    custom = [field("pin", "1234"), field("recovery codes", "a1 b2 c3", True), field("Password", "capital P"),
+              field("passwords", "plural", True), field("URL", "upper case"), field("otp ", "trailing space")]
+    assert [f["kind"] for f in plain + secret_] == [1, 2, 3, 4, 5, 0x81, 0x82, 0x83, 0x84, 0x85]
+    assert [f["kind"] for f in custom] == [0, 0x80, 0, 0x80, 0, 0]
+    d["replicas"] = [(RA, (T + 100, 0)), (RB, (T + 90, 0))]
+    d["entries"] = [
+        entry("wk plain", "plain", stamp(T, 0, RA), stamp(T + 10, 0, RA), plain, [
+            version(stamp(T + 5, 0, RB), list(reversed(secret_)))]),
+        entry("wk secret", "secret", stamp(T + 1, 0, RA), stamp(T + 11, 0, RA), secret_, [
+            version(stamp(T + 6, 0, RB), [field("otp", "was in the clear"), field("password", "was masked", True)],
+                    conflict=True)]),
+        entry("wk custom", "custom", stamp(T + 2, 0, RB), stamp(T + 12, 0, RB), custom + [field("notes", "last")])]
+    return d
+
+
+def uvar_widths():
+    """uvars of 2 and 3 bytes: a 200-byte entry name, values of 127 to 20,000 bytes (in the entry and in its
+    history), a 128-byte field value read as the first multi-byte length."""
+    d = small()
+    sizes = [127, 128, 300, 16383, 16384, 20000]
+    fields = [field(f"v{n}", (det(f"value {n}", 32).hex() * (n // 64 + 1))[:n], n == 300) for n in sizes]
+    assert [len(uvar(n)) for n in sizes] == [1, 2, 2, 2, 3, 3]
+    d["replicas"] = [(RA, (T + 100, 0))]
+    d["entries"] = [entry("widths", "w" * 200, stamp(T, 0, RA), stamp(T + 20, 0, RA), fields, [
+        version(stamp(T + 10, 0, RA), [field("notes", "n" * 16384), field("password", "p" * 128, True)])])]
+    return d
+
+
+def clock_edges():
+    """Ages at their bounds: equal to the modified time (created at time 0), 2^64 − 1 (a 10-byte uvar, modified at
+    the largest time), 2^63 (a 10-byte uvar with a tenth byte of 1); created replica the table's last index, modified
+    index 0; history and tombstone stamps from every replica."""
+    d = small()
+    top = (1 << 64) - 1
+    r3 = (1 << 64) - 1
+    d["replicas"] = [(RA, (T + 100, 0)), (RB, (T + 100, 1)), (r3, ((1 << 48) - 1, 0xFFFF))]
+    mid = top - (1 << 63)
+    d["entries"] = [
+        entry("ce zero", "created at zero", stamp(0, 0, r3), stamp(T, 0, RA), [field("password", "z", True)], [
+            version(stamp(T - 1, 0, RB), [field("password", "y", True)]),
+            version(stamp(T - 2, 0, r3), [field("password", "x", True)])]),
+        entry("ce max", "age 2^64 - 1", stamp(0, 0, RB), stamp((1 << 48) - 1, 0xFFFF, r3), []),
+        entry("ce half", "age 2^63", stamp(mid >> 16, mid & 0xFFFF, RA), stamp((1 << 48) - 1, 0xFFFF, RB), []),
+        entry("ce same", "same time, other replica", stamp(T + 7, 3, r3), stamp(T + 7, 3, RA), [])]
+    d["tombstones"] = [(det(f"ce tombstone {i}", 16), stamp(T + 50 + i, i, r)) for i, r in enumerate((RA, RB, r3))]
+    ages = [time(*e["modified"][:2]) - time(*e["created"][:2]) for e in d["entries"]]
+    assert ages[0] == time(T, 0) and ages[1] == top and ages[2] == 1 << 63 and ages[3] == 0
+    assert len(uvar(ages[1])) == len(uvar(ages[2])) == 10
+    return d
+
+
+def wide_tables():
+    """Counts and replica indexes of 2-byte uvars: 200 replicas, 130 entries, 130 tombstones, stamps naming
+    replicas 70 to 199 and created replicas 0 to 199."""
+    d = small()
+    ids = sorted(int.from_bytes(det(f"wide replica {i}", 8), "little") for i in range(200))
+    d["replicas"] = [(rid, (T + 1000, i)) for i, rid in enumerate(ids)]
+    d["entries"] = [entry(f"wide {i}", f"e{i:03}", stamp(T + i, 0, ids[(3 * i) % 200]),
+                          stamp(T + 500 + i, i, ids[199 - i]), [field("password", f"p{i}", True)])
+                    for i in range(130)]
+    d["tombstones"] = [(det(f"wide tombstone {i}", 16), stamp(T + 900 + i, 0, ids[70 + i])) for i in range(130)]
+    return d
+
+
+def tombstones_fill():
+    """5 tombstones in exactly the 125 bytes left after their count (5 × 25, the count at its bound): 6 replicas,
+    no entry, no padding."""
+    d = small()
+    d["replicas"] = [(rid, (T, 0)) for rid in sorted(int.from_bytes(det(f"fill replica {i}", 8), "little")
+                                                     for i in range(6))]
+    d["entries"] = []
+    d["tombstones"] = [(det(f"fill tombstone {i}", 16), stamp(T + i, 0, d["replicas"][i][0])) for i in range(5)]
+    assert 32 + len(payload(d)) == 256 and 256 - 32 - len(payload(d)[:-125]) == 125
+    return d
+
+
+def entries_at_bound(count):
+    """10 replicas and 2 smallest entries (31 bytes each: a 1-byte name, no field, no history) that end the
+    256-byte plaintext: the 62 bytes after the entry count hold 2 entries at the smallest, and no tombstone count."""
+    d = small()
+    d["replicas"] = [(rid, (T, 0)) for rid in sorted(int.from_bytes(det(f"bound replica {i}", 8), "little")
+                                                     for i in range(10))]
+    d["entries"] = [entry(f"bound {i}", f"{i}", stamp(T + i, 0, d["replicas"][i][0]),
+                          stamp(T + i, 0, d["replicas"][i][0]), []) for i in range(2)]
+    d["entry_count"] = count
+    assert all(len(enc_entry(e, [r for r, _ in d["replicas"]])) == 31 for e in d["entries"])
+    d["payload"] = payload(d)[:-1]  # without the tombstone count
+    assert 32 + len(d["payload"]) == 256 and len(d["payload"]) - 1 - 160 - 1 == 62
+    return d
+
+
+def not_reader_rules():
+    """What a reader does not check: generation 0, history oldest first and newer than the entry, entries and
+    tombstones in no order, a replica in the table that issued nothing, the table's times behind the stamps; and
+    the largest time (2^48 - 1 ms, counter 65,535)."""
+    d = small()
+    idle = int.from_bytes(det("replica that issued nothing", 8), "little")
     top = (1 << 48) - 1
-    d.update(generation=0, replicas=[(RA, (T, 0))], entries=[
-        entry("nr b", "b", stamp(T + 9000, 0, RA), stamp(T + 1000, 0, other), [field("password", "b", True)], [
+    d.update(generation=0, replicas=sorted([(RA, (T, 0)), (RB, (T, 0)), (idle, (T, 0))]), entries=[
+        entry("nr b", "b", stamp(T + 500, 0, RB), stamp(T + 1000, 0, RA), [field("password", "b", True)], [
             version(stamp(T + 2000, 0, RA), [field("password", "older", True)]),
-            version(stamp(top, 0xFFFF, other), [field("password", "newer", True)])]),
-        entry("nr a", "a", stamp(top, 0xFFFF, RB), stamp(T, 0, RA), [])],
-        tombstones=[(det("tombstone z", 16), stamp(T + 5, 0, other)), (det("tombstone y", 16), stamp(T + 4, 0, RA))])
+            version(stamp(top, 0xFFFF, RB), [field("password", "newer", True)])]),
+        entry("nr a", "a", stamp(top, 0xFFFF, RB), stamp(top, 0xFFFF, RB), [])],
+        tombstones=[(det("tombstone z", 16), stamp(T + 5, 0, RB)), (det("tombstone y", 16), stamp(T + 4, 0, RA))])
+    d["entries"].sort(key=lambda e: e["id"], reverse=True)  # a writer orders by id; these are in decreasing order
+    d["tombstones"].sort(reverse=True)
     return d
 
 
@@ -301,20 +450,22 @@ CUT_HEAD_ID = det("entry cut id", 16)
 
 def cut(name, tail, rule, name_length=None):
     """A one-entry plaintext of exactly 256 bytes that ends inside the entry: the entry's name takes the bytes
-    the tail (what follows the name) leaves, or name_length says more than are there."""
-    head = (struct.pack("<I", 1) + struct.pack("<QQ", RA, time(T + 100, 0)) + struct.pack("<I", 1) + CUT_HEAD_ID)
-    room = 256 - 32 - len(head) - 2 - len(tail)
-    assert 1 <= room <= 4096 and (name_length is None or name_length > room)
+    the tail (what follows the name: the stamps of replica 0, the only one, and so on) leaves, or name_length
+    says more than are there."""
+    head = uvar(1) + struct.pack("<QQ", RA, time(T + 100, 0)) + uvar(1) + CUT_HEAD_ID
+    room = 256 - 32 - len(head) - 2 - len(tail)  # a name of 128 bytes or more: a 2-byte name_length
+    assert 128 <= room <= 4096 and (name_length is None or name_length > room)
     d = small()
-    d["payload"] = head + struct.pack("<H", room if name_length is None else name_length) + b"n" * room + tail
+    d["payload"] = head + uvar(room if name_length is None else name_length) + b"n" * room + tail
     assert 32 + len(d["payload"]) == 256
     bad(name, seal(d, name, padding=b""), 6, "entry_truncated", rule)
 
 
 def main():
     # ---- valid
-    valid("valid-basic.vault", basic(), "none: 3 entries, fields (secret, binary, empty), history with a conflict, "
-          "a tombstone, 2 replicas")
+    valid("valid-basic.vault", basic(), "none: 3 entries, fields (well-known and spelled-out, secret, binary, empty), "
+          "history with a conflict, an entry created by another replica than the one that modified it, a tombstone, "
+          "2 replicas")
     d = basic()
     d["stanzas"] = [(0x7777, det("unknown stanza body", 21))] + d["stanzas"]
     valid("valid-unknown-stanza.vault", d, "none: an unknown stanza type (0x7777) before the argon2id one, skipped")
@@ -328,20 +479,33 @@ def main():
     d.update(replicas=[], entries=[], tombstones=[], generation=1)
     valid("valid-empty.vault", d, "none: no replica, entry or tombstone")
     d = small()
-    n = len(payload(d)) + 32
-    d["entries"][0]["fields"][0]["value"] = "v" * (1 + 512 - n)  # plaintext exactly 512 bytes: no padding
-    assert (len(payload(d)) + 32) % 256 == 0
+    value = d["entries"][0]["fields"][0]
+    while 32 + len(payload(d)) < 512:  # plaintext exactly 512 bytes (the value's length a 2-byte uvar): no padding
+        value["value"] += "v"
+    assert 32 + len(payload(d)) == 512
     valid("valid-no-padding.vault", d, "none: the plaintext is exactly 512 bytes, no padding")
     valid("valid-limits.vault", limits(), "none: every cap at its maximum (4,096-byte name, 1,024 fields, 255-byte "
-          "field name, 10 versions of 65,536 bytes)")
+          "field name, 10 versions of 65,536 bytes of names and values, a well-known name counted by its length)")
     valid("valid-not-reader-rules.vault", not_reader_rules(), "none: breaks only what a reader does not check "
-          "(generation 0, created > modified, history order, entry/tombstone order, replicas absent from the table), "
-          "largest time")
+          "(generation 0, history order, entries and tombstones in decreasing id order, a replica that issued "
+          "nothing, table times behind the stamps), largest time")
     valid("valid-edge-names.vault", edge_names(), "none: names with U+00A0, U+200B, U+2028, U+FEFF (not control "
           "characters); \"file\"/\"\\ufb01le\" and \"fi\"/\"\\ufb01\" (compatibility-, not canonically equivalent); "
           "a name not in NFC")
     valid("valid-replica-order.vault", replica_order(), "none: replica table sorted as unsigned u64 (0xff < 0x100, "
           "2^63-1 < 2^63 < 2^64-1)")
+    valid("valid-well-known-fields.vault", well_known(), "none: kinds 1 to 5 (password, username, url, notes, otp) "
+          "without and with the secret bit (0x81 to 0x85), in entries and history; spelled-out names (kind 0 and "
+          "0x80) \"pin\", \"recovery codes\", \"Password\", \"passwords\", \"URL\", \"otp \" (not well-known names)")
+    valid("valid-uvar-widths.vault", uvar_widths(), "none: 2- and 3-byte uvars: a 200-byte entry name, values of "
+          "127, 128, 300, 16,383, 16,384 and 20,000 bytes, history values of 128 and 16,384 bytes")
+    valid("valid-clock-edges.vault", clock_edges(), "none: age equal to the modified time (created at 0), age "
+          "2^64-1 and 2^63 (10-byte uvars), created and modified by different replicas at one time, the table's last "
+          "index, stamps of every replica in history and tombstones")
+    valid("valid-wide-tables.vault", wide_tables(), "none: 200 replicas, 130 entries, 130 tombstones (2-byte "
+          "counts), replica indexes up to 199 (2-byte uvars) in modified, created and tombstone stamps")
+    valid("valid-tombstones-fill.vault", tombstones_fill(), "none: tombstone_count 5 with exactly 5 x 25 bytes "
+          "left (at the bound), no padding")
 
     good = seal(basic(), "good")
     hl = struct.unpack_from("<I", good, 10)[0]
@@ -439,42 +603,69 @@ def main():
     bad("body-binding-header-only.vault", seal(basic(), "body-binding-header-only", binding_over=enc_header(basic())),
         6, "body_binding_mismatch", "the binding hash covers the header without header_mac")
 
-    # ---- the plaintext (exit 6)
-    rest = 256 - 32 - 4  # after the replica count of small()'s 256-byte plaintext
+    # ---- the plaintext (exit 6), in the order a reader reads it
+    rest = 256 - 32 - 1  # after the replica count of small()'s 256-byte plaintext
     plain_bad("replica-count-exceeds-data.vault", lambda d: d.update(replica_count=rest // 16 + 1),
               "entry_count_exceeds_data", f"replica_count {rest // 16 + 1}: {rest} bytes hold at most {rest // 16}")
-    rest = 256 - 32 - 4 - 16 - 4  # after the entry count (one replica)
-    plain_bad("entry-count-exceeds-data.vault", lambda d: d.update(entry_count=rest + 1), "entry_count_exceeds_data",
-              f"entry_count {rest + 1} with {rest} bytes left (more than a byte each)")
+    bad("entry-count-at-bound.vault", seal(entries_at_bound(2), "entry-count-at-bound"), 6, "entry_truncated",
+        "entry_count 2 with 62 bytes left (2 x 31: passes the count check), 2 smallest entries, then no tombstone count")
+    bad("entry-count-exceeds-data.vault", seal(entries_at_bound(3), "entry-count-exceeds-data"), 6,
+        "entry_count_exceeds_data", "entry_count 3 with 62 bytes left (3 x 31 = 93 > 62)")
     rest = 256 - 32 - len(payload(small()))
-    plain_bad("tombstone-count-exceeds-data.vault", lambda d: d.update(tombstone_count=rest // 32 + 1),
-              "entry_count_exceeds_data", f"tombstone_count {rest // 32 + 1}: {rest} bytes hold at most {rest // 32}")
+    plain_bad("tombstone-count-exceeds-data.vault", lambda d: d.update(tombstone_count=rest // 25 + 1),
+              "entry_count_exceeds_data", f"tombstone_count {rest // 25 + 1}: {rest} bytes hold at most {rest // 25}")
     plain_bad("entry-truncated.vault", lambda d: d["entries"][0]["fields"][0].update(value_length=1_000_000),
               "entry_truncated", "a field's value_length (1,000,000) runs past the end of the plaintext")
-    s0 = enc_stamp(stamp(T, 0, RA))
-    pw = struct.pack("<BB", 1, 8) + b"password"
+    t0 = struct.pack("<Q", time(T, 0))
+    s0 = t0 + uvar(0)                      # a stamp of replica 0
+    c0 = uvar(0) + uvar(0)                 # age 0, created replica 0
+    pw = struct.pack("<B", 0x81)           # kind: password, secret
     cut("entry-truncated-name.vault", b"", "the plaintext ends inside the name (name_length 4,096)", name_length=4096)
-    cut("entry-truncated-timestamp.vault", s0 + s0[:12], "the plaintext ends inside the modified timestamp")
-    cut("entry-truncated-field.vault", s0 + s0 + struct.pack("<H", 2) + pw + struct.pack("<I", 1) + b"v",
+    cut("entry-truncated-modified-time.vault", t0[:5], "the plaintext ends inside the modified stamp's time")
+    cut("entry-truncated-modified-index.vault", t0 + b"\x80",
+        "the plaintext ends inside the modified stamp's replica index (a uvar byte 0x80, more to come)")
+    cut("entry-truncated-age.vault", s0, "the plaintext ends before the age")
+    cut("entry-truncated-created-replica.vault", s0 + uvar(0), "the plaintext ends before the created replica")
+    cut("entry-truncated-field-kind.vault", s0 + c0 + uvar(1), "field_count 1, the plaintext ends before the kind")
+    cut("entry-truncated-field.vault", s0 + c0 + uvar(2) + pw + uvar(1) + b"v",
         "field_count 2, the plaintext ends after the first field")
-    cut("entry-truncated-field-name.vault", s0 + s0 + struct.pack("<HBB", 1, 0, 20) + b"user",
-        "the plaintext ends inside a field name (name_length 20)")
-    cut("entry-truncated-value-length.vault", s0 + s0 + struct.pack("<H", 1) + pw + b"\x05\x00",
-        "the plaintext ends inside a field's value_length")
-    cut("entry-truncated-value.vault", s0 + s0 + struct.pack("<H", 1) + pw + struct.pack("<I", 50) + b"abc",
+    cut("entry-truncated-field-name.vault", s0 + c0 + uvar(1) + struct.pack("<BB", 0, 20) + b"user",
+        "the plaintext ends inside a spelled-out field name (name_length 20)")
+    cut("entry-truncated-value-length.vault", s0 + c0 + uvar(1) + pw + b"\x85",
+        "the plaintext ends inside a field's value_length (a uvar byte 0x85, more to come)")
+    cut("entry-truncated-value.vault", s0 + c0 + uvar(1) + pw + uvar(50) + b"abc",
         "the plaintext ends inside a field value (value_length 50)")
-    cut("entry-truncated-version-count.vault", s0 + s0 + struct.pack("<H", 0),
-        "the plaintext ends before the version_count")
-    cut("entry-truncated-version.vault", s0 + s0 + struct.pack("<HB", 0, 1) + s0[:5],
-        "version_count 1, the plaintext ends inside the version's timestamp")
-    cut("entry-truncated-version-field.vault", s0 + s0 + struct.pack("<HB", 0, 1) + s0 + struct.pack("<BH", 0, 1) + pw
-        + struct.pack("<I", 10) + b"abc", "the plaintext ends inside a version's field value")
-    cut("tombstone-count-truncated.vault", s0 + s0 + struct.pack("<HB", 0, 0) + b"\0\0",
-        "the plaintext ends 2 bytes into the tombstone count")
+    cut("entry-truncated-version-count.vault", s0 + c0 + uvar(0), "the plaintext ends before the version_count")
+    cut("entry-truncated-version.vault", s0 + c0 + uvar(0) + b"\x01" + t0[:5],
+        "version_count 1, the plaintext ends inside the version's stamp")
+    cut("entry-truncated-version-field.vault", s0 + c0 + uvar(0) + b"\x01" + s0 + b"\x00" + uvar(1) + pw + uvar(10)
+        + b"abc", "the plaintext ends inside a version's field value")
+    cut("tombstone-count-truncated.vault", s0 + c0 + uvar(0) + b"\x00" + b"\x80\x80",
+        "the plaintext ends inside the tombstone count (uvar bytes 80 80, more to come)")
+
+    # uvars: shortest form, at most 64 bits
+    plain_bad("varint-not-minimal-name-length.vault", lambda d: d["entries"][0].update(name_length=b"\x80\x00"),
+              "bad_varint", "entry name_length 80 00 (0 in two bytes; not bad_name_length)")
+    plain_bad("varint-not-minimal-value-length.vault",
+              lambda d: d["entries"][0]["fields"][0].update(value_length=b"\x81\x00"), "bad_varint",
+              "value_length 81 00 (1 in two bytes; the value is there)")
+    plain_bad("varint-not-minimal-replica-count.vault", lambda d: d.update(replica_count=b"\x81\x00"), "bad_varint",
+              "replica_count 81 00 (1 in two bytes)")
+    plain_bad("varint-not-minimal-replica-index.vault", lambda d: d["entries"][0].update(index=b"\x80\x00"),
+              "bad_varint", "the modified stamp's replica index 80 00 (0 in two bytes)")
+    plain_bad("varint-not-minimal-10-bytes.vault", lambda d: d["entries"][0].update(age=b"\x80" * 9 + b"\x00"),
+              "bad_varint", "age 80 x 9 then 00 (0 in ten bytes, the tenth zero)")
+    plain_bad("varint-11-bytes.vault",
+              lambda d: d["entries"][0]["fields"][0].update(value_length=b"\x80" * 10 + b"\x01"), "bad_varint",
+              "value_length of 11 bytes (80 x 10 then 01: the tenth byte 0x80)")
+    plain_bad("varint-tenth-byte-2.vault", lambda d: d["entries"][0].update(age=b"\xff" * 9 + b"\x02"),
+              "bad_varint", "age ff x 9 then 02 (beyond 64 bits; not bad_clock)")
     plain_bad("bad-name-length.vault", lambda d: d["entries"][0].update(name=""), "bad_name_length",
               "entry name_length 0")
     plain_bad("bad-name-length-4097.vault", lambda d: d["entries"][0].update(name="n" * 4097), "bad_name_length",
               "entry name_length 4,097 (the bytes are there)")
+    plain_bad("bad-name-length-max-uvar.vault", lambda d: d["entries"][0].update(name_length=(1 << 64) - 1),
+              "bad_name_length", "entry name_length 2^64-1 (ff x 9 then 01: a well-formed uvar)")
     plain_bad("name-not-utf8.vault", lambda d: d["entries"][0].update(name=b"caf\xe9"), "name_not_utf8",
               "entry name in Latin-1")
     plain_bad("name-surrogate.vault", lambda d: d["entries"][0].update(name=b"\xed\xa0\x80"), "name_not_utf8",
@@ -508,15 +699,63 @@ def main():
     plain_bad("duplicate-tombstone.vault",
               lambda d: d["tombstones"].extend([(det("t", 16), stamp(T + 50, 0, RA)), (det("t", 16), stamp(T + 60, 0, RA))]),
               "duplicate_id", "two tombstones with one id")
-    plain_bad("bad-field-flags.vault", lambda d: d["entries"][0]["fields"][0].update(flags=0x03), "bad_field",
-              "field flags 0x03 (bit 1 reserved)")
+
+    # stamps: a replica index beyond the table, an age above the modified time (bad_clock)
+    plain_bad("clock-modified-index-beyond.vault", lambda d: d["entries"][0].update(index=1), "bad_clock",
+              "the modified stamp's replica index 1, a table of 1")
+    plain_bad("clock-created-replica-beyond.vault", lambda d: d["entries"][0].update(created_index=1), "bad_clock",
+              "created_replica 1, a table of 1")
+    plain_bad("clock-version-index-beyond.vault", lambda d: d["entries"][0].update(
+        history=[version(stamp(T - 1, 0, RA), [field("password", "old", True)], index=1)]), "bad_clock",
+        "a history version's stamp has replica index 1, a table of 1")
+    plain_bad("clock-tombstone-index-beyond.vault",
+              lambda d: d["tombstones"].append((det("t", 16), stamp(T + 50, 0, Index(1)))), "bad_clock",
+              "a tombstone's stamp has replica index 1, a table of 1")
+    plain_bad("clock-index-empty-table.vault",
+              lambda d: d.update(replicas=[], entries=[], tombstones=[(det("t", 16), stamp(T, 0, Index(0)))]),
+              "bad_clock", "no replica, a tombstone's stamp has replica index 0")
+    plain_bad("clock-age-above-modified.vault", lambda d: d["entries"][0].update(age=time(T, 0) + 1), "bad_clock",
+              "age one above the modified time")
+    plain_bad("clock-age-max.vault", lambda d: d["entries"][0].update(age=(1 << 64) - 1), "bad_clock",
+              "age 2^64-1 (a well-formed uvar) above the modified time")
+    plain_bad("clock-order-modified-index-before-age.vault",
+              lambda d: d["entries"][0].update(index=1, age=b"\x80\x00"), "bad_clock",
+              "the modified stamp's replica index 1 (a table of 1), checked when read, before the malformed age 80 00")
+    plain_bad("clock-order-age-before-created-replica.vault",
+              lambda d: d["entries"][0].update(age=time(T, 0) + 1, created_index=b"\x80\x00"), "bad_clock",
+              "age above the modified time, checked before the malformed created_replica 80 00")
+    plain_bad("clock-order-created-replica-before-fields.vault",
+              lambda d: d["entries"][0].update(created_index=1, field_count=b"\x80\x00"), "bad_clock",
+              "created_replica 1 (a table of 1), checked before the malformed field_count 80 00")
+
+    # fields
+    plain_bad("field-kind-6.vault", lambda d: d["entries"][0]["fields"].append(field("x", "w", kind=6)), "bad_field",
+              "a field of kind 6 (reserved)")
+    plain_bad("field-kind-127.vault", lambda d: d["entries"][0]["fields"].append(field("x", "w", kind=0x7F)),
+              "bad_field", "a field of kind 127 (reserved)")
+    plain_bad("field-kind-255.vault", lambda d: d["entries"][0]["fields"].append(field("x", "w", kind=0xFF)),
+              "bad_field", "a field of kind 0xff (reserved 127 with the secret bit)")
+    plain_bad("field-kind-6-in-history.vault", lambda d: d["entries"][0].update(
+        history=[version(stamp(T - 1, 0, RA), [field("x", "old", kind=0x86)])]), "bad_field",
+        "a history version's field of kind 0x86 (reserved 6 with the secret bit)")
+    plain_bad("field-name-well-known.vault",
+              lambda d: d["entries"][0].update(fields=[field("password", "v", kind=0)]), "bad_field",
+              "\"password\" spelled out (kind 0) instead of kind 1")
+    plain_bad("field-name-well-known-secret.vault",
+              lambda d: d["entries"][0]["fields"].append(field("otp", OTP, kind=0x80)), "bad_field",
+              "\"otp\" spelled out (kind 0x80) instead of kind 0x85")
     plain_bad("duplicate-field-name.vault", lambda d: d["entries"][0]["fields"].append(field("password", "w")),
-              "bad_field", "two fields named \"password\" in one entry")
+              "bad_field", "two password fields (kinds 0x81 and 0x01) in one entry")
+    plain_bad("duplicate-field-name-custom.vault",
+              lambda d: d["entries"][0]["fields"].extend([field("pin", "1"), field("pin", "2", True)]),
+              "bad_field", "two fields spelled \"pin\" (kinds 0x00 and 0x80) in one entry")
     plain_bad("duplicate-field-name-canonical.vault",
               lambda d: d["entries"][0]["fields"].extend([field("caf\u00e9", "1"), field("cafe\u0301", "2")]),
               "bad_field", "field names \"caf\\u00e9\" and \"cafe\\u0301\" (canonically equivalent) in one entry")
     plain_bad("field-name-empty.vault", lambda d: d["entries"][0]["fields"].append(field("", "w")), "bad_field",
-              "field name_length 0")
+              "a spelled-out field name of 0 bytes (kind 0, name_length 0)")
+    plain_bad("field-name-empty-secret.vault", lambda d: d["entries"][0]["fields"].append(field("", "w", True)),
+              "bad_field", "a spelled-out field name of 0 bytes (kind 0x80, name_length 0)")
     plain_bad("field-name-not-utf8.vault", lambda d: d["entries"][0]["fields"].append(field(b"p\xffw", "w")),
               "bad_field", "field name not UTF-8 (0xFF)")
     plain_bad("field-name-control-character.vault",
@@ -527,30 +766,42 @@ def main():
     plain_bad("too-many-fields.vault",
               lambda d: d["entries"][0].update(fields=[field(f"f{i}", "") for i in range(1025)]), "bad_field",
               "1,025 fields in one entry")
+    plain_bad("too-many-fields-max-uvar.vault", lambda d: d["entries"][0].update(field_count=(1 << 64) - 1),
+              "bad_field", "field_count 2^64-1 (a well-formed uvar)")
     plain_bad("bad-value-length.vault",
               lambda d: d["entries"][0]["fields"][0].update(value_length=(64 << 20) + 1), "bad_value_length",
               "value_length 64 MiB + 1")
+    plain_bad("bad-value-length-max-uvar.vault",
+              lambda d: d["entries"][0]["fields"][0].update(value_length=(1 << 64) - 1), "bad_value_length",
+              "value_length 2^64-1 (a well-formed uvar)")
+
+    # the replica table
     plain_bad("bad-clock.vault", lambda d: d["replicas"].append((RA, (T + 200, 0))), "bad_clock",
               "a replica id twice in the replica table")
     plain_bad("replicas-unsorted.vault", lambda d: d.update(replicas=[(RB, (T + 100, 0)), (RA, (T + 100, 0))]),
               "bad_clock", "replica table in decreasing order")
     plain_bad("replicas-unsorted-signed.vault",
-              lambda d: d.update(replicas=[(1 << 63, (T, 0)), ((1 << 63) - 1, (T, 0))]), "bad_clock",
+              lambda d: d.update(replicas=[(1 << 63, (T, 0)), ((1 << 63) - 1, (T, 0))], entries=[]), "bad_clock",
               "replica ids 2^63 then 2^63-1 (increasing only as signed integers)")
-    plain_bad("replicas-unsorted-bytes.vault", lambda d: d.update(replicas=[(0x100, (T, 0)), (0xFF, (T, 0))]),
-              "bad_clock", "replica ids 0x100 then 0xff (increasing only as little-endian bytes)")
+    plain_bad("replicas-unsorted-bytes.vault",
+              lambda d: d.update(replicas=[(0x100, (T, 0)), (0xFF, (T, 0))], entries=[]), "bad_clock",
+              "replica ids 0x100 then 0xff (increasing only as little-endian bytes)")
+
+    # history
     plain_bad("history-too-many.vault", lambda d: d["entries"][0].update(
         history=[version(stamp(T - 1 - i, 0, RA), [field("password", str(i), True)]) for i in range(11)]),
         "bad_history", "11 history versions")
     plain_bad("history-too-large.vault", lambda d: d["entries"][0].update(
         history=[version(stamp(T - 1, 0, RA), [field("notes", "x" * (65536 - 5 + 1))])]), "bad_history",
-        "history of 65,537 bytes of field names and values")
+        "history of 65,537 bytes: a value of 65,532 bytes and the well-known name \"notes\" (kind 4) counted as 5")
     plain_bad("bad-history-flags.vault", lambda d: d["entries"][0].update(
         history=[version(stamp(T - 1, 0, RA), [field("password", "old", True)], flags=0x81)]), "bad_history",
         "version flags 0x81 (bit 7 reserved)")
     plain_bad("history-duplicate-field-name.vault", lambda d: d["entries"][0].update(
         history=[version(stamp(T - 1, 0, RA), [field("password", "a", True), field("password", "b", True)])]),
-        "bad_field", "two fields named \"password\" in one history version")
+        "bad_field", "two password fields (kind 0x81) in one history version")
+
+    # padding
     d = small()
     n = 32 + len(payload(d))
     bad("bad-padding.vault", seal(d, "bad-padding", padding=bytes(256 - n - 1) + b"\x01"), 6, "bad_padding",
@@ -572,7 +823,10 @@ def main():
              "Written by `Tests/Vectors/generate_v2.py` (never edit by hand), replayed by `Tests/Vectors/check_v2.py`;",
              "passphrase \"correct horse battery staple\", test KDF parameters. `expected.json`: the outcome of each",
              "file. One line per file, by name: outcome: the rule it breaks. Not a vector (too big to commit): a",
-             "file of 1 GiB + 65,609 bytes with the magic, `too_large` (exit 6), checked right after the magic.", ""]
+             "file of 1 GiB + 65,609 bytes with the magic, `too_large` (exit 6), checked right after the magic.",
+             "The plaintext is docs/FORMAT.md's: counts and lengths as `uvar` (shortest-form LEB128, else",
+             "`bad_varint`), stamps as a time and a replica-table index, an entry's created time as an age, fields by",
+             "`kind` (bit 7 secret; 1 to 5 well-known names, 0 a spelled-out name, 6 to 127 reserved).", ""]
     for name, (_, outcome, rule) in sorted(VECTORS.items()):
         what = "valid" if "exit" not in outcome else f"exit {outcome['exit']} {outcome['code']}"
         lines.append(f"- `{name}`: {what}: {rule}")

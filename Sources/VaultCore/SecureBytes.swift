@@ -198,6 +198,16 @@ final class GuardedArena: @unchecked Sendable {
         capacity = newCapacity
     }
 
+    /// A new arena with the same bytes at the same offsets (so ranges into this one are valid in it), and room for
+    /// `extra` more.
+    func copy(reserving extra: Int) -> GuardedArena {
+        let copy = GuardedArena()
+        copy.reserve(count + extra)
+        if let pointer, count > 0 { copy.pointer!.copyMemory(from: pointer, byteCount: count) }
+        copy.count = count
+        return copy
+    }
+
     /// Zeroes the appended bytes and empties the arena, keeping its region.
     func wipe() {
         if let pointer, count > 0 { Sodium.zero(pointer, byteCount: count) }

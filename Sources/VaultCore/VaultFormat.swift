@@ -141,6 +141,13 @@ struct ByteReader {
         return T(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 
+    /// A big-endian integer (``ByteWriter/writeBigEndian(_:)``).
+    mutating func readBigEndian<T: FixedWidthInteger>(_: T.Type = T.self) -> T {
+        precondition(remaining >= MemoryLayout<T>.size)
+        defer { offset += MemoryLayout<T>.size }
+        return T(bigEndian: buffer.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
     mutating func readBytes(_ count: Int) -> [UInt8] {
         precondition(remaining >= count)
         defer { offset += count }
@@ -163,6 +170,12 @@ struct ByteWriter {
 
     mutating func write<T: FixedWidthInteger>(_ value: T) {
         buffer.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
+        offset += MemoryLayout<T>.size
+    }
+
+    /// `value`'s bytes most significant first (ids are stored so, to read as hex in a dump).
+    mutating func writeBigEndian<T: FixedWidthInteger>(_ value: T) {
+        buffer.storeBytes(of: value.bigEndian, toByteOffset: offset, as: T.self)
         offset += MemoryLayout<T>.size
     }
 

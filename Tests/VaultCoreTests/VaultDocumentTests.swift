@@ -219,6 +219,69 @@ struct VaultDocumentTests {
         return (try document.seal(dataKey: dataKey), dataKey, document)
     }
 
+    /// A seal reuses the id order of the last one when the entries are the same set: a batch that deletes one
+    /// entry and makes another (as many entries, another set) must not reuse it, in the document or in a copy.
+    @Test func aSealWritesEveryEntryWhenTheSetChangesButNotItsSize() throws {
+        let (document, dataKey) = try create()
+        let clock = SettableClock(1_000)
+        try document.apply((0..<50).map { set("e\($0)", "v\($0)") }, replica: replica, clock: clock)
+        _ = try document.seal(dataKey: dataKey)  // remembers the order
+        try document.apply([.delete(entry: "e7"), set("new", "n")], replica: replica, clock: clock)
+        let copy = document.copied()
+        try copy.apply([.delete(entry: "e8"), set("newer", "m")], replica: replica, clock: clock)
+        for (sealed, gone, added) in [(document, ["e7"], ["new"]), (copy, ["e7", "e8"], ["new", "newer"])] {
+            let opened = try reopen(try sealed.seal(dataKey: dataKey), key: .dataKey(dataKey))
+            let expected = Set((0..<50).map { "e\($0)" }).subtracting(gone).union(added)
+            #expect(Set(opened.names) == expected)
+            #expect(opened.count == 50)
+            #expect(text(opened, "new") == "n" && text(opened, "e9") == "v9")
+        }
+    }
+
+    /// A copy to change (what a writer holding the document makes for each write) shares nothing it changes, and
+    /// values overwritten in copy after copy do not pile up: the region is compacted when they outweigh the live ones.
+    @Test func copiesToChangeKeepTheHeldDocumentAndStayBounded() throws {
+        let (document, dataKey) = try create()
+        let clock = SettableClock(1_000)
+        try document.apply([set("big", String(repeating: "x", count: 32 << 10)), set("small", "s")], replica: replica, clock: clock)
+        var held = document
+        var largest = 0
+        for round in 0..<40 {
+            let next = held.copied(reserving: 32 << 10)
+            try next.apply([set("big", String(repeating: "\(round % 10)", count: 32 << 10))], replica: replica, clock: clock)
+            #expect(text(held, "big")?.first == (round == 0 ? "x" : Character("\((round - 1) % 10)")))  // held: unchanged
+            held = next
+            largest = max(largest, held.values.count)
+        }
+        // Live: 32 KiB current and at most 64 KiB of history. Without compaction the 40 values written would all
+        // stay (1.3 MB); the bound is twice the live bytes at the last compaction plus 64 KiB.
+        #expect(largest <= 400 << 10, "\(largest) bytes held")
+        let opened = try reopen(try held.seal(dataKey: dataKey), key: .dataKey(dataKey))
+        #expect(text(opened, "big") == String(repeating: "9", count: 32 << 10) && text(opened, "small") == "s")
+        #expect(opened.history(of: "big")?.count == 1)  // two 32 KiB versions and their field names pass 64 KiB
+    }
+
+    /// The local file's version names its content: another seal of the same document (a new nonce) is another
+    /// version; the same bytes are the same version; a version-1 or non-vault file is hashed whole.
+    @Test func theLocalFilesVersionNamesEverySealAndEveryByteOfOtherFiles() throws {
+        let (document, dataKey) = try create()
+        try document.apply([set("k", "v")], replica: replica, clock: SettableClock(1_000))
+        let first = try document.seal(dataKey: dataKey)
+        let second = try document.seal(dataKey: dataKey)
+        #expect(LocalFileStorage.version(of: first) == LocalFileStorage.version(of: first))
+        #expect(LocalFileStorage.version(of: first) != LocalFileStorage.version(of: second))
+        let prefix = try #require(DocumentHeader.identifyingPrefixLength(first))
+        #expect(prefix > 56 && prefix < first.count)  // header, MAC, nonce and tag: not the body
+        var grown = first
+        grown.append(0)
+        #expect(LocalFileStorage.version(of: grown) != LocalFileStorage.version(of: first))
+        var other = Array("not a vault, only text".utf8)
+        let before = LocalFileStorage.version(of: other)
+        other[other.count - 1] ^= 1
+        #expect(LocalFileStorage.version(of: other) != before)
+        #expect(DocumentHeader.identifyingPrefixLength(other) == nil)
+    }
+
     @Test func aChangedHeaderIsRefusedByItsMACBeforeTheBodyIsTrusted() throws {
         let (file, dataKey, _) = try sealedFile()
         // The generation (bytes 30..<38): a rollback forged in the header.

@@ -12,15 +12,14 @@ enum DocumentBody {
     /// The well-known field names, by their code in a field's `kind` (code = index + 1); 0 spells the name out.
     static let wellKnownFields = ["password", "username", "url", "notes", "otp"]
 
-    /// The code of a well-known field name, 0 for any other.
+    /// The code of a well-known field name, 0 for any other (no other string is canonically equivalent to these
+    /// ASCII names, so a spelled-out name is refused exactly when it is one of them).
     @inline(__always)
     static func code(of field: String) -> UInt8 {
-        switch field {
-        case "password": return 1
-        case "username": return 2
-        case "url": return 3
-        case "notes": return 4
-        case "otp": return 5
+        switch field.utf8.count {
+        case 3: return field == "url" ? 3 : field == "otp" ? 5 : 0
+        case 5: return field == "notes" ? 4 : 0
+        case 8: return field == "password" ? 1 : field == "username" ? 2 : 0
         default: return 0
         }
     }
@@ -33,7 +32,7 @@ enum DocumentBody {
 
     /// The plaintext of `document`, bound to its header by `binding`, padded to a multiple of 256 bytes.
     static func encode(_ document: VaultDocument, binding: [UInt8]) throws -> SecureBytes {
-        let entries = document.entries.values.sorted { $0.id < $1.id }
+        let entries = document.entriesInOrder()
         let tombstones = document.tombstones.sorted { $0.key < $1.key }
         // The table lists every replica a stamp names (a document keeps that true; this keeps the file valid
         // whatever): the latest timestamp of one missing is the latest the file holds of it.
@@ -59,7 +58,7 @@ enum DocumentBody {
         func stampSize(_ time: HybridTimestamp) -> Int { 8 + uvarSize(index(time.replica)) }
         func fieldsSize(_ fields: [VaultDocument.Field]) -> Int {
             fields.reduce(uvarSize(UInt64(fields.count))) { size, field in
-                let name = code(of: field.name) == 0 ? 1 + field.name.utf8.count : 0
+                let name = field.code == 0 ? 1 + field.name.utf8.count : 0
                 return size + 1 + name + uvarSize(UInt64(field.value.count)) + field.value.count
             }
         }
@@ -91,6 +90,10 @@ enum DocumentBody {
                     }
                     writer.write(UInt8(value))
                 }
+                func id(_ id: DocumentID) {
+                    writer.writeBigEndian(id.high)
+                    writer.writeBigEndian(id.low)
+                }
                 func stamp(_ time: HybridTimestamp) {
                     writer.write(time.packed)
                     uvar(index(time.replica))
@@ -102,9 +105,8 @@ enum DocumentBody {
                 func write(_ fields: [VaultDocument.Field]) {
                     uvar(UInt64(fields.count))
                     for field in fields {
-                        let code = code(of: field.name)
-                        writer.write(code | (field.isSecret ? 0x80 : 0))
-                        if code == 0 {
+                        writer.write(field.code | (field.isSecret ? 0x80 : 0))
+                        if field.code == 0 {
                             writer.write(UInt8(field.name.utf8.count))
                             write(field.name)
                         }
@@ -119,7 +121,7 @@ enum DocumentBody {
                 }
                 uvar(UInt64(entries.count))
                 for entry in entries {
-                    entry.id.bytes.withUnsafeBytes { writer.write($0) }
+                    id(entry.id)
                     uvar(UInt64(entry.name.utf8.count))
                     write(entry.name)
                     stamp(entry.modified)
@@ -134,8 +136,8 @@ enum DocumentBody {
                     }
                 }
                 uvar(UInt64(tombstones.count))
-                for (id, time) in tombstones {
-                    id.bytes.withUnsafeBytes { writer.write($0) }
+                for (tombstone, time) in tombstones {
+                    id(tombstone)
                     stamp(time)
                 }
                 precondition(writer.offset == size, "the body's size was computed wrong")
@@ -253,7 +255,7 @@ enum DocumentBody {
                     try need(valueLength, index)
                     let range = arena.append(UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<reader.offset + valueLength]))
                     reader.skip(valueLength)
-                    out.append(VaultDocument.Field(name: name, value: range, isSecret: kind & 0x80 != 0))
+                    out.append(VaultDocument.Field(name: name, value: range, isSecret: kind & 0x80 != 0, code: UInt8(code)))
                 }
                 return out
             }
@@ -263,7 +265,7 @@ enum DocumentBody {
             idsByName.reserveCapacity(entryCount)
             for index in 0..<entryCount {
                 try need(16, index)
-                let id = DocumentID(bytes: reader.readBytes(16))!
+                let id = DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
                 let nameLength = try number(index, limit: VaultFormat.maximumNameByteCount)
                 guard nameLength >= 1, nameLength <= VaultFormat.maximumNameByteCount else {
                     throw corrupt(.badNameLength(index: index))
@@ -303,7 +305,7 @@ enum DocumentBody {
             guard tombstoneCount <= reader.remaining / Self.smallestTombstone else { throw corrupt(.entryCountExceedsData(count: tombstoneCount)) }
             for _ in 0..<tombstoneCount {
                 try need(16, entryCount)
-                let id = DocumentID(bytes: reader.readBytes(16))!
+                let id = DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
                 let time = try stamp(entryCount)
                 guard entries[id] == nil, tombstones[id] == nil else { throw corrupt(.duplicateID) }
                 tombstones[id] = time

@@ -136,6 +136,20 @@ public struct DocumentHeader: Sendable {
         file.count >= 10 && file.prefix(8).elementsEqual(VaultFormat.magic) && file[8] == 2 && file[9] == 0
     }
 
+    /// How many leading bytes of `file` name its content, when it is shaped as a version-2 vault: the header, its
+    /// MAC, the body nonce and the body's Poly1305 tag, which depends on every plaintext byte under a nonce made
+    /// afresh by every seal (two seals never share it; a body changed without the key no longer opens). `nil` for
+    /// anything else (a version-1 file, a truncated one, not a vault): then only all of its bytes name it.
+    public static func identifyingPrefixLength(_ file: [UInt8]) -> Int? {
+        guard isVersion2(file), file.count >= 14 else { return nil }
+        let headerLength = Int(file[10]) | Int(file[11]) << 8 | Int(file[12]) << 16 | Int(file[13]) << 24
+        let prefix = headerLength + DocumentFormat.macByteCount + VaultFormat.nonceByteCount + VaultFormat.macByteCount
+        guard headerLength >= DocumentFormat.fixedHeaderByteCount, headerLength <= DocumentFormat.maximumHeaderByteCount,
+              file.count >= prefix
+        else { return nil }
+        return prefix
+    }
+
     /// Parses the header of `file`: magic, size bounds, version, the header's length, the stanzas (each known
     /// type's fields and, for `argon2id`, the KDF bounds of `policy`, so that a forged header is refused before
     /// any KDF runs), then the sizes of what follows.

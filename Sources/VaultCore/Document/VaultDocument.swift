@@ -85,9 +85,18 @@ public final class VaultDocument: @unchecked Sendable {
 
     /// A field: a name, where its value is in ``values``, and whether it is secret.
     struct Field: Sendable {
-        var name: String
+        let name: String
         var value: Range<Int>
         var isSecret: Bool
+        /// The name's code in the file (``DocumentBody/code(of:)``: 1 to 5 well-known, 0 spelled out), found once.
+        let code: UInt8
+
+        init(name: String, value: Range<Int>, isSecret: Bool, code: UInt8? = nil) {
+            self.name = name
+            self.value = value
+            self.isSecret = isSecret
+            self.code = code ?? DocumentBody.code(of: name)
+        }
     }
 
     /// An earlier version of an entry.
@@ -125,10 +134,14 @@ public final class VaultDocument: @unchecked Sendable {
     }
     /// ``names``, sorted once per change of the names (a list through the agent asks for them on every request).
     private let sortedNames = Mutex<[String]?>(nil)
+    /// The entries' ids in order as the last seal sorted them: a hint only, checked before use (``entriesInOrder()``).
+    private let idOrder = Mutex<[DocumentID]?>(nil)
     /// Where every field value is (removed ones stay until the next open: a seal writes only what is used).
     let values: GuardedArena
     /// How errors name the vault (a path, a remote): the document itself does no I/O.
     public let label: String
+    /// The bytes of ``values`` when it last held only live values (opened, merged or compacted by ``copied(reserving:)``).
+    var compactedByteCount: Int
 
     init(
         vaultID: DocumentID, generation: UInt64, dataKeyID: DocumentID, stanzas: [KeyStanza],
@@ -145,6 +158,7 @@ public final class VaultDocument: @unchecked Sendable {
         self.entries = entries
         self.values = values
         self.label = label
+        self.compactedByteCount = values.count
         if let idsByName {
             self.idsByName = idsByName
         } else {
@@ -156,24 +170,61 @@ public final class VaultDocument: @unchecked Sendable {
 
     /// A copy to change (a held document is never changed: readers may be using it): the same entries, their
     /// values in a new guarded region of their own, with room for `extra` more bytes.
+    ///
+    /// The region is copied as it is (every range stays valid: no entry is rebuilt) while the values left behind
+    /// by overwrites and deletions are at most as many bytes as the live ones (plus 64 KiB); beyond that the copy
+    /// takes only the live values (every entry rebuilt), so a held document never grows without bound.
     func copied(reserving extra: Int = 0) -> VaultDocument {
+        if values.count <= 2 * compactedByteCount + (64 << 10) {
+            let copy = VaultDocument(
+                vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
+                tombstones: tombstones, entries: entries, idsByName: idsByName, values: values.copy(reserving: extra),
+                label: label)
+            copy.compactedByteCount = compactedByteCount
+            copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
+            copy.idOrder.withLock { $0 = idOrder.withLock { $0 } }
+            return copy
+        }
         // Only the values in use (overwritten and deleted ones are left behind, and freed with this document).
         let arena = GuardedArena()
         let used = entries.values.reduce(0) { total, entry in
             total + entry.fields.reduce(0) { $0 + $1.value.count } + entry.history.reduce(0) { $0 + $1.fields.reduce(0) { $0 + $1.value.count } }
         }
         arena.reserve(used + extra)
-        return VaultDocument(
+        let copy = VaultDocument(
             vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
             tombstones: tombstones, entries: entries.mapValues { moved($0, into: arena) }, idsByName: idsByName,
             values: arena, label: label)
+        copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
+        copy.idOrder.withLock { $0 = idOrder.withLock { $0 } }
+        return copy
+    }
+
+    /// The entries ordered by id, as a writer stores them. The order of the last call is reused when it still
+    /// names exactly these entries (as many ids, all present, none twice: the same set; most writes change values,
+    /// not which entries there are), else the ids are sorted anew.
+    func entriesInOrder() -> ContiguousArray<Entry> {
+        var ordered = ContiguousArray<Entry>()
+        ordered.reserveCapacity(entries.count)
+        if let hint = idOrder.withLock({ $0 }), hint.count == entries.count {
+            for id in hint {
+                guard let entry = entries[id] else { break }
+                ordered.append(entry)
+            }
+            if ordered.count == entries.count { return ordered }
+            ordered.removeAll(keepingCapacity: true)
+        }
+        let ids = entries.keys.sorted()
+        idOrder.withLock { $0 = ids }
+        for id in ids { ordered.append(entries[id]!) }
+        return ordered
     }
 
     /// `entry` (of this document) with its values and its history's copied into `arena`.
     func moved(_ entry: Entry, into arena: GuardedArena) -> Entry {
         values.withUnsafeBytes { all in
             func moved(_ fields: [Field]) -> [Field] {
-                fields.map { Field(name: $0.name, value: arena.append(UnsafeRawBufferPointer(rebasing: all[$0.value])), isSecret: $0.isSecret) }
+                fields.map { Field(name: $0.name, value: arena.append(UnsafeRawBufferPointer(rebasing: all[$0.value])), isSecret: $0.isSecret, code: $0.code) }
             }
             var entry = entry
             entry.fields = moved(entry.fields)

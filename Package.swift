@@ -95,7 +95,7 @@ let package = Package(
         .target(
             name: "NetworkCommands",
             dependencies: [
-                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands",
+                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -9,7 +9,7 @@ import VaultTerminal
 
 /// `vault` as a vault with fields, or ``VaultError/needsVersion2(path:)`` for a version-1 vault opened
 /// here (through the agent, the agent answers that for a version-1 vault).
-func documentEntries(_ vault: any KeyValueVault) throws -> any DocumentEntries {
+package func documentEntries(_ vault: any KeyValueVault) throws -> any DocumentEntries {
     guard let document = vault as? any DocumentEntries else { throw VaultError.needsVersion2(path: vault.path) }
     return document
 }

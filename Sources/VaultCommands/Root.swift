@@ -53,6 +53,8 @@ package enum Root {
 package enum NetworkVerb: String, CaseIterable, Sendable {
     case login, fetch, logout, credential, device
     case dockerCredential = "docker-credential"
+    /// Not a network verb: HMAC-SHA-1 comes from swift-crypto (BoringSSL), which `vault-net` links and `vault` does not.
+    case otp
 
     /// The name under which `vault` and `vault-net` act as the docker credential helper (a symbolic link).
     package static let dockerHelperName = "docker-credential-vault"
@@ -79,6 +81,8 @@ package enum NetworkVerb: String, CaseIterable, Sendable {
             return "Register this device with a mobile-services server, check or remove the registration."
         case .dockerCredential:
             return "A docker credential helper (store, get, erase, list): link it as docker-credential-vault."
+        case .otp:
+            return "Print the time-based one-time password (TOTP) of NAME's otp field."
         }
     }
 

@@ -28,7 +28,7 @@ struct Vault: ParsableCommand {
     static let configuration = Root.configuration(
         networkVerbs: [
             LoginVerb.self, FetchVerb.self, LogoutVerb.self, CredentialVerb.self, DeviceVerb.self,
-            DockerCredentialVerb.self,
+            DockerCredentialVerb.self, OTPVerb.self,
         ])
 }
 
@@ -70,3 +70,4 @@ struct LogoutVerb: NetworkVerbCommand { static let verb = NetworkVerb.logout }
 struct CredentialVerb: NetworkVerbCommand { static let verb = NetworkVerb.credential }
 struct DeviceVerb: NetworkVerbCommand { static let verb = NetworkVerb.device }
 struct DockerCredentialVerb: NetworkVerbCommand { static let verb = NetworkVerb.dockerCredential }
+struct OTPVerb: NetworkVerbCommand { static let verb = NetworkVerb.otp }

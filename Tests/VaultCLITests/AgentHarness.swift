@@ -217,6 +217,17 @@ final class AgentBox: @unchecked Sendable {
         try vault(arguments, stdin: stdin, source: true, environment: ["VAULT_AGENT_SOCK": elsewhereSocket])
     }
 
+    /// Expects each command to give the same exit code, stdout and stderr through the agent as around it.
+    func expectSameThroughTheAgent(_ commands: [[String]], stdin: Data = Data(), sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for command in commands {
+            let agent = try vault(command, stdin: stdin)
+            let local = try around(command, stdin: stdin)
+            #expect(agent.status == local.status, "\(command): \(agent.stderr) / \(local.stderr)", sourceLocation: sourceLocation)
+            #expect(agent.stdout == local.stdout, "\(command)", sourceLocation: sourceLocation)
+            #expect(agent.stderr == local.stderr, "\(command)", sourceLocation: sourceLocation)
+        }
+    }
+
     func startAround(_ arguments: [String], stdin: Data = Data()) throws -> AgentCLI.Running {
         try AgentCLI.start(
             CLI.vault, arguments + ["--passphrase-file", passphraseFile], stdin: stdin,

@@ -227,13 +227,7 @@ import Testing
             ["show", "gh"], ["show", "gh", "--json", "--reveal"], ["history", "gh"], ["history", "gh", "--json"],
             ["get", "gh", "--field", "nope"], ["get", "gh", "--version", "7", "--json"], ["show", "hg"],
         ]
-        for command in commands {
-            let agent = try box.vault(command)
-            let local = try box.around(command)
-            #expect(agent.status == local.status, "\(command): \(agent.stderr) / \(local.stderr)")
-            #expect(agent.stdout == local.stdout, "\(command)")
-            #expect(agent.stderr == local.stderr, "\(command)")
-        }
+        try box.expectSameThroughTheAgent(commands)
         #expect(try box.vault(["get", "gh", "--version", "1"]).stdoutText == "one")
         #expect(try box.vault(["restore", "gh", "--version", "1"]).status == 0)
         #expect(try box.around(["get", "gh"]).stdoutText == "one")

@@ -94,13 +94,7 @@ import Testing
         try box.unlock()
         #expect(try box.vault(["put", "gh", "--field", "otp"], stdin: Data("otpauth://totp/GitHub:alice?secret=\(Self.rfcSecret)".utf8)).status == 0)
         #expect(try box.vault(["put", "pw"], stdin: Data("x".utf8)).status == 0)
-        for command in [["otp", "gh", "--at", "59"], ["otp", "gh", "--at", "1111111109", "--json"], ["otp", "pw"], ["otp", "nope"]] {
-            let agent = try box.vault(command)
-            let local = try box.around(command)
-            #expect(agent.status == local.status, "\(command): \(agent.stderr) / \(local.stderr)")
-            #expect(agent.stdout == local.stdout, "\(command)")
-            #expect(agent.stderr == local.stderr, "\(command)")
-        }
+        try box.expectSameThroughTheAgent([["otp", "gh", "--at", "59"], ["otp", "gh", "--at", "1111111109", "--json"], ["otp", "pw"], ["otp", "nope"]])
         #expect(try box.vault(["otp", "gh", "--at", "59"]).stdoutText == "287082")
     }
 }

@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "VaultCredentials", targets: ["VaultCredentials"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
         .library(name: "VaultOTP", targets: ["VaultOTP"]),
+        .library(name: "VaultSync", targets: ["VaultSync"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
         .library(name: "VaultAuthTesting", targets: ["VaultAuthTesting"]),
         .executable(name: "vault", targets: ["vault"]),
@@ -68,6 +69,8 @@ let package = Package(
         // One-time passwords (RFC 6238 TOTP from otpauth:// URIs). HMAC-SHA-1 is not in libsodium: it comes from
         // swift-crypto (BoringSSL), in this target of its own so that only the verbs that compute a code link it.
         .target(name: "VaultOTP", dependencies: ["VaultCore", .product(name: "Crypto", package: "swift-crypto")]),
+        // Sync with remote stores (S3 conditional writes): the transport and SigV4 of VaultAuth.
+        .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth"]),
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
         // Test doubles of VaultAuth (a counting in-memory credential store), as HummingbirdTesting.
@@ -95,7 +98,7 @@ let package = Package(
         .target(
             name: "NetworkCommands",
             dependencies: [
-                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP",
+                "VaultCore", "VaultSodium", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP", "VaultSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -131,14 +134,15 @@ let package = Package(
         ),
 
         // Test support shared by the test targets (a real nginx, the Python test server, running tools, free ports).
-        .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport", resources: [.copy("http_test_server.py")]),
+        .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport", resources: [.copy("http_test_server.py"), .copy("moto_s3.py")]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(
             name: "VaultAuthTests",
-            dependencies: ["VaultAuth", "VaultAuthTesting", "VaultCredentials", "VaultCore", "VaultTerminal", "VaultTestSupport"]),
+            dependencies: ["VaultAuth", "VaultAuthTesting", "VaultCredentials", "VaultCore", "VaultSodium", "VaultTerminal", "VaultTestSupport"]),
         .testTarget(
             name: "MobileServicesTests",
             dependencies: ["MobileServices", "VaultAuth", "VaultCore", "MobileServicesEmulator", "VaultTestSupport"]),

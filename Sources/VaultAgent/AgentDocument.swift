@@ -231,6 +231,7 @@ extension AgentWire {
             writer.field(.replica, replica.rawValue)
         }
         writer.field(.bool, report.written)
+        if report.otherLacks { writer.field(.code, "other-lacks") }
     }
 
     static func mergeReport(from answer: Message) throws -> MergeReport {
@@ -242,6 +243,7 @@ extension AgentWire {
             case .code:
                 code = answer.string(field.range)
                 source = nil
+                if code == "other-lacks" { report.otherLacks = true }
             case .source: source = answer.string(field.range)
             case .name:
                 guard let name = answer.string(field.range) else { throw AgentError.protocolError("a malformed merge report") }

@@ -63,7 +63,7 @@ package struct Merge: ParsableCommand {
     }
 
     /// The report for a person: one summary line, then one line per entry.
-    static func describe(_ report: MergeReport, other: String, into vault: String, dryRun: Bool) -> String {
+    package static func describe(_ report: MergeReport, other: String, into vault: String, dryRun: Bool) -> String {
         func count(_ n: Int, _ word: String) -> String { "\(n) \(word)" + (n == 1 || word.hasSuffix("ed") ? "" : "s") }
         let verb = dryRun ? "would merge" : "merged"
         guard !report.isEmpty else {

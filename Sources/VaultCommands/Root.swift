@@ -55,6 +55,8 @@ package enum NetworkVerb: String, CaseIterable, Sendable {
     case dockerCredential = "docker-credential"
     /// Not a network verb: HMAC-SHA-1 comes from swift-crypto (BoringSSL), which `vault-net` links and `vault` does not.
     case otp
+    /// Sync with an object store: HTTP.
+    case sync
 
     /// The name under which `vault` and `vault-net` act as the docker credential helper (a symbolic link).
     package static let dockerHelperName = "docker-credential-vault"
@@ -83,6 +85,8 @@ package enum NetworkVerb: String, CaseIterable, Sendable {
             return "A docker credential helper (store, get, erase, list): link it as docker-credential-vault."
         case .otp:
             return "Print the time-based one-time password (TOTP) of NAME's otp field."
+        case .sync:
+            return "Merge this vault with its copy in an S3-compatible object store (s3://BUCKET/KEY) or OpenBao (bao://…), both ways."
         }
     }
 

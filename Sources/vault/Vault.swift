@@ -28,7 +28,7 @@ struct Vault: ParsableCommand {
     static let configuration = Root.configuration(
         networkVerbs: [
             LoginVerb.self, FetchVerb.self, LogoutVerb.self, CredentialVerb.self, DeviceVerb.self,
-            DockerCredentialVerb.self, OTPVerb.self,
+            DockerCredentialVerb.self, OTPVerb.self, SyncVerb.self,
         ])
 }
 
@@ -71,3 +71,4 @@ struct CredentialVerb: NetworkVerbCommand { static let verb = NetworkVerb.creden
 struct DeviceVerb: NetworkVerbCommand { static let verb = NetworkVerb.device }
 struct DockerCredentialVerb: NetworkVerbCommand { static let verb = NetworkVerb.dockerCredential }
 struct OTPVerb: NetworkVerbCommand { static let verb = NetworkVerb.otp }
+struct SyncVerb: NetworkVerbCommand { static let verb = NetworkVerb.sync }

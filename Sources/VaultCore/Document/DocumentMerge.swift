@@ -18,6 +18,9 @@ public struct MergeReport: Sendable, Equatable {
     /// Whether the vault was written: the entries above, or only what a person does not see (tombstones, replica
     /// clocks, histories, a merge's name suffix dropped). A dry run writes nothing.
     public var written = false
+    /// Whether the other copy lacks something of the result (an entry, a version, a deletion, a clock): a sync
+    /// sends the result back only then.
+    public var otherLacks = false
 
     public struct Renamed: Sendable, Equatable {
         public let from: String
@@ -140,6 +143,7 @@ extension VaultDocument {
             vaultID: ours.vaultID, generation: max(ours.generation, theirs.generation), dataKeyID: ours.dataKeyID,
             stanzas: ours.stanzas, replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName,
             values: values, label: ours.label)
+        report.otherLacks = !merged.sameContent(as: theirs)
         return (merged, report)
     }
 

@@ -79,7 +79,7 @@ public struct LocalFileStorage: VaultStorage {
     /// A hash of the file's size and of the bytes that name its content: for a version-2 file the header up to
     /// and including the body's tag (``DocumentHeader/identifyingPrefixLength(_:)``: hashing a 1 MB body three
     /// times per write was a fifth of a put's time at 10,000 entries), for anything else every byte.
-    static func version(of bytes: [UInt8]) -> StorageVersion {
+    public static func version(of bytes: [UInt8]) -> StorageVersion {
         let covered = DocumentHeader.identifyingPrefixLength(bytes) ?? bytes.count
         var input = withUnsafeBytes(of: UInt64(bytes.count).littleEndian, Array.init)
         input += bytes[0..<covered]

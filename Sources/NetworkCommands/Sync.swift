@@ -1,0 +1,285 @@
+import ArgumentParser
+import Foundation
+import VaultAuth
+import VaultCommands
+import VaultCore
+import VaultSodium
+import VaultSync
+import VaultTerminal
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `vault sync s3://BUCKET/KEY`: this vault and its copy in an S3-compatible object store made one, entry by entry
+/// (``VaultDocument/merge(_:_:now:)``), with conditional writes so that no writer's entries are lost.
+package struct Sync: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: NetworkVerb.sync.abstract,
+        discussion: """
+            The object is read (GET, keeping its ETag), merged into this vault entry by entry as 'vault merge' does, and written back only when it lacks something, with If-Match on the ETag read (If-None-Match: * to create it). When another machine wrote in between (412), sync reads, merges and tries again, at most 8 times (then exit 5). With nothing new on either side it sends one conditional GET (304) and no PUT. With no local vault, the remote one is fetched and must open with your passphrase.
+
+            OpenBao or HashiCorp Vault (KV version 2): bao://HOST[:PORT]/MOUNT/PATH keeps the vault file as one secret (base64, key 'vault'), written with options.cas set to the version read; the token from BAO_TOKEN or VAULT_TOKEN; https, or http to a loopback address with --allow-insecure-http. A vault over 1 MiB (raft's entry limit) is refused before anything is sent.
+
+            Credentials as every AWS tool reads them: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, or the profile AWS_PROFILE (else default) of ~/.aws/credentials; the region from --region, AWS_REGION, AWS_DEFAULT_REGION or ~/.aws/config; the endpoint from --endpoint, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL (path-style addressing), else AWS. Plain http only to a loopback address with --allow-insecure-http. The store learns the vault's size and when it changes, nothing else: the object is the sealed vault file.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @OptionGroup var http: HTTPOptions
+
+    @Argument(help: ArgumentHelp("The remote copy: s3://BUCKET/KEY or bao://HOST[:PORT]/MOUNT/PATH.", valueName: "remote"))
+    var remote: String
+
+    @Option(help: ArgumentHelp("The S3 endpoint (e.g. http://127.0.0.1:9000 for a local store).", valueName: "url"))
+    var endpoint: String?
+
+    @Option(help: ArgumentHelp("The bucket's region (default: AWS_REGION, ~/.aws/config, else us-east-1).", valueName: "region"))
+    var region: String?
+
+    @Flag(help: "Say what the merge would change here, and write nothing (neither here nor there).")
+    var dryRun = false
+
+    @Flag(help: "Create the object again when it was deleted in the store since the last sync.")
+    var recreate = false
+
+    static let attempts = 8
+
+    package func run() async throws {
+        try await reportingErrors(json: options.json) {
+            let store = try makeRemote(environment: ProcessInfo.processInfo.environment)
+            let outcome = try await synchronize(store)
+            try report(outcome)
+        }
+    }
+
+    /// The store `remote` names: `s3://` (AWS's credentials, region and endpoint) or `bao://` (a token).
+    func makeRemote(environment: [String: String]) throws -> any RemoteCopy {
+        let client = HTTPClient(timeout: http.timeout, tls: try http.tlsOptions())
+        if remote.hasPrefix("bao://") {
+            let token = [environment["BAO_TOKEN"], environment["VAULT_TOKEN"]].compactMap { $0 }.first { !$0.isEmpty }
+            guard let token else {
+                throw CLIError.message("no OpenBao token: set BAO_TOKEN (or VAULT_TOKEN)", exitCode: Exit.failure)
+            }
+            let host = remote.dropFirst(6).split(separator: "/").first.map(String.init) ?? ""
+            let loopback = URL(string: "http://\(host)/").flatMap(Origin.init)?.isLoopback ?? false
+            let store = try OpenBaoKV(remote, token: token, client: client, plainHTTP: http.allowInsecureHTTP && loopback)
+            _ = try http.target(store.url.absoluteString)
+            return store
+        }
+        let aws = try AWSConfiguration.load(environment: environment, home: Posix.homeDirectory)
+        let endpointURL = try endpoint.map { try http.target($0) } ?? aws.endpoint.map { try http.target($0.absoluteString) }
+        let location = try S3Location(remote, region: region ?? aws.region ?? "us-east-1", endpoint: endpointURL)
+        if endpointURL == nil { _ = try http.target(location.objectURL.absoluteString) }
+        let signer = SigV4Signer(
+            accessKeyID: aws.accessKeyID, secretAccessKey: aws.secretAccessKey, sessionToken: aws.sessionToken,
+            region: location.region, service: "s3")
+        return S3ObjectStore(location: location, signer: signer, client: client)
+    }
+
+    /// What one sync did.
+    struct Outcome {
+        var fetched = false
+        var merge: MergeReport?
+        var pushed = false
+        var created = false
+        var attempts = 1
+    }
+
+    func synchronize(_ store: any RemoteCopy) async throws -> Outcome {
+        let path = options.resolvedPath
+        let local = LocalFileStorage(path: path)
+        var outcome = Outcome()
+        for attempt in 1...Self.attempts {
+            outcome.attempts = attempt
+            let localBytes = try local.loadForWrite()?.bytes
+            let record = localBytes.flatMap { SyncRecord.read(for: $0, remote: store.label) }
+            let fetched = try await store.get(ifNoneMatch: record?.etag)
+            var etag: String?
+            switch fetched {
+            case .notModified:
+                guard let localBytes, let record else { preconditionFailure("a 304 answers only a conditional GET") }
+                if LocalFileStorage.version(of: localBytes).description == record.localVersion { return outcome }
+                etag = record.etag  // only this side changed
+                outcome.merge = outcome.merge ?? MergeReport()
+                outcome.merge!.otherLacks = true
+            case .notFound:
+                guard let localBytes else {
+                    throw CLIError.message("neither '\(TerminalText.escaped(path))' nor \(store.label) exists: nothing to sync", exitCode: Exit.notFound)
+                }
+                if record != nil, !recreate {
+                    throw CLIError.message("\(store.label) was deleted in the store since the last sync; --recreate writes it again", exitCode: Exit.notFound)
+                }
+                _ = localBytes
+                outcome.merge = outcome.merge ?? MergeReport()
+                outcome.merge!.otherLacks = true
+            case .object(let bytes, let objectETag):
+                etag = objectETag
+                guard let localBytes else {
+                    try adopt(bytes, etag: objectETag, into: local, from: store.label)
+                    outcome.fetched = true
+                    return outcome
+                }
+                if bytes == localBytes {
+                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, remote: store.label)
+                    return outcome
+                }
+                outcome.merge = try merge(bytes, label: store.label)
+            }
+            guard !dryRun, outcome.merge?.otherLacks == true else {
+                // Nothing to send: remember the object as this side now matches it.
+                if !dryRun, let etag, let after = try local.loadForWrite()?.bytes {
+                    SyncRecord(etag: etag, localVersion: LocalFileStorage.version(of: after).description).write(for: after, remote: store.label)
+                }
+                return outcome
+            }
+            guard let merged = try local.loadForWrite()?.bytes else { throw VaultError.vaultNotFound(path: path) }
+            switch try await store.put(merged, ifMatch: etag) {
+            case .stored(let newETag):
+                outcome.pushed = true
+                outcome.created = etag == nil
+                if let newETag {
+                    SyncRecord(etag: newETag, localVersion: LocalFileStorage.version(of: merged).description).write(for: merged, remote: store.label)
+                }
+                return outcome
+            case .preconditionFailed:
+                continue  // another machine wrote: read, merge, try again
+            case .conflict:
+                try await Task.sleep(nanoseconds: UInt64(50_000_000 << min(attempt, 5)))
+            case .notFound:
+                guard recreate else {
+                    throw CLIError.message("\(store.label) was deleted in the store while syncing; --recreate writes it again", exitCode: Exit.notFound)
+                }
+                SyncRecord.remove(for: merged, remote: store.label)
+            }
+        }
+        throw CLIError.message("\(store.label) kept changing: gave up after \(Self.attempts) tries; run vault sync again", exitCode: Exit.busy)
+    }
+
+    /// Merges the remote bytes into the local vault (through the agent when it holds it), as `vault merge` does.
+    func merge(_ bytes: [UInt8], label: String) throws -> MergeReport {
+        try withVault(options) { vault in try documentEntries(vault).merge(bytes, label: label, dryRun: dryRun) }
+    }
+
+    /// No local vault: the remote one becomes it, once it opens with the key source given.
+    func adopt(_ bytes: [UInt8], etag: String, into local: LocalFileStorage, from location: String) throws {
+        guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: location) }
+        _ = try DocumentHeader.parse(bytes, label: location, policy: options.storeOptions.kdfPolicy)
+        if dryRun { return }
+        _ = try local.replace(bytes, expecting: nil)
+        do {
+            _ = try withVault(options) { vault in try vault.keys().count }
+        } catch {
+            // It does not open with what was given: no vault is left behind.
+            unlink(local.path)
+            throw error
+        }
+        SyncRecord(etag: etag, localVersion: LocalFileStorage.version(of: bytes).description).write(for: bytes, remote: location)
+    }
+
+    func report(_ outcome: Outcome) throws {
+        let merge = outcome.merge ?? MergeReport()
+        if options.json {
+            try writeJSON([
+                "remote": remote, "dry_run": dryRun, "fetched": outcome.fetched, "pushed": outcome.pushed, "created": outcome.created,
+                "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated, "deleted": merge.deleted,
+                "resurrected": merge.resurrected, "conflicts": merge.conflicts,
+            ] as [String: Any])
+            return
+        }
+        let vault = TerminalText.escaped(options.resolvedPath)
+        if outcome.fetched {
+            return try writeToStdout("fetched \(remote) into '\(vault)'\(dryRun ? " (dry run: not written)" : "")\n")
+        }
+        var lines: [String] = []
+        if !merge.isEmpty {
+            lines.append(Merge.describe(merge, other: remote, into: options.resolvedPath, dryRun: dryRun))
+        }
+        if outcome.pushed {
+            lines.append(outcome.created ? "created \(remote)\n" : "sent the merged vault to \(remote)\n")
+        } else if dryRun, merge.otherLacks {
+            lines.append("would send the merged vault to \(remote)\n")
+        }
+        if lines.isEmpty { lines.append("'\(vault)' and \(remote) are the same\n") }
+        try writeToStdout(lines.joined())
+    }
+}
+
+/// What the last sync of a vault with a remote saw: the object's ETag and the local file's version then, in the
+/// state directory (`<vault id>.sync-<hash of the remote>`). With both unchanged, a sync is one conditional GET.
+struct SyncRecord {
+    var etag: String
+    var localVersion: String
+
+    static func path(for localBytes: [UInt8], remote: String) -> String? {
+        // Only the vault id is read here (the KDF's bounds are checked where the vault is opened).
+        guard let header = try? DocumentHeader.parse(localBytes, label: "", policy: .insecureForTesting) else { return nil }
+        let name = Array(remote.utf8).withUnsafeBytes { Posix.hex(Array(Sodium.blake2b256($0).prefix(8))) }
+        return RollbackProtection.defaultStateDirectory + "/\(header.vaultID).sync-\(name)"
+    }
+
+    static func read(for localBytes: [UInt8], remote: String) -> SyncRecord? {
+        guard let path = path(for: localBytes, remote: remote), let data = FileManager.default.contents(atPath: path),
+              let text = String(data: data, encoding: .utf8) else { return nil }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count >= 3, lines[0] == "vault-sync 1", lines[1].hasPrefix("etag "), lines[2].hasPrefix("local ") else { return nil }
+        return SyncRecord(etag: String(lines[1].dropFirst(5)), localVersion: String(lines[2].dropFirst(6)))
+    }
+
+    func write(for localBytes: [UInt8], remote: String) {
+        guard let path = Self.path(for: localBytes, remote: remote) else { return }
+        try? FileManager.default.createDirectory(atPath: RollbackProtection.defaultStateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let text = "vault-sync 1\netag \(etag)\nlocal \(localVersion)\n"
+        _ = Array(text.utf8).withUnsafeBytes { Posix.writeAll(fd, $0) }
+    }
+
+    static func remove(for localBytes: [UInt8], remote: String) {
+        if let path = path(for: localBytes, remote: remote) { unlink(path) }
+    }
+}
+
+extension SyncError: CLIReportable {
+    package var exitCode: Int32 {
+        switch self {
+        case .badLocation: return Exit.usage
+        case .missingCredentials, .badConfiguration, .objectTooLarge: return Exit.failure
+        case .status(let status, _, _, _): return status == 401 || status == 403 ? Exit.authentication : Exit.failure
+        }
+    }
+
+    package var code: String {
+        switch self {
+        case .badLocation: return "bad_location"
+        case .missingCredentials: return "no_credentials"
+        case .badConfiguration: return "bad_configuration"
+        case .objectTooLarge: return "too_large"
+        case .status(let status, _, _, _): return status == 401 || status == 403 ? "rejected" : "http_error"
+        }
+    }
+
+    package var message: String {
+        switch self {
+        case .badLocation(let reason): return "not a remote location: \(reason)"
+        case .missingCredentials(let profile): return "no S3 credentials: no access key in the environment nor for profile '\(TerminalText.escaped(profile))' of ~/.aws/credentials"
+        case .badConfiguration(let path, let line): return "'\(TerminalText.escaped(path))' line \(line) is neither [section] nor key = value"
+        case .objectTooLarge(let url): return "\(url) is larger than a vault can be"
+        case .status(let status, let code, let message, let url):
+            let what = [code, message].compactMap { $0.map { TerminalText.escaped($0) } }.joined(separator: ": ")
+            return "\(url): the store answered \(status)\(what.isEmpty ? "" : " (\(what))")"
+        }
+    }
+
+    package var hint: String? {
+        switch self {
+        case .missingCredentials: return "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile of ~/.aws/credentials"
+        case .status(let status, _, _, _) where status == 403: return "check the access key and secret (and the clock: signatures are valid for 15 minutes)"
+        case .status(let status, _, _, _) where status == 301 || status == 400: return "check --region and --endpoint"
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import VaultAuth
+
+/// A vault kept as one secret of an OpenBao (or HashiCorp Vault) KV version-2 engine: the file base64 in the
+/// secret's `vault` key, written with `options.cas` set to the version read (`0`: only if absent). The store is a
+/// compare-and-set blob store here: entries are never mapped onto secrets (that would show names to operators).
+public final class OpenBaoKV: RemoteCopy {
+    /// `bao://HOST[:PORT]/MOUNT/PATH`.
+    public let label: String
+    let dataURL: URL
+    let token: String
+    let client: HTTPClient
+    /// Raft's default entry limit is 1 MiB: a larger vault is refused before anything is sent.
+    public static let largestVault = 1 << 20
+
+    /// Parses `bao://HOST[:PORT]/MOUNT/PATH` (`https`, or `http` when `plainHTTP`).
+    ///
+    /// - Throws: ``SyncError/badLocation(_:)``.
+    public init(_ text: String, token: String, client: HTTPClient, plainHTTP: Bool) throws(SyncError) {
+        guard text.hasPrefix("bao://") else { throw .badLocation("'\(text)' does not start with bao://") }
+        let rest = text.dropFirst(6)
+        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count >= 3, !parts[0].isEmpty, !parts[1].isEmpty, parts.dropFirst(2).allSatisfy({ !$0.isEmpty }) else {
+            throw .badLocation("'\(text)' is not bao://HOST[:PORT]/MOUNT/PATH")
+        }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        guard parts.dropFirst().allSatisfy({ $0.allSatisfy { allowed.contains($0) } }) else {
+            throw .badLocation("the mount and path of '\(text)' may hold only letters, digits, '-', '_' and '.'")
+        }
+        let path = parts.dropFirst(2).joined(separator: "/")
+        guard let url = URL(string: "\(plainHTTP ? "http" : "https")://\(parts[0])/v1/\(parts[1])/data/\(path)") else {
+            throw .badLocation("'\(text)' is not bao://HOST[:PORT]/MOUNT/PATH")
+        }
+        self.label = text
+        self.dataURL = url
+        self.token = token
+        self.client = client
+    }
+
+    /// The URL requests go to (for the plain-http check).
+    public var url: URL { dataURL }
+
+    func request(_ method: String, body: [UInt8]? = nil) -> HTTPRequest {
+        var request = HTTPRequest(method: method, url: dataURL, body: body)
+        request.headers.add("X-Vault-Token", token)
+        if body != nil { request.headers.add("Content-Type", "application/json") }
+        return request
+    }
+
+    public func get(ifNoneMatch version: String?) async throws -> RemoteFetched {
+        let (body, response) = try await client.data(for: request("GET"), maximumBodySize: 4 * Self.largestVault)
+        switch response.statusCode {
+        case 200:
+            guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+                  let data = object["data"] as? [String: Any], let metadata = data["metadata"] as? [String: Any],
+                  let number = metadata["version"] as? Int
+            else { throw SyncError.status(200, code: nil, message: "the answer is not a KV version-2 secret", url: label) }
+            // A deleted (not destroyed) latest version reads as data null.
+            guard let secret = data["data"] as? [String: Any] else { return .notFound }
+            guard let encoded = secret["vault"] as? String, let bytes = Data(base64Encoded: encoded) else {
+                throw SyncError.status(200, code: nil, message: "the secret has no 'vault' key holding base64", url: label)
+            }
+            if String(number) == version { return .notModified }
+            return .object(bytes: [UInt8](bytes), etag: String(number))
+        case 404: return .notFound
+        default: throw failure(response.statusCode, body)
+        }
+    }
+
+    public func put(_ bytes: [UInt8], ifMatch version: String?) async throws -> RemoteStored {
+        guard bytes.count <= Self.largestVault else { throw SyncError.objectTooLarge(url: label) }
+        let cas = version.flatMap(Int.init) ?? 0
+        let document: [String: Any] = ["options": ["cas": cas], "data": ["vault": Data(bytes).base64EncodedString()]]
+        let json = try JSONSerialization.data(withJSONObject: document)
+        let (body, response) = try await client.data(for: request("POST", body: [UInt8](json)), maximumBodySize: 64 << 10)
+        switch response.statusCode {
+        case 200, 204:
+            let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+            let number = (object?["data"] as? [String: Any])?["version"] as? Int
+            return .stored(etag: number.map(String.init))
+        case 400 where errors(body).contains { $0.contains("check-and-set parameter did not match") }:
+            return .preconditionFailed
+        default: throw failure(response.statusCode, body)
+        }
+    }
+
+    func errors(_ body: Data) -> [String] {
+        ((try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["errors"] as? [String]) ?? []
+    }
+
+    func failure(_ status: Int, _ body: Data) -> SyncError {
+        let message = errors(body).first.map { $0.count <= 512 ? $0 : String($0.prefix(512)) + "…" }
+        return .status(status, code: nil, message: message, url: label)
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import VaultAuth
+import VaultCore
+
+/// Where a vault lives in an S3-compatible object store: `s3://BUCKET/KEY`, at an endpoint.
+public struct S3Location: Sendable, Equatable, CustomStringConvertible {
+    public let bucket: String
+    public let key: String
+    public let region: String
+    /// The service's base URL: AWS's regional endpoint (virtual-hosted addressing), or a custom one (path-style).
+    public let endpoint: URL?
+
+    /// Parses `s3://BUCKET/KEY`: a bucket of 3 to 63 lowercase letters, digits, dots and hyphens, and a key of 1 to
+    /// 1,024 bytes.
+    ///
+    /// - Throws: ``SyncError/badLocation(_:)``.
+    public init(_ text: String, region: String, endpoint: URL?) throws(SyncError) {
+        guard text.hasPrefix("s3://") else { throw .badLocation("'\(text)' does not start with s3://") }
+        let rest = text.dropFirst(5)
+        guard let slash = rest.firstIndex(of: "/") else { throw .badLocation("'\(text)' names no key (s3://BUCKET/KEY)") }
+        let bucket = String(rest[..<slash]), key = String(rest[rest.index(after: slash)...])
+        guard (3...63).contains(bucket.utf8.count),
+              bucket.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2D })
+        else { throw .badLocation("'\(bucket)' is not a bucket name (3 to 63 of a-z, 0-9, '.', '-')") }
+        guard (1...1024).contains(key.utf8.count), !key.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            throw .badLocation("the key must be 1 to 1024 bytes without control characters")
+        }
+        guard region.utf8.count <= 64, !region.isEmpty, region.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }) else {
+            throw .badLocation("'\(region)' is not a region name")
+        }
+        self.bucket = bucket
+        self.key = key
+        self.region = region
+        self.endpoint = endpoint
+    }
+
+    public var description: String { "s3://\(bucket)/\(key)" }
+
+    /// The object's URL: `ENDPOINT/BUCKET/KEY` (path-style) for a custom endpoint, else
+    /// `https://BUCKET.s3.REGION.amazonaws.com/KEY`. The key is encoded as S3 signs it: every byte but the unreserved
+    /// ones (`A-Z a-z 0-9 - . _ ~`) and `/` as `%XX`.
+    public var objectURL: URL {
+        let path = "/" + Self.encode(key)
+        if let endpoint {
+            var base = endpoint.absoluteString
+            while base.hasSuffix("/") { base.removeLast() }
+            return URL(string: base + "/" + bucket + path)!
+        }
+        return URL(string: "https://\(bucket).s3.\(region).amazonaws.com" + path)!
+    }
+
+    static func encode(_ key: String) -> String {
+        var out = ""
+        for byte in key.utf8 {
+            switch byte {
+            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x2E, 0x5F, 0x7E, 0x2F: out.unicodeScalars.append(UnicodeScalar(byte))
+            default: out += String(format: "%%%02X", byte)
+            }
+        }
+        return out
+    }
+}
+
+/// What goes wrong with a remote store (S3, OpenBao): its answers and its set-up. No case carries a secret.
+public enum SyncError: Error, Equatable, Sendable {
+    case badLocation(String)
+    /// No access key: neither the environment nor `~/.aws/credentials` has one for the profile.
+    case missingCredentials(profile: String)
+    /// A malformed `~/.aws/credentials` or `~/.aws/config` line.
+    case badConfiguration(path: String, line: Int)
+    /// An answer the sync cannot use: its status and S3's error code and message (from the XML body), if any.
+    case status(Int, code: String?, message: String?, url: String)
+    /// A remote object larger than a vault can be.
+    case objectTooLarge(url: String)
+}
+
+/// One object in an S3-compatible store, read and written conditionally: GET keeping the ETag as the server
+/// sent it (never computed here), PUT with `If-Match: ETAG` over the version read or `If-None-Match: *` to create.
+/// Every request is signed (SigV4, `x-amz-content-sha256` always sent and signed).
+public final class S3ObjectStore: RemoteCopy {
+    public let location: S3Location
+    public var label: String { location.description }
+    let signer: SigV4Signer
+    let client: HTTPClient
+    let now: @Sendable () -> Date
+    /// The largest object read: a vault's largest file.
+    public static let largestObject = (1 << 30) + (2 << 20)
+
+    public init(location: S3Location, signer: SigV4Signer, client: HTTPClient, now: @escaping @Sendable () -> Date = Date.init) {
+        self.location = location
+        self.signer = signer
+        self.client = client
+        self.now = now
+    }
+
+    /// GET the object, with `If-None-Match: etag` when given.
+    public func get(ifNoneMatch etag: String? = nil) async throws -> RemoteFetched {
+        var request = HTTPRequest(method: "GET", url: location.objectURL)
+        if let etag { request.headers.add("If-None-Match", etag) }
+        signer.sign(&request, date: now())
+        let (body, response) = try await client.data(for: request, maximumBodySize: Self.largestObject)
+        switch response.statusCode {
+        case 200:
+            guard let etag = response.headers["ETag"] else {
+                throw SyncError.status(200, code: nil, message: "the answer has no ETag", url: location.description)
+            }
+            return .object(bytes: [UInt8](body), etag: etag)
+        case 304: return .notModified
+        case 404 where Self.errorCode(body) != "NoSuchBucket": return .notFound
+        default: throw Self.failure(response.statusCode, body, location)
+        }
+    }
+
+    /// PUT `bytes` over the version `ifMatch` (an ETag as GET gave it), or only if no object exists (`nil`).
+    public func put(_ bytes: [UInt8], ifMatch etag: String?) async throws -> RemoteStored {
+        var request = HTTPRequest(method: "PUT", url: location.objectURL, body: bytes)
+        request.headers.add("Content-Type", "application/octet-stream")
+        if let etag { request.headers.add("If-Match", etag) } else { request.headers.add("If-None-Match", "*") }
+        signer.sign(&request, date: now())
+        let (body, response) = try await client.data(for: request, maximumBodySize: 64 << 10)
+        switch response.statusCode {
+        case 200, 201, 204: return .stored(etag: response.headers["ETag"])
+        case 412: return .preconditionFailed
+        case 409: return .conflict
+        case 404 where etag != nil && Self.errorCode(body) != "NoSuchBucket": return .notFound
+        default: throw Self.failure(response.statusCode, body, location)
+        }
+    }
+
+    static func failure(_ status: Int, _ body: Data, _ location: S3Location) -> SyncError {
+        .status(status, code: errorCode(body), message: element("Message", in: body), url: location.description)
+    }
+
+    /// S3's error code from an XML error body (`<Error><Code>…</Code>`), if any.
+    static func errorCode(_ body: Data) -> String? { element("Code", in: body) }
+
+    static func element(_ name: String, in body: Data) -> String? {
+        guard body.count <= 64 << 10, let text = String(data: body, encoding: .utf8),
+              let start = text.range(of: "<\(name)>"), let end = text.range(of: "</\(name)>", range: start.upperBound..<text.endIndex)
+        else { return nil }
+        let value = String(text[start.upperBound..<end.lowerBound])
+        return value.count <= 512 ? value : String(value.prefix(512)) + "…"
+    }
+}

@@ -92,27 +92,47 @@ package struct Sync: AsyncParsableCommand {
         let path = options.resolvedPath
         let local = LocalFileStorage(path: path)
         var outcome = Outcome()
+        // The local vault, opened once (through the agent when it holds it; else the passphrase is read once, even
+        // from a descriptor, however many tries the store makes us take). Opening it checks it: rollback record,
+        // key, MACs, format; nothing is sent from a file that was not opened.
+        var opened: (any KeyValueVault)?
+        defer { opened?.close() }
+        func vault() throws -> any DocumentEntries {
+            if opened == nil { opened = try openVault(options) }
+            return try documentEntries(opened!)
+        }
+        var conditional = true
         for attempt in 1...Self.attempts {
             outcome.attempts = attempt
             let localBytes = try local.loadForWrite()?.bytes
-            let record = localBytes.flatMap { SyncRecord.read(for: $0, remote: store.label) }
-            let fetched = try await store.get(ifNoneMatch: record?.etag)
+            let record = localBytes.flatMap { SyncRecord.read(for: $0, path: path, remote: store.label) }
+            let askedETag = conditional ? record?.etag : nil
+            let fetched = try await store.get(ifNoneMatch: askedETag)
             var etag: String?
+            var creating = false
             switch fetched {
             case .notModified:
-                guard let localBytes, let record else { preconditionFailure("a 304 answers only a conditional GET") }
-                if LocalFileStorage.version(of: localBytes).description == record.localVersion { return outcome }
-                etag = record.etag  // only this side changed
-                outcome.merge = outcome.merge ?? MergeReport()
-                outcome.merge!.otherLacks = true
-            case .notFound:
-                guard let localBytes else {
+                guard let localBytes, askedETag != nil else {
+                    throw SyncError.status(304, code: nil, message: "a 304 to a GET that named no version", url: store.label)
+                }
+                if LocalFileStorage.version(of: localBytes).description == record?.localVersion { return outcome }
+                // This side changed since the last sync: read the object and merge as always (the local vault is
+                // opened and checked by the merge; a copy put back here is refused, not sent).
+                conditional = false
+                continue
+            case .notFound(let deletedVersion):
+                guard localBytes != nil else {
                     throw CLIError.message("neither '\(TerminalText.escaped(path))' nor \(store.label) exists: nothing to sync", exitCode: Exit.notFound)
                 }
                 if record != nil, !recreate {
                     throw CLIError.message("\(store.label) was deleted in the store since the last sync; --recreate writes it again", exitCode: Exit.notFound)
                 }
-                _ = localBytes
+                // Open and check the local vault (format version 2, its key, MACs and rollback record; the agent reads
+                // the file again for a listing) before it is sent.
+                _ = try vault()
+                _ = try opened!.keys()
+                etag = deletedVersion
+                creating = true
                 outcome.merge = outcome.merge ?? MergeReport()
                 outcome.merge!.otherLacks = true
             case .object(let bytes, let objectETag):
@@ -123,28 +143,29 @@ package struct Sync: AsyncParsableCommand {
                     return outcome
                 }
                 if bytes == localBytes {
-                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, remote: store.label)
+                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, path: path, remote: store.label)
                     return outcome
                 }
-                outcome.merge = try merge(bytes, label: store.label)
-            }
-            guard !dryRun, outcome.merge?.otherLacks == true else {
-                // Nothing to send: remember the object as this side now matches it.
-                if !dryRun, let etag, let after = try local.loadForWrite()?.bytes {
-                    SyncRecord(etag: etag, localVersion: LocalFileStorage.version(of: after).description).write(for: after, remote: store.label)
+                let report = try vault().merge(bytes, label: store.label, dryRun: dryRun)
+                outcome.merge = report
+                if !dryRun, !report.otherLacks, !report.written {
+                    // Nothing changed here and the object holds all of it: remember the pair. (When the merge wrote,
+                    // a write of another process may have followed it: the next sync looks again.)
+                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, path: path, remote: store.label)
                 }
-                return outcome
             }
+            guard !dryRun, outcome.merge?.otherLacks == true else { return outcome }
             guard let merged = try local.loadForWrite()?.bytes else { throw VaultError.vaultNotFound(path: path) }
             switch try await store.put(merged, ifMatch: etag) {
             case .stored(let newETag):
                 outcome.pushed = true
-                outcome.created = etag == nil
+                outcome.created = creating
                 if let newETag {
-                    SyncRecord(etag: newETag, localVersion: LocalFileStorage.version(of: merged).description).write(for: merged, remote: store.label)
+                    SyncRecord(etag: newETag, localVersion: LocalFileStorage.version(of: merged).description).write(for: merged, path: path, remote: store.label)
                 }
                 return outcome
             case .preconditionFailed:
+                conditional = false
                 continue  // another machine wrote: read, merge, try again
             case .conflict:
                 try await Task.sleep(nanoseconds: UInt64(50_000_000 << min(attempt, 5)))
@@ -152,15 +173,10 @@ package struct Sync: AsyncParsableCommand {
                 guard recreate else {
                     throw CLIError.message("\(store.label) was deleted in the store while syncing; --recreate writes it again", exitCode: Exit.notFound)
                 }
-                SyncRecord.remove(for: merged, remote: store.label)
+                SyncRecord.remove(for: merged, path: path, remote: store.label)
             }
         }
         throw CLIError.message("\(store.label) kept changing: gave up after \(Self.attempts) tries; run vault sync again", exitCode: Exit.busy)
-    }
-
-    /// Merges the remote bytes into the local vault (through the agent when it holds it), as `vault merge` does.
-    func merge(_ bytes: [UInt8], label: String) throws -> MergeReport {
-        try withVault(options) { vault in try documentEntries(vault).merge(bytes, label: label, dryRun: dryRun) }
     }
 
     /// No local vault: the remote one becomes it, once it opens with the key source given.
@@ -172,11 +188,14 @@ package struct Sync: AsyncParsableCommand {
         do {
             _ = try withVault(options) { vault in try vault.keys().count }
         } catch {
-            // It does not open with what was given: no vault is left behind.
-            unlink(local.path)
+            // It does not open with what was given: no vault is left behind, unless another process wrote one
+            // there meanwhile (then it stays: it is someone's vault now).
+            _ = try? local.exclusively { _ in
+                if try local.loadForWrite()?.version == LocalFileStorage.version(of: bytes) { unlink(local.path) }
+            }
             throw error
         }
-        SyncRecord(etag: etag, localVersion: LocalFileStorage.version(of: bytes).description).write(for: bytes, remote: location)
+        SyncRecord(etag: etag, localVersion: LocalFileStorage.version(of: bytes).description).write(for: bytes, path: local.path, remote: location)
     }
 
     func report(_ outcome: Outcome) throws {
@@ -208,28 +227,29 @@ package struct Sync: AsyncParsableCommand {
 }
 
 /// What the last sync of a vault with a remote saw: the object's ETag and the local file's version then, in the
-/// state directory (`<vault id>.sync-<hash of the remote>`). With both unchanged, a sync is one conditional GET.
+/// state directory (`<vault id>.sync-<hash of the local path and the remote>`). With both unchanged, a sync is one
+/// conditional GET. A record tells only that nothing changed; anything else is read and merged.
 struct SyncRecord {
     var etag: String
     var localVersion: String
 
-    static func path(for localBytes: [UInt8], remote: String) -> String? {
+    static func path(for localBytes: [UInt8], path local: String, remote: String) -> String? {
         // Only the vault id is read here (the KDF's bounds are checked where the vault is opened).
         guard let header = try? DocumentHeader.parse(localBytes, label: "", policy: .insecureForTesting) else { return nil }
-        let name = Array(remote.utf8).withUnsafeBytes { Posix.hex(Array(Sodium.blake2b256($0).prefix(8))) }
+        let name = Array((local + "\n" + remote).utf8).withUnsafeBytes { Posix.hex(Array(Sodium.blake2b256($0).prefix(8))) }
         return RollbackProtection.defaultStateDirectory + "/\(header.vaultID).sync-\(name)"
     }
 
-    static func read(for localBytes: [UInt8], remote: String) -> SyncRecord? {
-        guard let path = path(for: localBytes, remote: remote), let data = FileManager.default.contents(atPath: path),
+    static func read(for localBytes: [UInt8], path local: String, remote: String) -> SyncRecord? {
+        guard let path = path(for: localBytes, path: local, remote: remote), let data = FileManager.default.contents(atPath: path),
               let text = String(data: data, encoding: .utf8) else { return nil }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count >= 3, lines[0] == "vault-sync 1", lines[1].hasPrefix("etag "), lines[2].hasPrefix("local ") else { return nil }
         return SyncRecord(etag: String(lines[1].dropFirst(5)), localVersion: String(lines[2].dropFirst(6)))
     }
 
-    func write(for localBytes: [UInt8], remote: String) {
-        guard let path = Self.path(for: localBytes, remote: remote) else { return }
+    func write(for localBytes: [UInt8], path local: String, remote: String) {
+        guard let path = Self.path(for: localBytes, path: local, remote: remote) else { return }
         try? FileManager.default.createDirectory(atPath: RollbackProtection.defaultStateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
@@ -238,8 +258,8 @@ struct SyncRecord {
         _ = Array(text.utf8).withUnsafeBytes { Posix.writeAll(fd, $0) }
     }
 
-    static func remove(for localBytes: [UInt8], remote: String) {
-        if let path = path(for: localBytes, remote: remote) { unlink(path) }
+    static func remove(for localBytes: [UInt8], path local: String, remote: String) {
+        if let path = path(for: localBytes, path: local, remote: remote) { unlink(path) }
     }
 }
 

@@ -231,12 +231,13 @@ extension AgentWire {
             writer.field(.replica, replica.rawValue)
         }
         writer.field(.bool, report.written)
-        if report.otherLacks { writer.field(.code, "other-lacks") }
+        writer.field(.code, report.otherLacks ? "other-lacks" : "other-complete")
     }
 
     static func mergeReport(from answer: Message) throws -> MergeReport {
         var report = MergeReport()
         report.written = answer.bool(.bool)
+        var sawCompleteness = false
         var code: String?, source: String?
         for field in answer.fields {
             switch Tag(rawValue: field.tag) {
@@ -244,6 +245,7 @@ extension AgentWire {
                 code = answer.string(field.range)
                 source = nil
                 if code == "other-lacks" { report.otherLacks = true }
+                if code == "other-complete" { sawCompleteness = true }
             case .source: source = answer.string(field.range)
             case .name:
                 guard let name = answer.string(field.range) else { throw AgentError.protocolError("a malformed merge report") }
@@ -264,6 +266,9 @@ extension AgentWire {
             default: break
             }
         }
+        // A reply that says neither (it cannot, at protocol version 4; kept as the safe reading): the other copy
+        // may lack something, so a sync sends the result.
+        if !sawCompleteness { report.otherLacks = true }
         return report
     }
 }

@@ -56,20 +56,20 @@ public struct AWSConfiguration: Sendable {
         let wanted = prefixed ? "profile \(name)" : name
         var current: String?
         var values: [String: String] = [:]
-        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+        for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)  // a CRLF file too
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") {
                 guard line.hasSuffix("]") else { throw SyncError.badConfiguration(path: path, line: number + 1) }
-                current = line.dropFirst().dropLast().trimmingCharacters(in: .whitespaces)
+                current = line.dropFirst().dropLast().trimmingCharacters(in: .whitespacesAndNewlines)
                 continue
             }
             // Indented lines continue a nested setting (`s3 =` and its keys): not read here.
             if raw.first == " " || raw.first == "\t" { continue }
             guard let equals = line.firstIndex(of: "=") else { throw SyncError.badConfiguration(path: path, line: number + 1) }
             guard current == wanted else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            values[key] = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = line[..<equals].trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+            values[key] = line[line.index(after: equals)...].trimmingCharacters(in: .whitespacesAndNewlines)
         }
         return values
     }

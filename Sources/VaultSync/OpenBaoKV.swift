@@ -47,37 +47,48 @@ public final class OpenBaoKV: RemoteCopy {
         return request
     }
 
+    /// The version tag of a secret: its version number and when the secret was created (after `kv metadata delete`
+    /// the numbers start again at 1: the creation time tells the new secret from the old one).
+    static func tag(_ metadata: [String: Any]?) -> String? {
+        guard let metadata, let number = metadata["version"] as? Int, number > 0 else { return nil }
+        return "\(number)@\(metadata["created_time"] as? String ?? "")"
+    }
+
+    /// The version number of a tag (``tag(_:)``), what `options.cas` takes.
+    static func number(_ tag: String?) -> Int {
+        tag.flatMap { Int($0.split(separator: "@", maxSplits: 1).first ?? "") } ?? 0
+    }
+
     public func get(ifNoneMatch version: String?) async throws -> RemoteFetched {
         let (body, response) = try await client.data(for: request("GET"), maximumBodySize: 4 * Self.largestVault)
+        let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+        let data = object?["data"] as? [String: Any]
+        // KV version 2 answers a missing secret 404, and a deleted (not destroyed) latest version 404 with its
+        // metadata: the next write must name that version.
+        let tag = Self.tag(data?["metadata"] as? [String: Any])
         switch response.statusCode {
         case 200:
-            guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-                  let data = object["data"] as? [String: Any], let metadata = data["metadata"] as? [String: Any],
-                  let number = metadata["version"] as? Int
-            else { throw SyncError.status(200, code: nil, message: "the answer is not a KV version-2 secret", url: label) }
-            // A deleted (not destroyed) latest version reads as data null.
-            guard let secret = data["data"] as? [String: Any] else { return .notFound }
+            guard let tag else { throw SyncError.status(200, code: nil, message: "the answer is not a KV version-2 secret", url: label) }
+            guard let secret = data?["data"] as? [String: Any] else { return .notFound(deleted: tag) }
             guard let encoded = secret["vault"] as? String, let bytes = Data(base64Encoded: encoded) else {
                 throw SyncError.status(200, code: nil, message: "the secret has no 'vault' key holding base64", url: label)
             }
-            if String(number) == version { return .notModified }
-            return .object(bytes: [UInt8](bytes), etag: String(number))
-        case 404: return .notFound
+            if tag == version { return .notModified }
+            return .object(bytes: [UInt8](bytes), etag: tag)
+        case 404: return .notFound(deleted: tag)
         default: throw failure(response.statusCode, body)
         }
     }
 
     public func put(_ bytes: [UInt8], ifMatch version: String?) async throws -> RemoteStored {
         guard bytes.count <= Self.largestVault else { throw SyncError.objectTooLarge(url: label) }
-        let cas = version.flatMap(Int.init) ?? 0
-        let document: [String: Any] = ["options": ["cas": cas], "data": ["vault": Data(bytes).base64EncodedString()]]
+        let document: [String: Any] = ["options": ["cas": Self.number(version)], "data": ["vault": Data(bytes).base64EncodedString()]]
         let json = try JSONSerialization.data(withJSONObject: document)
         let (body, response) = try await client.data(for: request("POST", body: [UInt8](json)), maximumBodySize: 64 << 10)
         switch response.statusCode {
         case 200, 204:
             let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
-            let number = (object?["data"] as? [String: Any])?["version"] as? Int
-            return .stored(etag: number.map(String.init))
+            return .stored(etag: Self.tag(object?["data"] as? [String: Any]))
         case 400 where errors(body).contains { $0.contains("check-and-set parameter did not match") }:
             return .preconditionFailed
         default: throw failure(response.statusCode, body)

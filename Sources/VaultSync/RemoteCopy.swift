@@ -12,7 +12,9 @@ public protocol RemoteCopy: Sendable {
 public enum RemoteFetched: Sendable, Equatable {
     /// The copy is still the version given.
     case notModified
-    case notFound
+    /// No copy; `deleted`: the version tag to write over when the store keeps one for a deleted copy (OpenBao's
+    /// soft delete: its next write must name the deleted version).
+    case notFound(deleted: String?)
     case object(bytes: [UInt8], etag: String)
 }
 

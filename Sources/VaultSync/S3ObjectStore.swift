@@ -46,6 +46,8 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
             while base.hasSuffix("/") { base.removeLast() }
             return URL(string: base + "/" + bucket + path)!
         }
+        // A bucket name with a dot is not covered by AWS's wildcard certificate as a host: path-style then.
+        if bucket.contains(".") { return URL(string: "https://s3.\(region).amazonaws.com/\(bucket)" + path)! }
         return URL(string: "https://\(bucket).s3.\(region).amazonaws.com" + path)!
     }
 
@@ -106,7 +108,7 @@ public final class S3ObjectStore: RemoteCopy {
             }
             return .object(bytes: [UInt8](body), etag: etag)
         case 304: return .notModified
-        case 404 where Self.errorCode(body) != "NoSuchBucket": return .notFound
+        case 404 where Self.errorCode(body) != "NoSuchBucket": return .notFound(deleted: nil)
         default: throw Self.failure(response.statusCode, body, location)
         }
     }

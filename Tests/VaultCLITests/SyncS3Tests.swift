@@ -115,6 +115,26 @@ import VaultTestSupport
         #expect(try b.names() == expected)
     }
 
+    /// A local file put back from before the last sync (a backup, `git checkout`) is not sent just because the
+    /// store answered 304: sync reads the object and merges, which opens the local file and refuses the rollback.
+    @Test func anOlderLocalCopyPutBackIsRefusedNotSent() throws {
+        let moto = try MotoS3(buckets: ["vault"])
+        defer { moto.stop() }
+        let a = try Machine(moto)
+        #expect(try a.vault(["init"]).status == 0)
+        #expect(try a.vault(["put", "old"], stdin: Data("o".utf8)).status == 0)
+        #expect(try a.sync().status == 0)
+        let backup = try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath))
+        #expect(try a.vault(["put", "new"], stdin: Data("n".utf8)).status == 0)
+        #expect(try a.sync().status == 0)
+        try backup.write(to: URL(fileURLWithPath: a.box.vaultPath))
+        let refused = try a.vault(["sync", "s3://vault/team/shared.vault", "--allow-insecure-http"])
+        #expect(refused.status == 6, "\(refused.stdoutText) \(refused.stderr)")
+        let check = try Machine(moto)
+        #expect(try check.sync().status == 0)
+        #expect(try check.names() == ["new", "old"])  // the store still has both
+    }
+
     @Test func aWrongKeyAnotherVaultOrNoCredentialsChangeNothing() throws {
         let moto = try MotoS3(buckets: ["vault"])
         defer { moto.stop() }
@@ -212,6 +232,28 @@ import VaultTestSupport
         for (box, environment) in machines {
             #expect(try box.vault(["list"], extraEnvironment: environment).stdoutText.split(separator: "\n").map(String.init) == expected)
         }
+    }
+
+    /// A secret deleted in OpenBao (a soft delete keeps its version) is written again only with --recreate, over the
+    /// deleted version.
+    @Test func aDeletedSecretIsRecreatedOnlyWhenAsked() throws {
+        let bao = try OpenBaoDevServer()
+        defer { bao.stop() }
+        let remote = "bao://\(bao.address)/secret/team/gone"
+        let (box, environment) = try machine(bao)
+        #expect(try box.vault(["init"], extraEnvironment: environment).status == 0)
+        #expect(try box.vault(["put", "k"], stdin: Data("v".utf8), extraEnvironment: environment).status == 0)
+        #expect(try box.vault(["sync", remote, "--allow-insecure-http"], extraEnvironment: environment).status == 0)
+        let deleted = try runTool("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", "-H", "X-Vault-Token: \(bao.token)",
+                                                    "http://\(bao.address)/v1/secret/data/team/gone"])
+        #expect(deleted.1 == "204", "\(deleted.1)")
+        let refused = try box.vault(["sync", remote, "--allow-insecure-http"], extraEnvironment: environment)
+        #expect(refused.status == 2 && refused.stderr.contains("--recreate"), "\(refused.stderr)")
+        let recreated = try box.vault(["sync", remote, "--allow-insecure-http", "--recreate"], extraEnvironment: environment)
+        #expect(recreated.status == 0 && recreated.stdoutText == "created \(remote)\n", "\(recreated.stdoutText) \(recreated.stderr)")
+        let (other, otherEnvironment) = try machine(bao)
+        #expect(try other.vault(["sync", remote, "--allow-insecure-http"], extraEnvironment: otherEnvironment).status == 0)
+        #expect(try other.vault(["get", "k"], extraEnvironment: otherEnvironment).stdoutText == "v")
     }
 
     @Test func aVaultOverTheEntryLimitAWrongTokenAndNoTokenAreRefused() throws {

@@ -49,6 +49,14 @@ import VaultCore
         #expect(try AWSConfiguration.load(environment: ["AWS_REGION": "ap-south-1", "AWS_DEFAULT_REGION": "x"], home: home).region == "ap-south-1")
     }
 
+    @Test func aFileWithWindowsLineEndingsReadsTheSame() throws {
+        let home = try home(credentials: "[default]\r\naws_access_key_id = AKIDCRLF\r\naws_secret_access_key = crlf-secret\r\n",
+                            config: "[default]\r\nregion = eu-north-1\r\n")
+        let loaded = try AWSConfiguration.load(environment: [:], home: home)
+        #expect(loaded.accessKeyID == "AKIDCRLF" && loaded.secretAccessKey.unprotectedBytes == Array("crlf-secret".utf8))
+        #expect(loaded.region == "eu-north-1")
+    }
+
     @Test func missingOrMalformedSettingsAreNamed() throws {
         let empty = try home()
         #expect(throws: SyncError.missingCredentials(profile: "default")) { try AWSConfiguration.load(environment: [:], home: empty) }
@@ -66,6 +74,9 @@ import VaultCore
         #expect(custom.objectURL.absoluteString == "http://127.0.0.1:9000/vault/team/a%20b%2B%C3%A9.vault")
         let aws = try S3Location("s3://my-bucket/k.vault", region: "eu-west-1", endpoint: nil)
         #expect(aws.objectURL.absoluteString == "https://my-bucket.s3.eu-west-1.amazonaws.com/k.vault")
+        // A dotted bucket is not covered by AWS's wildcard certificate as a host name: path-style.
+        let dotted = try S3Location("s3://my.bucket/k.vault", region: "eu-west-1", endpoint: nil)
+        #expect(dotted.objectURL.absoluteString == "https://s3.eu-west-1.amazonaws.com/my.bucket/k.vault")
         #expect(throws: SyncError.self) { try S3Location("https://x/y", region: "us-east-1", endpoint: nil) }
         #expect(throws: SyncError.self) { try S3Location("s3://bucket-only", region: "us-east-1", endpoint: nil) }
         #expect(throws: SyncError.self) { try S3Location("s3://Upper/k", region: "us-east-1", endpoint: nil) }

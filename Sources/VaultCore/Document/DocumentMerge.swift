@@ -75,14 +75,19 @@ extension VaultDocument {
         var entries: [DocumentID: Entry] = [:]
         var conflicted: Set<DocumentID> = []
         for id in Set(ours.entries.keys).union(theirs.entries.keys) {
-            let mine = ours.entries[id].map { copied($0, from: ours) }
-            let other = theirs.entries[id].map { copied($0, from: theirs) }
             var merged: Entry
-            switch (mine, other) {
-            case let (a?, b?): merged = unite(a, b, conflicted: &conflicted)
-            case let (a?, nil): merged = a
-            case let (nil, b?): merged = b
-            case (nil, nil): continue
+            if let a = ours.entries[id], let b = theirs.entries[id], a.isSameVersion(as: b) {
+                // The same version with the same history on both sides (most entries of two copies): one of them.
+                merged = copied(a, from: ours)
+            } else {
+                let mine = ours.entries[id].map { copied($0, from: ours) }
+                let other = theirs.entries[id].map { copied($0, from: theirs) }
+                switch (mine, other) {
+                case let (a?, b?): merged = unite(a, b, conflicted: &conflicted)
+                case let (a?, nil): merged = a
+                case let (nil, b?): merged = b
+                case (nil, nil): continue
+                }
             }
             if let deletion = tombstones[id] {
                 // A version made after the deletion brings the entry back; else the deletion wins.
@@ -153,9 +158,7 @@ extension VaultDocument {
         guard tombstones == other.tombstones, replicas == other.replicas, entries.count == other.entries.count else { return false }
         return entries.allSatisfy { id, entry in
             guard let theirs = other.entries[id] else { return false }
-            return entry.name == theirs.name && entry.created == theirs.created && entry.modified == theirs.modified
-                && entry.history.map(\.modified) == theirs.history.map(\.modified)
-                && entry.history.map(\.conflict) == theirs.history.map(\.conflict)
+            return entry.isSameVersion(as: theirs)
         }
     }
 
@@ -164,6 +167,7 @@ extension VaultDocument {
     /// were given, so that a rename made at one merge (for an entry deleted since, say) does not stick in one
     /// copy and not in another.
     static func baseName(_ entry: Entry) -> String {
+        guard entry.name.utf8.contains(UInt8(ascii: "~")) else { return entry.name }  // most names: no suffix
         let id = entry.id.description
         for suffix in ["~" + id, "~" + id.prefix(8)] where entry.name.hasSuffix(suffix) && entry.name.utf8.count > suffix.utf8.count {
             return String(entry.name.dropLast(suffix.count))

@@ -164,6 +164,15 @@ public final class VaultDocument: @unchecked Sendable {
             get { parts.history }
             _modify { yield &unique.history }
         }
+
+        /// Whether `other` is this very version with the same history (the same clocks and marks; a version's clock
+        /// names its content), under the same name: two copies that hold it merge to it.
+        func isSameVersion(as other: Entry) -> Bool {
+            if parts === other.parts { return true }
+            return modified == other.modified && created == other.created && name == other.name
+                && history.count == other.history.count
+                && zip(history, other.history).allSatisfy { $0.modified == $1.modified && $0.conflict == $1.conflict }
+        }
     }
 
     /// The vault's id: 16 random bytes fixed for its life.

@@ -3,7 +3,7 @@ import Testing
 @_spi(Fuzzing) @testable import VaultAgent
 import VaultCore
 
-/// The document operations on the agent's wire (protocol version 3): what the client encodes the agent decodes
+/// The document operations on the agent's wire (protocol version 3 and later): what the client encodes the agent decodes
 /// to the same thing, and malformed messages are refused, never half-read.
 @Suite struct AgentDocumentWireTests {
     func message(_ writer: AgentWire.Writer) throws -> AgentWire.Message {

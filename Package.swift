@@ -68,7 +68,9 @@ let package = Package(
         ),
         // One-time passwords (RFC 6238 TOTP from otpauth:// URIs). HMAC-SHA-1 is not in libsodium: it comes from
         // swift-crypto (BoringSSL), in this target of its own so that only the verbs that compute a code link it.
-        .target(name: "VaultOTP", dependencies: ["VaultCore", .product(name: "Crypto", package: "swift-crypto")]),
+        // otpauth:// URIs and base32 secrets, parsed and checked without any HMAC (`vault put --field otp` links it).
+        .target(name: "OTPAuth", dependencies: ["VaultCore"]),
+        .target(name: "VaultOTP", dependencies: ["OTPAuth", "VaultCore", .product(name: "Crypto", package: "swift-crypto")]),
         // Sync with remote stores (S3 conditional writes): the transport and SigV4 of VaultAuth.
         .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth"]),
         // Device registration with the mobile-services API.
@@ -82,7 +84,7 @@ let package = Package(
         .target(
             name: "VaultCommands",
             dependencies: [
-                "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem",
+                "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem", "OTPAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

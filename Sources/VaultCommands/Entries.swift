@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OTPAuth
 import VaultAgent
 import VaultCore
 import VaultTerminal
@@ -186,6 +187,12 @@ package struct Put: ParsableCommand {
                 if !how.trimNewline, value.droppingFinalNewline().count < value.count,
                    value.withUnsafeBytes({ bytes in bytes.filter { $0 == UInt8(ascii: "\n") }.count == 1 }) {
                     note = "\(value.count) bytes including a final newline; --trim-newline drops it"
+                }
+            }
+            if field == "otp" {
+                // What `vault otp` can make a code from, and nothing else (the error names no part of the value).
+                do { _ = try TOTP(uri: value) } catch {
+                    throw CLIError.message("the otp field takes an otpauth://totp/ URI or a base32 secret: \(error); nothing stored", exitCode: Exit.usage)
                 }
             }
             replaced = exists

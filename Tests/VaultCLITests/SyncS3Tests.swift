@@ -135,6 +135,49 @@ import VaultTestSupport
         #expect(try check.names() == ["new", "old"])  // the store still has both
     }
 
+    /// A store that answers 500, or 200 with something that is not an object with an ETag, or never answers: a clear
+    /// error, and the local vault as it was.
+    @Test func aFailingOrMalformedStoreChangesNothingHere() throws {
+        let moto = try MotoS3(buckets: ["vault"])  // only for the credentials
+        defer { moto.stop() }
+        let a = try Machine(moto)
+        #expect(try a.vault(["init"]).status == 0)
+        #expect(try a.vault(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath))
+        for (status, body, expected) in [
+            (500, Data("<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>".utf8), "500 (InternalError: We encountered an internal error.)"),
+            (200, Data("not a vault".utf8), "the answer has no ETag"),
+        ] {
+            let server = try PythonServer(.scripted(status: status, body: body))
+            defer { server.stop() }
+            let result = try a.vault(["sync", "s3://vault/k", "--endpoint", server.origin, "--allow-insecure-http"])
+            #expect(result.status == 1 && result.stdout.isEmpty, "\(result.stderr)")
+            #expect(result.stderr.contains(expected), "\(result.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath)) == before)
+        }
+
+        // A store that takes the connection and never answers: --timeout ends the sync, nothing changes here.
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(listen(silent, 8) == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let started = monotonicNow()
+        let hung = try a.vault(["sync", "s3://vault/k", "--endpoint", "http://127.0.0.1:\(port)", "--allow-insecure-http", "--timeout", "2"])
+        #expect(hung.status == 1 && hung.stderr.contains("timed out"), "\(hung.stderr)")
+        #expect(monotonicNow() - started < 15, "the 2 s timeout ended it")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath)) == before)
+    }
+
     @Test func aWrongKeyAnotherVaultOrNoCredentialsChangeNothing() throws {
         let moto = try MotoS3(buckets: ["vault"])
         defer { moto.stop() }

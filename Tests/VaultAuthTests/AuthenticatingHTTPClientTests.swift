@@ -3,6 +3,7 @@ import Testing
 import VaultCore
 @testable import VaultAuth
 import VaultAuthTesting
+import VaultTestSupport
 
 /// Exact bounds against a real HTTP server on 127.0.0.1 through the SwiftNIO transport.
 @Suite("AuthenticatingHTTPClient against a counting server")
@@ -154,21 +155,8 @@ struct AuthenticatingHTTPClientTests {
 
     @Test func aServerThatNeverAnswersTimesOut() async throws {
         // A listening socket that never accepts: the request must end with the client's timeout.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        #expect(listen(fd, 1) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        let url = URL(string: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/")!
+        let silent = try SilentLoopbackListener()
+        let url = URL(string: "http://127.0.0.1:\(silent.port)/")!
         let client = AuthenticatingHTTPClient(
             authenticator: KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: nil, options: Self.loopback),
             timeout: 1)

@@ -157,20 +157,8 @@ import VaultTestSupport
         }
 
         // A store that takes the connection and never answers: --timeout ends the sync, nothing changes here.
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(silent) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        #expect(listen(silent, 8) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) }
-        }
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let silent = try SilentLoopbackListener()
+        let port = silent.port
         let started = monotonicNow()
         let hung = try a.vault(["sync", "s3://vault/k", "--endpoint", "http://127.0.0.1:\(port)", "--allow-insecure-http", "--timeout", "2"])
         #expect(hung.status == 1 && hung.stderr.contains("timed out"), "\(hung.stderr)")

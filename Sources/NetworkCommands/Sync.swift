@@ -21,6 +21,8 @@ package struct Sync: AsyncParsableCommand {
         discussion: """
             The object is read (GET, keeping its ETag), merged into this vault entry by entry as 'vault merge' does, and written back only when it lacks something, with If-Match on the ETag read (If-None-Match: * to create it). When another machine wrote in between (412), sync reads, merges and tries again, at most 8 times (then exit 5). With nothing new on either side it sends one conditional GET (304) and no PUT. With no local vault, the remote one is fetched and must open with your passphrase.
 
+            With no remote, for a vault inside a git work tree: the vault is committed if it changed, the upstream branch fetched, its vault merged into this one entry by entry (with the key this vault opens with: the agent or your passphrase), git's merge of the rest made (or a fast-forward), and the branch pushed; a push rejected because another clone pushed first is tried again, at most 5 times (then exit 5). 'vault git setup' first, once in every clone. With --dry-run, the fetch is made and nothing else.
+
             OpenBao or HashiCorp Vault (KV version 2): bao://HOST[:PORT]/MOUNT/PATH keeps the vault file as one secret (base64, key 'vault'), written with options.cas set to the version read; the token from BAO_TOKEN or VAULT_TOKEN; https, or http to a loopback address with --allow-insecure-http. A vault over 1 MiB (raft's entry limit) is refused before anything is sent.
 
             Credentials as every AWS tool reads them: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, or the profile AWS_PROFILE (else default) of ~/.aws/credentials; the region from --region, AWS_REGION, AWS_DEFAULT_REGION or ~/.aws/config; the endpoint from --endpoint, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL (path-style addressing), else AWS. Plain http only to a loopback address with --allow-insecure-http. The store learns the vault's size and when it changes, nothing else: the object is the sealed vault file.
@@ -30,8 +32,8 @@ package struct Sync: AsyncParsableCommand {
 
     @OptionGroup var http: HTTPOptions
 
-    @Argument(help: ArgumentHelp("The remote copy: s3://BUCKET/KEY or bao://HOST[:PORT]/MOUNT/PATH.", valueName: "remote"))
-    var remote: String
+    @Argument(help: ArgumentHelp("The remote copy: s3://BUCKET/KEY or bao://HOST[:PORT]/MOUNT/PATH; none for a vault in a git work tree.", valueName: "remote"))
+    var remote: String?
 
     @Option(help: ArgumentHelp("The S3 endpoint (e.g. http://127.0.0.1:9000 for a local store).", valueName: "url"))
     var endpoint: String?
@@ -49,14 +51,18 @@ package struct Sync: AsyncParsableCommand {
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {
-            let store = try makeRemote(environment: ProcessInfo.processInfo.environment)
+            guard let remote else {
+                let outcome = try GitRepositorySync(options: options, dryRun: dryRun).run()
+                return try report(outcome)
+            }
+            let store = try makeRemote(remote, environment: ProcessInfo.processInfo.environment)
             let outcome = try await synchronize(store)
             try report(outcome)
         }
     }
 
     /// The store `remote` names: `s3://` (AWS's credentials, region and endpoint) or `bao://` (a token).
-    func makeRemote(environment: [String: String]) throws -> any RemoteCopy {
+    func makeRemote(_ remote: String, environment: [String: String]) throws -> any RemoteCopy {
         let client = HTTPClient(timeout: http.timeout, tls: try http.tlsOptions())
         if remote.hasPrefix("bao://") {
             let token = [environment["BAO_TOKEN"], environment["VAULT_TOKEN"]].compactMap { $0 }.first { !$0.isEmpty }
@@ -198,7 +204,36 @@ package struct Sync: AsyncParsableCommand {
         SyncRecord(etag: etag, localVersion: LocalFileStorage.version(of: bytes).description).write(for: bytes, path: local.path, remote: location)
     }
 
+    func report(_ outcome: GitRepositorySync.Outcome) throws {
+        let merge = outcome.merge
+        if options.json {
+            try writeJSON([
+                "remote": "git", "repository": outcome.repository, "upstream": outcome.upstream, "dry_run": dryRun,
+                "committed": outcome.committed, "fast_forwarded": outcome.fastForwarded, "merge_commit": outcome.mergedCommit,
+                "pushed": outcome.pushed, "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated,
+                "deleted": merge.deleted, "resurrected": merge.resurrected, "conflicts": merge.conflicts,
+            ] as [String: Any])
+            return
+        }
+        let upstream = TerminalText.escaped(outcome.upstream)
+        var lines: [String] = []
+        if !merge.isEmpty {
+            lines.append(Merge.describe(merge, other: outcome.upstream, into: outcome.relativePath, dryRun: dryRun))
+        }
+        if outcome.committed { lines.append("committed '\(TerminalText.escaped(outcome.relativePath))'\n") }
+        if outcome.fastForwarded { lines.append("fast-forwarded to \(upstream)\n") }
+        if outcome.mergedCommit { lines.append("merged \(upstream)\n") }
+        if outcome.pushed {
+            lines.append("pushed to \(upstream)" + (outcome.attempts > 1 ? " (\(outcome.attempts) tries)" : "") + "\n")
+        }
+        if lines.isEmpty {
+            lines.append(dryRun ? "'\(TerminalText.escaped(outcome.relativePath))' would not change; nothing to push\n" : "'\(TerminalText.escaped(outcome.relativePath))' and \(upstream) are the same\n")
+        }
+        try writeToStdout(lines.joined())
+    }
+
     func report(_ outcome: Outcome) throws {
+        let remote = self.remote ?? ""
         let merge = outcome.merge ?? MergeReport()
         if options.json {
             try writeJSON([

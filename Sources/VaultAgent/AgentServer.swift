@@ -337,7 +337,10 @@ public final class AgentServer: Sendable {
         // Only its id is read here (no KDF runs): any parameters do.
         let wanted = try DocumentHeader.parse(bytes, label: label, policy: .insecureForTesting).vaultID
         let candidates = unlocked.withLock { vaults in vaults.keys.sorted().compactMap { vaults[$0]?.store as? DocumentVault } }
-        guard let vault = candidates.first(where: { (try? $0.reload()) != nil && $0.vaultID == wanted }) else { return nil }
+        // Reloaded when it can be (a passphrase changed since), else as last opened: git rewrites a vault in its work tree
+        // to older commits (a rebase checks out the upstream first), which the rollback record refuses to open; the
+        // files git hands over are merged with the key held, and the vault's own file is neither read nor written.
+        guard let vault = candidates.first(where: { _ = try? $0.reload(); return $0.vaultID == wanted }) else { return nil }
         _ = store(for: vault.path, touch: true)
         return vault
     }

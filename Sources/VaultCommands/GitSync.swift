@@ -21,7 +21,7 @@ package struct GitCommand: ParsableCommand {
             commandName: "setup",
             abstract: "Make git merge this vault with 'vault git merge-driver' (run once in every clone).",
             discussion: """
-                Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes (commit it) and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
+                Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes and the vault's lock and temporary files to .gitignore (commit both), and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
                 """)
 
         @OptionGroup var options: VaultOptions
@@ -30,53 +30,49 @@ package struct GitCommand: ParsableCommand {
             try reportingErrors(json: options.json) {
                 let vault = URL(fileURLWithPath: options.resolvedPath).standardizedFileURL.path
                 let directory = URL(fileURLWithPath: vault).deletingLastPathComponent().path
-                let top = try Self.git(["-C", directory, "rev-parse", "--show-toplevel"]).trimmingCharacters(in: .whitespacesAndNewlines)
+                let top = try Git(directory: directory).output(["rev-parse", "--show-toplevel"]).trimmingCharacters(in: .whitespacesAndNewlines)
                 guard !top.isEmpty, vault.hasPrefix(top + "/") else {
                     throw CLIError.message("'\(vault)' is not inside a git repository", exitCode: Exit.usage)
                 }
                 let relative = String(vault.dropFirst(top.count + 1))
                 // Patterns are matched literally: spaces and glob characters are escaped.
-                let pattern = relative.map { "*?[ \\#!".contains($0) ? "\\\($0)" : String($0) }.joined()
+                func literal(_ text: some StringProtocol) -> String { text.map { "*?[ \\#!".contains($0) ? "\\\($0)" : String($0) }.joined() }
+                let pattern = literal(relative)
                 let line = "/\(pattern) merge=vault diff=vault"
                 let attributes = top + "/.gitattributes"
-                let existing = (try? String(contentsOfFile: attributes, encoding: .utf8)) ?? ""
-                let added = !existing.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == line }
-                if added {
-                    let text = existing + (existing.isEmpty || existing.hasSuffix("\n") ? "" : "\n") + line + "\n"
-                    try Data(text.utf8).write(to: URL(fileURLWithPath: attributes), options: .atomic)
-                }
+                let added = try !Self.append([line], to: attributes).isEmpty
+                // The lock file and a writer's temporary files are this machine's, never the repository's.
+                let directoryPart = relative.lastIndex(of: "/").map { relative[...$0] } ?? ""
+                let fileName = relative.split(separator: "/").last!
+                let ignored = ["/\(pattern).lock", "/\(literal(directoryPart)).\(literal(fileName)).*.tmp"]
+                let missing = try Self.append(ignored, to: top + "/.gitignore")
                 let driver = "'\(AgentCommand.executable.replacingOccurrences(of: "'", with: "'\\''"))' git merge-driver %O %A %B %P"
-                _ = try Self.git(["-C", top, "config", "merge.vault.name", "vault: entry by entry"])
-                _ = try Self.git(["-C", top, "config", "merge.vault.driver", driver])
+                let repository = Git(directory: top)
+                try repository.check(["config", "merge.vault.name", "vault: entry by entry"])
+                try repository.check(["config", "merge.vault.driver", driver])
                 let textconv = "'\(AgentCommand.executable.replacingOccurrences(of: "'", with: "'\\''"))' git textconv"
-                _ = try Self.git(["-C", top, "config", "diff.vault.textconv", textconv])
+                try repository.check(["config", "diff.vault.textconv", textconv])
                 if options.json {
-                    try writeJSON(["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver])
+                    try writeJSON(["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver, "ignored": missing])
                 } else {
                     try writeToStdout(
-                        "git merges '\(relative)' entry by entry in this clone (\(added ? "added to" : "already in") .gitattributes; commit it); every other clone runs 'vault git setup' once\n")
+                        "git merges '\(relative)' entry by entry in this clone (\(added ? "added to" : "already in") .gitattributes"
+                            + (missing.isEmpty ? "" : ", its lock file to .gitignore") + (added || !missing.isEmpty ? "; commit them" : "")
+                            + "); every other clone runs 'vault git setup' once\n")
                 }
             }
         }
 
-        /// git's standard output for `arguments`; a failure is a CLI error with git's message.
-        static func git(_ arguments: [String]) throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["git"] + arguments
-            let output = Pipe(), errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            let out = output.fileHandleForReading.readDataToEndOfFile()
-            let err = errors.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                let message = String(decoding: err, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-                throw CLIError.message("git \(arguments.filter { $0 != "-C" }.prefix(2).joined(separator: " ")) failed: \(message)", exitCode: Exit.failure)
+        /// Appends to the text file `path` those of `lines` it does not have yet (as whole lines), and returns them.
+        static func append(_ lines: [String], to path: String) throws -> [String] {
+            let existing = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            let present = Set(existing.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
+            let missing = lines.filter { !present.contains($0) }
+            if !missing.isEmpty {
+                let text = existing + (existing.isEmpty || existing.hasSuffix("\n") ? "" : "\n") + missing.joined(separator: "\n") + "\n"
+                try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
             }
-            return String(decoding: out, as: UTF8.self)
+            return missing
         }
     }
 

@@ -1,0 +1,246 @@
+import Foundation
+import VaultCore
+import VaultTerminal
+
+/// `vault sync` for a vault kept in a git work tree (issue 19 §3): commit the vault if it changed, bring in what the
+/// upstream branch has (the vault merged entry by entry here, then git's merge of everything else), push, and try
+/// again when another clone pushed first.
+///
+/// The vault is merged in this process, with the key it was opened with (the agent or the passphrase), before git
+/// merges: the commit git then merges already holds both sides, so git is told to keep ours for the vault
+/// (`-c merge.vault.driver=true`) and never needs the agent. When this clone has nothing git does not have, the
+/// branch is fast-forwarded instead (no merge commit for a sync with nothing to merge).
+package struct GitRepositorySync {
+    package let options: VaultOptions
+    package let dryRun: Bool
+
+    package init(options: VaultOptions, dryRun: Bool) {
+        self.options = options
+        self.dryRun = dryRun
+    }
+
+    /// How many times a push rejected because the upstream moved is retried (fetch, merge, push again).
+    package static let attempts = 5
+
+    /// What one sync did.
+    package struct Outcome {
+        package var repository = ""
+        package var relativePath = ""
+        package var upstream = ""
+        package var merge = MergeReport()
+        package var committed = false
+        package var fastForwarded = false
+        package var mergedCommit = false
+        package var pushed = false
+        package var attempts = 1
+    }
+
+    package func run() throws -> Outcome {
+        let vaultPath = URL(fileURLWithPath: options.resolvedPath).standardizedFileURL.path
+        let directory = URL(fileURLWithPath: vaultPath).deletingLastPathComponent().path
+        guard FileManager.default.fileExists(atPath: vaultPath) else { throw VaultError.vaultNotFound(path: vaultPath) }
+        let probe = Git(directory: directory)
+        let topResult = try probe.run(["rev-parse", "--show-toplevel"])
+        guard topResult.status == 0 else {
+            throw CLIError.message(
+                "'\(TerminalText.escaped(vaultPath))' is not in a git work tree; name a remote (s3://BUCKET/KEY or bao://HOST/MOUNT/PATH), or keep the vault in a git repository",
+                exitCode: Exit.usage)
+        }
+        let top = URL(fileURLWithPath: topResult.text.trimmingCharacters(in: .newlines)).standardizedFileURL.path
+        guard vaultPath.hasPrefix(top + "/") else {
+            throw CLIError.message("'\(TerminalText.escaped(vaultPath))' is not inside the work tree '\(TerminalText.escaped(top))'", exitCode: Exit.usage)
+        }
+        let git = Git(directory: top)
+        var outcome = Outcome()
+        outcome.repository = top
+        let relative = String(vaultPath.dropFirst(top.count + 1))
+        outcome.relativePath = relative
+        let shown = TerminalText.escaped(relative)
+
+        // The merge attribute: without it, git would leave a binary conflict in every other clone's pull.
+        let attribute = try git.output(["check-attr", "merge", "--", relative])
+        guard attribute.trimmingCharacters(in: .newlines).hasSuffix(": merge: vault") else {
+            throw CLIError.message(
+                "git does not merge '\(shown)' with vault: run 'vault git setup' (once in every clone) and commit .gitattributes",
+                exitCode: Exit.usage)
+        }
+        guard try git.run(["rev-parse", "-q", "--verify", "MERGE_HEAD"]).status != 0 else {
+            throw CLIError.message("a git merge is in progress in '\(TerminalText.escaped(top))': finish it (git merge --continue) or abort it first", exitCode: Exit.busy)
+        }
+        let branch = try git.output(["rev-parse", "--abbrev-ref", "HEAD"]).trimmingCharacters(in: .newlines)
+        guard branch != "HEAD" else {
+            throw CLIError.message("HEAD is detached in '\(TerminalText.escaped(top))': check out a branch to sync", exitCode: Exit.usage)
+        }
+        let upstreamResult = try git.run(["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"])
+        let upstream = upstreamResult.status == 0 ? upstreamResult.text.trimmingCharacters(in: .newlines) : nil
+
+        // The vault opens (key, MACs, rollback record) before anything of it is committed or merged.
+        let vault = try openVault(options)
+        defer { vault.close() }
+        let entries = try documentEntries(vault)
+        _ = try entries.keys()
+
+        // 1. This clone's changes to the vault, committed (only the vault: other staged work stays staged).
+        let status = try git.output(["status", "--porcelain", "--", relative])
+        if !status.isEmpty, !dryRun {
+            try git.check(["add", "--", relative])
+            try git.check(["commit", "-q", "-m", "vault: sync '\(relative)'", "--only", "--", relative])
+            outcome.committed = true
+        }
+        guard let upstream else {
+            throw CLIError.message(
+                "branch '\(TerminalText.escaped(branch))' has no upstream: \(outcome.committed ? "the vault is committed; " : "")set one with 'git push -u REMOTE \(TerminalText.escaped(branch))'",
+                exitCode: Exit.failure)
+        }
+        outcome.upstream = upstream
+
+        for attempt in 1...Self.attempts {
+            outcome.attempts = attempt
+            try git.check(["fetch", "-q"])
+            let theirs = try git.output(["rev-parse", "--verify", "@{upstream}^{commit}"]).trimmingCharacters(in: .newlines)
+            let head = try git.output(["rev-parse", "--verify", "HEAD^{commit}"]).trimmingCharacters(in: .newlines)
+            let upToDate = try git.run(["merge-base", "--is-ancestor", theirs, head]).status == 0
+            if !upToDate {
+                // What the upstream's vault brings, merged here (a dry run only says it).
+                let theirBlob = try git.run(["rev-parse", "-q", "--verify", "\(theirs):\(relative)"])
+                let ourBlob = try git.run(["rev-parse", "-q", "--verify", "\(head):\(relative)"])
+                let fastForward = try git.run(["merge-base", "--is-ancestor", head, theirs]).status == 0
+                if theirBlob.status == 0, theirBlob.text != ourBlob.text {
+                    let bytes = try git.blob(theirBlob.text.trimmingCharacters(in: .newlines))
+                    let report = try entries.merge(bytes, label: "\(upstream):\(relative)", dryRun: dryRun || fastForward)
+                    outcome.merge.accumulate(report)
+                }
+                if dryRun { return outcome }
+                if fastForward {
+                    try git.check(["merge", "-q", "--ff-only", theirs])
+                    outcome.fastForwarded = true
+                } else {
+                    if try !git.output(["status", "--porcelain", "--", relative]).isEmpty {
+                        try git.check(["commit", "-q", "-m", "vault: merge '\(relative)' from \(upstream)", "--only", "--", relative])
+                        outcome.committed = true
+                    }
+                    // The vault in HEAD already holds both sides: git keeps it (a driver that leaves %A as it is).
+                    let merged = try git.run(["-c", "merge.vault.driver=true", "merge", "-q", "--no-edit", "-m", "Merge \(upstream) (vault sync)", theirs])
+                    guard merged.status == 0 else {
+                        throw CLIError.message(
+                            "git could not merge \(upstream) (the vault is merged; other files conflict): \(merged.errorText); resolve them, commit, and run 'vault sync' again",
+                            exitCode: Exit.failure)
+                    }
+                    outcome.mergedCommit = true
+                }
+                // git writes the files it checks out 0644.
+                chmod(vaultPath, 0o600)
+            }
+            if dryRun { return outcome }
+            let ahead = try git.output(["rev-list", "--count", "@{upstream}..HEAD"]).trimmingCharacters(in: .newlines)
+            guard ahead != "0" else { return outcome }
+            let push = try git.run(["push", "-q"])
+            if push.status == 0 {
+                outcome.pushed = true
+                return outcome
+            }
+            guard push.errorText.contains("rejected") || push.errorText.contains("fetch first") || push.errorText.contains("non-fast-forward") else {
+                throw CLIError.message("git push failed: \(push.errorText)", exitCode: Exit.failure)
+            }
+            // Another clone pushed first: fetch, merge and push again.
+        }
+        throw CLIError.message("\(upstream) kept moving: gave up after \(Self.attempts) pushes; run 'vault sync' again", exitCode: Exit.busy)
+    }
+}
+
+extension MergeReport {
+    /// Adds `other`'s entries to this report (a sync that merged more than once says all of it).
+    mutating func accumulate(_ other: MergeReport) {
+        added += other.added
+        updated += other.updated
+        deleted += other.deleted
+        resurrected += other.resurrected
+        conflicts += other.conflicts
+        renamed += other.renamed
+        replicasAhead = Array(Set(replicasAhead + other.replicasAhead)).sorted()
+        written = written || other.written
+        otherLacks = otherLacks || other.otherLacks
+    }
+}
+
+/// git run in one directory with no terminal: its status, standard output (bytes) and standard error.
+struct Git {
+    let directory: String
+
+    struct Result {
+        let status: Int32
+        let output: Data
+        let errorText: String
+        var text: String { String(decoding: output, as: UTF8.self) }
+    }
+
+    func run(_ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["git", "-C", directory] + arguments
+        var environment = ProcessInfo.processInfo.environment
+        // Never a prompt on the terminal from inside `vault sync`: git fails instead, and says why.
+        environment["GIT_TERMINAL_PROMPT"] = "0"
+        // git's messages as git writes them in English: the push rejection is recognised by its words.
+        environment["LC_ALL"] = "C"
+        process.environment = environment
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw CLIError.message("cannot run git: \(error.localizedDescription)", exitCode: Exit.failure)
+        }
+        // Standard error is read on another thread: a large output on one pipe never blocks the other.
+        let errorData = LockedData()
+        let reader = Thread { errorData.set(errors.fileHandleForReading.readDataToEndOfFile()) }
+        reader.start()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let err = errorData.wait()
+        let message = String(decoding: err, as: UTF8.self).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("hint:") }.joined(separator: "; ")
+        return Result(status: process.terminationStatus, output: out, errorText: TerminalText.escaped(message))
+    }
+
+    /// git's standard output; a failure is a CLI error with git's own message.
+    func output(_ arguments: [String]) throws -> String {
+        let result = try run(arguments)
+        guard result.status == 0 else {
+            throw CLIError.message("git \(arguments.prefix(2).joined(separator: " ")) failed: \(result.errorText)", exitCode: Exit.failure)
+        }
+        return result.text
+    }
+
+    func check(_ arguments: [String]) throws { _ = try output(arguments) }
+
+    /// The bytes of blob `sha` (at most a vault's largest size).
+    func blob(_ sha: String) throws -> [UInt8] {
+        let result = try run(["cat-file", "blob", sha])
+        guard result.status == 0 else { throw CLIError.message("git cat-file failed: \(result.errorText)", exitCode: Exit.failure) }
+        guard result.output.count <= Merge.largestFile else { throw VaultError.vaultTooLarge(path: sha, byteCount: result.output.count) }
+        return [UInt8](result.output)
+    }
+}
+
+/// Bytes handed from a reader thread to the thread that waits for them.
+private final class LockedData: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var data: Data?
+
+    func set(_ value: Data) {
+        condition.lock()
+        data = value
+        condition.signal()
+        condition.unlock()
+    }
+
+    func wait() -> Data {
+        condition.lock()
+        defer { condition.unlock() }
+        while data == nil { condition.wait() }
+        return data!
+    }
+}

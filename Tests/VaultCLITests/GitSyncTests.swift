@@ -1,0 +1,250 @@
+import Foundation
+import Testing
+import VaultTestSupport
+
+/// Issue 19 §3 with real git: `vault sync` in a work tree (commit, fetch, merge entry by entry, push, retry), and
+/// the merge driver under what git does to it (a rebase, a criss-cross merge, a driver killed mid-merge).
+/// Two machines are two boxes: each with its own home, state directory (replica, rollback record) and agent.
+@Suite(.processTimeLimit) struct GitSyncTests {
+    static let git = findTool("git")
+    static let strace = findTool("strace")
+
+    /// A bare repository and clones of it, each clone a machine of its own (an ``AgentBox``).
+    final class Machines {
+        let a: AgentBox
+        let b: AgentBox
+        let origin: String
+        var cloneA: String { a.directory + "/clone" }
+        var cloneB: String { b.directory + "/clone" }
+        var vaultA: String { cloneA + "/team.vault" }
+        var vaultB: String { cloneB + "/team.vault" }
+
+        init() throws {
+            a = try AgentBox()
+            b = try AgentBox()
+            origin = a.directory + "/origin.git"
+            try #require(try run(a, nil, ["init", "-q", "--bare", "-b", "main", origin]).status == 0)
+            try #require(try run(a, nil, ["clone", "-q", origin, cloneA]).status == 0)
+            try #require(try a.around(["init", "--vault", vaultA]).status == 0)
+            try #require(try a.vault(["git", "setup", "--vault", vaultA]).status == 0)
+            try #require(try git(a, ["add", "-A"]).status == 0)
+            try #require(try git(a, ["commit", "-qm", "a vault"]).status == 0)
+            try #require(try git(a, ["push", "-q", "-u", "origin", "main"]).status == 0)
+            try #require(try run(b, nil, ["clone", "-q", origin, cloneB]).status == 0)
+            chmod(vaultB, 0o600)  // git checks files out 0644
+            try #require(try b.vault(["git", "setup", "--vault", vaultB]).status == 0)
+        }
+
+        deinit {
+            a.stopAgents()
+            b.stopAgents()
+        }
+
+        func clone(_ box: AgentBox) -> String { box === a ? cloneA : cloneB }
+        func vault(_ box: AgentBox) -> String { box === a ? vaultA : vaultB }
+
+        /// git in `box`'s clone, as that machine (its home, no system config, a committer).
+        func git(_ box: AgentBox, _ arguments: [String]) throws -> AgentRun { try run(box, clone(box), arguments) }
+
+        /// `box`'s environment for git and for the `vault` that runs git: its home, no system config, a committer.
+        func environment(_ box: AgentBox) -> [String: String] {
+            box.environment.merging([
+                "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
+                "GIT_COMMITTER_EMAIL": "t@example.invalid", "HOME": box.directory, "GIT_CONFIG_NOSYSTEM": "1",
+            ]) { $1 }
+        }
+
+        func run(_ box: AgentBox, _ directory: String?, _ arguments: [String]) throws -> AgentRun {
+            try AgentCLI.exec(GitSyncTests.git!, (directory.map { ["-C", $0] } ?? []) + arguments, environment: environment(box))
+        }
+
+        /// `vault ARGS --vault <box's vault>` through `box`'s agent.
+        func vault(_ box: AgentBox, _ arguments: [String], stdin: Data = Data()) throws -> AgentRun {
+            try box.vault(arguments + ["--vault", vault(box)], stdin: stdin)
+        }
+
+        func put(_ box: AgentBox, _ name: String, _ value: String) throws {
+            let put = try vault(box, ["put", name, "--force"], stdin: Data(value.utf8))
+            #expect(put.status == 0, "\(put.stderr)")
+        }
+
+        /// `vault sync` in `box`'s clone: through its agent, or with `passphrase` around it.
+        func sync(_ box: AgentBox, _ extra: [String] = [], passphrase: Bool = false, vault path: String? = nil) throws -> AgentRun {
+            try startSync(box, extra, passphrase: passphrase, vault: path).finish()
+        }
+
+        func startSync(_ box: AgentBox, _ extra: [String] = [], passphrase: Bool = false, vault path: String? = nil) throws -> AgentCLI.Running {
+            let arguments = ["sync", "--vault", path ?? vault(box)] + extra + (passphrase ? ["--passphrase-file", box.passphraseFile] : [])
+            return try AgentCLI.start(CLI.vault, arguments, environment: environment(box))
+        }
+
+        func list(_ box: AgentBox) throws -> [String] {
+            try vault(box, ["list"]).stdoutText.split(separator: "\n").map(String.init)
+        }
+    }
+
+    @Test(.enabled(if: git != nil, "needs git")) func twoMachinesSyncThroughOneRepositoryAndLoseNothing() throws {
+        let m = try Machines()
+        #expect(try String(contentsOfFile: m.cloneA + "/.gitignore", encoding: .utf8) == "/team.vault.lock\n/.team.vault.*.tmp\n")
+        try m.a.unlock(["--vault", m.vaultA])
+        try m.b.unlock(["--vault", m.vaultB])
+
+        // A's entry reaches B by a fast-forward; B's entries come back by a merge.
+        try m.put(m.a, "shared", "one")
+        let first = try m.sync(m.a)
+        #expect(first.status == 0 && first.stdoutText == "committed 'team.vault'\npushed to origin/main\n", "\(first.stdoutText) \(first.stderr)")
+        let second = try m.sync(m.b)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stdoutText.contains("1 added") && second.stdoutText.hasSuffix("fast-forwarded to origin/main\n"), "\(second.stdoutText)")
+        #expect(try m.git(m.b, ["log", "--merges", "--oneline"]).stdoutText == "", "a fast-forward makes no merge commit")
+        #expect(AgentFiles.lstatMode(m.vaultB).map { $0 & 0o777 } == 0o600, "git checks files out 0644: sync makes the vault 0600 again")
+
+        // The same entry changed on both machines (B later), and a new entry on each, plus another file on B.
+        try m.put(m.a, "shared", "from a")
+        try m.put(m.a, "only-a", "a")
+        usleep(5_000)
+        try m.put(m.b, "shared", "from b")
+        try m.put(m.b, "only-b", "b")
+        try Data("notes\n".utf8).write(to: URL(fileURLWithPath: m.cloneB + "/README"))
+        #expect(try m.git(m.b, ["add", "README"]).status == 0 && m.git(m.b, ["commit", "-qm", "readme"]).status == 0)
+        #expect(try m.sync(m.a).status == 0)
+        let merged = try m.sync(m.b)
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(merged.stdoutText.contains("1 added") && merged.stdoutText.contains("  conflict: shared\n"), "\(merged.stdoutText)")
+        #expect(merged.stdoutText.hasSuffix("committed 'team.vault'\nmerged origin/main\npushed to origin/main\n"), "\(merged.stdoutText)")
+        #expect(try m.sync(m.a).status == 0)
+        for box in [m.a, m.b] {
+            #expect(try m.list(box) == ["only-a", "only-b", "shared"])
+            #expect(try m.vault(box, ["get", "shared"]).stdoutText == "from b", "the later change wins")
+            let history = try m.vault(box, ["history", "shared", "--json"])
+            #expect(history.stdoutText.contains("\"conflict\":true"), "the loser is kept in the history: \(history.stdoutText)")
+            #expect(try m.git(box, ["status", "--porcelain"]).stdoutText == "", "nothing left uncommitted")
+        }
+        #expect(FileManager.default.fileExists(atPath: m.cloneA + "/README"), "git's merge of the other files")
+        let same = try m.sync(m.a)
+        #expect(same.status == 0 && same.stdoutText == "'team.vault' and origin/main are the same\n", "\(same.stdoutText)")
+
+        // Both machines sync at once, each with an entry of its own: one push is rejected, fetched, merged, pushed.
+        try m.put(m.a, "race-a", "a")
+        try m.put(m.b, "race-b", "b")
+        let runningA = try m.startSync(m.a, ["--json"]), runningB = try m.startSync(m.b, ["--json"])
+        let raceA = runningA.finish(), raceB = runningB.finish()
+        #expect(raceA.status == 0 && raceB.status == 0, "\(raceA.stderr) \(raceB.stderr)")
+        #expect(try m.sync(m.a).status == 0 && m.sync(m.b).status == 0)
+        #expect(try m.list(m.a) == ["only-a", "only-b", "race-a", "race-b", "shared"])
+        #expect(try m.list(m.b) == m.list(m.a))
+    }
+
+    @Test(.enabled(if: git != nil, "needs git")) func syncWorksWithTheAgentLockedGivenThePassphraseAndRefusesWhatItCannotDo() throws {
+        let m = try Machines()
+        // No agent: the passphrase opens the vault and the merge happens here; git never runs the driver.
+        #expect(try m.b.around(["put", "from-b", "--vault", m.vaultB], stdin: Data("b".utf8)).status == 0)
+        #expect(try m.sync(m.b, passphrase: true).status == 0)
+        #expect(try m.a.around(["put", "from-a", "--vault", m.vaultA], stdin: Data("a".utf8)).status == 0)
+        let synced = try m.sync(m.a, passphrase: true)
+        #expect(synced.status == 0 && synced.stdoutText.contains("merged origin/main\n"), "\(synced.stdoutText) \(synced.stderr)")
+        #expect(try m.a.around(["list", "--vault", m.vaultA]).stdoutText == "from-a\nfrom-b\n")
+
+        // A dry run fetches and says what it would merge, and changes nothing.
+        #expect(try m.b.around(["put", "later-b", "--vault", m.vaultB], stdin: Data("b".utf8)).status == 0)
+        #expect(try m.sync(m.b, passphrase: true).status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: m.vaultA))
+        let head = try m.git(m.a, ["rev-parse", "HEAD"]).stdoutText
+        let dry = try m.sync(m.a, ["--dry-run"], passphrase: true)
+        #expect(dry.status == 0 && dry.stdoutText.hasPrefix("would merge 'origin/main' into 'team.vault': 1 added"), "\(dry.stdoutText) \(dry.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: m.vaultA)) == before)
+        #expect(try m.git(m.a, ["rev-parse", "HEAD"]).stdoutText == head)
+
+        // Without 'vault git setup' in the repository, outside a work tree, without an upstream, mid-merge.
+        #expect(try m.git(m.a, ["rm", "-q", "--cached", ".gitattributes"]).status == 0)
+        try FileManager.default.removeItem(atPath: m.cloneA + "/.gitattributes")
+        let noSetup = try m.sync(m.a, passphrase: true)
+        #expect(noSetup.status == 64 && noSetup.stderr.contains("run 'vault git setup'"), "\(noSetup.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: m.vaultA)) == before)
+        #expect(try m.git(m.a, ["checkout", "-q", "HEAD", "--", ".gitattributes"]).status == 0)
+        let outside = try m.a.around(["init", "--vault", m.a.directory + "/loose.vault"])
+        #expect(outside.status == 0)
+        let loose = try m.sync(m.a, passphrase: true, vault: m.a.directory + "/loose.vault")
+        #expect(loose.status == 64 && loose.stderr.contains("is not in a git work tree; name a remote"), "\(loose.stderr)")
+        #expect(try m.git(m.a, ["checkout", "-q", "-b", "lonely"]).status == 0)
+        let noUpstream = try m.sync(m.a, passphrase: true)
+        #expect(noUpstream.status == 1 && noUpstream.stderr.contains("branch 'lonely' has no upstream"), "\(noUpstream.stderr)")
+    }
+
+    @Test(.enabled(if: git != nil, "needs git")) func aRebaseOfFiveCommitsAndACrissCrossMergeGoThroughTheDriver() throws {
+        let m = try Machines()
+        try m.a.unlock(["--vault", m.vaultA])
+        try m.b.unlock(["--vault", m.vaultB])
+        // B pushes one change; A has five commits of its own and rebases them onto it: five merges by the driver.
+        try m.put(m.b, "b-0", "b")
+        #expect(try m.git(m.b, ["commit", "-qam", "b-0"]).status == 0 && m.git(m.b, ["push", "-q"]).status == 0)
+        for n in 1...5 {
+            try m.put(m.a, "a-\(n)", "a")
+            #expect(try m.git(m.a, ["commit", "-qam", "a-\(n)"]).status == 0)
+            chmod(m.vaultA, 0o600)
+        }
+        let rebase = try m.git(m.a, ["pull", "-q", "--rebase"])
+        #expect(rebase.status == 0, "\(rebase.stdoutText) \(rebase.stderr)")
+        #expect(try m.git(m.a, ["rev-list", "--count", "HEAD"]).stdoutText == "7\n", "the first commit, B's and five rebased")
+        chmod(m.vaultA, 0o600)
+        #expect(try m.list(m.a) == ["a-1", "a-2", "a-3", "a-4", "a-5", "b-0"])
+        #expect(try m.git(m.a, ["status", "--porcelain"]).stdoutText == "")
+
+        // Criss-cross: A on branch x and B on branch y each merge the other's first commit, then change again, and A
+        // merges y: two merge bases, which git merges first (the driver as its own recursive driver), then the rest.
+        // (Each machine's work tree only ever holds its own latest writes: no rollback record is crossed.)
+        #expect(try m.git(m.a, ["push", "-q"]).status == 0)
+        #expect(try m.git(m.b, ["pull", "-q", "--ff-only"]).status == 0)
+        chmod(m.vaultB, 0o600)
+        #expect(try m.git(m.a, ["checkout", "-qb", "x"]).status == 0)
+        try m.put(m.a, "x-1", "x")
+        #expect(try m.git(m.a, ["commit", "-qam", "x-1"]).status == 0 && m.git(m.a, ["push", "-q", "origin", "x"]).status == 0)
+        #expect(try m.git(m.b, ["checkout", "-qb", "y"]).status == 0)
+        try m.put(m.b, "y-1", "y")
+        #expect(try m.git(m.b, ["commit", "-qam", "y-1"]).status == 0 && m.git(m.b, ["push", "-q", "origin", "y"]).status == 0)
+        #expect(try m.git(m.a, ["fetch", "-q"]).status == 0 && m.git(m.b, ["fetch", "-q"]).status == 0)
+        let crossA = try m.git(m.a, ["merge", "-q", "--no-edit", "origin/y"])
+        let crossB = try m.git(m.b, ["merge", "-q", "--no-edit", "origin/x"])
+        #expect(crossA.status == 0 && crossB.status == 0, "\(crossA.stderr) \(crossB.stderr)")
+        chmod(m.vaultA, 0o600)
+        chmod(m.vaultB, 0o600)
+        try m.put(m.a, "x-2", "x")
+        #expect(try m.git(m.a, ["commit", "-qam", "x-2"]).status == 0)
+        try m.put(m.b, "y-2", "y")
+        #expect(try m.git(m.b, ["commit", "-qam", "y-2"]).status == 0 && m.git(m.b, ["push", "-q", "origin", "y"]).status == 0)
+        #expect(try m.git(m.a, ["fetch", "-q"]).status == 0)
+        #expect(try m.git(m.a, ["merge-base", "--all", "x", "origin/y"]).stdoutText.split(separator: "\n").count == 2, "a criss-cross")
+        let crossed = try m.git(m.a, ["merge", "--no-edit", "origin/y"])
+        #expect(crossed.status == 0, "\(crossed.stdoutText) \(crossed.stderr)")
+        chmod(m.vaultA, 0o600)
+        #expect(try m.list(m.a) == ["a-1", "a-2", "a-3", "a-4", "a-5", "b-0", "x-1", "x-2", "y-1", "y-2"])
+    }
+
+    @Test(.enabled(if: git != nil && strace != nil, "needs git and strace")) func aDriverKilledBeforeItsRenameLeavesOursAndGitSaysSo() throws {
+        let m = try Machines()
+        try m.a.unlock(["--vault", m.vaultA])
+        try m.b.unlock(["--vault", m.vaultB])
+        try m.put(m.b, "b", "b")
+        #expect(try m.git(m.b, ["commit", "-qam", "b"]).status == 0 && m.git(m.b, ["push", "-q"]).status == 0)
+        try m.put(m.a, "a", "a")
+        #expect(try m.git(m.a, ["commit", "-qam", "a"]).status == 0)
+        let ours = try Data(contentsOf: URL(fileURLWithPath: m.vaultA))
+        // The driver dies by SIGKILL as it is about to rename the merged file over git's %A.
+        let driver = "'\(GitSyncTests.strace!)' -f -qq -o /dev/null -e inject=rename,renameat,renameat2:signal=SIGKILL '\(CLI.vault)' git merge-driver %O %A %B %P"
+        #expect(try m.git(m.a, ["config", "merge.vault.driver", driver]).status == 0)
+        #expect(try m.git(m.a, ["fetch", "-q"]).status == 0)
+        let killed = try m.git(m.a, ["merge", "--no-edit", "origin/main"])
+        #expect(killed.status != 0, "git reports the failure: \(killed.stdoutText)")
+        #expect(killed.stdoutText.contains("CONFLICT") || killed.stderr.contains("team.vault"), "\(killed.stdoutText) \(killed.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: m.vaultA)) == ours, "the work tree keeps ours, whole")
+        #expect(try m.git(m.a, ["merge", "--abort"]).status == 0)
+        chmod(m.vaultA, 0o600)
+        #expect(try m.list(m.a) == ["a"])
+        // The real driver again: the same merge succeeds.
+        #expect(try m.a.vault(["git", "setup", "--vault", m.vaultA]).status == 0)
+        let merged = try m.git(m.a, ["merge", "--no-edit", "origin/main"])
+        #expect(merged.status == 0, "\(merged.stderr)")
+        chmod(m.vaultA, 0o600)
+        #expect(try m.list(m.a) == ["a", "b"])
+    }
+}

@@ -47,12 +47,14 @@ package struct Sync: AsyncParsableCommand {
     @Flag(help: "Create the object again when it was deleted in the store since the last sync.")
     var recreate = false
 
+    @OptionGroup var otherPassphrase: SecretSourceOptions<OtherPassphraseSecret>
+
     static let attempts = 8
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {
             guard let remote else {
-                let outcome = try GitRepositorySync(options: options, dryRun: dryRun).run()
+                let outcome = try GitRepositorySync(options: options, dryRun: dryRun, otherPassphrase: otherPassphrase).run()
                 return try report(outcome)
             }
             let store = try makeRemote(remote, environment: ProcessInfo.processInfo.environment)
@@ -108,6 +110,7 @@ package struct Sync: AsyncParsableCommand {
             return try documentEntries(opened!)
         }
         var conditional = true
+        let otherCopy = OtherCopyPassphrase(otherPassphrase)
         for attempt in 1...Self.attempts {
             outcome.attempts = attempt
             let localBytes = try local.loadForWrite()?.bytes
@@ -152,7 +155,10 @@ package struct Sync: AsyncParsableCommand {
                     SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, path: path, remote: store.label)
                     return outcome
                 }
-                let report = try vault().merge(bytes, label: store.label, dryRun: dryRun)
+                let entries = try vault()
+                let report = try otherCopy.merging(label: store.label) {
+                    try entries.merge(bytes, label: store.label, dryRun: dryRun, otherPassphrase: $0)
+                }
                 outcome.merge = report
                 if !dryRun, !report.otherLacks, !report.written {
                     // Nothing changed here and the object holds all of it: remember the pair. (When the merge wrote,
@@ -222,6 +228,9 @@ package struct Sync: AsyncParsableCommand {
         }
         if outcome.committed { lines.append("committed '\(TerminalText.escaped(outcome.relativePath))'\n") }
         if outcome.fastForwarded { lines.append("fast-forwarded to \(upstream)\n") }
+        if outcome.rekeyed {
+            lines.append("the vault's passphrase was changed on another machine: it opens with the new one now ('vault unlock' again)\n")
+        }
         if outcome.mergedCommit { lines.append("merged \(upstream)\n") }
         if outcome.pushed {
             lines.append("pushed to \(upstream)" + (outcome.attempts > 1 ? " (\(outcome.attempts) tries)" : "") + "\n")

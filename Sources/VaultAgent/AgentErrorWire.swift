@@ -30,6 +30,7 @@ enum AgentErrorWire {
         case .retiredKey(let path): return ("retiredKey", [path])
         case .otherVault(let path): return ("otherVault", [path])
         case .keyChanged(let path): return ("keyChanged", [path])
+        case .otherKey(let path): return ("otherKey", [path])
         case .vaultTooLarge(let path, let count): return ("vaultTooLarge", [path, "\(count)"])
         case .generationExhausted(let path): return ("generationExhausted", [path])
         case .invalidFieldName(let reason): return ("invalidFieldName", [reason])
@@ -79,6 +80,7 @@ enum AgentErrorWire {
         case "retiredKey" where count(1): return .retiredKey(path: path(a[0]))
         case "otherVault" where count(1): return .otherVault(path: path(a[0]))
         case "keyChanged" where count(1): return .keyChanged(path: path(a[0]))
+        case "otherKey" where count(1): return .otherKey(path: path(a[0]))
         case "vaultTooLarge" where count(2): return n(1).map { .vaultTooLarge(path: path(a[0]), byteCount: $0) }
         case "generationExhausted" where count(1): return .generationExhausted(path: path(a[0]))
         case "invalidFieldName" where count(1): return .invalidFieldName(a[0])

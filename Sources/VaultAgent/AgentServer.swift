@@ -319,7 +319,9 @@ public final class AgentServer: Sendable {
             guard let document = store as? any DocumentEntries else { throw VaultError.needsVersion2(path: store.path) }
             guard let other = request.first(.value) else { throw AgentError.protocolError("a request without a required field") }
             let bytes = request.payload.withUnsafeBytes { Array($0[other]) }
-            AgentWire.encode(try document.merge(bytes, label: try text(request, .source), dryRun: request.bool(.flags)), into: reply)
+            let report = try document.merge(
+                bytes, label: try text(request, .source), dryRun: request.bool(.flags), otherPassphrase: request.secret(.passphrase))
+            AgentWire.encode(report, into: reply)
         case .apply:
             guard let document = store as? any DocumentEntries else {
                 throw VaultError.needsVersion2(path: store.path)

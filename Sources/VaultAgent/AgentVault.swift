@@ -99,11 +99,12 @@ public final class AgentVault: DocumentEntries {
         return try AgentWire.records(from: answer)
     }
 
-    public func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport {
+    public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport {
         let answer = try client.request(.merge, path: path) { writer in
             writer.field(.source, label)
             other.withUnsafeBytes { writer.field(.value, $0) }
             writer.field(.flags, dryRun)
+            otherPassphrase?.withUnsafeBytes { writer.field(.passphrase, $0) }
         }
         return try AgentWire.mergeReport(from: answer)
     }

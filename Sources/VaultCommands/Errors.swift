@@ -89,7 +89,7 @@ extension VaultError: CLIReportable {
         case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
             .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault:
             return Exit.corrupt
-        case .keyChanged: return Exit.authentication
+        case .keyChanged, .otherKey: return Exit.authentication
         case .noSuchEntry, .noSuchVersion, .noSuchField: return Exit.notFound
         case .entryExists, .fieldExists: return Exit.exists
         case .needsVersion2: return Exit.usage
@@ -124,6 +124,7 @@ extension VaultError: CLIReportable {
         case .retiredKey: return "retired_key"
         case .otherVault: return "other_vault"
         case .keyChanged: return "key_changed"
+        case .otherKey: return "other_key"
         case .noSuchEntry: return "no_such_entry"
         case .entryExists: return "entry_exists"
         case .vaultTooLarge: return "vault_too_large"
@@ -152,8 +153,9 @@ extension VaultError: CLIReportable {
             return "if you put this vault here on purpose (or changed its passphrase on another machine), "
                 + "pass --accept-rollback once"
         case .keyChanged: return "run the command again with the new passphrase"
+        case .otherKey: return "give that copy's passphrase with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result takes the newer passphrase"
         case .missingOwnWrites:
-            return "keep both copies and merge them (vault merge is coming); to take this copy as it is, pass --accept-rollback once"
+            return "merge the copy that has them into this one ('vault merge OTHER'); to take this copy as it is, pass --accept-rollback once"
         case .noSuchEntry: return "'vault list' shows the names"
         case .noSuchField: return "'vault show NAME' shows the entry's fields"
         case .noSuchVersion: return "'vault history NAME' shows the versions"

@@ -13,10 +13,12 @@ import VaultTerminal
 package struct GitRepositorySync {
     package let options: VaultOptions
     package let dryRun: Bool
+    package let otherPassphrase: OtherCopyPassphrase
 
-    package init(options: VaultOptions, dryRun: Bool) {
+    package init(options: VaultOptions, dryRun: Bool, otherPassphrase: SecretSourceOptions<OtherPassphraseSecret>) {
         self.options = options
         self.dryRun = dryRun
+        self.otherPassphrase = OtherCopyPassphrase(otherPassphrase)
     }
 
     /// How many times a push rejected because the upstream moved is retried (fetch, merge, push again).
@@ -33,6 +35,8 @@ package struct GitRepositorySync {
         package var mergedCommit = false
         package var pushed = false
         package var attempts = 1
+        /// The upstream's vault, taken by a fast-forward, has another passphrase (changed on another machine).
+        package var rekeyed = false
     }
 
     package func run() throws -> Outcome {
@@ -107,8 +111,19 @@ package struct GitRepositorySync {
                 let fastForward = try git.run(["merge-base", "--is-ancestor", head, theirs]).status == 0
                 if theirBlob.status == 0, theirBlob.text != ourBlob.text {
                     let bytes = try git.blob(theirBlob.text.trimmingCharacters(in: .newlines))
-                    let report = try entries.merge(bytes, label: "\(upstream):\(relative)", dryRun: dryRun || fastForward)
-                    outcome.merge.accumulate(report)
+                    let label = "\(upstream):\(relative)"
+                    if fastForward {
+                        // Only said (the fast-forward brings it); a copy with a new passphrase is taken as it is.
+                        do {
+                            outcome.merge.accumulate(try entries.merge(bytes, label: label, dryRun: true, otherPassphrase: nil))
+                        } catch VaultError.otherKey {
+                            outcome.rekeyed = true
+                        }
+                    } else {
+                        outcome.merge.accumulate(try otherPassphrase.merging(label: label) {
+                            try entries.merge(bytes, label: label, dryRun: dryRun, otherPassphrase: $0)
+                        })
+                    }
                 }
                 if dryRun { return outcome }
                 if fastForward {

@@ -109,6 +109,9 @@ package struct GitCommand: ParsableCommand {
                 writeToStderr("vault: " + summary.split(separator: "\n").first.map(String.init)! + "\n")
             } catch let exit as ExitCode {
                 throw exit
+            } catch VaultError.otherKey {
+                writeToStderr("vault: cannot merge '\(shown)': one side has another passphrase (changed on another machine); abort this merge (git merge --abort) and run 'vault sync', which asks for it\n")
+                throw ExitCode(1)
             } catch let error as VaultError {
                 writeToStderr("vault: cannot merge '\(shown)': \(error)\n")
                 // Another vault, a version-1 file, a file that does not open: a conflict for git to show.

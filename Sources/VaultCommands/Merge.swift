@@ -24,6 +24,8 @@ package struct Merge: ParsableCommand {
     @Flag(help: "Say what the merge would change, and write nothing.")
     var dryRun = false
 
+    @OptionGroup var otherPassphrase: SecretSourceOptions<OtherPassphraseSecret>
+
     /// The most bytes read of the other copy: a vault holds at most 1 GiB of plaintext, plus its header.
     static let largestFile = (1 << 30) + (2 << 20)
 
@@ -34,13 +36,21 @@ package struct Merge: ParsableCommand {
             let bytes = try Self.read(other)
             let report: MergeReport
             do {
-                report = try withVault(options) { vault in try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun) }
+                report = try withVault(options) { vault in
+                    try OtherCopyPassphrase(otherPassphrase).merging(label: other) {
+                        try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun, otherPassphrase: $0)
+                    }
+                }
             } catch VaultError.missingOwnWrites(let path) where !options.acceptRollback {
                 // Two copies written on this machine: this one lacks what was written to the other, which is what
                 // the merge brings in. Opened as it is (as with --accept-rollback), here, with the passphrase.
                 var lenient = options
                 lenient.acceptRollback = true
-                report = try withVault(lenient) { vault in try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun) }
+                report = try withVault(lenient) { vault in
+                    try OtherCopyPassphrase(otherPassphrase).merging(label: other) {
+                        try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun, otherPassphrase: $0)
+                    }
+                }
                 if !options.json {
                     writeToStderr("vault: note: '\(TerminalText.escaped(path))' lacked changes made here (to another copy): merged as it was\n")
                 }
@@ -94,5 +104,37 @@ package struct Merge: ParsableCommand {
         let data = try handle.read(upToCount: largestFile + 1) ?? Data()
         guard data.count <= largestFile else { throw VaultError.vaultTooLarge(path: path, byteCount: data.count) }
         return [UInt8](data)
+    }
+}
+
+/// The passphrase of another copy of a vault sealed with another data key (its passphrase was changed on one side):
+/// from `--other-passphrase-fd`/`-file` (read once, however many merges a sync makes), else asked on the terminal
+/// the first time a merge needs it.
+package final class OtherCopyPassphrase {
+    private let source: SecretSourceOptions<OtherPassphraseSecret>
+    private var known: SecureBytes?
+    private var sourceRead = false
+
+    package init(_ source: SecretSourceOptions<OtherPassphraseSecret>) { self.source = source }
+
+    /// Runs `merge` with the passphrase known so far (none at first unless given); when the other copy turns out to
+    /// be sealed with another key (``VaultError/otherKey(path:)``), asks for its passphrase on the terminal and runs
+    /// `merge` again. No terminal: the error, whose hint names the options.
+    package func merging(label: String, _ merge: (SecureBytes?) throws -> MergeReport) throws -> MergeReport {
+        if !sourceRead {
+            known = try source.read()
+            sourceRead = true
+        }
+        do {
+            return try merge(known)
+        } catch VaultError.otherKey(let path) where known == nil {
+            do {
+                known = try VaultOptions.promptTwiceIfNeeded(
+                    prompt: "'\(TerminalText.escaped(label))' has another passphrase (changed on one side); its passphrase: ", confirm: false)
+            } catch CLIError.noPassphraseSource {
+                throw VaultError.otherKey(path: path)
+            }
+            return try merge(known)
+        }
     }
 }

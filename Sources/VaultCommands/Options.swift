@@ -159,6 +159,11 @@ package enum NewPassphraseSecret: SecretSourceName {
     package static let secret = "the new passphrase"
 }
 
+package enum OtherPassphraseSecret: SecretSourceName {
+    package static let optionName = "other-passphrase"
+    package static let secret = "the other copy's passphrase (when it was changed on one side)"
+}
+
 package enum PasswordSecret: SecretSourceName {
     package static let optionName = "password"
     package static let secret = "the password"

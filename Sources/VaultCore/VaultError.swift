@@ -55,6 +55,9 @@ public enum VaultError: Error, Equatable, Sendable {
     /// changed the vault's passphrase (which changes the data key), or put another vault in its place. Open
     /// it again with the (new) passphrase.
     case keyChanged(path: String)
+    /// Another copy of this vault, to merge, is sealed with another data key: its passphrase was changed on one
+    /// side. Its own passphrase opens it.
+    case otherKey(path: String)
     /// A write would make the vault file larger than the format allows (``VaultFormat/maximumFileByteCount``);
     /// nothing was written.
     case vaultTooLarge(path: String, byteCount: Int)
@@ -136,6 +139,8 @@ extension VaultError: CustomStringConvertible {
         case .keyChanged(let path):
             return "vault '\(path)' no longer opens with the key this process holds: another process changed its "
                 + "passphrase (or put another vault in its place); open it again"
+        case .otherKey(let path):
+            return "'\(path)' is sealed with another key than this vault: its passphrase was changed on one side"
         case .vaultTooLarge(let path, let count):
             return "cannot write vault '\(path)': it would be larger than a vault can be (\(count) bytes)"
         case .generationExhausted(let path):

@@ -220,6 +220,55 @@ import VaultTestSupport
         #expect(try m.list(m.a) == ["a-1", "a-2", "a-3", "a-4", "a-5", "b-0", "x-1", "x-2", "y-1", "y-2"])
     }
 
+    @Test(.enabled(if: git != nil, "needs git")) func aPassphraseChangedOnOneMachineIsFollowedByTheOtherWithNothingLost() throws {
+        let m = try Machines()
+        let newPassphrase = m.a.directory + "/new-passphrase"
+        FileManager.default.createFile(atPath: newPassphrase, contents: Data("a new passphrase\n".utf8), attributes: [.posixPermissions: 0o600])
+        // A changes the passphrase (a new data key) and pushes; B, unlocked in its agent, wrote an entry meanwhile.
+        #expect(try m.a.around(["put", "from-a", "--vault", m.vaultA], stdin: Data("a".utf8)).status == 0)
+        let passwd = try m.a.around(["passwd", "--vault", m.vaultA, "--new-passphrase-file", newPassphrase])
+        #expect(passwd.status == 0, "\(passwd.stderr)")
+        #expect(try AgentCLI.exec(CLI.vault, ["sync", "--vault", m.vaultA, "--passphrase-file", newPassphrase], environment: m.environment(m.a)).status == 0)
+        try m.b.unlock(["--vault", m.vaultB])
+        try m.put(m.b, "from-b", "b")
+
+        // Without the other copy's passphrase (and no terminal to ask on): exit 3, what to do, the vault as it was.
+        let committedBefore = try m.sync(m.b)
+        #expect(committedBefore.status == 3, "\(committedBefore.stdoutText) \(committedBefore.stderr)")
+        #expect(committedBefore.stderr == """
+            vault: 'origin/main:team.vault' is sealed with another key than this vault: its passphrase was changed on one side
+            hint: give that copy's passphrase with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result takes the newer passphrase
+
+            """)
+        #expect(try m.list(m.b) == ["from-b"])
+        // git's own pull runs the driver, which never asks: a conflict that says what to do.
+        let pull = try m.git(m.b, ["pull", "-q", "--no-rebase"])
+        #expect(pull.status != 0 && pull.stderr.contains("vault: cannot merge 'team.vault': one side has another passphrase (changed on another machine); abort this merge (git merge --abort) and run 'vault sync', which asks for it"), "\(pull.stderr)")
+        #expect(try m.git(m.b, ["merge", "--abort"]).status == 0)
+        chmod(m.vaultB, 0o600)
+
+        // With it: merged through B's agent, which now holds the new key; the old passphrase no longer opens it.
+        let synced = try m.sync(m.b, ["--other-passphrase-file", newPassphrase])
+        #expect(synced.status == 0 && synced.stdoutText.contains("  added: from-a\n") && synced.stdoutText.hasSuffix("pushed to origin/main\n"), "\(synced.stdoutText) \(synced.stderr)")
+        #expect(try m.list(m.b) == ["from-a", "from-b"], "through the agent, with the key it took")
+        #expect(try m.b.around(["list", "--vault", m.vaultB]).status == 3, "the old passphrase")
+        #expect(try AgentCLI.exec(CLI.vault, ["list", "--vault", m.vaultB, "--passphrase-file", newPassphrase], environment: m.environment(m.b).merging(["VAULT_AGENT_SOCK": m.b.elsewhereSocket]) { $1 }).stdoutText == "from-a\nfrom-b\n")
+
+        // A takes B's entry by a fast-forward, under the key A made.
+        let back = try AgentCLI.exec(CLI.vault, ["sync", "--vault", m.vaultA, "--passphrase-file", newPassphrase], environment: m.environment(m.a))
+        #expect(back.status == 0 && back.stdoutText.hasSuffix("fast-forwarded to origin/main\n"), "\(back.stdoutText) \(back.stderr)")
+        #expect(try AgentCLI.exec(CLI.vault, ["list", "--vault", m.vaultA, "--passphrase-file", newPassphrase], environment: m.environment(m.a).merging(["VAULT_AGENT_SOCK": m.a.elsewhereSocket]) { $1 }).stdoutText == "from-a\nfrom-b\n")
+
+        // B's copy from before the change, merged into A with its old passphrase: nothing new, and A keeps its key.
+        let old = m.a.directory + "/old.vault"
+        try m.git(m.b, ["show", "HEAD~2:team.vault"]).stdout.write(to: URL(fileURLWithPath: old))
+        let merged = try AgentCLI.exec(
+            CLI.vault, ["merge", old, "--vault", m.vaultA, "--passphrase-file", newPassphrase, "--other-passphrase-file", m.a.passphraseFile],
+            environment: m.environment(m.a).merging(["VAULT_AGENT_SOCK": m.a.elsewhereSocket]) { $1 })
+        #expect(merged.status == 0 && merged.stdoutText.hasSuffix("holds nothing new for '\(m.vaultA)'\n"), "\(merged.stdoutText) \(merged.stderr)")
+        #expect(try m.a.around(["list", "--vault", m.vaultA]).status == 3, "still the new passphrase")
+    }
+
     @Test(.enabled(if: git != nil && strace != nil, "needs git and strace")) func aDriverKilledBeforeItsRenameLeavesOursAndGitSaysSo() throws {
         let m = try Machines()
         try m.a.unlock(["--vault", m.vaultA])

@@ -114,7 +114,7 @@ import Testing
         #expect(refused.status == 6 && refused.stdout.isEmpty)
         #expect(refused.stderr == """
             vault: refusing to open vault '\(box.vaultPath)': it lacks changes made to it here (a copy from another machine put over it?)
-            hint: keep both copies and merge them (vault merge is coming); to take this copy as it is, pass --accept-rollback once
+            hint: merge the copy that has them into this one ('vault merge OTHER'); to take this copy as it is, pass --accept-rollback once
 
             """)
         let accepted = try box.vault(["list", "--accept-rollback"], extraEnvironment: machineA)

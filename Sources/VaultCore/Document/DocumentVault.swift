@@ -150,9 +150,9 @@ public final class DocumentVault: DocumentEntries, Sendable {
         var documents: [VaultDocument] = []
         for (bytes, label) in [(ours, labels.0), (theirs, labels.1)] {
             guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: label) }
-            guard try DocumentHeader.parse(bytes, label: label, policy: store.policy).vaultID == vaultID else {
-                throw VaultError.notTheSameVault(path: label)
-            }
+            let header = try DocumentHeader.parse(bytes, label: label, policy: store.policy)
+            guard header.vaultID == vaultID else { throw VaultError.notTheSameVault(path: label) }
+            guard header.dataKeyID == store.document?.dataKeyID else { throw VaultError.otherKey(path: label) }
             documents.append(try VaultDocument.open(bytes, with: .dataKey(dataKey), label: label, policy: store.policy).document)
         }
         var (merged, report) = try VaultDocument.merge(documents[0], documents[1], now: now)
@@ -181,9 +181,23 @@ public final class DocumentVault: DocumentEntries, Sendable {
         return lines
     }
 
-    public func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport {
-        let report = try store.merge(other, label: label, dryRun: dryRun)
-        if !dryRun { recordWrite() }
+    public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport {
+        let oldKey = store.dataKey, oldID = store.document?.dataKeyID
+        let protection = rollbackProtection, path = self.path
+        let report = try store.merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase) { otherKeyID in
+            // A key this vault retired (a copy from before a passphrase change made here) is not followed back.
+            guard let protection, let vaultID = self.vaultID else { return false }
+            do {
+                try RollbackGuard.checkVault(vaultID, dataKeyID: otherKeyID, path: path, protection: protection, accept: false)
+                return false
+            } catch {
+                return true
+            }
+        }
+        if !dryRun {
+            // The other copy's key followed: this vault's own is retired, so that a copy under it is refused here.
+            if store.document?.dataKeyID != oldID { recordWrite(retiring: oldKey, retiringID: oldID) } else { recordWrite() }
+        }
         return report
     }
 

@@ -62,11 +62,17 @@ public protocol DocumentEntries: KeyValueVault {
     /// Applies `changes` in one atomic, durable write (``VaultDocument/apply(_:replica:clock:)``).
     func apply(_ changes: [DocumentChange]) throws
     /// Merges another copy of this vault, the bytes of its file (`label` names it in errors), into this one
-    /// (``DocumentStore/merge(_:label:dryRun:attempts:)``); with `dryRun` nothing is written.
-    func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport
+    /// (``DocumentStore/merge(_:label:dryRun:otherPassphrase:keepsOurKey:attempts:)``); with `dryRun` nothing is
+    /// written. A copy sealed with another data key (a passphrase change on one side) needs `otherPassphrase`.
+    func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport
 }
 
 extension DocumentEntries {
+    /// Merges another copy of this vault sealed with this vault's data key.
+    public func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport {
+        try merge(other, label: label, dryRun: dryRun, otherPassphrase: nil)
+    }
+
     /// The current version of entry `name`, or `nil`.
     public func record(of name: String) throws -> EntryRecord? { try records(of: name, .current)?.first }
 }

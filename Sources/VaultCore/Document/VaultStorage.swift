@@ -337,30 +337,58 @@ public final class DocumentStore: Sendable {
         }
     }
 
-    /// Merges `other` (a copy of this vault: the same vault id, opened with the data key held) into what is
-    /// stored, conditionally as ``update(_:attempts:)`` writes (``VaultDocument/merge(_:_:now:)``); nothing is
-    /// written when the merge changes nothing, or with `dryRun`.
+    /// Merges `other` (a copy of this vault: the same vault id) into what is stored, conditionally as
+    /// ``update(_:attempts:)`` writes (``VaultDocument/merge(_:_:now:)``); nothing is written when the merge changes
+    /// nothing, or with `dryRun`.
+    ///
+    /// A copy under another data key (its passphrase was changed on one side) opens only with `otherPassphrase`;
+    /// the result then takes the other copy's key stanzas and data key (a passphrase change made elsewhere is
+    /// followed, not undone), unless `keepsOurKey` says its data key id is one this vault retired (an old copy:
+    /// the result keeps this key, and the report says the other copy lacks it).
     ///
     /// - Throws: ``VaultError/notTheSameVault(path:)``; ``VaultError/needsVersion2(path:)`` for a version-1
-    ///   `other`; ``VaultError/wrongPassphrase(path:)`` when the data key held does not open it (its passphrase
-    ///   was changed on one side); what opening it throws.
-    public func merge(_ otherBytes: [UInt8], label: String, dryRun: Bool, attempts: Int = 5) throws -> MergeReport {
+    ///   `other`; ``VaultError/otherKey(path:)`` when it is sealed with another data key and no `otherPassphrase`
+    ///   was given; ``VaultError/wrongPassphrase(path:)`` when that passphrase does not open it; what opening it
+    ///   throws.
+    public func merge(
+        _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil,
+        keepsOurKey: (DocumentID) -> Bool = { _ in false }, attempts: Int = 5
+    ) throws -> MergeReport {
         guard let dataKey = state.withLock({ loaded in loaded?.dataKey }), let held = document else { throw VaultError.notOpen }
         guard DocumentHeader.isVersion2(otherBytes) else { throw VaultError.needsVersion2(path: label) }
-        guard try DocumentHeader.parse(otherBytes, label: label, policy: policy).vaultID == held.vaultID else {
-            throw VaultError.notTheSameVault(path: label)
+        let header = try DocumentHeader.parse(otherBytes, label: label, policy: policy)
+        guard header.vaultID == held.vaultID else { throw VaultError.notTheSameVault(path: label) }
+        let other: VaultDocument
+        var adopted: SecureBytes?
+        if header.dataKeyID == held.dataKeyID {
+            other = try VaultDocument.open(otherBytes, with: .dataKey(dataKey), label: label, policy: policy).document
+        } else {
+            guard let otherPassphrase else { throw VaultError.otherKey(path: label) }
+            let opened = try VaultDocument.open(otherBytes, with: .passphrase(otherPassphrase), label: label, policy: policy)
+            other = opened.document
+            if !keepsOurKey(header.dataKeyID) { adopted = opened.dataKey }
         }
-        let other = try VaultDocument.open(otherBytes, with: .dataKey(dataKey), label: label, policy: policy).document
+        let keysDiffer = header.dataKeyID != held.dataKeyID
         var report = MergeReport()
         if dryRun {
             try reload()
             guard let current = document else { throw VaultError.notOpen }
-            return try VaultDocument.merge(current, other, now: clock.milliseconds()).1
+            report = try VaultDocument.merge(current, other, now: clock.milliseconds()).1
+            report.otherLacks = report.otherLacks || (keysDiffer && adopted == nil)
+            return report
         }
         try write(attempts: attempts) { stored in
             let ours = try openHeld(stored, dataKey: dataKey)
             let (merged, made) = try VaultDocument.merge(ours, other, now: clock.milliseconds())
             report = made
+            if let adopted {
+                // The other copy's passphrase change, followed: its stanzas and data key.
+                merged.stanzas = other.stanzas
+                merged.dataKeyID = other.dataKeyID
+                report.written = true
+                return (merged, adopted)
+            }
+            report.otherLacks = report.otherLacks || keysDiffer
             report.written = !merged.sameContent(as: ours)
             return report.written ? (merged, dataKey) : nil
         }

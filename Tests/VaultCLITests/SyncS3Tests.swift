@@ -166,6 +166,42 @@ import VaultTestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath)) == before)
     }
 
+    /// An object changed in the store by someone else (one byte flipped), cut short, or served one byte every
+    /// half second: a clear error, the local vault as it was, and the object as it was (never overwritten).
+    @Test func aCorruptOrTruncatedObjectOrATrickleChangesNothingOnEitherSide() throws {
+        let moto = try MotoS3(buckets: ["vault"])
+        defer { moto.stop() }
+        let a = try Machine(moto)
+        #expect(try a.vault(["init"]).status == 0)
+        #expect(try a.vault(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        #expect(try a.sync().status == 0)
+        #expect(try a.vault(["put", "later"], stdin: Data("w".utf8)).status == 0)
+        let local = try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath))
+        let object = try moto.object("vault", "team/shared.vault")
+        var flipped = object
+        flipped[flipped.count - 40] ^= 0x01
+        for (bytes, expected) in [
+            (flipped, "vault: cannot read vault 's3://vault/team/shared.vault': the file is corrupt: the body does not open under the vault's key (it was changed)\n"),
+            (object.prefix(object.count / 2), "vault: cannot read vault 's3://vault/team/shared.vault': the file is corrupt: truncated ("),
+        ] {
+            try moto.putObject("vault", "team/shared.vault", Data(bytes))
+            let result = try a.vault(["sync", "s3://vault/team/shared.vault", "--allow-insecure-http"])
+            #expect(result.status == 6 && result.stdout.isEmpty, "\(result.stderr)")
+            #expect(result.stderr.hasPrefix(expected), "\(result.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath)) == local)
+            #expect(try moto.object("vault", "team/shared.vault") == Data(bytes), "the object is not overwritten")
+        }
+
+        // A store that sends the object one byte every half second: --timeout ends the sync.
+        let server = try PythonServer(.counting)
+        defer { server.stop() }
+        let started = monotonicNow()
+        let slow = try a.vault(["sync", "s3://vault/trickle", "--endpoint", server.origin, "--allow-insecure-http", "--timeout", "2"])
+        #expect(slow.status == 1 && slow.stderr.contains("timed out"), "\(slow.stderr)")
+        #expect(monotonicNow() - started < 15, "the 2 s timeout ended it")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath)) == local)
+    }
+
     @Test func aWrongKeyAnotherVaultOrNoCredentialsChangeNothing() throws {
         let moto = try MotoS3(buckets: ["vault"])
         defer { moto.stop() }

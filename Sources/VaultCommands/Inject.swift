@@ -46,7 +46,7 @@ package struct Inject: ParsableCommand {
                 template = bytes.withUnsafeBytes { Array($0) }
             }
             let pieces = try Template.parse(template)
-            let names = pieces.compactMap { if case let .entry(name) = $0 { return name } else { return nil } }
+            let names = Template.names(pieces)
             var values: [String: SecureBytes] = [:]
             if !names.isEmpty {
                 try withVault(options) { vault in
@@ -58,29 +58,7 @@ package struct Inject: ParsableCommand {
                     }
                 }
             }
-            let count = pieces.reduce(0) { total, piece in
-                switch piece {
-                case let .text(range): return total + range.count
-                case let .entry(name): return total + (values[name]?.count ?? 0)
-                }
-            }
-            let filled = SecureBytes(count: count) { out in
-                var offset = 0
-                for piece in pieces {
-                    switch piece {
-                    case let .text(range):
-                        template[range].withUnsafeBytes {
-                            UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
-                        }
-                        offset += range.count
-                    case let .entry(name):
-                        values[name]?.withUnsafeBytes {
-                            UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
-                            offset += $0.count
-                        }
-                    }
-                }
-            }
+            let filled = Template.fill(pieces, of: template, with: values)
             if let output {
                 try filled.withUnsafeBytes { try OutputFile.replace(output, with: $0) }
             } else {
@@ -95,6 +73,39 @@ enum Template {
     enum Piece: Equatable {
         case text(Range<Int>)
         case entry(String)
+    }
+
+    /// The names of the entries `pieces` hold, in order (a name may come more than once).
+    static func names(_ pieces: [Piece]) -> [String] {
+        pieces.compactMap { if case let .entry(name) = $0 { return name } else { return nil } }
+    }
+
+    /// `template` with each placeholder of `pieces` replaced by its value (every one must be in `values`), in
+    /// guarded memory.
+    static func fill(_ pieces: [Piece], of template: [UInt8], with values: [String: SecureBytes]) -> SecureBytes {
+        let count = pieces.reduce(0) { total, piece in
+            switch piece {
+            case let .text(range): return total + range.count
+            case let .entry(name): return total + (values[name]?.count ?? 0)
+            }
+        }
+        return SecureBytes(count: count) { out in
+            var offset = 0
+            for piece in pieces {
+                switch piece {
+                case let .text(range):
+                    template[range].withUnsafeBytes {
+                        UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
+                    }
+                    offset += range.count
+                case let .entry(name):
+                    values[name]?.withUnsafeBytes {
+                        UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
+                        offset += $0.count
+                    }
+                }
+            }
+        }
     }
 
     static func parse(_ bytes: [UInt8]) throws -> [Piece] {

@@ -21,7 +21,10 @@ package struct RunCommand: ParsableCommand {
             command line. VAULT_PASSPHRASE is not passed on. vault exits with CMD's status (or dies of the signal
             that ended it); SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to vault are passed to CMD, and Ctrl-C on the
             terminal reaches CMD once (the terminal sends it to both; vault passes on only a SIGINT sent to it
-            alone). A missing entry is an error naming it (exit 2) and CMD does not run.
+            alone). A missing entry is an error naming it (exit 2) and CMD does not run. --mount PATH serves a .env
+            of the variables (or --mount-template's template, filled) through a FIFO made at PATH (0600; an existing
+            PATH is refused, exit 7) to every reader while CMD runs, and removes it when CMD ends: a file for tools
+            that read .env, never on disk.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -41,12 +44,26 @@ package struct RunCommand: ParsableCommand {
     @Flag(name: .customLong("mask"), help: "Replace every injected value in CMD's stdout and stderr by ******.")
     var mask = false
 
+    @Option(
+        name: .customLong("mount"),
+        help: ArgumentHelp(
+            "Serve a .env of the --env and --env-file variables (NAME=\"value\" lines) through a FIFO at PATH while CMD runs; removed at exit.",
+            valueName: "path"))
+    var mount: String?
+
+    @Option(
+        name: .customLong("mount-template"),
+        help: ArgumentHelp("With --mount: serve this template instead, filled as 'vault inject' fills it.", valueName: "path"))
+    var mountTemplate: String?
+
     @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
     var command: [String] = []
 
     package func validate() throws {
         guard !command.isEmpty else { throw ValidationError("give the command after --") }
         for mapping in environment + files { _ = try Self.mapping(mapping) }
+        if mountTemplate != nil, mount == nil { throw ValidationError("--mount-template needs --mount PATH") }
+        if let mount, mount.isEmpty { throw ValidationError("--mount needs a path") }
         if stdinEntry != nil, options.passphraseFD == 0 {
             throw ValidationError("--stdin feeds the command's stdin: use another --passphrase-fd")
         }
@@ -89,10 +106,19 @@ package struct RunCommand: ParsableCommand {
                 }
             }
             let fileMappings = try files.map(Self.mapping)
+            var template: (bytes: [UInt8], pieces: [Template.Piece])?
+            if let mountTemplate {
+                errno = 0
+                guard let data = FileManager.default.contents(atPath: mountTemplate), data.count <= Inject.maximumTemplateByteCount else {
+                    throw VaultError.io(operation: "cannot read", path: mountTemplate, errno: errno == 0 ? ENOENT : errno)
+                }
+                template = (Array(data), try Template.parse(Array(data)))
+            }
             // Every value first, then the vault is closed (its key zeroed) before the command starts.
             var values: [String: SecureBytes] = [:]
             try withVault(options) { vault in
                 for entry in variables.map(\.entry) + fileMappings.map(\.entry) + (stdinEntry.map { [$0] } ?? [])
+                    + Template.names(template?.pieces ?? [])
                 where values[entry] == nil {
                     guard let value = try vault.getBytes(entry) else {
                         if let origin = fromFiles[entry], !environment.contains(where: { $0.hasSuffix("=" + entry) }) {
@@ -121,6 +147,13 @@ package struct RunCommand: ParsableCommand {
             }
             child.stdinSecret = stdinEntry.flatMap { values[$0] }
             if mask { child.maskedValues = Array(values.values) }
+            var mounted: MountedFile?
+            if let mount {
+                let contents = template.map { Template.fill($0.pieces, of: $0.bytes, with: values) }
+                    ?? MountedFile.dotenv(variables.map { ($0.name, values[$0.entry]!) })
+                mounted = try MountedFile(path: mount, contents: contents)
+            }
+            defer { mounted?.remove() }
             status = try child.run()
         }
         // Exit as the command did: its code, or the signal that ended it.

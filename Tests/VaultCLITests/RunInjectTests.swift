@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// `vault run` and `vault inject` (issue 12, "Any process"), through the real binary.
 @Suite(.processTimeLimit) struct RunInjectTests {
@@ -29,6 +30,39 @@ import Testing
         #expect(result.status == 7, "run: exit \(result.status), \(result.stderr)")
         #expect(result.stdoutText == "v1 with spaces|v3|v2\nsecond line|v3|unset|memfd\n")
         #expect(result.stderr == "")
+    }
+
+    /// Issue 21: `--mount PATH` serves a .env of the variables (or a filled template) through a FIFO, to every reader
+    /// while the command runs, and removes it at exit; an existing PATH is refused and the command does not run.
+    @Test func mountServesADotenvThroughAFifoWhileTheCommandRunsAndRemovesIt() throws {
+        let mount = box.directory + "/project/.env"
+        try FileManager.default.createDirectory(atPath: box.directory + "/project", withIntermediateDirectories: true)
+        let script = #"test -p "$0" && stat -c %a "$0"; cat "$0"; printf '%s\n' ---; cat "$0"; exit 4"#
+        let result = try run(["--env", "A=k1", "--env", "B=k2", "--env", "C=odd \"name\"", "--mount", mount, "--", "/bin/sh", "-c", script, mount])
+        #expect(result.status == 4, "\(result.stderr)")
+        let dotenv = "A=\"v1 with spaces\"\nB=\"v2\\nsecond line\"\nC=\"v4\"\n"
+        #expect(result.stdoutText == "600\n" + dotenv + "---\n" + dotenv, "read twice, whole each time")
+        #expect(!FileManager.default.fileExists(atPath: mount), "removed at exit")
+        #expect(AgentFiles.lstatMode(mount) == nil)
+
+        // A dotenv loader (python-dotenv, scripts/install-deps --test) reads back the exact values.
+        let loader = try run(["--env", "A=k1", "--env", "B=k2", "--env", "C=odd \"name\"", "--mount", mount, "--", findTool("python3") ?? "/usr/bin/python3", "-c",
+                              "import dotenv,json,sys; print(json.dumps(dotenv.dotenv_values(sys.argv[1]), sort_keys=True))", mount])
+        #expect(loader.status == 0 && loader.stdoutText == #"{"A": "v1 with spaces", "B": "v2\nsecond line", "C": "v4"}"# + "\n", "\(loader.stdoutText) \(loader.stderr)")
+
+        // A template instead, filled as inject fills it.
+        try box.write("user: {{ vault \"k3\" }}\n", to: box.directory + "/template")
+        let templated = try run(["--mount", mount, "--mount-template", box.directory + "/template", "--", "/bin/cat", mount])
+        #expect(templated.status == 0 && templated.stdoutText == "user: v3\n", "\(templated.stderr)")
+
+        // An existing path: refused, exit 7, the command does not run, the file is left as it was.
+        try box.write("mine\n", to: mount)
+        let refused = try run(["--env", "A=k1", "--mount", mount, "--", "/bin/sh", "-c", "echo ran"])
+        #expect(refused.status == 7 && refused.stdout.isEmpty, "\(refused.stderr)")
+        #expect(refused.stderr == "vault: --mount: '\(mount)' exists; it is made (as a FIFO) and removed by vault run\n")
+        #expect(try String(contentsOfFile: mount, encoding: .utf8) == "mine\n")
+        let orphan = try run(["--mount-template", box.directory + "/template", "--", "/bin/true"])
+        #expect(orphan.status == 64 && orphan.stderr.contains("--mount-template needs --mount PATH"), "\(orphan.stderr)")
     }
 
     /// Issue 24 §5: dotenv files as they are written (CRLF, a BOM, export, quotes, comments), and a bad line named

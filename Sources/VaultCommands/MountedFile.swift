@@ -1,0 +1,116 @@
+import Foundation
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `vault run --mount PATH`: a file that exists only while the command runs and is never on disk. PATH is a FIFO
+/// (mode 0600, made here; an existing PATH is refused); every open of it for reading gets the whole contents, as
+/// many times as the command (or the tools it starts) reads it; at the command's exit the FIFO is removed.
+///
+/// A FIFO cannot tell a reader that has its copy from the next one: after a copy is drained and the FIFO closed,
+/// the server pauses (``pauseBetweenReaders``) so that the reader sees its end of file before the next open; a reader
+/// slower than that to read its end of file would get a second copy.
+final class MountedFile: @unchecked Sendable {
+    let path: String
+    private let contents: SecureBytes
+    private let stopped = NSLock()
+    private var isStopped = false
+
+    /// Makes the FIFO at `path` and starts serving `contents` on it.
+    ///
+    /// - Throws: a CLI error naming `path` when it exists (exit 7) or cannot be made (exit 1).
+    init(path: String, contents: SecureBytes) throws {
+        self.path = path
+        self.contents = contents
+        guard mkfifo(path, 0o600) == 0 else {
+            let code = errno
+            if code == EEXIST {
+                throw CLIError.message("--mount: '\(path)' exists; it is made (as a FIFO) and removed by vault run", exitCode: Exit.exists)
+            }
+            throw VaultError.io(operation: "cannot make the FIFO", path: path, errno: code)
+        }
+        // mkfifo's mode went through the umask: 0600 exactly.
+        chmod(path, 0o600)
+        // The server thread takes no signal: the ones vault passes on to the command are waited for on this thread.
+        var all = sigset_t(), previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_BLOCK, &all, &previous)
+        startDetachedThread { [self] in serve() }
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
+    }
+
+    private var stopping: Bool { stopped.withLock { isStopped } }
+
+    /// One reader at a time: an open for writing waits for the next reader, then the whole contents, then the end.
+    private func serve() {
+        while !stopping {
+            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if stopping {
+                close(fd)
+                return
+            }
+            // A reader that goes away early ends its copy (EPIPE; SIGPIPE is ignored while the command runs).
+            if contents.withUnsafeBytes({ Posix.writeAll(fd, $0) }) == 0 {
+                // Until the reader has taken every byte (FIONREAD counts what is still in the pipe)...
+                var left: Int32 = 0
+                while !stopping, ioctl(fd, UInt(FIONREAD), &left) == 0, left > 0 { usleep(2_000) }
+            }
+            close(fd)
+            // ...then the end of the file, which it sees only while no writer has the FIFO open: an open for the next
+            // reader right away would find this one still there and give it a second copy. A new reader meanwhile
+            // waits in its open() until the next round.
+            usleep(Self.pauseBetweenReaders)
+        }
+    }
+
+    /// How long (µs) the reader that got a copy has to see its end of file before the FIFO is opened for the next.
+    static let pauseBetweenReaders: UInt32 = 100_000
+
+    /// Stops serving and removes the FIFO. A reader that opened it already gets its copy; a writer blocked on a
+    /// reader that never reads is left to end with the process.
+    func remove() {
+        stopped.withLock { isStopped = true }
+        // The server may wait in open() for a reader: be that reader, without blocking.
+        let unblock = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        unlink(path)
+        if unblock >= 0 { close(unblock) }
+    }
+
+    /// `NAME="value"` lines, as dotenv loaders read them: double quotes, with `\`, `"`, `$`, newline and carriage return
+    /// escaped.
+    static func dotenv(_ variables: [(name: String, value: SecureBytes)]) -> SecureBytes {
+        func escapedCount(_ value: SecureBytes) -> Int {
+            value.withUnsafeBytes { bytes in bytes.reduce(0) { $0 + ([0x5C, 0x22, 0x24, 0x0A, 0x0D].contains($1) ? 2 : 1) } }
+        }
+        let total = variables.reduce(0) { $0 + $1.name.utf8.count + 4 + escapedCount($1.value) }
+        return SecureBytes(count: total) { out in
+            var offset = 0
+            func put(_ byte: UInt8) {
+                out[offset] = byte
+                offset += 1
+            }
+            for (name, value) in variables {
+                for byte in name.utf8 { put(byte) }
+                put(UInt8(ascii: "="))
+                put(UInt8(ascii: "\""))
+                value.withUnsafeBytes { bytes in
+                    for byte in bytes {
+                        switch byte {
+                        case 0x0A: put(0x5C); put(UInt8(ascii: "n"))
+                        case 0x0D: put(0x5C); put(UInt8(ascii: "r"))
+                        case 0x5C, 0x22, 0x24: put(0x5C); put(byte)
+                        default: put(byte)
+                        }
+                    }
+                }
+                put(UInt8(ascii: "\""))
+                put(0x0A)
+            }
+        }
+    }
+}

@@ -17,15 +17,7 @@ package struct CredentialHelper: AsyncParsableCommand {
         commandName: "credential",
         abstract: NetworkVerb.credential.abstract,
         discussion: """
-            Reads git's key=value lines from stdin up to a blank line or end of input. `get` prints
-            username=, password= (password_expiry_utc=, oauth_refresh_token=) of a stored, unexpired
-            credential, or authtype= and credential= to a caller that sent capability[]=authtype, or nothing;
-            `store` stores; `erase` removes (only what matches the username and password given).
-            Only the http and https protocols are kept. A request with a NUL or carriage return in a line,
-            or a host that is not exactly host[:port], is refused. The passphrase comes from
-            --passphrase-fd, --passphrase-file, VAULT_PASSPHRASE, the agent or the terminal (/dev/tty,
-            never with git config credential.interactive=false), never from stdin.
-            Other operations are ignored, as git expects.
+            Reads git's key=value lines from stdin up to a blank line or end of input. `get` prints username=, password= (password_expiry_utc=, oauth_refresh_token=) of a stored, unexpired credential, or authtype= and credential= to a caller that sent capability[]=authtype, or nothing; `store` stores; `erase` removes (only what matches the username and password given). Only the http and https protocols are kept. A request with a NUL or carriage return in a line, or a host that is not exactly host[:port], is refused. The passphrase comes from --passphrase-fd, --passphrase-file, VAULT_PASSPHRASE, the agent or the terminal (/dev/tty, never with git config credential.interactive=false), never from stdin. Other operations are ignored, as git expects.
             """)
 
     @OptionGroup var options: VaultOptions

@@ -16,10 +16,7 @@ package struct Device: AsyncParsableCommand {
         commandName: "device",
         abstract: NetworkVerb.device.abstract,
         discussion: """
-            The server URL and application id given to 'register' are remembered in the vault
-            (mobileservices.server, mobileservices.appid); username, password and the application
-            connection id are stored under username, password and appcid, in one atomic write,
-            only once the server answered 201.
+            The server URL and application id given to 'register' are remembered in the vault (mobileservices.server, mobileservices.appid); username, password and the application connection id are stored under username, password and appcid, in one atomic write, only once the server answered 201.
 
             EXIT CODES (besides those of 'vault --help')
               0   registered (status), done (register, unregister)
@@ -67,9 +64,7 @@ struct DeviceRegister: AsyncParsableCommand {
         commandName: "register",
         abstract: "Log in and register this device; store username, password and appcid in the vault.",
         discussion: """
-            Credentials: --username with --password-fd N or --password-file PATH (first line), else the
-            credential stored for the server, else a prompt on the terminal (without a terminal: exit 3).
-            The server and application id are remembered: later 'status' and 'unregister' need no flags.
+            Credentials: --username with --password-fd N or --password-file PATH (first line), else the credential stored for the server, else a prompt on the terminal (without a terminal: exit 3). The server and application id are remembered: later 'status' and 'unregister' need no flags.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -124,9 +119,7 @@ struct DeviceStatus: AsyncParsableCommand {
         commandName: "status",
         abstract: "Check the registration with the server (exit 0 registered, 2 not registered).",
         discussion: """
-            Sends one request to the service root with the stored credentials and appcid. If the server
-            answers 404 (the registration was removed), appcid, username and password are deleted from
-            the vault and the exit status is 2. A network failure deletes nothing (exit 1).
+            Sends one request to the service root with the stored credentials and appcid. If the server answers 404 (the registration was removed), appcid, username and password are deleted from the vault and the exit status is 2. A network failure deletes nothing (exit 1).
             """)
 
     @OptionGroup var options: VaultOptions

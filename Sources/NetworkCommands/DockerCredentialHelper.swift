@@ -26,10 +26,7 @@ package struct DockerCredentialHelper: AsyncParsableCommand {
         commandName: "docker-credential",
         abstract: NetworkVerb.dockerCredential.abstract,
         discussion: """
-            Link vault-net (or vault, one exec more) as docker-credential-vault on PATH and name it in
-            ~/.docker/config.json ("credsStore": "vault") or in a credHelpers entry of containers' auth.json.
-            The vault is VAULT_PATH or the default; the passphrase comes from the agent (vault unlock),
-            VAULT_PASSPHRASE or the terminal. `list` never asks: with the vault locked it fails.
+            Link vault-net (or vault, one exec more) as docker-credential-vault on PATH and name it in ~/.docker/config.json ("credsStore": "vault") or in a credHelpers entry of containers' auth.json. The vault is VAULT_PATH or the default; the passphrase comes from the agent (vault unlock), VAULT_PASSPHRASE or the terminal. `list` never asks: with the vault locked it fails.
             """)
 
     @OptionGroup var options: VaultOptions

@@ -11,13 +11,9 @@ package struct Generate: ParsableCommand {
         commandName: "generate",
         abstract: "Store a new random secret under NAME (libsodium's uniform random numbers); print it only with --print.",
         discussion: """
-            Characters (default: 24 from 'alnum') or, with --words N, N words of the EFF large word list
-            (7,776 words, 12.9 bits each; https://www.eff.org/dice, CC BY 3.0 US). The entropy in bits goes to
-            stderr. NAME must not exist unless --force.
+            Characters (default: 24 from 'alnum') or, with --words N, N words of the EFF large word list (7,776 words, 12.9 bits each; https://www.eff.org/dice, CC BY 3.0 US). The entropy in bits goes to stderr. NAME must not exist unless --force.
 
-            Character sets: alnum (A-Z a-z 0-9, 62), alpha (52), lower (26), digits (10), hex (0-9 a-f, 16),
-            symbols (the 94 printable ASCII characters but space); or --chars 'CHARACTERS': exactly those
-            characters (at least 2 distinct printable ASCII characters).
+            Character sets: alnum (A-Z a-z 0-9, 62), alpha (52), lower (26), digits (10), hex (0-9 a-f, 16), symbols (the 94 printable ASCII characters but space); or --chars 'CHARACTERS': exactly those characters (at least 2 distinct printable ASCII characters).
             """)
 
     @OptionGroup var options: VaultOptions

@@ -9,12 +9,9 @@ package struct Init: ParsableCommand {
         commandName: "init",
         abstract: "Create a new, empty vault.",
         discussion: """
-            The passphrase is asked twice on the terminal, or read once from --passphrase-fd/--passphrase-file/VAULT_PASSPHRASE.
-            Asked on the terminal, it also unlocks the new vault in the agent (started if none runs; VAULT_AGENT=off:
-            not), so the next commands ask nothing for 15 minutes without use, 8 hours at most.
+            The passphrase is asked twice on the terminal, or read once from --passphrase-fd/--passphrase-file/VAULT_PASSPHRASE. Asked on the terminal, it also unlocks the new vault in the agent (started if none runs; VAULT_AGENT=off: not), so the next commands ask nothing for 15 minutes without use, 8 hours at most.
 
-            --kdf calibrate:500ms (or calibrate:1s) measures Argon2id here and picks the parameters whose unlock takes
-            about that long: memory first (64 MiB ... 1 GiB, as libsodium's guide advises), then passes (2 ... 4).
+            --kdf calibrate:500ms (or calibrate:1s) measures Argon2id here and picks the parameters whose unlock takes about that long: memory first (64 MiB ... 1 GiB, as libsodium's guide advises), then passes (2 ... 4).
             """)
 
     @OptionGroup var options: VaultOptions

@@ -12,10 +12,7 @@ package struct Inject: ParsableCommand {
         commandName: "inject",
         abstract: "Fill {{ vault \"ENTRY\" }} placeholders of a template (stdin or -i) into stdout or -o OUT (0600, atomic).",
         discussion: """
-            A placeholder is `{{`, optional spaces, `vault`, spaces, the entry's name in double quotes (\\" and \\\\
-            inside it stand for " and \\), optional spaces, `}}`. Any other text, other `{{ ... }}` included, is
-            copied as it is. A missing entry is an error naming it (exit 2) and nothing is written; a malformed
-            placeholder is an error naming its line (exit 64). OUT is replaced atomically and created 0600.
+            A placeholder is `{{`, optional spaces, `vault`, spaces, the entry's name in double quotes (\\" and \\\\ inside it stand for " and \\), optional spaces, `}}`. Any other text, other `{{ ... }}` included, is copied as it is. A missing entry is an error naming it (exit 2) and nothing is written; a malformed placeholder is an error naming its line (exit 64). OUT is replaced atomically and created 0600.
             """)
 
     @OptionGroup var options: VaultOptions

@@ -14,17 +14,11 @@ package struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run CMD with secrets from the vault: in its environment, on its stdin, or in in-memory files.",
         discussion: """
-            --env NAME=ENTRY sets NAME to the entry's value; --env-file FILE reads NAME=ENTRY lines as dotenv files are
-            written (LF or CRLF, blank lines and # comments skipped, export and quotes allowed; a bad line is named
-            by its number only); --stdin ENTRY feeds the value on CMD's stdin; --file NAME=ENTRY sets NAME to
-            /dev/fd/N, an in-memory file (memfd, never on disk, sealed) holding the value. No secret is ever on a
-            command line. VAULT_PASSPHRASE is not passed on. vault exits with CMD's status (or dies of the signal
-            that ended it); SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to vault are passed to CMD, and Ctrl-C on the
-            terminal reaches CMD once (the terminal sends it to both; vault passes on only a SIGINT sent to it
-            alone). A missing entry is an error naming it (exit 2) and CMD does not run. --mount PATH serves a .env
-            of the variables (or --mount-template's template, filled) through a FIFO made at PATH (0600; an existing
-            PATH is refused, exit 7) to every reader while CMD runs, and removes it when CMD ends: a file for tools
-            that read .env, never on disk.
+            --env NAME=ENTRY sets NAME to the entry's value; --env-file FILE reads NAME=ENTRY lines as dotenv files are written (LF or CRLF, blank lines and # comments skipped, export and quotes allowed; a bad line is named by its number only); --stdin ENTRY feeds the value on CMD's stdin; --file NAME=ENTRY sets NAME to /dev/fd/N, an in-memory file (memfd, never on disk, sealed) holding the value. No secret is ever on a command line. VAULT_PASSPHRASE is not passed on.
+
+            vault exits with CMD's status (or dies of the signal that ended it); SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to vault are passed to CMD, and Ctrl-C on the terminal reaches CMD once (the terminal sends it to both; vault passes on only a SIGINT sent to it alone). A missing entry is an error naming it (exit 2) and CMD does not run.
+
+            --mount PATH serves a .env of the variables (or --mount-template's template, filled) through a FIFO made at PATH (0600; an existing PATH is refused, exit 7) to every reader while CMD runs, and removes it when CMD ends: a file for tools that read .env, never on disk.
             """)
 
     @OptionGroup var options: VaultOptions

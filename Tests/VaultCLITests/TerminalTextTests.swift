@@ -11,6 +11,41 @@ import VaultTestSupport
     static let hostileName = "invoice\u{202E}fdp.exe\u{2028}x"
     static let hostileNameEscaped = #"invoice\u{202E}fdp.exe\u{2028}x"#
 
+    /// Issue 22: help texts are written as paragraphs, one line each, so that ArgumentParser wraps them to the
+    /// terminal's width; a hard break inside a paragraph leaves a ragged line at every width but one. At 4000
+    /// columns, every paragraph of every verb's and sub-verb's help (vault and vault-net) is then one line.
+    @Test func everyHelpTextIsWrittenAsParagraphs() throws {
+        func verbs(_ help: String) -> [String] {
+            guard let start = help.range(of: "SUBCOMMANDS:\n") else { return [] }
+            return help[start.upperBound...].split(separator: "\n").compactMap { line -> String? in
+                guard line.hasPrefix("  "), !line.hasPrefix("   "), let word = line.split(separator: " ").first else { return nil }
+                return String(word)
+            }
+        }
+        func help(_ arguments: [String]) throws -> String {
+            try CLI.run(arguments + ["--help"], environment: ["COLUMNS": "4000"]).stdoutText
+        }
+        var checked = 0
+        let top = try help([])
+        for verb in verbs(top) {
+            let text = try help([verb])
+            for sub in verbs(text) { try expectParagraphs(try help([verb, sub]), "\(verb) \(sub)") }
+            try expectParagraphs(text, verb)
+            checked += 1
+        }
+        #expect(checked > 20, "verbs read from vault --help: \(checked)")
+    }
+
+    func expectParagraphs(_ help: String, _ verb: String) throws {
+        // The overview and discussion come before USAGE; indented lines are tables.
+        let prose = help.components(separatedBy: "\nUSAGE:").first ?? help
+        func isProse(_ line: String) -> Bool { !line.isEmpty && !line.hasPrefix(" ") && line != line.uppercased() }
+        let lines = prose.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for (previous, line) in zip(lines, lines.dropFirst()) where isProse(previous) && isProse(line) {
+            Issue.record("vault \(verb) --help: a paragraph broken by hand: '\(previous)' / '\(line)'")
+        }
+    }
+
     @Test func escapesControlsAndBidiControlsVisibly() {
         #expect(TerminalText.escaped("a\u{1B}[2Jb\u{07}") == #"a\x1B[2Jb\x07"#)
         #expect(TerminalText.escaped("\u{0}\u{7F}\u{80}\u{9F}") == #"\x00\x7F\x80\x9F"#)

@@ -74,7 +74,10 @@ extension VaultDocument {
         for (id, time) in theirs.tombstones where time > tombstones[id] ?? time.lowest { tombstones[id] = time }
         var entries: [DocumentID: Entry] = [:]
         var conflicted: Set<DocumentID> = []
-        for id in Set(ours.entries.keys).union(theirs.entries.keys) {
+        var ids = Array(ours.entries.keys)
+        for id in theirs.entries.keys where ours.entries[id] == nil { ids.append(id) }
+        entries.reserveCapacity(ids.count)
+        for id in ids {
             var merged: Entry
             if let a = ours.entries[id], let b = theirs.entries[id], a.isSameVersion(as: b) {
                 // The same version with the same history on both sides (most entries of two copies): one of them.
@@ -131,8 +134,8 @@ extension VaultDocument {
         for (replica, time) in theirs.replicas where time > replicas[replica] ?? time.lowest { replicas[replica] = time }
         report.replicasAhead = replicas.filter { $0.value.milliseconds > now &+ maximumClockLead }.map(\.key).sorted()
 
-        // What changed for ours.
-        for (id, entry) in entries.sorted(by: { $0.value.name < $1.value.name }) {
+        // What changed for ours, each list in name order (only the changed entries are sorted).
+        for (id, entry) in entries {
             if let before = ours.entries[id] {
                 if entry.modified != before.modified { report.updated.append(entry.name) }
             } else if ours.tombstones[id] != nil {
@@ -142,6 +145,10 @@ extension VaultDocument {
             }
             if conflicted.contains(id) { report.conflicts.append(entry.name) }
         }
+        report.updated.sort()
+        report.resurrected.sort()
+        report.added.sort()
+        report.conflicts.sort()
         report.deleted = ours.entries.filter { entries[$0.key] == nil }.map(\.value.name).sorted()
 
         let merged = VaultDocument(

@@ -378,7 +378,14 @@ public final class DocumentStore: Sendable {
             return report
         }
         try write(attempts: attempts) { stored in
-            let ours = try openHeld(stored, dataKey: dataKey)
+            // The document held when it is what is stored (the merge changes neither input), else the stored bytes.
+            let ours: VaultDocument
+            if let held = state.withLock({ loaded in loaded?.version == stored.version ? loaded?.document : nil }) {
+                try verify(held, dataKey)
+                ours = held
+            } else {
+                ours = try openHeld(stored, dataKey: dataKey)
+            }
             let (merged, made) = try VaultDocument.merge(ours, other, now: clock.milliseconds())
             report = made
             if let adopted {

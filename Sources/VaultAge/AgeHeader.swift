@@ -155,9 +155,14 @@ public struct AgeHeader: Equatable, Sendable {
     /// the stanzas in order, as age's `Decrypt` does), after the header's MAC is verified under it. Stanzas of
     /// other types are skipped.
     ///
-    /// - Throws: ``AgeError/malformedStanza(_:)`` for a malformed `X25519` stanza met on the way (the spec's
-    ///   MUST reject; a share of small order included), ``AgeError/noMatch`` when no stanza unwraps,
-    ///   ``AgeError/headerMACMismatch`` when one does but the MAC does not verify.
+    /// Every `X25519` stanza's form is checked before any is tried, so that whether a header is refused does not
+    /// depend on the identities held; age checks a stanza only when it reaches it, and so opens a file whose
+    /// malformed stanza comes after the one that matches (no age writes such a file). A share of small order is
+    /// found only when its stanza is tried.
+    ///
+    /// - Throws: ``AgeError/malformedStanza(_:)`` for a malformed `X25519` stanza (the spec's MUST reject; a share
+    ///   of small order included), ``AgeError/noMatch`` when no stanza unwraps, ``AgeError/headerMACMismatch`` when
+    ///   one does but the MAC does not verify.
     public func unwrapFileKey(with identities: [AgeIdentity]) throws(AgeError) -> SecureBytes {
         let x25519Stanzas = stanzas.filter { $0.type == X25519Stanza.stanzaType }
         var parsed: [X25519Stanza] = []

@@ -115,8 +115,7 @@ public enum AgePayload {
         let chunkCount = (chunks.count + sealedChunkByteCount - 1) / sealedChunkByteCount
         let lastSealedCount = chunks.count - (chunkCount - 1) * sealedChunkByteCount
         let tag = Sodium.chaCha20Poly1305TagByteCount
-        guard lastSealedCount >= tag else { throw .malformedPayload(.chunkAuthenticationFailed(index: chunkCount - 1)) }
-        let plaintextCount = chunks.count - chunkCount * tag
+        let plaintextCount = (chunkCount - 1) * chunkByteCount + max(0, lastSealedCount - tag)
 
         return try withPayloadKey(fileKey: fileKey, nonce: nonce) { (key) throws(AgeError) in
             try SecureBytes(count: plaintextCount) { (plaintext) throws(AgeError) in
@@ -131,6 +130,8 @@ public enum AgePayload {
                 }
                 for index in 0..<chunkCount {
                     let isLast = index == chunkCount - 1
+                    // Too short for a tag: reached only after every chunk before it opened as a non-final one.
+                    if isLast && lastSealedCount < tag { throw .malformedPayload(.chunkAuthenticationFailed(index: index)) }
                     if open(index, isFinal: isLast) {
                         if isLast && lastSealedCount == tag && index > 0 { throw .malformedPayload(.emptyFinalChunk) }
                         continue

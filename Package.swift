@@ -5,6 +5,7 @@ import PackageDescription
 //   CSodium → VaultSodium → VaultCore → VaultCredentials → VaultAuth → MobileServices → NetworkCommands → vault-net, DemoApp
 //   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands → NetworkCommands; VaultCommands → vault
 //   VaultAuth → VaultAuthTesting (test doubles) → the test targets
+//   VaultCore → VaultAge (age's X25519 recipients, stanza, header and payload)
 // The emulator depends on nothing of ours but the wire format.
 //
 // Linux only (Glibc, prctl, SO_PEERCRED): no `platforms` line, because SwiftPM cannot say "Linux" there and a
@@ -18,6 +19,7 @@ let package = Package(
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
         .library(name: "VaultOTP", targets: ["VaultOTP"]),
         .library(name: "VaultSync", targets: ["VaultSync"]),
+        .library(name: "VaultAge", targets: ["VaultAge"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
         .library(name: "VaultAuthTesting", targets: ["VaultAuthTesting"]),
         .executable(name: "vault", targets: ["vault"]),
@@ -71,6 +73,10 @@ let package = Package(
         // otpauth:// URIs and base32 secrets, parsed and checked without any HMAC (`vault put --field otp` links it).
         .target(name: "OTPAuth", dependencies: ["VaultCore"]),
         .target(name: "VaultOTP", dependencies: ["OTPAuth", "VaultCore", .product(name: "Crypto", package: "swift-crypto")]),
+        // age's X25519 recipients and identities (`age1…`, `AGE-SECRET-KEY-1…`, Bech32), its X25519 stanza, v1 text
+        // header with its MAC and STREAM payload (C2SP age.md), on VaultSodium's primitives: the core of sharing a
+        // vault by public key (issue 20). No networking, no terminal.
+        .target(name: "VaultAge", dependencies: ["VaultCore", "VaultSodium"]),
         // Sync with remote stores (S3 conditional writes): the transport and SigV4 of VaultAuth.
         .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth"]),
         // Device registration with the mobile-services API.
@@ -138,6 +144,7 @@ let package = Package(
         // Test support shared by the test targets (a real nginx, the Python test server, running tools, free ports).
         .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport", resources: [.copy("http_test_server.py"), .copy("moto_s3.py")]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium"]),
+        .testTarget(name: "VaultAgeTests", dependencies: ["VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore"]),

@@ -23,6 +23,17 @@ extension Sodium {
     package static func hmacSHA256(
         key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
     ) {
+        hmacSHA256(key: key, messageParts: CollectionOfOne(message), into: out)
+    }
+
+    /// HMAC-SHA-256 of the concatenation of `messageParts` under `key`, written into `out` (32 bytes), without
+    /// copying the parts together: HKDF-Expand's blocks are `T(i-1) || info || i`, and `T(i-1)` is secret.
+    ///
+    /// The corresponding libsodium functions are `crypto_auth_hmacsha256_init`, `_update` (once a part) and `_final`.
+    package static func hmacSHA256(
+        key: UnsafeRawBufferPointer, messageParts: some Sequence<UnsafeRawBufferPointer>,
+        into out: UnsafeMutableRawBufferPointer
+    ) {
         precondition(initialized, "libsodium failed to initialise")
         precondition(out.count == hmacSHA256ByteCount)
         // The state holds the padded key's hash contexts: zeroed before it goes.
@@ -31,9 +42,11 @@ extension Sodium {
         var result = crypto_auth_hmacsha256_init(
             &state, key.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? hmacEmptyInput, key.count)
         precondition(result == 0, "crypto_auth_hmacsha256_init cannot fail")
-        result = crypto_auth_hmacsha256_update(
-            &state, message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? hmacEmptyInput, UInt64(message.count))
-        precondition(result == 0, "crypto_auth_hmacsha256_update cannot fail")
+        for message in messageParts {
+            result = crypto_auth_hmacsha256_update(
+                &state, message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? hmacEmptyInput, UInt64(message.count))
+            precondition(result == 0, "crypto_auth_hmacsha256_update cannot fail")
+        }
         result = crypto_auth_hmacsha256_final(&state, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
         precondition(result == 0, "crypto_auth_hmacsha256_final cannot fail")
     }

@@ -1,0 +1,166 @@
+import Foundation
+import VaultCore
+
+/// A field of an entry on its way into or out of a vault: its name, whether it is secret, and its value in guarded
+/// memory.
+///
+/// Parsers read text through Foundation (JSON, XML), which holds ordinary `String` copies of every value until the
+/// parse ends: that copy cannot be avoided with these parsers, and is released when the parse returns. Values are
+/// moved into ``SecureBytes`` as soon as each item is read.
+public struct PortableField: Sendable {
+    public var name: String
+    public var isSecret: Bool
+    public var value: SecureBytes
+
+    public init(name: String, isSecret: Bool, value: SecureBytes) {
+        self.name = name
+        self.isSecret = isSecret
+        self.value = value
+    }
+
+    /// A field of text, secret or not.
+    public init(_ name: String, _ text: String, secret: Bool = false) {
+        self.init(name: name, isSecret: secret, value: SecureBytes(string: text))
+    }
+}
+
+/// One version of an entry: its fields in order and when it was made (milliseconds since the Unix epoch; `nil` when
+/// the source does not say).
+public struct PortableVersion: Sendable {
+    public var fields: [PortableField]
+    public var modified: UInt64?
+    /// Whether a merge kept this version as the loser of a conflict (vault's own export only).
+    public var conflict: Bool
+
+    public init(fields: [PortableField], modified: UInt64? = nil, conflict: Bool = false) {
+        self.fields = fields
+        self.modified = modified
+        self.conflict = conflict
+    }
+
+    /// The field named `name`, or `nil`.
+    public func field(_ name: String) -> PortableField? { fields.first { $0.name == name } }
+}
+
+/// An entry read from another password manager's export (or written to one): its name as path components (folders,
+/// groups, vaults, then the title), its current version, its earlier versions newest first, and when it was created.
+public struct PortableEntry: Sendable {
+    /// The name's components: folders or groups, then the title. Joined with `/` into the vault's name.
+    public var path: [String]
+    public var current: PortableVersion
+    /// Newest first, as a vault keeps them.
+    public var history: [PortableVersion]
+    /// Milliseconds since the Unix epoch, `nil` when unknown.
+    public var created: UInt64?
+    /// How a report names the item in the source: `line 12`, `item 3`, a pass file's path (never a value).
+    public var origin: String
+
+    public init(path: [String], current: PortableVersion, history: [PortableVersion] = [], created: UInt64? = nil, origin: String) {
+        self.path = path
+        self.current = current
+        self.history = history
+        self.created = created
+        self.origin = origin
+    }
+}
+
+/// Something of the source that is not imported, and why (never a value).
+public struct SkippedItem: Sendable, Equatable {
+    /// The item as the source names it: `line 12`, `item 3 ('Visa')`, `web/site.gpg`.
+    public var item: String
+    public var reason: String
+
+    public init(item: String, reason: String) {
+        self.item = item
+        self.reason = reason
+    }
+}
+
+/// What a parser read from a source: the entries in the source's order, and what it skipped.
+public struct ParsedSource: Sendable {
+    public var entries: [PortableEntry]
+    public var skipped: [SkippedItem]
+
+    public init(entries: [PortableEntry] = [], skipped: [SkippedItem] = []) {
+        self.entries = entries
+        self.skipped = skipped
+    }
+}
+
+/// The bounds every import keeps, so that memory stays bounded whatever the input: a source larger than these is
+/// refused before it is parsed (``ImportError/tooLarge(what:limit:)``).
+public enum ImportLimits {
+    /// The largest input file (a CSV, JSON or XML export, or `export.data` inside a 1PUX archive): 64 MiB. A parse
+    /// keeps the input and its tree in memory (Foundation's JSON and XML parsers), a few times its size at most.
+    public static let maximumInputByteCount = 64 << 20
+    /// The most entries one import makes: 100,000 (one atomic write; through the agent, one message).
+    public static let maximumEntryCount = 100_000
+    /// The largest decrypted file of a pass store: 16 MiB; and all of them together: ``maximumInputByteCount``.
+    public static let maximumPassFileByteCount = 16 << 20
+}
+
+/// The names a source's entries get in the vault.
+public enum EntryNaming {
+    /// The name of `path` under `prefix`: its components joined with `/`, each with control characters replaced by
+    /// spaces and surrounding whitespace trimmed, empty components dropped; a title that is empty becomes
+    /// `untitled`. `prefix` (its own `/` kept) comes first, followed by one `/`.
+    public static func name(of path: [String], prefix: String?) -> String {
+        var parts = path.map(clean).filter { !$0.isEmpty }
+        if path.last.map(clean)?.isEmpty ?? true { parts.append("untitled") }
+        var name = parts.joined(separator: "/")
+        if let prefix, !prefix.isEmpty { name = (prefix.hasSuffix("/") ? prefix : prefix + "/") + name }
+        return name
+    }
+
+    static func clean(_ component: String) -> String {
+        String(String.UnicodeScalarView(component.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
+            .trimmingCharacters(in: .whitespaces)
+    }
+
+    /// `names` made unique, in order: the first of a name keeps it, the next ones get ` (2)`, ` (3)`, … (the lowest
+    /// number whose name is free: neither taken in the source nor given before).
+    public static func unique(_ names: [String]) -> [String] {
+        var taken = Set(names)
+        var given: Set<String> = []
+        return names.map { name in
+            if given.insert(name).inserted { return name }
+            var number = 2
+            while taken.contains("\(name) (\(number))") { number += 1 }
+            let renamed = "\(name) (\(number))"
+            taken.insert(renamed)
+            given.insert(renamed)
+            return renamed
+        }
+    }
+}
+
+/// Builds an entry's fields in order, keeping names unique and valid (1 to 255 bytes of UTF-8 without control
+/// characters: a second `url` becomes `url (2)`), and leaving out empty values.
+struct FieldList {
+    private(set) var fields: [PortableField] = []
+
+    /// Adds `text` as field `name` unless it is empty (after trimming whitespace when `trim`).
+    mutating func add(_ name: String, _ text: String?, secret: Bool = false, trim: Bool = false) {
+        guard var text else { return }
+        if trim { text = text.trimmingCharacters(in: .whitespacesAndNewlines) }
+        guard !text.isEmpty else { return }
+        add(PortableField(name: name, isSecret: secret, value: SecureBytes(string: text)))
+    }
+
+    mutating func add(_ field: PortableField) {
+        var field = field
+        var base = EntryNaming.clean(field.name)
+        if base.isEmpty { base = "field" }
+        while base.utf8.count > 240 { base.removeLast() }
+        var name = base
+        var number = 2
+        while fields.contains(where: { $0.name == name }) {
+            name = "\(base) (\(number))"
+            number += 1
+        }
+        field.name = name
+        fields.append(field)
+    }
+
+    func has(_ name: String) -> Bool { fields.contains { $0.name == name } }
+}

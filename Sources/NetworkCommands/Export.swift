@@ -53,7 +53,7 @@ package struct Export: ParsableCommand {
                     guard let versions = try document.records(of: name, .all), let current = versions.first else { continue }
                     func portable(_ record: EntryRecord) -> PortableVersion {
                         PortableVersion(
-                            fields: record.fields.map { PortableField(name: $0.name, isSecret: $0.isSecret, value: $0.value) },
+                            fields: record.fields,
                             modified: record.modified.milliseconds, conflict: record.conflict)
                     }
                     entries.append(PortableEntry(

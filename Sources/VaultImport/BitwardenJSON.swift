@@ -110,14 +110,7 @@ enum BitwardenJSON {
             let old = (item["passwordHistory"] as? [Any] ?? []).compactMap { $0 as? [String: Any] }
             for entry in old {
                 guard let password = text(entry["password"]) else { continue }
-                var version = current
-                version.modified = (entry["lastUsedDate"] as? String).flatMap(Times.milliseconds(iso8601:))
-                if let index = version.fields.firstIndex(where: { $0.name == "password" }) {
-                    version.fields[index].value = SecureBytes(string: password)
-                } else {
-                    version.fields.insert(PortableField("password", password, secret: true), at: 0)
-                }
-                history.append(version)
+                history.append(current.withPassword(password, modified: (entry["lastUsedDate"] as? String).flatMap(Times.milliseconds(iso8601:))))
             }
             history.sort { ($0.modified ?? 0) > ($1.modified ?? 0) }
             var folder = (item["folderId"] as? String).flatMap { folders[$0] } ?? []

@@ -56,9 +56,7 @@ public struct ImportPlan {
             }
             guard let record = try existing(name) else {
                 func document(_ version: PortableVersion) -> DocumentVersion {
-                    DocumentVersion(
-                        fields: version.fields.map { EntryRecord.Field(name: $0.name, isSecret: $0.isSecret, value: $0.value) },
-                        modified: version.modified, conflict: version.conflict)
+                    DocumentVersion(fields: version.fields, modified: version.modified, conflict: version.conflict)
                 }
                 plan.changes.append(.insert(
                     entry: name, current: document(entry.current), history: entry.history.map(document), created: entry.created))

@@ -164,14 +164,7 @@ enum OnePUX {
         var history: [PortableVersion] = []
         for case let old as [String: Any] in details["passwordHistory"] as? [Any] ?? [] {
             guard let password = text(old["value"]) else { continue }
-            var version = current
-            version.modified = (old["time"] as? NSNumber).flatMap { Times.milliseconds(seconds: $0.doubleValue) }
-            if let index = version.fields.firstIndex(where: { $0.name == "password" }) {
-                version.fields[index].value = SecureBytes(string: password)
-            } else {
-                version.fields.insert(PortableField("password", password, secret: true), at: 0)
-            }
-            history.append(version)
+            history.append(current.withPassword(password, modified: (old["time"] as? NSNumber).flatMap { Times.milliseconds(seconds: $0.doubleValue) }))
         }
         history.sort { ($0.modified ?? 0) > ($1.modified ?? 0) }
         return PortableEntry(path: [vault, title], current: current, history: history, created: created, origin: origin)

@@ -2,26 +2,21 @@ import Foundation
 import VaultCore
 
 /// A field of an entry on its way into or out of a vault: its name, whether it is secret, and its value in guarded
-/// memory.
+/// memory: the vault's own ``EntryRecord/Field``.
 ///
 /// Parsers read text through Foundation (JSON, XML), which holds ordinary `String` copies of every value until the
 /// parse ends: that copy cannot be avoided with these parsers, and is released when the parse returns. Values are
 /// moved into ``SecureBytes`` as soon as each item is read.
-public struct PortableField: Sendable {
-    public var name: String
-    public var isSecret: Bool
-    public var value: SecureBytes
+public typealias PortableField = EntryRecord.Field
 
-    public init(name: String, isSecret: Bool, value: SecureBytes) {
-        self.name = name
-        self.isSecret = isSecret
-        self.value = value
-    }
-
+extension EntryRecord.Field {
     /// A field of text, secret or not.
     public init(_ name: String, _ text: String, secret: Bool = false) {
         self.init(name: name, isSecret: secret, value: SecureBytes(string: text))
     }
+
+    /// The same field under another name.
+    func renamed(_ name: String) -> EntryRecord.Field { EntryRecord.Field(name: name, isSecret: isSecret, value: value) }
 }
 
 /// One version of an entry: its fields in order and when it was made (milliseconds since the Unix epoch; `nil` when
@@ -40,6 +35,20 @@ public struct PortableVersion: Sendable {
 
     /// The field named `name`, or `nil`.
     public func field(_ name: String) -> PortableField? { fields.first { $0.name == name } }
+
+    /// An earlier version as a password history tells it (Bitwarden, 1Password): these fields with `password` (the
+    /// old one) in place of the current one, made at `modified`.
+    func withPassword(_ password: String, modified: UInt64?) -> PortableVersion {
+        var version = self
+        version.modified = modified
+        let field = PortableField("password", password, secret: true)
+        if let index = version.fields.firstIndex(where: { $0.name == "password" }) {
+            version.fields[index] = field
+        } else {
+            version.fields.insert(field, at: 0)
+        }
+        return version
+    }
 }
 
 /// An entry read from another password manager's export (or written to one): its name as path components (folders,
@@ -148,7 +157,6 @@ struct FieldList {
     }
 
     mutating func add(_ field: PortableField) {
-        var field = field
         var base = EntryNaming.clean(field.name)
         if base.isEmpty { base = "field" }
         while base.utf8.count > 240 { base.removeLast() }
@@ -158,8 +166,7 @@ struct FieldList {
             name = "\(base) (\(number))"
             number += 1
         }
-        field.name = name
-        fields.append(field)
+        fields.append(field.name == name ? field : field.renamed(name))
     }
 
     func has(_ name: String) -> Bool { fields.contains { $0.name == name } }

@@ -110,20 +110,22 @@ public enum ImportLimits {
 
 /// The names a source's entries get in the vault.
 public enum EntryNaming {
-    /// The name of `path` under `prefix`: its components joined with `/`, each with control characters replaced by
-    /// spaces and surrounding whitespace trimmed, empty components dropped; a title that is empty becomes
-    /// `untitled`. `prefix` (its own `/` kept) comes first, followed by one `/`.
+    /// The name of `path` under `prefix`: its components joined with `/`, control characters replaced by spaces,
+    /// components of nothing but spaces dropped (other spaces kept: a vault's own names come back as they were); a
+    /// title that is empty becomes `untitled`. `prefix` (its own `/` kept) comes first, followed by one `/`.
     public static func name(of path: [String], prefix: String?) -> String {
-        var parts = path.map(clean).filter { !$0.isEmpty }
-        if path.last.map(clean)?.isEmpty ?? true { parts.append("untitled") }
+        var parts = path.map(clean).filter { !isBlank($0) }
+        if path.last.map({ isBlank(clean($0)) }) ?? true { parts.append("untitled") }
         var name = parts.joined(separator: "/")
         if let prefix, !prefix.isEmpty { name = (prefix.hasSuffix("/") ? prefix : prefix + "/") + name }
         return name
     }
 
+    static func isBlank(_ text: String) -> Bool { text.trimmingCharacters(in: .whitespaces).isEmpty }
+
+    /// `component` with control characters as spaces (a name holds none).
     static func clean(_ component: String) -> String {
         String(String.UnicodeScalarView(component.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
-            .trimmingCharacters(in: .whitespaces)
     }
 
     /// `names` made unique, in order: the first of a name keeps it, the next ones get ` (2)`, ` (3)`, … (the lowest
@@ -157,7 +159,7 @@ struct FieldList {
     }
 
     mutating func add(_ field: PortableField) {
-        var base = EntryNaming.clean(field.name)
+        var base = EntryNaming.clean(field.name).trimmingCharacters(in: .whitespaces)
         if base.isEmpty { base = "field" }
         while base.utf8.count > 240 { base.removeLast() }
         var name = base

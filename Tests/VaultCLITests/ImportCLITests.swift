@@ -412,6 +412,13 @@ import VaultTestSupport
         #expect(result.stdoutText.hasPrefix("imported '\(json)' into '\(box.vaultPath)': 1 added"))
         #expect(try box.vault(["get", "a", "--version", "1"]).stdoutText == "old")
         #expect(try box.vault(["show", "a", "--json"]).stdoutText.contains("\"created\":\"2020-01-01T00:00:00.000Z\""))
-        try box.expectSameThroughTheAgent([["import", "json", json], ["import", "json", json, "--json"], ["history", "a", "--reveal"]])
+        try box.expectSameThroughTheAgent([
+            ["import", "json", json], ["import", "json", json, "--json"], ["history", "a", "--reveal"],
+            ["export", "--format", "csv", "--yes"], ["import", "csv", json],
+        ])
+        // Names keep their spaces; control characters become spaces.
+        try Data(#"{"format": "vault-export", "version": 1, "entries": [{"name": " spaced name ", "fields": [{"name": "password", "value": "x"}]}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: json))
+        #expect(try box.vault(["import", "json", json]).stdoutText.contains("  added:  spaced name \n"))
     }
 }

@@ -45,35 +45,23 @@ package struct Export: ParsableCommand {
                 throw CLIError.message(
                     "export writes every secret in plain text: confirm on a terminal, or pass --yes", exitCode: Exit.usage)
             }
-            let (entries, ids) = try withVault(options) { vault -> ([PortableEntry], [String?]) in
+            // Entry by entry while the export is written: one entry's values at a time besides the export.
+            let (count, result) = try withVault(options) { vault -> (Int, ExportResult) in
                 let document = try documentEntries(vault)
-                var entries: [PortableEntry] = []
-                var ids: [String?] = []
-                for name in try vault.keys() {
-                    guard let versions = try document.records(of: name, .all), let current = versions.first else { continue }
-                    func portable(_ record: EntryRecord) -> PortableVersion {
-                        PortableVersion(
-                            fields: record.fields,
-                            modified: record.modified.milliseconds, conflict: record.conflict)
+                let names = try vault.keys()
+                if let terminal {
+                    let target = output.map { "'\(TerminalText.escaped($0))'" } ?? "stdout"
+                    let answer = try terminal.readLine(
+                        prompt: "Write \(names.count) entr\(names.count == 1 ? "y" : "ies") of '\(TerminalText.escaped(options.resolvedPath))' with their secrets in plain text to \(target)? [y/N] ")
+                    let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
+                    guard ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                        throw CLIError.message("nothing exported", exitCode: Exit.failure)
                     }
-                    entries.append(PortableEntry(
-                        path: [name], current: portable(current), history: versions.dropFirst().map(portable),
-                        created: current.created.milliseconds, origin: name))
-                    ids.append(current.id.description)
                 }
-                return (entries, ids)
+                let source = ExportSource(names: names) { name in try document.records(of: name, .all) ?? [] }
+                let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+                return (names.count, try format.write(source, now: now))
             }
-            if let terminal {
-                let target = output.map { "'\(TerminalText.escaped($0))'" } ?? "stdout"
-                let answer = try terminal.readLine(
-                    prompt: "Write \(entries.count) entr\(entries.count == 1 ? "y" : "ies") of '\(TerminalText.escaped(options.resolvedPath))' with their secrets in plain text to \(target)? [y/N] ")
-                let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
-                guard ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased()) else {
-                    throw CLIError.message("nothing exported", exitCode: Exit.failure)
-                }
-            }
-            let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-            let result = format.write(entries, ids: ids, now: now)
             if let output {
                 try result.data.withUnsafeBytes { try OutputFile.replace(output, with: $0) }
             } else {
@@ -85,11 +73,11 @@ package struct Export: ParsableCommand {
             guard let output else { return }
             if options.json {
                 try writeJSON([
-                    "output": output, "format": format.rawValue, "entries": entries.count,
+                    "output": output, "format": format.rawValue, "entries": count,
                     "omitted": result.omitted.map { ["item": $0.item, "reason": $0.reason] },
                 ] as [String: Any])
             } else {
-                try writeToStdout("exported \(entries.count) entr\(entries.count == 1 ? "y" : "ies") of '\(TerminalText.escaped(options.resolvedPath))' to '\(TerminalText.escaped(output))' (\(format.rawValue))\n")
+                try writeToStdout("exported \(count) entr\(count == 1 ? "y" : "ies") of '\(TerminalText.escaped(options.resolvedPath))' to '\(TerminalText.escaped(output))' (\(format.rawValue))\n")
             }
         }
     }

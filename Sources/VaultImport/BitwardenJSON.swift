@@ -40,7 +40,7 @@ enum BitwardenJSON {
                 continue
             }
             guard let type = item["type"] as? Int else { throw ImportError.malformed(location: origin, reason: "no \"type\" number") }
-            var fields = FieldList()
+            var fields = FieldList(parsed.values)
             func object(_ key: String) throws -> [String: Any] {
                 guard let object = item[key] as? [String: Any] else {
                     throw ImportError.malformed(location: origin, reason: "a type-\(type) item without its \"\(key)\" object")
@@ -110,7 +110,7 @@ enum BitwardenJSON {
             let old = (item["passwordHistory"] as? [Any] ?? []).compactMap { $0 as? [String: Any] }
             for entry in old {
                 guard let password = text(entry["password"]) else { continue }
-                history.append(current.withPassword(password, modified: (entry["lastUsedDate"] as? String).flatMap(Times.milliseconds(iso8601:))))
+                history.append(current.withPassword(password, modified: (entry["lastUsedDate"] as? String).flatMap(Times.milliseconds(iso8601:)), values: parsed.values))
             }
             history.sort { ($0.modified ?? 0) > ($1.modified ?? 0) }
             var folder = (item["folderId"] as? String).flatMap { folders[$0] } ?? []

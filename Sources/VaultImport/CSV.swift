@@ -146,17 +146,17 @@ enum CSVImport {
             defer { row.removeAll() }
             let origin = "line \(line)"
             switch layout {
-            case .chrome: parsed.entries.append(chrome(row, origin: origin))
-            case .firefox: parsed.entries.append(firefox(row, origin: origin))
+            case .chrome: parsed.entries.append(chrome(row, origin: origin, values: parsed.values))
+            case .firefox: parsed.entries.append(firefox(row, origin: origin, values: parsed.values))
             case .bitwarden:
-                if let entry = try bitwarden(row, origin: origin, skipped: &parsed.skipped) { parsed.entries.append(entry) }
+                if let entry = try bitwarden(row, origin: origin, values: parsed.values, skipped: &parsed.skipped) { parsed.entries.append(entry) }
             case .onePassword:
                 if ["true", "1", "yes"].contains(row["archived"]?.lowercased() ?? "") {
                     parsed.skipped.append(SkippedItem(item: origin + itemTitle(row["title"]), reason: "archived in 1Password"))
                     continue
                 }
-                parsed.entries.append(onePassword(row, origin: origin))
-            case .keePassXC: parsed.entries.append(keePassXC(row, origin: origin))
+                parsed.entries.append(onePassword(row, origin: origin, values: parsed.values))
+            case .keePassXC: parsed.entries.append(keePassXC(row, origin: origin, values: parsed.values))
             }
         }
         return parsed
@@ -172,8 +172,8 @@ enum CSVImport {
         URLComponents(string: url)?.host.flatMap { $0.isEmpty ? nil : $0 } ?? url
     }
 
-    static func chrome(_ row: [String: String], origin: String) -> PortableEntry {
-        var fields = FieldList()
+    static func chrome(_ row: [String: String], origin: String, values: ValueArena) -> PortableEntry {
+        var fields = FieldList(values)
         fields.add("password", row["password"], secret: true)
         fields.add("username", row["username"])
         fields.add("url", row["url"])
@@ -182,8 +182,8 @@ enum CSVImport {
         return PortableEntry(path: [title], current: PortableVersion(fields: fields.fields), origin: origin + itemTitle(title))
     }
 
-    static func firefox(_ row: [String: String], origin: String) -> PortableEntry {
-        var fields = FieldList()
+    static func firefox(_ row: [String: String], origin: String, values: ValueArena) -> PortableEntry {
+        var fields = FieldList(values)
         let url = row["url"] ?? row["hostname"] ?? ""
         fields.add("password", row["password"], secret: true)
         fields.add("username", row["username"])
@@ -197,9 +197,9 @@ enum CSVImport {
             created: time("timecreated"), origin: origin + itemTitle(title))
     }
 
-    static func bitwarden(_ row: [String: String], origin: String, skipped: inout [SkippedItem]) throws -> PortableEntry? {
+    static func bitwarden(_ row: [String: String], origin: String, values: ValueArena, skipped: inout [SkippedItem]) throws -> PortableEntry? {
         let title = row["name"] ?? ""
-        var fields = FieldList()
+        var fields = FieldList(values)
         switch row["type"]?.lowercased() ?? "login" {
         case "login", "":
             fields.add("password", row["login_password"], secret: true)
@@ -227,9 +227,9 @@ enum CSVImport {
         return PortableEntry(path: folder + [title], current: PortableVersion(fields: fields.fields), origin: origin + itemTitle(title))
     }
 
-    static func onePassword(_ row: [String: String], origin: String) -> PortableEntry {
+    static func onePassword(_ row: [String: String], origin: String, values: ValueArena) -> PortableEntry {
         let title = row["title"] ?? ""
-        var fields = FieldList()
+        var fields = FieldList(values)
         fields.add("password", row["password"], secret: true)
         fields.add("username", row["username"])
         fields.add("url", row["url"])
@@ -239,9 +239,9 @@ enum CSVImport {
         return PortableEntry(path: [title], current: PortableVersion(fields: fields.fields), origin: origin + itemTitle(title))
     }
 
-    static func keePassXC(_ row: [String: String], origin: String) -> PortableEntry {
+    static func keePassXC(_ row: [String: String], origin: String, values: ValueArena) -> PortableEntry {
         let title = row["title"] ?? ""
-        var fields = FieldList()
+        var fields = FieldList(values)
         fields.add("password", row["password"], secret: true)
         fields.add("username", row["username"])
         fields.add("url", row["url"])
@@ -260,26 +260,26 @@ enum CSVImport {
 enum CSVExport {
     static let header = ["folder", "favorite", "type", "name", "notes", "fields", "reprompt", "login_uri", "login_username", "login_password", "login_totp"]
 
-    static func write(_ entries: [PortableEntry]) -> ExportResult {
+    static func write(_ source: ExportSource) throws -> ExportResult {
         let out = TextOutput()
         var omitted: [SkippedItem] = []
         out.append(header.joined(separator: ",") + "\r\n")
         var withHistory = 0
-        let secret = SecureBytes([])
-        for entry in entries {
-            let name = entry.path.joined(separator: "/")
-            if !entry.history.isEmpty { withHistory += 1 }
+        let empty = SecureBytes([])
+        for name in source.names {
+            let versions = try source.versions(name)
+            guard let version = versions.first else { continue }
+            if versions.count > 1 { withHistory += 1 }
             var folder = "", title = name
             if let slash = name.lastIndex(of: "/") {
                 folder = String(name[..<slash])
                 title = String(name[name.index(after: slash)...])
             }
-            let version = entry.current
-            func text(_ field: PortableField?) -> SecureBytes {
-                guard let field else { return secret }
+            func text(_ key: String) -> SecureBytes {
+                guard let field = version.field(key) else { return empty }
                 let usable = field.value.withUnsafeBytes { String(validating: $0, as: UTF8.self) != nil }
                 if !usable { omitted.append(SkippedItem(item: "'\(name)' field '\(field.name)'", reason: "not UTF-8 text (CSV carries text; --format json keeps it)")) }
-                return usable ? field.value : secret
+                return usable ? field.value : empty
             }
             let wellKnown: Set<String> = ["password", "username", "url", "notes", "otp"]
             let isLogin = version.fields.contains { ["password", "username", "url", "otp"].contains($0.name) }
@@ -306,12 +306,12 @@ enum CSVExport {
             out.append(",")
             out.csvField(title)
             out.append(",")
-            text(version.field("notes")).withUnsafeBytes { out.csvField($0) }
+            text("notes").withUnsafeBytes { out.csvField($0) }
             out.append(",")
             fieldsColumn.withUnsafeBytes { out.csvField($0) }
             out.append(",,")
             for key in ["url", "username", "password", "otp"] {
-                text(version.field(key)).withUnsafeBytes { out.csvField($0) }
+                text(key).withUnsafeBytes { out.csvField($0) }
                 out.append(key == "otp" ? "\r\n" : ",")
             }
         }

@@ -31,6 +31,9 @@ public struct ImportPlan {
             throw ImportError.tooLarge(what: "the source, with \(source.entries.count) entries,", limit: "\(ImportLimits.maximumEntryCount) entries")
         }
         var plan = ImportPlan(skipped: source.skipped)
+        // One guarded region for every inserted value (not one per value); updates copy theirs, a bounded number.
+        let values = source.values.sealed()
+        var changedFields = 0
         let names = EntryNaming.unique(source.entries.map { EntryNaming.name(of: $0.path, prefix: prefix) })
         for (entry, name) in zip(source.entries, names) {
             do {
@@ -56,17 +59,26 @@ public struct ImportPlan {
             }
             guard let record = try existing(name) else {
                 func document(_ version: PortableVersion) -> DocumentVersion {
-                    DocumentVersion(fields: version.fields, modified: version.modified, conflict: version.conflict)
+                    DocumentVersion(
+                        fields: version.fields.map { DocumentField(name: $0.name, isSecret: $0.isSecret, value: $0.range) },
+                        modified: version.modified, conflict: version.conflict)
                 }
                 plan.changes.append(.insert(
-                    entry: name, current: document(entry.current), history: entry.history.map(document), created: entry.created))
+                    entry: name, current: document(entry.current), history: entry.history.map(document), created: entry.created,
+                    values: values))
                 plan.added.append(name)
                 continue
             }
             var changes: [DocumentChange] = []
             for field in entry.current.fields {
-                if let have = record.field(field.name), have.isSecret == field.isSecret, have.value == field.value { continue }
-                changes.append(.setField(entry: name, field: field.name, value: field.value, secret: field.isSecret))
+                if let have = record.field(field.name), have.isSecret == field.isSecret, field.hasValue(have.value) { continue }
+                changedFields += 1
+                guard changedFields <= ImportLimits.maximumChangedFieldCount else {
+                    throw ImportError.tooLarge(
+                        what: "the change to the entries the vault has (more than \(ImportLimits.maximumChangedFieldCount) fields differ)",
+                        limit: "\(ImportLimits.maximumChangedFieldCount) changed fields")
+                }
+                changes.append(.setField(entry: name, field: field.name, value: field.withUnsafeBytes { SecureBytes($0) }, secret: field.isSecret))
             }
             if changes.isEmpty {
                 plan.unchanged.append(name)

@@ -34,14 +34,26 @@ public struct ExportResult {
     public var omitted: [SkippedItem]
 }
 
+/// What an export reads: the vault's names, sorted, and each entry's versions (current first, as
+/// ``DocumentEntries/records(of:_:)`` gives them), read one entry at a time while the export is written, so that
+/// only one entry's values are in memory besides the export itself.
+public struct ExportSource {
+    public let names: [String]
+    public let versions: (String) throws -> [EntryRecord]
+
+    public init(names: [String], versions: @escaping (String) throws -> [EntryRecord]) {
+        self.names = names
+        self.versions = versions
+    }
+}
+
 extension ExportFormat {
-    /// `entries` (each named by its one path component: the vault's name; newest history first) in this format.
-    /// `ids`: the entries' ids, when known; `now`: the export's time, milliseconds since the epoch.
-    public func write(_ entries: [PortableEntry], ids: [String?], now: UInt64) -> ExportResult {
+    /// The entries of `source` in this format; `now`: the export's time, milliseconds since the epoch.
+    public func write(_ source: ExportSource, now: UInt64) throws -> ExportResult {
         switch self {
-        case .json: return ExportResult(data: VaultJSON.write(entries, ids: ids, exported: now), omitted: [])
-        case .csv: return CSVExport.write(entries)
-        case .keepassXML: return KeePassXML.write(entries, ids: ids, now: now)
+        case .json: return ExportResult(data: try VaultJSON.write(source, exported: now), omitted: [])
+        case .csv: return try CSVExport.write(source)
+        case .keepassXML: return try KeePassXML.write(source, now: now)
         }
     }
 }

@@ -61,10 +61,10 @@ enum KeePassXML {
 
         /// The fields, in vault's order: password, username, url, otp, notes, then the other strings as the file
         /// has them, then tags.
-        func version() -> PortableVersion {
+        func version(_ values: ValueArena) -> PortableVersion {
             var byKey: [String: (value: String, protected: Bool)] = [:]
             for string in strings where byKey[string.key] == nil { byKey[string.key] = (string.value, string.protected) }
-            var fields = FieldList()
+            var fields = FieldList(values)
             fields.add("password", byKey["Password"]?.value, secret: true)
             fields.add("username", byKey["UserName"]?.value)
             fields.add("url", byKey["URL"]?.value)
@@ -96,22 +96,24 @@ enum KeePassXML {
     /// vault's field names as KeePass's standard strings.
     static let standardKeys = ["password": "Password", "username": "UserName", "url": "URL", "notes": "Notes"]
 
-    /// A group of the tree being written: its entries and subgroups by name.
+    /// A group of the tree being written: its entries' names (full, and the title) and subgroups by name.
     final class GroupNode {
-        var entries: [(entry: PortableEntry, id: String?, title: String)] = []
+        var entries: [(name: String, title: String)] = []
         var groups: [String: GroupNode] = [:]
     }
 
-    static func write(_ entries: [PortableEntry], ids: [String?], now: UInt64) -> ExportResult {
+    /// KeePass 2 XML of every entry of `source`: the names' folders become groups under a root group `vault`, each
+    /// entry's versions are read when it is written.
+    static func write(_ source: ExportSource, now: UInt64) throws -> ExportResult {
         let root = GroupNode()
-        for (index, entry) in entries.enumerated() {
-            let parts = entry.path.joined(separator: "/").split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        for name in source.names {
+            let parts = name.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             var node = root
             for part in parts.dropLast() {
                 if node.groups[part] == nil { node.groups[part] = GroupNode() }
                 node = node.groups[part]!
             }
-            node.entries.append((entry, index < ids.count ? ids[index] : nil, parts.last ?? ""))
+            node.entries.append((name, parts.last ?? ""))
         }
         let out = TextOutput()
         var omitted: [SkippedItem] = []
@@ -137,47 +139,41 @@ enum KeePassXML {
             \t<Root>
 
             """)
-        writeGroup(root, name: "vault", indent: 2, now: now, to: out, omitted: &omitted)
+        try writeGroup(root, name: "vault", indent: 2, now: now, source: source, to: out, omitted: &omitted)
         out.append("\t\t<DeletedObjects/>\n\t</Root>\n</KeePassFile>\n")
         return ExportResult(data: out.result(), omitted: omitted)
     }
 
-    static func uuid(_ hex: String?) -> String {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        if let hex, hex.count == 32 {
-            let digits = Array(hex.utf8)
-            for index in 0..<16 {
-                bytes[index] = UInt8(String(decoding: digits[(2 * index)..<(2 * index + 2)], as: UTF8.self), radix: 16) ?? 0
-            }
-        } else {
-            bytes = SecureBytes.random(count: 16).unprotectedBytes
-        }
-        return Data(bytes).base64EncodedString()
+    /// An entry's id as KeePass's base64 UUID; a random one for a group.
+    static func uuid(_ id: DocumentID?) -> String {
+        Data(id?.bytes ?? SecureBytes.random(count: 16).unprotectedBytes).base64EncodedString()
     }
 
-    static func writeGroup(_ group: GroupNode, name: String, indent: Int, now: UInt64, to out: TextOutput, omitted: inout [SkippedItem]) {
+    static func writeGroup(
+        _ group: GroupNode, name: String, indent: Int, now: UInt64, source: ExportSource, to out: TextOutput, omitted: inout [SkippedItem]
+    ) throws {
         let tab = String(repeating: "\t", count: indent)
         out.append("\(tab)<Group>\n\(tab)\t<UUID>\(uuid(nil))</UUID>\n\(tab)\t<Name>")
         out.xmlText(name)
         out.append("</Name>\n")
         writeTimes(created: now, modified: now, indent: indent + 1, to: out)
         for item in group.entries {
-            let uuid = uuid(item.id)
-            let name = item.entry.path.joined(separator: "/")
+            let versions = try source.versions(item.name)
+            guard let current = versions.first else { continue }
+            let uuid = uuid(current.id)
+            let created = current.created.milliseconds
             out.append("\(tab)\t<Entry>\n")
-            writeVersion(item.entry.current, title: item.title, uuid: uuid, created: item.entry.created ?? now, indent: indent + 2,
-                         name: name, to: out, omitted: &omitted)
+            writeVersion(current, title: item.title, uuid: uuid, created: created, indent: indent + 2, to: out, omitted: &omitted)
             out.append("\(tab)\t\t<History>\n")
-            for version in item.entry.history.reversed() {
+            for version in versions.dropFirst().reversed() {
                 out.append("\(tab)\t\t\t<Entry>\n")
-                writeVersion(version, title: item.title, uuid: uuid, created: item.entry.created ?? now, indent: indent + 4,
-                             name: name, to: out, omitted: &omitted)
+                writeVersion(version, title: item.title, uuid: uuid, created: created, indent: indent + 4, to: out, omitted: &omitted)
                 out.append("\(tab)\t\t\t</Entry>\n")
             }
             out.append("\(tab)\t\t</History>\n\(tab)\t</Entry>\n")
         }
         for (child, node) in group.groups.sorted(by: { $0.key < $1.key }) {
-            writeGroup(node, name: child, indent: indent + 1, now: now, to: out, omitted: &omitted)
+            try writeGroup(node, name: child, indent: indent + 1, now: now, source: source, to: out, omitted: &omitted)
         }
         out.append("\(tab)</Group>\n")
     }
@@ -200,12 +196,12 @@ enum KeePassXML {
     }
 
     static func writeVersion(
-        _ version: PortableVersion, title: String, uuid: String, created: UInt64, indent: Int, name: String,
-        to out: TextOutput, omitted: inout [SkippedItem]
+        _ version: EntryRecord, title: String, uuid: String, created: UInt64, indent: Int, to out: TextOutput, omitted: inout [SkippedItem]
     ) {
         let tab = String(repeating: "\t", count: indent)
+        let name = version.name
         out.append("\(tab)<UUID>\(uuid)</UUID>\n")
-        writeTimes(created: min(created, version.modified ?? created), modified: version.modified ?? created, indent: indent, to: out)
+        writeTimes(created: min(created, version.modified.milliseconds), modified: version.modified.milliseconds, indent: indent, to: out)
         func string(_ key: String, _ write: () -> Void, protected: Bool) {
             out.append("\(tab)<String>\n\(tab)\t<Key>")
             out.xmlText(key)
@@ -357,7 +353,7 @@ final class KeePassXMLReader: NSObject, XMLParserDelegate {
         }
         // KeePass keeps history oldest first; a vault newest first.
         parsed.entries.append(PortableEntry(
-            path: folders + [entry.title], current: entry.version(), history: entry.history.reversed().map { $0.version() },
+            path: folders + [entry.title], current: entry.version(parsed.values), history: entry.history.reversed().map { $0.version(parsed.values) },
             created: entry.created, origin: origin))
     }
 

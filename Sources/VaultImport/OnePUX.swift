@@ -70,7 +70,7 @@ enum OnePUX {
                     guard parsed.entries.count < ImportLimits.maximumEntryCount else {
                         throw ImportError.tooLarge(what: "export.data", limit: "\(ImportLimits.maximumEntryCount) entries")
                     }
-                    if let entry = try self.item(item, overview: overview, title: title, vault: vaultName, origin: origin, skipped: &parsed.skipped) {
+                    if let entry = try self.item(item, overview: overview, title: title, vault: vaultName, origin: origin, values: parsed.values, skipped: &parsed.skipped) {
                         parsed.entries.append(entry)
                     }
                 }
@@ -88,10 +88,10 @@ enum OnePUX {
     }
 
     static func item(
-        _ item: [String: Any], overview: [String: Any], title: String, vault: String, origin: String, skipped: inout [SkippedItem]
+        _ item: [String: Any], overview: [String: Any], title: String, vault: String, origin: String, values: ValueArena, skipped: inout [SkippedItem]
     ) throws -> PortableEntry? {
         let details = item["details"] as? [String: Any] ?? [:]
-        var fields = FieldList()
+        var fields = FieldList(values)
         var extra: [PortableField] = []
         let logins = (details["loginFields"] as? [Any] ?? []).compactMap { $0 as? [String: Any] }
         for designation in ["password", "username"] {
@@ -105,7 +105,7 @@ enum OnePUX {
             default:
                 guard let value, !value.isEmpty, login["fieldType"] as? String != "B" else { continue }  // B: a button
                 let name = (login["name"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? (login["id"] as? String) ?? "field"
-                extra.append(PortableField(name, value, secret: login["fieldType"] as? String == "P"))
+                extra.append(values.field(name, value, secret: login["fieldType"] as? String == "P"))
             }
         }
         if !fields.has("password") { fields.add("password", text(details["password"]), secret: true) }
@@ -164,7 +164,7 @@ enum OnePUX {
         var history: [PortableVersion] = []
         for case let old as [String: Any] in details["passwordHistory"] as? [Any] ?? [] {
             guard let password = text(old["value"]) else { continue }
-            history.append(current.withPassword(password, modified: (old["time"] as? NSNumber).flatMap { Times.milliseconds(seconds: $0.doubleValue) }))
+            history.append(current.withPassword(password, modified: (old["time"] as? NSNumber).flatMap { Times.milliseconds(seconds: $0.doubleValue) }, values: values))
         }
         history.sort { ($0.modified ?? 0) > ($1.modified ?? 0) }
         return PortableEntry(path: [vault, title], current: current, history: history, created: created, origin: origin)

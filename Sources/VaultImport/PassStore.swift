@@ -35,7 +35,7 @@ enum PassStore {
                 throw ImportError.tooLarge(what: "the decrypted store", limit: "\(ImportLimits.maximumInputByteCount >> 20) MiB")
             }
             let path = String(file.dropLast(4)).split(separator: "/").map(String.init)
-            parsed.entries.append(PortableEntry(path: path, current: parse(body), origin: file))
+            parsed.entries.append(PortableEntry(path: path, current: parse(body, values: parsed.values), origin: file))
         }
         return parsed
     }
@@ -69,12 +69,12 @@ enum PassStore {
     /// `---` line gives its `key: value` lines the same way; its legacy `GOPASS-SECRET-1.0` headers too.
     ///
     /// The body is read as text line by line (ordinary copies, released when this returns).
-    static func parse(_ body: SecureBytes) -> PortableVersion {
+    static func parse(_ body: SecureBytes, values: ValueArena) -> PortableVersion {
         let text = body.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         // "\r\n" is one Character: split on both.
         var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).map(String.init)
         if lines.last == "" { lines.removeLast() }
-        var fields = FieldList()
+        var fields = FieldList(values)
         var notes: [String] = []
         var rest = lines.dropFirst()
         if let first = lines.first {

@@ -1,22 +1,78 @@
 import Foundation
 import VaultCore
 
-/// A field of an entry on its way into or out of a vault: its name, whether it is secret, and its value in guarded
-/// memory: the vault's own ``EntryRecord/Field``.
+/// The values of one import, in one guarded region that grows as a parser reads (``SecretBuffer``): an import of
+/// thousands of entries holds one region, not one per value (each guarded region costs several memory mappings, and
+/// a process has at most 65,530 of them).
 ///
 /// Parsers read text through Foundation (JSON, XML), which holds ordinary `String` copies of every value until the
 /// parse ends: that copy cannot be avoided with these parsers, and is released when the parse returns. Values are
-/// moved into ``SecureBytes`` as soon as each item is read.
-public typealias PortableField = EntryRecord.Field
+/// copied here as soon as each item is read.
+public final class ValueArena: @unchecked Sendable {
+    private let buffer = SecretBuffer()
 
-extension EntryRecord.Field {
-    /// A field of text, secret or not.
-    public init(_ name: String, _ text: String, secret: Bool = false) {
-        self.init(name: name, isSecret: secret, value: SecureBytes(string: text))
+    public init() {}
+
+    /// Appends `text`'s UTF-8 bytes; returns where they are.
+    func append(_ text: String) -> Range<Int> {
+        var text = text
+        return text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 
-    /// The same field under another name.
-    func renamed(_ name: String) -> EntryRecord.Field { EntryRecord.Field(name: name, isSecret: isSecret, value: value) }
+    /// Appends `bytes`; returns where they are.
+    func append(_ bytes: UnsafeRawBufferPointer) -> Range<Int> {
+        let start = buffer.count
+        buffer.append(bytes)
+        return start..<buffer.count
+    }
+
+    /// A field of text, secret or not.
+    public func field(_ name: String, _ text: String, secret: Bool = false) -> PortableField {
+        PortableField(name: name, isSecret: secret, values: self, range: append(text))
+    }
+
+    /// A field of any bytes.
+    public func field(_ name: String, bytes: [UInt8], secret: Bool) -> PortableField {
+        PortableField(name: name, isSecret: secret, values: self, range: bytes.withUnsafeBytes { append($0) })
+    }
+
+    func withUnsafeBytes<R>(_ range: Range<Int>, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
+
+    /// Every value, as one ``SecureBytes`` (the ranges of the fields stay valid in it).
+    public func sealed() -> SecureBytes { buffer.secureBytes() }
+}
+
+/// A field of an entry on its way into a vault: its name, whether it is secret, and where its value is in the
+/// import's ``ValueArena``.
+public struct PortableField: Sendable {
+    public var name: String
+    public var isSecret: Bool
+    public let values: ValueArena
+    public let range: Range<Int>
+
+    /// The value's bytes (the pointer must not escape).
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try values.withUnsafeBytes(range, body)
+    }
+
+    /// A copy in ordinary memory: tests only.
+    public var unprotectedBytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// Whether the value is `other`'s bytes (in constant time for values of one length).
+    public func hasValue(_ other: SecureBytes) -> Bool {
+        withUnsafeBytes { mine in
+            other.withUnsafeBytes { theirs in
+                guard mine.count == theirs.count else { return false }
+                var difference: UInt8 = 0
+                for index in 0..<mine.count { difference |= mine[index] ^ theirs[index] }
+                return difference == 0
+            }
+        }
+    }
+
+    func renamed(_ name: String) -> PortableField { PortableField(name: name, isSecret: isSecret, values: values, range: range) }
 }
 
 /// One version of an entry: its fields in order and when it was made (milliseconds since the Unix epoch; `nil` when
@@ -38,10 +94,10 @@ public struct PortableVersion: Sendable {
 
     /// An earlier version as a password history tells it (Bitwarden, 1Password): these fields with `password` (the
     /// old one) in place of the current one, made at `modified`.
-    func withPassword(_ password: String, modified: UInt64?) -> PortableVersion {
+    func withPassword(_ password: String, modified: UInt64?, values: ValueArena) -> PortableVersion {
         var version = self
         version.modified = modified
-        let field = PortableField("password", password, secret: true)
+        let field = values.field("password", password, secret: true)
         if let index = version.fields.firstIndex(where: { $0.name == "password" }) {
             version.fields[index] = field
         } else {
@@ -85,14 +141,16 @@ public struct SkippedItem: Sendable, Equatable {
     }
 }
 
-/// What a parser read from a source: the entries in the source's order, and what it skipped.
+/// What a parser read from a source: the entries in the source's order, their values, and what it skipped.
 public struct ParsedSource: Sendable {
     public var entries: [PortableEntry]
     public var skipped: [SkippedItem]
+    public let values: ValueArena
 
-    public init(entries: [PortableEntry] = [], skipped: [SkippedItem] = []) {
+    public init(entries: [PortableEntry] = [], skipped: [SkippedItem] = [], values: ValueArena = ValueArena()) {
         self.entries = entries
         self.skipped = skipped
+        self.values = values
     }
 }
 
@@ -106,6 +164,10 @@ public enum ImportLimits {
     public static let maximumEntryCount = 100_000
     /// The largest decrypted file of a pass store: 16 MiB; and all of them together: ``maximumInputByteCount``.
     public static let maximumPassFileByteCount = 16 << 20
+    /// The most fields one import changes in entries the vault already has: 10,000. An added entry's values share
+    /// one guarded region; a changed field's value is a region of its own, and a process has a bounded number of
+    /// them (each is several memory mappings of the 65,530 a process may have).
+    public static let maximumChangedFieldCount = 10_000
 }
 
 /// The names a source's entries get in the vault.
@@ -149,13 +211,16 @@ public enum EntryNaming {
 /// characters: a second `url` becomes `url (2)`), and leaving out empty values.
 struct FieldList {
     private(set) var fields: [PortableField] = []
+    let values: ValueArena
+
+    init(_ values: ValueArena) { self.values = values }
 
     /// Adds `text` as field `name` unless it is empty (after trimming whitespace when `trim`).
     mutating func add(_ name: String, _ text: String?, secret: Bool = false, trim: Bool = false) {
         guard var text else { return }
         if trim { text = text.trimmingCharacters(in: .whitespacesAndNewlines) }
         guard !text.isEmpty else { return }
-        add(PortableField(name: name, isSecret: secret, value: SecureBytes(string: text)))
+        add(values.field(name, text, secret: secret))
     }
 
     mutating func add(_ field: PortableField) {

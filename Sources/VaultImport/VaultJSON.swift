@@ -16,41 +16,33 @@ public enum VaultJSON {
     /// The `version` member this code writes and reads.
     public static let version = 1
 
-    /// The export of `entries` (each named by its one path component, the vault's name; `id` when known), made at
-    /// `exported` (milliseconds since the epoch). Keys are sorted; a value that is not UTF-8 is written in base64
-    /// with `"encoding": "base64"`.
-    public static func write(_ entries: [PortableEntry], ids: [String?], exported: UInt64) -> SecureBytes {
+    /// The export of every entry of `source`, made at `exported` (milliseconds since the epoch). Keys are sorted; a
+    /// value that is not UTF-8 is written in base64 with `"encoding": "base64"`.
+    public static func write(_ source: ExportSource, exported: UInt64) throws -> SecureBytes {
         let out = TextOutput()
         out.append("{\"entries\":[")
-        for (index, entry) in entries.enumerated() {
+        for (index, name) in source.names.enumerated() {
+            let versions = try source.versions(name)
+            guard let current = versions.first else { continue }
             if index > 0 { out.append(",") }
-            out.append("\n{")
-            if let created = entry.created { out.append("\"created\":\"\(Times.iso8601(milliseconds: created))\",") }
-            out.append("\"fields\":")
-            writeFields(entry.current.fields, to: out)
+            out.append("\n{\"created\":\"\(Times.iso8601(milliseconds: current.created.milliseconds))\",\"fields\":")
+            writeFields(current.fields, to: out)
             out.append(",\"history\":[")
-            for (number, version) in entry.history.enumerated() {
+            for (number, version) in versions.dropFirst().enumerated() {
                 if number > 0 { out.append(",") }
                 out.append("{\"conflict\":\(version.conflict),\"fields\":")
                 writeFields(version.fields, to: out)
-                if let modified = version.modified { out.append(",\"modified\":\"\(Times.iso8601(milliseconds: modified))\"") }
-                out.append("}")
+                out.append(",\"modified\":\"\(Times.iso8601(milliseconds: version.modified.milliseconds))\"}")
             }
-            out.append("]")
-            if index < ids.count, let id = ids[index] {
-                out.append(",\"id\":")
-                out.jsonString(id)
-            }
-            if let modified = entry.current.modified { out.append(",\"modified\":\"\(Times.iso8601(milliseconds: modified))\"") }
-            out.append(",\"name\":")
-            out.jsonString(entry.path.joined(separator: "/"))
+            out.append("],\"id\":\"\(current.id)\",\"modified\":\"\(Times.iso8601(milliseconds: current.modified.milliseconds))\",\"name\":")
+            out.jsonString(current.name)
             out.append("}")
         }
         out.append("\n],\"exported\":\"\(Times.iso8601(milliseconds: exported))\",\"format\":\"\(formatName)\",\"version\":\(version)}\n")
         return out.result()
     }
 
-    static func writeFields(_ fields: [PortableField], to out: TextOutput) {
+    static func writeFields(_ fields: [EntryRecord.Field], to out: TextOutput) {
         out.append("[")
         for (index, field) in fields.enumerated() {
             if index > 0 { out.append(",") }
@@ -106,7 +98,7 @@ public enum VaultJSON {
                 return milliseconds
             }
             let current = PortableVersion(
-                fields: try fields(object["fields"], at: location), modified: try time("modified", in: object))
+                fields: try fields(object["fields"], at: location, values: parsed.values), modified: try time("modified", in: object))
             var history: [PortableVersion] = []
             if let versions = object["history"] {
                 guard let versions = versions as? [Any] else { throw ImportError.malformed(location: location, reason: "\"history\" is not an array") }
@@ -115,7 +107,7 @@ public enum VaultJSON {
                     guard let version = version as? [String: Any] else { throw ImportError.malformed(location: at, reason: "not an object") }
                     let conflict = version["conflict"] as? Bool ?? false
                     history.append(PortableVersion(
-                        fields: try fields(version["fields"], at: at), modified: try time("modified", in: version), conflict: conflict))
+                        fields: try fields(version["fields"], at: at, values: parsed.values), modified: try time("modified", in: version), conflict: conflict))
                 }
             }
             parsed.entries.append(PortableEntry(
@@ -124,7 +116,7 @@ public enum VaultJSON {
         return parsed
     }
 
-    static func fields(_ value: Any?, at location: String) throws -> [PortableField] {
+    static func fields(_ value: Any?, at location: String, values: ValueArena) throws -> [PortableField] {
         guard let items = value as? [Any] else { throw ImportError.malformed(location: location, reason: "\"fields\" is not an array") }
         return try items.enumerated().map { index, item in
             let at = "\(location), field \(index + 1)"
@@ -137,13 +129,13 @@ public enum VaultJSON {
             let secret = object["secret"] as? Bool ?? false
             switch object["encoding"] as? String ?? "utf8" {
             case "utf8":
-                return PortableField(name: name, isSecret: secret, value: SecureBytes(string: text))
+                return values.field(name, text, secret: secret)
             case "base64":
                 guard var data = Data(base64Encoded: text) else {
                     throw ImportError.malformed(location: at + " ('\(name)')", reason: "the value is not base64")
                 }
                 defer { data.resetBytes(in: 0..<data.count) }
-                return PortableField(name: name, isSecret: secret, value: SecureBytes(data))
+                return PortableField(name: name, isSecret: secret, values: values, range: data.withUnsafeBytes { values.append($0) })
             default:
                 throw ImportError.malformed(location: at + " ('\(name)')", reason: "\"encoding\" is utf8 or base64")
             }

@@ -22,13 +22,13 @@ import VaultCore
             .require(entry: "c", exists: false), .requireField(entry: "c", field: "otp", exists: true), .deleteAll,
             .insert(
                 entry: "imported/é", current: DocumentVersion(fields: [
-                    EntryRecord.Field(name: "password", isSecret: true, value: SecureBytes([0, 0xFF])),
-                    EntryRecord.Field(name: "note", isSecret: false, value: SecureBytes([UInt8]())),
+                    DocumentField(name: "password", isSecret: true, value: 0..<2),
+                    DocumentField(name: "note", isSecret: false, value: 2..<2),
                 ], modified: 1_700_000_000_000),
                 history: [DocumentVersion(fields: [], modified: nil, conflict: true),
-                          DocumentVersion(fields: [EntryRecord.Field(name: "p", isSecret: false, value: SecureBytes([1]))], modified: 5)],
-                created: 1_600_000_000_000),
-            .insert(entry: "plain", current: DocumentVersion(fields: [EntryRecord.Field(name: "password", isSecret: true, value: SecureBytes([2]))])),
+                          DocumentVersion(fields: [DocumentField(name: "p", isSecret: false, value: 2..<3)], modified: 5)],
+                created: 1_600_000_000_000, values: SecureBytes([0, 0xFF, 1])),
+            .insert(entry: "plain", current: DocumentVersion(fields: [DocumentField(name: "password", isSecret: true, value: 1..<2)]), values: SecureBytes([9, 2])),
         ]
         let writer = AgentWire.Writer(kind: AgentOperation.apply.rawValue)
         writer.field(.path, "/v")
@@ -59,7 +59,7 @@ import VaultCore
 
     /// An inserted entry's versions travel as one value; every truncation of it, and bytes left over, is refused.
     @Test func malformedInsertedVersionsAreRefused() throws {
-        let good = AgentWire.encodeVersions([DocumentVersion(fields: [EntryRecord.Field(name: "password", isSecret: true, value: SecureBytes([1, 2, 3]))], modified: 9)])
+        let good = AgentWire.encodeVersions([DocumentVersion(fields: [DocumentField(name: "password", isSecret: true, value: 0..<3)], modified: 9)], values: SecureBytes([1, 2, 3]))
         let bytes = good.unprotectedBytes
         #expect(try AgentWire.decodeVersions(good).count == 1)
         for count in 0..<bytes.count {

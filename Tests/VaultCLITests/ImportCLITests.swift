@@ -397,6 +397,26 @@ import VaultTestSupport
         #expect(none.status == 1 && none.stderr == "vault: cannot import '\(empty)': the archive: no export.data (a 1Password .1pux export holds one)\n", "\(none.stderr)")
     }
 
+    // MARK: Many entries
+
+    /// 25,000 entries of 4 fields: 100,000 values, far more guarded regions than a process may map (each is several
+    /// of its 65,530 mappings). An import's values share one region, and an export reads one entry at a time.
+    @Test func twentyFiveThousandEntriesInAndOut() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let csv = box.directory + "/many.csv"
+        var text = "name,url,username,password\n"
+        for index in 0..<25_000 { text += "site\(index).example,https://site\(index).example,user\(index),pw-\(index)\n" }
+        try write(text, csv)
+        let result = try box.vault(["import", "csv", csv, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect((try json(result))["added"] as? [String] == (0..<25_000).map { "site\($0).example" })
+        #expect(try box.vault(["get", "site24999.example"]).stdoutText == "pw-24999")
+        let file = box.directory + "/many.json"
+        let exported = try box.vault(["export", "--format", "json", "-o", file, "--yes"])
+        #expect(exported.status == 0 && exported.stdoutText == "exported 25000 entries of '\(box.vaultPath)' to '\(file)' (json)\n", "\(exported.stderr)")
+    }
+
     // MARK: Through the agent
 
     @Test func throughTheAgentTheSameReportAndEntries() throws {

@@ -10,9 +10,18 @@ struct DocumentInsertTests {
     let replica = ReplicaID(rawValue: 0x0123_4567_89AB_CDEF)
     static let now: UInt64 = 1_764_000_000_000
 
-    func field(_ name: String, _ value: String, secret: Bool = false) -> EntryRecord.Field {
-        EntryRecord.Field(name: name, isSecret: secret, value: SecureBytes(string: value))
+    /// The values of the fields made by ``field(_:_:secret:)``, for ``values``.
+    final class Bytes: @unchecked Sendable { var all: [UInt8] = [] }
+    let bytes = Bytes()
+
+    func field(_ name: String, _ value: String, secret: Bool = false) -> DocumentField {
+        let start = bytes.all.count
+        bytes.all += Array(value.utf8)
+        return DocumentField(name: name, isSecret: secret, value: start..<bytes.all.count)
     }
+
+    /// Every value made so far, as an insert takes them.
+    var values: SecureBytes { SecureBytes(bytes.all) }
 
     func create() throws -> (VaultDocument, SecureBytes) {
         try VaultDocument.create(passphrase: SecureBytes(string: "pw"), parameters: .insecureForTesting, label: "test.vault")
@@ -25,7 +34,7 @@ struct DocumentInsertTests {
             DocumentVersion(fields: [field("password", "mid", secret: true)], modified: 1_700_000_200_000, conflict: true),
             DocumentVersion(fields: [field("password", "old", secret: true)], modified: 1_700_000_100_000),
         ]
-        try document.apply([.insert(entry: "Web/x", current: current, history: history, created: 1_700_000_000_000)],
+        try document.apply([.insert(entry: "Web/x", current: current, history: history, created: 1_700_000_000_000, values: values)],
                            replica: replica, clock: SettableClock(Self.now))
         let reopened = try VaultDocument.open(try document.seal(dataKey: key), with: .dataKey(key), label: "t", policy: .insecureForTesting).document
         let versions = try #require(try reopened.records(of: "Web/x", .all))
@@ -49,7 +58,7 @@ struct DocumentInsertTests {
             DocumentVersion(fields: [field("password", "h2")], modified: Self.now + 5),  // later than its newer version
             DocumentVersion(fields: [field("password", "h3")], modified: 1_000),
         ]
-        try document.apply([.insert(entry: "e", current: current, history: history)], replica: replica, clock: SettableClock(Self.now))
+        try document.apply([.insert(entry: "e", current: current, history: history, values: values)], replica: replica, clock: SettableClock(Self.now))
         let versions = try #require(try document.records(of: "e", .all))
         let stamps = versions.map(\.modified.packed)
         #expect(versions[0].modified.milliseconds == Self.now)  // not after the batch
@@ -63,7 +72,7 @@ struct DocumentInsertTests {
         let (document, _) = try create()
         let history = (1...15).map { DocumentVersion(fields: [field("password", "v\($0)")], modified: Self.now - UInt64($0) * 1000) }
         try document.apply([.insert(entry: "e", current: DocumentVersion(fields: [field("password", "c")], modified: Self.now - 100),
-                                    history: history, created: Self.now)],
+                                    history: history, created: Self.now, values: values)],
                            replica: replica, clock: SettableClock(Self.now))
         let versions = try #require(try document.records(of: "e", .all))
         #expect(versions.count == 1 + VaultDocument.maximumHistoryVersions)
@@ -77,16 +86,21 @@ struct DocumentInsertTests {
         try document.apply([.setField(entry: "taken", field: "password", value: SecureBytes(string: "x"))], replica: replica, clock: clock)
         let one = DocumentVersion(fields: [field("password", "p")])
         #expect(throws: VaultError.entryExists(key: "taken", path: "test.vault")) {
-            try document.apply([.insert(entry: "new", current: one), .insert(entry: "taken", current: one)], replica: replica, clock: clock)
+            try document.apply([.insert(entry: "new", current: one, values: values), .insert(entry: "taken", current: one, values: values)], replica: replica, clock: clock)
         }
         #expect(throws: VaultError.self) {
-            try document.apply([.insert(entry: "new", current: DocumentVersion(fields: [field("a\u{7}b", "p")]))], replica: replica, clock: clock)
+            try document.apply([.insert(entry: "new", current: DocumentVersion(fields: [field("a\u{7}b", "p")]), values: values)], replica: replica, clock: clock)
         }
         #expect(throws: VaultError.self) {
-            try document.apply([.insert(entry: "new", current: DocumentVersion(fields: [field("x", "1"), field("x", "2")]))], replica: replica, clock: clock)
+            try document.apply([.insert(entry: "new", current: DocumentVersion(fields: [field("x", "1"), field("x", "2")]), values: values)], replica: replica, clock: clock)
         }
         #expect(throws: VaultError.self) {
-            try document.apply([.insert(entry: "bad\nname", current: one)], replica: replica, clock: clock)
+            try document.apply([.insert(entry: "bad\nname", current: one, values: values)], replica: replica, clock: clock)
+        }
+        // A range beyond the values given.
+        #expect(throws: VaultError.self) {
+            try document.apply([.insert(entry: "new", current: DocumentVersion(fields: [DocumentField(name: "p", isSecret: false, value: 0..<10_000)]), values: values)],
+                               replica: replica, clock: clock)
         }
         #expect(document.names == ["taken"])
     }
@@ -94,7 +108,7 @@ struct DocumentInsertTests {
     @Test func aChangeAfterAnInsertInTheSameBatchMakesNoExtraVersion() throws {
         let (document, _) = try create()
         try document.apply([
-            .insert(entry: "e", current: DocumentVersion(fields: [field("password", "p")], modified: 1_000_000)),
+            .insert(entry: "e", current: DocumentVersion(fields: [field("password", "p")], modified: 1_000_000), values: values),
             .setField(entry: "e", field: "username", value: SecureBytes(string: "u")),
         ], replica: replica, clock: SettableClock(Self.now))
         let versions = try #require(try document.records(of: "e", .all))

@@ -104,14 +104,14 @@ import VaultCore
 
     @Test func theExportIsBitwardensLayoutAndReadsBack() throws {
         let entries = [
-            PortableEntry(path: ["Work/GitHub"], current: PortableVersion(fields: [
-                PortableField("password", "p\"w", secret: true), PortableField("username", "alice"), PortableField("url", "https://github.com"),
-                PortableField("otp", "JBSWY3DPEHPK3PXP", secret: true), PortableField("notes", "a\nb"), PortableField("pin", "1234", secret: true),
-                PortableField("multi", "x\ny"),
-            ]), history: [PortableVersion(fields: [PortableField("password", "old", secret: true)])], origin: ""),
-            PortableEntry(path: ["note"], current: PortableVersion(fields: [PortableField("notes", "only")]), origin: ""),
+            versions("Work/GitHub", [
+                ([field("password", "p\"w", secret: true), field("username", "alice"), field("url", "https://github.com"),
+                  field("otp", "JBSWY3DPEHPK3PXP", secret: true), field("notes", "a\nb"), field("pin", "1234", secret: true), field("multi", "x\ny")], 2_000),
+                ([field("password", "old", secret: true)], 1_000),
+            ]),
+            versions("note", [([field("notes", "only")], 1_000)]),
         ]
-        let result = CSVExport.write(entries)
+        let result = try CSVExport.write(exportSource(entries))
         let text = String(decoding: result.data.unprotectedBytes, as: UTF8.self)
         #expect(text.hasPrefix("folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp\r\n"))
         #expect(result.omitted.map(\.item) == ["'Work/GitHub' field 'multi'", "the history of 1 entry"])

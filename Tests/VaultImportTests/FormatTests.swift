@@ -8,15 +8,15 @@ import VaultCore
 /// is imported in VaultCLITests' ImportCLITests.
 @Suite struct VaultJSONTests {
     @Test func everythingComesBack() throws {
+        let id = try #require(DocumentID(bytes: Array(0..<16).map { UInt8($0 * 17) }))
         let entries = [
-            PortableEntry(path: ["Web/GitHub"], current: PortableVersion(fields: [
-                PortableField("url", "https://github.com"), PortableField("password", "new \"pw\"\n\u{1}", secret: true),
-                PortableField(name: "key", isSecret: true, value: SecureBytes([0xFF, 0x00, 0x80])),
-            ], modified: 1_700_000_300_123), history: [
-                PortableVersion(fields: [PortableField("password", "old", secret: true)], modified: 1_700_000_200_000, conflict: true),
-            ], created: 1_700_000_000_000, origin: ""),
+            versions("Web/GitHub", [
+                ([field("url", "https://github.com"), field("password", "new \"pw\"\n\u{1}", secret: true),
+                  EntryRecord.Field(name: "key", isSecret: true, value: SecureBytes([0xFF, 0x00, 0x80]))], 1_700_000_300_123),
+                ([field("password", "old", secret: true)], 1_700_000_200_000),
+            ], created: 1_700_000_000_000, conflicts: [1], id: id),
         ]
-        let data = VaultJSON.write(entries, ids: ["00112233445566778899aabbccddeeff"], exported: 1_800_000_000_000)
+        let data = try VaultJSON.write(exportSource(entries), exported: 1_800_000_000_000)
         let text = String(decoding: data.unprotectedBytes, as: UTF8.self)
         #expect(text.contains("\"encoding\":\"base64\",\"name\":\"key\",\"secret\":true,\"value\":\"/wCA\""))
         #expect(text.contains("\"id\":\"00112233445566778899aabbccddeeff\""))
@@ -28,7 +28,7 @@ import VaultCore
         #expect(entry.current.names == ["url", "password", "key"])
         #expect(entry.current.fields.map(\.isSecret) == [false, true, true])
         #expect(entry.current.text("password") == "new \"pw\"\n\u{1}")
-        #expect(entry.current.field("key")!.value.unprotectedBytes == [0xFF, 0x00, 0x80])
+        #expect(entry.current.field("key")!.unprotectedBytes == [0xFF, 0x00, 0x80])
         #expect(entry.history.count == 1 && entry.history[0].conflict && entry.history[0].modified == 1_700_000_200_000)
     }
 
@@ -121,17 +121,17 @@ import VaultCore
     }
 
     @Test func theExportReadsBackWithGroupsHistoryAndProtection() throws {
+        let id = try #require(DocumentID(bytes: Array(0..<16).map { UInt8($0 * 17) }))
         let entries = [
-            PortableEntry(path: ["Web/GitHub"], current: PortableVersion(fields: [
-                PortableField("password", "x&y<z>\"\r\n", secret: true), PortableField("username", "alice"), PortableField("Title", "custom"),
-                PortableField("pin", "1234", secret: true), PortableField(name: "raw", isSecret: false, value: SecureBytes([0xFF])),
-            ], modified: 1_700_000_300_000), history: [
-                PortableVersion(fields: [PortableField("password", "older", secret: true)], modified: 1_700_000_200_000),
-                PortableVersion(fields: [PortableField("password", "oldest", secret: true)], modified: 1_700_000_100_000),
-            ], created: 1_700_000_000_000, origin: ""),
-            PortableEntry(path: ["top"], current: PortableVersion(fields: [PortableField("password", "t", secret: true)]), origin: ""),
+            versions("Web/GitHub", [
+                ([field("password", "x&y<z>\"\r\n", secret: true), field("username", "alice"), field("Title", "custom"),
+                  field("pin", "1234", secret: true), EntryRecord.Field(name: "raw", isSecret: false, value: SecureBytes([0xFF]))], 1_700_000_300_000),
+                ([field("password", "older", secret: true)], 1_700_000_200_000),
+                ([field("password", "oldest", secret: true)], 1_700_000_100_000),
+            ], created: 1_700_000_000_000, id: id),
+            versions("top", [([field("password", "t", secret: true)], 1_700_000_000_000)]),
         ]
-        let result = KeePassXML.write(entries, ids: ["00112233445566778899aabbccddeeff", nil], now: 1_800_000_000_000)
+        let result = try KeePassXML.write(exportSource(entries), now: 1_800_000_000_000)
         #expect(result.omitted == [SkippedItem(item: "'Web/GitHub' field 'raw'", reason: "not text XML can carry; --format json keeps it")])
         let back = try KeePassXML.read(result.data.unprotectedBytes)
         #expect(back.entries.map(\.name) == ["top", "Web/GitHub"])
@@ -146,7 +146,7 @@ import VaultCore
 }
 
 @Suite struct PassStoreTests {
-    func parse(_ text: String) -> PortableVersion { PassStore.parse(SecureBytes(string: text)) }
+    func parse(_ text: String) -> PortableVersion { PassStore.parse(SecureBytes(string: text), values: ValueArena()) }
 
     @Test func linesBecomeFields() {
         let version = parse("s3cret\nlogin: alice\nURL: https://x.example\nWebsite: https://y.example\npin: 1234\notpauth://totp/x?secret=JBSWY3DPEHPK3PXP\n\nfree text: more words\nhttps://not.a.field\n")
@@ -258,8 +258,10 @@ import VaultCore
                            fields: fields.map { EntryRecord.Field(name: $0.0, isSecret: $0.2, value: SecureBytes(string: $0.1)) })
     }
 
+    let values = ValueArena()
+
     func entry(_ path: [String], _ fields: [(String, String)]) -> PortableEntry {
-        PortableEntry(path: path, current: PortableVersion(fields: fields.map { PortableField($0.0, $0.1, secret: $0.0 == "password") }), origin: path.joined(separator: "/"))
+        PortableEntry(path: path, current: PortableVersion(fields: fields.map { values.field($0.0, $0.1, secret: $0.0 == "password") }), origin: path.joined(separator: "/"))
     }
 
     @Test func addedUpdatedUnchangedSkippedAndDuplicateNames() throws {
@@ -272,7 +274,7 @@ import VaultCore
             entry(["a"], [("password", "6")]),
             entry(["empty"], []),
             entry([String(repeating: "x", count: 5000)], [("password", "7")]),
-        ], skipped: [SkippedItem(item: "x", reason: "y")])
+        ], skipped: [SkippedItem(item: "x", reason: "y")], values: values)
         let vault = ["b": record("b", [("password", "2", true), ("username", "u", false), ("extra", "kept", false)]),
                      "c": record("c", [("password", "old", true)])]
         let plan = try ImportPlan.make(source, prefix: "imp") { name in vault[String(name.dropFirst(4))] }
@@ -286,15 +288,16 @@ import VaultCore
             Issue.record("\(plan.changes[1])")
         }
         // A secret flag that differs is a change too.
-        let flagOnly = try ImportPlan.make(ParsedSource(entries: [entry(["c"], [("password", "old")])]), prefix: nil) { _ in
+        let flagOnly = try ImportPlan.make(ParsedSource(entries: [entry(["c"], [("password", "old")])], values: values), prefix: nil) { _ in
             record("c", [("password", "old", false)])
         }
         #expect(flagOnly.updated == ["c"])
     }
 
     @Test func aFieldNameAVaultCannotHoldNamesTheItem() {
-        let bad = PortableEntry(path: ["x"], current: PortableVersion(fields: [PortableField("a\u{7}", "v")]), origin: "line 3 ('x')")
-        #expect(importError { _ = try ImportPlan.make(ParsedSource(entries: [bad]), prefix: nil) { _ in nil } }
+        let values = ValueArena()
+        let bad = PortableEntry(path: ["x"], current: PortableVersion(fields: [values.field("a\u{7}", "v")]), origin: "line 3 ('x')")
+        #expect(importError { _ = try ImportPlan.make(ParsedSource(entries: [bad], values: values), prefix: nil) { _ in nil } }
                 == .malformed(location: "line 3 ('x')", reason: "a field name a vault cannot hold (invalid field name: a field name has no control characters)"))
     }
 }

@@ -33,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
     ],
     targets: [
         // C, wrapped in one place each.
@@ -77,6 +78,13 @@ let package = Package(
         // header with its MAC and STREAM payload (C2SP age.md), on VaultSodium's primitives: the core of sharing a
         // vault by public key (issue 20). No networking, no terminal.
         .target(name: "VaultAge", dependencies: ["VaultCore", "VaultSodium"]),
+        // Import and export (docs/IMPORT-EXPORT.md): pure parsers and writers from bytes to entries and back (pass,
+        // KeePass XML, Bitwarden JSON, 1PUX, CSV, vault's JSON). FoundationXML (libxml2) and ZIPFoundation (zlib):
+        // only vault-net links it, so that `vault`'s start pays for neither.
+        .target(
+            name: "VaultImport",
+            dependencies: ["VaultCore", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
+        ),
         // Sync with remote stores (S3 conditional writes): the transport and SigV4 of VaultAuth.
         .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth"]),
         // Device registration with the mobile-services API.
@@ -107,6 +115,7 @@ let package = Package(
             name: "NetworkCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP", "VaultSync",
+                "VaultImport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -147,6 +156,7 @@ let package = Package(
         .testTarget(name: "VaultAgeTests", dependencies: ["VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
+        .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(

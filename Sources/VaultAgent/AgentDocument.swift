@@ -133,7 +133,91 @@ extension AgentWire {
                 writer.field(.bool, exists)
             case .deleteAll:
                 kind(.deleteAll)
+            case let .insert(entry, current, history, created, values):
+                kind(.insert)
+                writer.field(.name, entry)
+                if let created { writer.field(.created, created) }
+                writer.field(.value, encodeVersions([current] + history, values: values))
             }
+        }
+    }
+
+    /// Versions of an entry given whole (an `insert`), current first, their values taken from `values`, as one value
+    /// in guarded memory; all integers little-endian: `count u32`, then per version `modified u64` (`UInt64.max`:
+    /// unknown), `conflict u8`, `field_count u32`, then per field `secret u8`, `name_length u16`, `name`,
+    /// `value_length u32`, `value`.
+    static func encodeVersions(_ versions: [DocumentVersion], values: SecureBytes) -> SecureBytes {
+        let size = 4 + versions.reduce(0) { total, version in
+            total + 13 + version.fields.reduce(0) { $0 + 7 + $1.name.utf8.count + $1.value.count }
+        }
+        return values.withUnsafeBytes { source in
+            SecureBytes(count: size) { out in
+                var offset = 0
+                func put<T: FixedWidthInteger>(_ number: T) {
+                    withUnsafeBytes(of: number.littleEndian) { out.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                    offset += MemoryLayout<T>.size
+                }
+                func put(_ bytes: UnsafeRawBufferPointer) {
+                    if bytes.count > 0 { out.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+                    offset += bytes.count
+                }
+                put(UInt32(versions.count))
+                for version in versions {
+                    put(version.modified ?? UInt64.max)
+                    put(UInt8(version.conflict ? 1 : 0))
+                    put(UInt32(version.fields.count))
+                    for field in version.fields {
+                        put(UInt8(field.isSecret ? 1 : 0))
+                        let name = Array(field.name.utf8)
+                        put(UInt16(name.count))
+                        name.withUnsafeBytes { put($0) }
+                        put(UInt32(field.value.count))
+                        put(UnsafeRawBufferPointer(rebasing: source[field.value]))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The versions in `bytes[range]` (``encodeVersions(_:values:)``'s inverse), current first, their values left
+    /// where they are: ranges of `bytes` (the request's payload: no copy per value). Anything out of bounds, a name
+    /// that is not UTF-8 or bytes left over is a protocol error.
+    static func decodeVersions(_ bytes: SecureBytes, in range: Range<Int>? = nil) throws -> [DocumentVersion] {
+        try bytes.withUnsafeBytes { all throws -> [DocumentVersion] in
+            let range = range ?? 0..<all.count
+            let raw = UnsafeRawBufferPointer(rebasing: all[range])
+            var offset = 0
+            func malformed() -> AgentError { .protocolError("malformed versions of an inserted entry") }
+            func take(_ count: Int) throws -> Range<Int> {
+                guard count >= 0, count <= raw.count - offset else { throw malformed() }
+                defer { offset += count }
+                return offset..<(offset + count)
+            }
+            func number<T: FixedWidthInteger>(_: T.Type) throws -> T {
+                let part = try take(MemoryLayout<T>.size)
+                return raw[part].reversed().reduce(T(0)) { $0 << 8 | T($1) }
+            }
+            let count = try number(UInt32.self)
+            guard count >= 1, Int(count) <= raw.count / 13 else { throw malformed() }
+            var versions: [DocumentVersion] = []
+            for _ in 0..<count {
+                let modified = try number(UInt64.self)
+                let conflict = try number(UInt8.self)
+                let fieldCount = try number(UInt32.self)
+                guard conflict <= 1, Int(fieldCount) <= (raw.count - offset) / 7 else { throw malformed() }
+                var fields: [DocumentField] = []
+                for _ in 0..<fieldCount {
+                    let secret = try number(UInt8.self)
+                    let nameLength = try number(UInt16.self)
+                    guard secret <= 1, let name = String(validating: raw[try take(Int(nameLength))], as: UTF8.self) else { throw malformed() }
+                    let valueLength = try number(UInt32.self)
+                    let value = try take(Int(valueLength))
+                    fields.append(DocumentField(name: name, isSecret: secret == 1, value: (value.lowerBound + range.lowerBound)..<(value.upperBound + range.lowerBound)))
+                }
+                versions.append(DocumentVersion(fields: fields, modified: modified == UInt64.max ? nil : modified, conflict: conflict == 1))
+            }
+            guard offset == raw.count else { throw malformed() }
+            return versions
         }
     }
 
@@ -143,10 +227,10 @@ extension AgentWire {
         var changes: [DocumentChange] = []
         var kind: AgentDocumentChange?
         var name: String?, field: String?, source: String?, value: SecureBytes?, secret: Bool?, flag = false
-        var number: Int?
+        var number: Int?, created: UInt64?, valueRange: Range<Int>?
         func missing() -> AgentError { .protocolError("a document change without a field it needs") }
         func finish() throws {
-            defer { (name, field, source, value, secret, flag, number) = (nil, nil, nil, nil, nil, false, nil) }
+            defer { (name, field, source, value, secret, flag, number, created, valueRange) = (nil, nil, nil, nil, nil, false, nil, nil, nil) }
             guard let current = kind else { return }
             switch current {
             case .setField:
@@ -175,6 +259,11 @@ extension AgentWire {
                 changes.append(.requireField(entry: name, field: field, exists: flag))
             case .deleteAll:
                 changes.append(.deleteAll)
+            case .insert:
+                guard let name, let valueRange else { throw missing() }
+                // The values stay in the request's payload: one guarded region for the whole batch.
+                let versions = try decodeVersions(request.payload, in: valueRange)
+                changes.append(.insert(entry: name, current: versions[0], history: Array(versions.dropFirst()), created: created, values: request.payload))
             }
         }
         func text(_ range: Range<Int>, _ what: String) throws -> String {
@@ -196,9 +285,13 @@ extension AgentWire {
             case .name: name = try text(range, "name")
             case .source: source = try text(range, "name")
             case .field: field = try text(range, "field")
-            case .value: value = request.secret(range)
+            case .value:
+                if kind == .insert { valueRange = range } else { value = request.secret(range) }
             case .secret: secret = request.bool(range)
             case .bool: flag = request.bool(range)
+            case .created:
+                guard let raw = request.number(range) else { throw AgentError.protocolError("a malformed creation time") }
+                created = raw
             case .version:
                 guard let raw = request.number(range), raw <= UInt64(Int.max) else { throw AgentError.protocolError("a malformed version") }
                 number = Int(raw)

@@ -49,6 +49,13 @@ import VaultCore
         switch change {
         case let .setField(entry, field, value, secret):
             return "set \(entry) \(field) \(String(describing: secret)) " + value.unprotectedBytes.map { String($0, radix: 16) }.joined(separator: ",")
+        case let .insert(entry, current, history, created, values):
+            let bytes = values.unprotectedBytes
+            return "insert \(entry) \(String(describing: created)) " + ([current] + history).map { version in
+                "\(String(describing: version.modified)) \(version.conflict) " + version.fields.map {
+                    "\($0.name) \($0.isSecret) " + bytes[$0.value].map { String($0, radix: 16) }.joined(separator: ",")
+                }.joined(separator: ";")
+            }.joined(separator: "|")
         default: return "\(change)"
         }
     }

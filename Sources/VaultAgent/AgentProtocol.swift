@@ -89,4 +89,7 @@ enum AgentDocumentChange: UInt8 {
     case requireField
     /// No fields.
     case deleteAll
+    /// `name`, `created` when known, and one `value`: the versions (``AgentWire/encodeVersions(_:)``), so that an
+    /// import of thousands of entries with their histories stays far below the message's field limit.
+    case insert
 }

@@ -159,7 +159,7 @@ enum Template {
 ///
 /// What is not a regular file is never replaced: a FIFO or a character device (`/dev/null`, a terminal) is
 /// written through, as a shell's `>` would; a symbolic link, a directory, a socket or a block device is refused.
-enum OutputFile {
+package enum OutputFile {
     /// Why `path` cannot be written (exit 1).
     struct Refused: Error, CLIReportable, CustomStringConvertible {
         let path: String
@@ -174,7 +174,7 @@ enum OutputFile {
         }
     }
 
-    static func replace(_ path: String, with bytes: UnsafeRawBufferPointer) throws {
+    package static func replace(_ path: String, with bytes: UnsafeRawBufferPointer) throws {
         var info = stat()
         if lstat(path, &info) == 0 {
             switch info.st_mode & S_IFMT {

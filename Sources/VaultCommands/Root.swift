@@ -57,6 +57,8 @@ package enum NetworkVerb: String, CaseIterable, Sendable {
     case otp
     /// Sync with an object store: HTTP.
     case sync
+    /// Not network verbs: their parsers link FoundationXML (libxml2) and ZIPFoundation (zlib), which `vault` does not.
+    case `import`, export
 
     /// The name under which `vault` and `vault-net` act as the docker credential helper (a symbolic link).
     package static let dockerHelperName = "docker-credential-vault"
@@ -87,6 +89,10 @@ package enum NetworkVerb: String, CaseIterable, Sendable {
             return "Print the time-based one-time password (TOTP) of NAME's otp field."
         case .sync:
             return "Merge this vault with its copy in an S3-compatible object store (s3://BUCKET/KEY) or OpenBao (bao://…), both ways."
+        case .import:
+            return "Import the entries of pass, KeePassXC, Bitwarden, 1Password, a browser's CSV or vault's own export, in one atomic write."
+        case .export:
+            return "Write every entry, secrets in plain text, as vault's JSON, CSV or KeePass XML (a file of mode 0600, or stdout)."
         }
     }
 

@@ -28,7 +28,7 @@ struct Vault: ParsableCommand {
     static let configuration = Root.configuration(
         networkVerbs: [
             LoginVerb.self, FetchVerb.self, LogoutVerb.self, CredentialVerb.self, DeviceVerb.self,
-            DockerCredentialVerb.self, OTPVerb.self, SyncVerb.self,
+            DockerCredentialVerb.self, OTPVerb.self, SyncVerb.self, ImportVerb.self, ExportVerb.self,
         ])
 }
 
@@ -72,3 +72,5 @@ struct DeviceVerb: NetworkVerbCommand { static let verb = NetworkVerb.device }
 struct DockerCredentialVerb: NetworkVerbCommand { static let verb = NetworkVerb.dockerCredential }
 struct OTPVerb: NetworkVerbCommand { static let verb = NetworkVerb.otp }
 struct SyncVerb: NetworkVerbCommand { static let verb = NetworkVerb.sync }
+struct ImportVerb: NetworkVerbCommand { static let verb = NetworkVerb.import }
+struct ExportVerb: NetworkVerbCommand { static let verb = NetworkVerb.export }

@@ -20,6 +20,15 @@ import VaultCore
             .removeField(entry: "a", field: "url"), .delete(entry: "x", ifPresent: true), .delete(entry: "y"),
             .rename(from: "a", to: "b", replacing: true), .copy(from: "b", to: "c"), .restore(entry: "c", version: 3),
             .require(entry: "c", exists: false), .requireField(entry: "c", field: "otp", exists: true), .deleteAll,
+            .insert(
+                entry: "imported/é", current: DocumentVersion(fields: [
+                    DocumentField(name: "password", isSecret: true, value: 0..<2),
+                    DocumentField(name: "note", isSecret: false, value: 2..<2),
+                ], modified: 1_700_000_000_000),
+                history: [DocumentVersion(fields: [], modified: nil, conflict: true),
+                          DocumentVersion(fields: [DocumentField(name: "p", isSecret: false, value: 2..<3)], modified: 5)],
+                created: 1_600_000_000_000, values: SecureBytes([0, 0xFF, 1])),
+            .insert(entry: "plain", current: DocumentVersion(fields: [DocumentField(name: "password", isSecret: true, value: 1..<2)]), values: SecureBytes([9, 2])),
         ]
         let writer = AgentWire.Writer(kind: AgentOperation.apply.rawValue)
         writer.field(.path, "/v")
@@ -45,6 +54,25 @@ import VaultCore
         [UInt8(0xFF)].withUnsafeBytes { invalid.field(.name, $0) }
         #expect(throws: VaultError.invalidEntryName(reason: "the name is not valid UTF-8")) {
             try AgentWire.documentChanges(from: message(invalid))
+        }
+    }
+
+    /// An inserted entry's versions travel as one value; every truncation of it, and bytes left over, is refused.
+    @Test func malformedInsertedVersionsAreRefused() throws {
+        let good = AgentWire.encodeVersions([DocumentVersion(fields: [DocumentField(name: "password", isSecret: true, value: 0..<3)], modified: 9)], values: SecureBytes([1, 2, 3]))
+        let bytes = good.unprotectedBytes
+        #expect(try AgentWire.decodeVersions(good).count == 1)
+        for count in 0..<bytes.count {
+            #expect(throws: AgentError.protocolError("malformed versions of an inserted entry")) {
+                try AgentWire.decodeVersions(SecureBytes(bytes.prefix(count)))
+            }
+        }
+        #expect(throws: AgentError.self) { try AgentWire.decodeVersions(SecureBytes(bytes + [0])) }
+        let noValue = AgentWire.Writer(kind: AgentOperation.apply.rawValue)
+        noValue.field(.change, byte: AgentDocumentChange.insert.rawValue)
+        noValue.field(.name, "a")
+        #expect(throws: AgentError.protocolError("a document change without a field it needs")) {
+            try AgentWire.documentChanges(from: message(noValue))
         }
     }
 

@@ -27,6 +27,20 @@ import VaultTestSupport
         #expect(try containsSymbol(vaultNet, "CNIOBoringSSL_SSL_CTX_new"))
     }
 
+    /// `vault import`/`export`'s parsers (FoundationXML: libxml2; ZIPFoundation: zlib) are in vault-net only.
+    @Test func theImportParsersAreLinkedIntoVaultNetOnly() throws {
+        let vaultNet = CLI.binDirectory.appendingPathComponent("vault-net").path
+        let vault = try sharedLibraries(CLI.vault), net = try sharedLibraries(vaultNet)
+        for library in ["libxml2", "libz.so"] {
+            #expect(!vault.contains(library), "vault links \(library)")
+        }
+        #expect(net.contains("libxml2"))
+        #expect(!(try containsSymbol(CLI.vault, "ZIPFoundation")))
+        #expect(try containsSymbol(vaultNet, "ZIPFoundation"))
+        let help = try CLI.run(["help", "import"])
+        #expect(help.status == 0 && help.stdoutText.contains("USAGE: vault import"), "\(help.stdoutText)")
+    }
+
     /// Issue 13: the CLI leaves no stray directory in `$HOME` (URLSession made `~/.cache/org.swift.foundation.URLCache`
     /// and `~/.local/share/<binary directory>`): after init, put, get, list and a real `fetch`, `$HOME` holds only
     /// the rollback records (`~/.local/state/vault`).

@@ -62,6 +62,47 @@ public enum DocumentChange: Sendable {
     case requireField(entry: String, field: String, exists: Bool)
     /// Deletes every entry, leaving a tombstone for each.
     case deleteAll
+    /// Makes entry `entry`, which must not exist, whole: `current` its fields (in order) and `history` its earlier
+    /// versions, newest first, each with the time another program (or an export of a vault) recorded for it, and
+    /// `created` (milliseconds since the epoch; `nil`: unknown). What `vault import` writes, so that an entry keeps
+    /// its history and its times. The fields' values are ranges of `values`, which every insert of a batch may share:
+    /// an import of thousands of entries then holds one guarded region, not one per value (each guarded region is
+    /// several memory mappings, and a process has at most 65,530 of them).
+    ///
+    /// The versions are stamped by this batch's replica at their own times, each strictly earlier than the next
+    /// newer one and none later than the batch (an unknown or later time takes the newer version's stamp less one
+    /// tick); `created` is at most the current version's. History beyond the caps is dropped, oldest first; a
+    /// version that would fall before the epoch is dropped too.
+    case insert(entry: String, current: DocumentVersion, history: [DocumentVersion] = [], created: UInt64? = nil, values: SecureBytes)
+}
+
+/// A field given by its place in a shared region of values (``DocumentChange/insert(entry:current:history:created:values:)``).
+public struct DocumentField: Sendable {
+    public var name: String
+    public var isSecret: Bool
+    /// The value's bytes in the insert's `values`.
+    public var value: Range<Int>
+
+    public init(name: String, isSecret: Bool, value: Range<Int>) {
+        self.name = name
+        self.isSecret = isSecret
+        self.value = value
+    }
+}
+
+/// A version of an entry given whole (``DocumentChange/insert(entry:current:history:created:values:)``): its fields
+/// in order, when it was made (milliseconds since the epoch, `nil` when unknown), and whether a merge marked it a
+/// conflict (history only).
+public struct DocumentVersion: Sendable {
+    public var fields: [DocumentField]
+    public var modified: UInt64?
+    public var conflict: Bool
+
+    public init(fields: [DocumentField], modified: UInt64? = nil, conflict: Bool = false) {
+        self.fields = fields
+        self.modified = modified
+        self.conflict = conflict
+    }
 }
 
 /// A vault as a document, on bytes only: no path, no lock, no clock read except through an injected
@@ -433,7 +474,7 @@ public final class VaultDocument: @unchecked Sendable {
             let names: [String]
             switch change {
             case let .setField(entry, _, _, _), let .removeField(entry, _), let .delete(entry, _), let .restore(entry, _),
-                 let .require(entry, _), let .requireField(entry, _, _):
+                 let .require(entry, _), let .requireField(entry, _, _), let .insert(entry, _, _, _, _):
                 names = [entry]
             case let .rename(from, to, _), let .copy(from, to, _): names = [from, to]
             case .deleteAll: names = Array(idsByName.keys)
@@ -552,6 +593,48 @@ public final class VaultDocument: @unchecked Sendable {
                 let fields = record.history[version - 1].fields
                 touch(id)
                 entries[id]!.fields = fields
+            case let .insert(name, current, history, created, given):
+                try checkFree(name)
+                func stored(_ fields: [DocumentField]) throws -> [Field] {
+                    guard fields.count <= Self.maximumFieldCount else {
+                        throw VaultError.invalidFieldName("an entry has at most \(Self.maximumFieldCount) fields")
+                    }
+                    var seen: Set<String> = []
+                    return try fields.map { field in
+                        try Self.validate(field: field.name)
+                        guard seen.insert(field.name).inserted else { throw VaultError.invalidFieldName("the field '\(field.name)' is given twice") }
+                        guard field.value.count <= VaultFormat.maximumValueByteCount else {
+                            throw VaultError.valueTooLarge(key: name, byteCount: field.value.count)
+                        }
+                        guard field.value.lowerBound >= 0, field.value.upperBound <= given.count else {
+                            throw VaultError.invalidFieldName("the value of field '\(field.name)' lies outside the values given")
+                        }
+                        let range = given.withUnsafeBytes { values.append(UnsafeRawBufferPointer(rebasing: $0[field.value])) }
+                        return Field(name: field.name, value: range, isSecret: field.isSecret)
+                    }
+                }
+                // Stamps: each version at its own time, strictly before the next newer one, none after the batch.
+                func stamp(_ given: UInt64?, before newer: UInt64) -> UInt64? {
+                    let limit = newer &- 1
+                    guard newer > 0 else { return nil }
+                    guard let given, given <= HybridTimestamp.maximumMilliseconds else { return limit }
+                    return min(given << 16, limit)
+                }
+                let modified = stamp(current.modified, before: now.packed &+ 1)!
+                var versions: [Version] = []
+                var newer = modified
+                for version in history {
+                    guard let packed = stamp(version.modified, before: newer) else { break }
+                    versions.append(Version(fields: try stored(version.fields), modified: HybridTimestamp(packed: packed, replica: replica), conflict: version.conflict))
+                    newer = packed
+                }
+                let born = min(created.map { $0 <= HybridTimestamp.maximumMilliseconds ? $0 << 16 : modified } ?? (versions.last?.modified.packed ?? modified), modified)
+                let id = DocumentID.random()
+                entries[id] = Entry(
+                    id: id, name: name, fields: try stored(current.fields),
+                    created: HybridTimestamp(packed: born, replica: replica), modified: HybridTimestamp(packed: modified, replica: replica),
+                    history: capped(versions))
+                idsByName[name] = id
             }
         }
         for id in touched where entries[id] != nil {

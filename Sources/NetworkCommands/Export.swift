@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import VaultCommands
+import VaultCore
+import VaultImport
+import VaultTerminal
+
+/// `vault export --format json|csv|keepass-xml [--output FILE] [--yes]`: every entry, secrets in plain text, in a
+/// file written atomically with mode 0600, or on stdout (docs/IMPORT-EXPORT.md).
+package struct Export: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: NetworkVerb.export.abstract,
+        discussion: """
+            json: vault's own format (docs/IMPORT-EXPORT.md): every field with its secret flag, in order, every earlier version and the times; 'vault import json' reads it back without loss. csv: Bitwarden's CSV header (folder, name, login_uri, login_username, login_password, login_totp, notes, other fields as 'key: value' lines), which Bitwarden and most managers import; no history. keepass-xml: KeePass 2 XML, which 'keepassxc-cli import' and KeePass read; folders become groups, history kept, secret fields protected.
+
+            The export holds every secret in plain text. On a terminal it asks first, unless --yes; without a terminal it needs --yes (else exit 64 and nothing is written). FILE is written atomically (a temporary file beside it, fsync, rename, fsync of the directory) with mode 0600; without --output the export goes to stdout, and only with --yes. What a format cannot carry (a value that is not text in CSV or XML, history in CSV) is named on stderr. Format version 2.
+            """)
+
+    @OptionGroup var options: VaultOptions
+
+    @Option(help: ArgumentHelp("json, csv or keepass-xml.", valueName: "format"))
+    var format: ExportFormat
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write here (mode 0600, atomically); default: stdout, with --yes.", valueName: "file"), completion: .file())
+    var output: String?
+
+    @Flag(name: [.customShort("y"), .customLong("yes")], help: "Do not ask: write the secrets in plain text (needed without a terminal, and for stdout).")
+    var yes = false
+
+    package func validate() throws {
+        if output == nil, !yes {
+            throw ValidationError("without --output the export goes to stdout, secrets in plain text: pass --yes to confirm, or --output FILE")
+        }
+        if let output, output.isEmpty { throw ValidationError("--output needs a path") }
+    }
+
+    package func run() throws {
+        try reportingErrors(json: options.json) {
+            // Asked before the vault is opened: no terminal and no --yes refuses at once.
+            let terminal = yes ? nil : Terminal.controlling()
+            if !yes, terminal == nil {
+                throw CLIError.message(
+                    "export writes every secret in plain text: confirm on a terminal, or pass --yes", exitCode: Exit.usage)
+            }
+            // Entry by entry while the export is written: one entry's values at a time besides the export.
+            let (count, result) = try withVault(options) { vault -> (Int, ExportResult) in
+                let document = try documentEntries(vault)
+                let names = try vault.keys()
+                if let terminal {
+                    let target = output.map { "'\(TerminalText.escaped($0))'" } ?? "stdout"
+                    let answer = try terminal.readLine(
+                        prompt: "Write \(names.count) entr\(names.count == 1 ? "y" : "ies") of '\(TerminalText.escaped(options.resolvedPath))' with their secrets in plain text to \(target)? [y/N] ")
+                    let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
+                    guard ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                        throw CLIError.message("nothing exported", exitCode: Exit.failure)
+                    }
+                }
+                let source = ExportSource(names: names) { name in try document.records(of: name, .all) ?? [] }
+                let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+                return (names.count, try format.write(source, now: now))
+            }
+            if let output {
+                try result.data.withUnsafeBytes { try OutputFile.replace(output, with: $0) }
+            } else {
+                try result.data.withUnsafeBytes { try writeToStdout($0) }
+            }
+            for item in result.omitted {
+                writeToStderr("vault: note: not exported: \(TerminalText.escaped(item.item)): \(TerminalText.escaped(item.reason))\n")
+            }
+            guard let output else { return }
+            if options.json {
+                try writeJSON([
+                    "output": output, "format": format.rawValue, "entries": count,
+                    "omitted": result.omitted.map { ["item": $0.item, "reason": $0.reason] },
+                ] as [String: Any])
+            } else {
+                try writeToStdout("exported \(count) entr\(count == 1 ? "y" : "ies") of '\(TerminalText.escaped(options.resolvedPath))' to '\(TerminalText.escaped(output))' (\(format.rawValue))\n")
+            }
+        }
+    }
+}

@@ -3,7 +3,7 @@ import VaultCore
 /// What an import does to a vault: per entry of the source, added, updated or unchanged, and the one batch of
 /// document changes that does it (docs/IMPORT-EXPORT.md, "What an import changes").
 ///
-/// - A name the vault lacks: the entry is made whole (``DocumentChange/insert(entry:current:history:created:)``),
+/// - A name the vault lacks: the entry is made whole (``DocumentChange/insert(entry:current:history:created:values:)``),
 ///   its history and times kept.
 /// - A name the vault has: each field of the source is set (its value and secret flag) where it differs; a field
 ///   only the vault has stays, and the vault's history keeps the version replaced. When every field of the source is

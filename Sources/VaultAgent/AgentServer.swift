@@ -342,7 +342,16 @@ public final class AgentServer: Sendable {
         // Reloaded when it can be (a passphrase changed since), else as last opened: git rewrites a vault in its work tree
         // to older commits (a rebase checks out the upstream first), which the rollback record refuses to open; the
         // files git hands over are merged with the key held, and the vault's own file is neither read nor written.
-        guard let vault = candidates.first(where: { _ = try? $0.reload(); return $0.vaultID == wanted }) else { return nil }
+        // A key that no longer opens the file (a passphrase changed since) is no key to merge with: that vault
+        // counts as locked, and the driver says to unlock it.
+        guard let vault = candidates.first(where: { candidate in
+            do {
+                try candidate.reload()
+            } catch VaultError.keyChanged {
+                return false
+            } catch {}
+            return candidate.vaultID == wanted
+        }) else { return nil }
         _ = store(for: vault.path, touch: true)
         return vault
     }

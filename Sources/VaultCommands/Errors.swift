@@ -153,7 +153,7 @@ extension VaultError: CLIReportable {
             return "if you put this vault here on purpose (or changed its passphrase on another machine), "
                 + "pass --accept-rollback once"
         case .keyChanged: return "run the command again with the new passphrase"
-        case .otherKey: return "give that copy's passphrase with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result takes the newer passphrase"
+        case .otherKey: return "give that copy's passphrase with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result then has that copy's passphrase"
         case .missingOwnWrites:
             return "merge the copy that has them into this one ('vault merge OTHER'); to take this copy as it is, pass --accept-rollback once"
         case .noSuchEntry: return "'vault list' shows the names"

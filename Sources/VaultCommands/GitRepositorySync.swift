@@ -35,8 +35,6 @@ package struct GitRepositorySync {
         package var mergedCommit = false
         package var pushed = false
         package var attempts = 1
-        /// The upstream's vault, taken by a fast-forward, has another passphrase (changed on another machine).
-        package var rekeyed = false
     }
 
     package func run() throws -> Outcome {
@@ -105,25 +103,32 @@ package struct GitRepositorySync {
             let head = try git.output(["rev-parse", "--verify", "HEAD^{commit}"]).trimmingCharacters(in: .newlines)
             let upToDate = try git.run(["merge-base", "--is-ancestor", theirs, head]).status == 0
             if !upToDate {
-                // What the upstream's vault brings, merged here (a dry run only says it).
+                let label = "\(upstream):\(relative)"
                 let theirBlob = try git.run(["rev-parse", "-q", "--verify", "\(theirs):\(relative)"])
                 let ourBlob = try git.run(["rev-parse", "-q", "--verify", "\(head):\(relative)"])
-                let fastForward = try git.run(["merge-base", "--is-ancestor", head, theirs]).status == 0
-                if theirBlob.status == 0, theirBlob.text != ourBlob.text {
-                    let bytes = try git.blob(theirBlob.text.trimmingCharacters(in: .newlines))
-                    let label = "\(upstream):\(relative)"
-                    if fastForward {
-                        // Only said (the fast-forward brings it); a copy with a new passphrase is taken as it is.
-                        do {
-                            outcome.merge.accumulate(try entries.merge(bytes, label: label, dryRun: true, otherPassphrase: nil))
-                        } catch VaultError.otherKey {
-                            outcome.rekeyed = true
-                        }
-                    } else {
-                        outcome.merge.accumulate(try otherPassphrase.merging(label: label) {
-                            try entries.merge(bytes, label: label, dryRun: dryRun, otherPassphrase: $0)
-                        })
+                let theirBytes = theirBlob.status == 0 ? try git.blob(theirBlob.text.trimmingCharacters(in: .newlines)) : nil
+                // A fast-forward puts the upstream's file in place as it is: only when it holds everything this
+                // vault holds, under the same key, at a generation not below ours (else the rollback record would
+                // refuse it); what it brings is said from a dry run.
+                var fastForward = false
+                if try git.run(["merge-base", "--is-ancestor", head, theirs]).status == 0, let theirBytes {
+                    if theirBlob.text == ourBlob.text {
+                        fastForward = true
+                    } else if let report = try? entries.merge(theirBytes, label: label, dryRun: true, otherPassphrase: nil), !report.otherLacks,
+                              let ours = try? DocumentHeader.parse(Merge.read(vaultPath), label: vaultPath, policy: .insecureForTesting),
+                              let other = try? DocumentHeader.parse(theirBytes, label: label, policy: .insecureForTesting),
+                              other.generation >= ours.generation {
+                        fastForward = true
+                        outcome.merge.accumulate(report)
                     }
+                }
+                if !fastForward, let theirBytes, theirBlob.text != ourBlob.text {
+                    // Merged here, with the key this vault opened with (a copy with another passphrase asks for it).
+                    outcome.merge.accumulate(try otherPassphrase.merging(label: label) {
+                        try entries.merge(theirBytes, label: label, dryRun: dryRun, otherPassphrase: $0)
+                    })
+                } else if !fastForward, theirBytes == nil {
+                    writeToStderr("vault: warning: \(TerminalText.escaped(upstream)) has no '\(TerminalText.escaped(relative))' (deleted there?): this clone's vault is kept\n")
                 }
                 if dryRun { return outcome }
                 if fastForward {
@@ -134,13 +139,26 @@ package struct GitRepositorySync {
                         try git.check(["commit", "-q", "-m", "vault: merge '\(relative)' from \(upstream)", "--only", "--", relative])
                         outcome.committed = true
                     }
-                    // The vault in HEAD already holds both sides: git keeps it (a driver that leaves %A as it is).
-                    let merged = try git.run(["-c", "merge.vault.driver=true", "merge", "-q", "--no-edit", "-m", "Merge \(upstream) (vault sync)", theirs])
-                    guard merged.status == 0 else {
+                    // The vault in HEAD holds both sides. git would take the upstream's file whenever ours equals the
+                    // merge base (a driver runs only when both sides changed), or delete it: the merge is made without
+                    // committing, the vault put back from HEAD, then committed.
+                    let merged = try git.run(["-c", "merge.vault.driver=true", "merge", "-q", "--no-ff", "--no-commit", theirs])
+                    let detail = [merged.text.trimmingCharacters(in: .whitespacesAndNewlines), merged.errorText].filter { !$0.isEmpty }.joined(separator: "; ")
+                    guard try git.run(["rev-parse", "-q", "--verify", "MERGE_HEAD"]).status == 0 else {
+                        // The merge did not start (local changes or untracked files in its way): nothing changed.
                         throw CLIError.message(
-                            "git could not merge \(upstream) (the vault is merged; other files conflict): \(merged.errorText); resolve them, commit, and run 'vault sync' again",
+                            "git could not merge \(upstream) (the vault is merged and committed): \(TerminalText.escaped(detail)); run 'vault sync' again once that is settled",
                             exitCode: Exit.failure)
                     }
+                    let unmerged = try git.output(["diff", "--name-only", "--diff-filter=U"]).split(separator: "\n").map(String.init)
+                    try git.check(["checkout", "HEAD", "--", relative])
+                    if unmerged.contains(where: { $0 != relative }) {
+                        chmod(vaultPath, 0o600)
+                        throw CLIError.message(
+                            "git could not merge \(upstream): \(TerminalText.escaped(detail)); the vault is merged: resolve the other files, commit, and run 'vault sync' again",
+                            exitCode: Exit.failure)
+                    }
+                    try git.check(["commit", "-q", "--no-edit", "-m", "Merge \(upstream) (vault sync)"])
                     outcome.mergedCommit = true
                 }
                 // git writes the files it checks out 0644.
@@ -149,13 +167,22 @@ package struct GitRepositorySync {
             if dryRun { return outcome }
             let ahead = try git.output(["rev-list", "--count", "@{upstream}..HEAD"]).trimmingCharacters(in: .newlines)
             guard ahead != "0" else { return outcome }
-            let push = try git.run(["push", "-q"])
+            // To the upstream branch itself, whatever push.default says.
+            let remote = try git.output(["config", "branch.\(branch).remote"]).trimmingCharacters(in: .newlines)
+            let mergeRef = try git.output(["config", "branch.\(branch).merge"]).trimmingCharacters(in: .newlines)
+            let push = try git.run(["push", "--porcelain", remote, "HEAD:\(mergeRef)"])
             if push.status == 0 {
                 outcome.pushed = true
                 return outcome
             }
-            guard push.errorText.contains("rejected") || push.errorText.contains("fetch first") || push.errorText.contains("non-fast-forward") else {
-                throw CLIError.message("git push failed: \(push.errorText)", exitCode: Exit.failure)
+            // Only a rejection because the branch moved (before or while we pushed) is tried again; a hook or a
+            // protected branch is final.
+            let pushed = push.text + "\n" + push.errorText
+            let moved = ["(fetch first)", "(non-fast-forward)", "(failed to update ref)", "cannot lock ref"].contains { pushed.contains($0) }
+            guard moved else {
+                let detail = [push.text.split(separator: "\n").filter { $0.hasPrefix("!") }.joined(separator: "; "), push.errorText]
+                    .filter { !$0.isEmpty }.joined(separator: "; ")
+                throw CLIError.message("git push failed: \(TerminalText.escaped(detail))", exitCode: Exit.failure)
             }
             // Another clone pushed first: fetch, merge and push again.
         }
@@ -196,6 +223,8 @@ struct Git {
         var environment = ProcessInfo.processInfo.environment
         // Never a prompt on the terminal from inside `vault sync`: git fails instead, and says why.
         environment["GIT_TERMINAL_PROMPT"] = "0"
+        // git runs the repository's hooks (project code): no secret of ours goes with it.
+        environment["VAULT_PASSPHRASE"] = nil
         // git's messages as git writes them in English: the push rejection is recognised by its words.
         environment["LC_ALL"] = "C"
         process.environment = environment

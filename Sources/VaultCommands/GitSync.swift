@@ -110,7 +110,7 @@ package struct GitCommand: ParsableCommand {
             } catch let exit as ExitCode {
                 throw exit
             } catch VaultError.otherKey {
-                writeToStderr("vault: cannot merge '\(shown)': one side has another passphrase (changed on another machine); abort this merge (git merge --abort) and run 'vault sync', which asks for it\n")
+                writeToStderr("vault: cannot merge '\(shown)': one side has another passphrase (changed on another machine); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for it\n")
                 throw ExitCode(1)
             } catch let error as VaultError {
                 writeToStderr("vault: cannot merge '\(shown)': \(error)\n")

@@ -117,24 +117,33 @@ package final class OtherCopyPassphrase {
 
     package init(_ source: SecretSourceOptions<OtherPassphraseSecret>) { self.source = source }
 
-    /// Runs `merge` with the passphrase known so far (none at first unless given); when the other copy turns out to
-    /// be sealed with another key (``VaultError/otherKey(path:)``), asks for its passphrase on the terminal and runs
-    /// `merge` again. No terminal: the error, whose hint names the options.
+    /// Whether a merge followed the other copy's data key (its passphrase was needed): the vault now opens with
+    /// that copy's passphrase.
+    package private(set) var followedKey = false
+
+    /// Runs `merge` without another passphrase; when the other copy turns out to be sealed with another key
+    /// (``VaultError/otherKey(path:)``), runs it again with that copy's passphrase: from the options, else asked on
+    /// the terminal. No passphrase to be had: the error, whose hint names the options.
     package func merging(label: String, _ merge: (SecureBytes?) throws -> MergeReport) throws -> MergeReport {
-        if !sourceRead {
-            known = try source.read()
-            sourceRead = true
-        }
         do {
-            return try merge(known)
-        } catch VaultError.otherKey(let path) where known == nil {
-            do {
-                known = try VaultOptions.promptTwiceIfNeeded(
-                    prompt: "'\(TerminalText.escaped(label))' has another passphrase (changed on one side); its passphrase: ", confirm: false)
-            } catch CLIError.noPassphraseSource {
-                throw VaultError.otherKey(path: path)
+            return try merge(nil)
+        } catch VaultError.otherKey(let path) {
+            if !sourceRead {
+                known = try source.read()
+                sourceRead = true
             }
-            return try merge(known)
+            if known == nil {
+                do {
+                    known = try VaultOptions.promptTwiceIfNeeded(
+                        prompt: "'\(TerminalText.escaped(label))' has another passphrase (changed on one side); its passphrase: ", confirm: false)
+                } catch CLIError.noPassphraseSource {
+                    throw VaultError.otherKey(path: path)
+                }
+            }
+            let report = try merge(known)
+            followedKey = true
+            writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (its passphrase was changed): this vault now has that copy's passphrase and key\n")
+            return report
         }
     }
 }

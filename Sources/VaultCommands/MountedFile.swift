@@ -16,6 +16,8 @@ final class MountedFile: @unchecked Sendable {
     private let contents: SecureBytes
     private let stopped = NSLock()
     private var isStopped = false
+    /// The FIFO made here (device and inode): whatever else is at PATH later is neither written nor removed.
+    private let identity: (dev_t, ino_t)
 
     /// Makes the FIFO at `path` and starts serving `contents` on it.
     ///
@@ -30,8 +32,17 @@ final class MountedFile: @unchecked Sendable {
             }
             throw VaultError.io(operation: "cannot make the FIFO", path: path, errno: code)
         }
-        // mkfifo's mode went through the umask: 0600 exactly.
-        chmod(path, 0o600)
+        var made = stat()
+        guard lstat(path, &made) == 0, (made.st_mode & S_IFMT) == S_IFIFO else {
+            throw VaultError.io(operation: "cannot make the FIFO", path: path, errno: errno == 0 ? EEXIST : errno)
+        }
+        identity = (made.st_dev, made.st_ino)
+        // mkfifo's mode went through the umask: 0600 exactly (opened without blocking and without following a link).
+        let own = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        if own >= 0 {
+            if isOurs(own) { fchmod(own, 0o600) }
+            close(own)
+        }
         // The server thread takes no signal: the ones vault passes on to the command are waited for on this thread.
         var all = sigset_t(), previous = sigset_t()
         sigfillset(&all)
@@ -45,12 +56,14 @@ final class MountedFile: @unchecked Sendable {
     /// One reader at a time: an open for writing waits for the next reader, then the whole contents, then the end.
     private func serve() {
         while !stopping {
-            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            // Never through a link, and only into the FIFO made here: a file put in its place (a tool that rewrote
+            // .env, another user in a shared directory) ends the serving, and gets nothing.
+            let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
             if fd < 0 {
                 if errno == EINTR { continue }
                 return
             }
-            if stopping {
+            if stopping || !isOurs(fd) {
                 close(fd)
                 return
             }
@@ -71,23 +84,38 @@ final class MountedFile: @unchecked Sendable {
     /// How long (µs) the reader that got a copy has to see its end of file before the FIFO is opened for the next.
     static let pauseBetweenReaders: UInt32 = 100_000
 
+    /// Whether `fd` is the FIFO made here.
+    private func isOurs(_ fd: Int32) -> Bool {
+        var status = stat()
+        return fstat(fd, &status) == 0 && (status.st_mode & S_IFMT) == S_IFIFO && status.st_dev == identity.0 && status.st_ino == identity.1
+    }
+
     /// Stops serving and removes the FIFO. A reader that opened it already gets its copy; a writer blocked on a
     /// reader that never reads is left to end with the process.
     func remove() {
         stopped.withLock { isStopped = true }
         // The server may wait in open() for a reader: be that reader, without blocking.
-        let unblock = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        unlink(path)
+        let unblock = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        // Removed only if it is still the FIFO made here.
+        var status = stat()
+        if lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFIFO, status.st_dev == identity.0, status.st_ino == identity.1 {
+            unlink(path)
+        }
         if unblock >= 0 { close(unblock) }
     }
 
-    /// `NAME="value"` lines, as dotenv loaders read them: double quotes, with `\`, `"`, `$`, newline and carriage return
-    /// escaped.
+    /// `NAME=...` lines, as dotenv loaders read them: in single quotes (taken literally by python-dotenv and
+    /// Node's dotenv) when the value has no `'`, `\`, newline or carriage return; else in double quotes with `\`,
+    /// `"`, newline and carriage return escaped (`\\`, `\"`, `\n`, `\r`). A loader that expands `${NAME}` (python-dotenv
+    /// does, inside any quotes) expands it in a value too: the help says so.
     static func dotenv(_ variables: [(name: String, value: SecureBytes)]) -> SecureBytes {
-        func escapedCount(_ value: SecureBytes) -> Int {
-            value.withUnsafeBytes { bytes in bytes.reduce(0) { $0 + ([0x5C, 0x22, 0x24, 0x0A, 0x0D].contains($1) ? 2 : 1) } }
+        func literal(_ value: SecureBytes) -> Bool {
+            value.withUnsafeBytes { !$0.contains { [0x27, 0x5C, 0x0A, 0x0D].contains($0) } }
         }
-        let total = variables.reduce(0) { $0 + $1.name.utf8.count + 4 + escapedCount($1.value) }
+        func escapedCount(_ value: SecureBytes) -> Int {
+            value.withUnsafeBytes { bytes in bytes.reduce(0) { $0 + ([0x5C, 0x22, 0x0A, 0x0D].contains($1) ? 2 : 1) } }
+        }
+        let total = variables.reduce(0) { $0 + $1.name.utf8.count + 4 + (literal($1.value) ? $1.value.count : escapedCount($1.value)) }
         return SecureBytes(count: total) { out in
             var offset = 0
             func put(_ byte: UInt8) {
@@ -97,18 +125,21 @@ final class MountedFile: @unchecked Sendable {
             for (name, value) in variables {
                 for byte in name.utf8 { put(byte) }
                 put(UInt8(ascii: "="))
-                put(UInt8(ascii: "\""))
+                let single = literal(value)
+                let quote = single ? UInt8(ascii: "'") : UInt8(ascii: "\"")
+                put(quote)
                 value.withUnsafeBytes { bytes in
                     for byte in bytes {
                         switch byte {
+                        case _ where single: put(byte)
                         case 0x0A: put(0x5C); put(UInt8(ascii: "n"))
                         case 0x0D: put(0x5C); put(UInt8(ascii: "r"))
-                        case 0x5C, 0x22, 0x24: put(0x5C); put(byte)
+                        case 0x5C, 0x22: put(0x5C); put(byte)
                         default: put(byte)
                         }
                     }
                 }
-                put(UInt8(ascii: "\""))
+                put(quote)
                 put(0x0A)
             }
         }

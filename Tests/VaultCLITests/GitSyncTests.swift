@@ -124,15 +124,51 @@ import VaultTestSupport
         let same = try m.sync(m.a)
         #expect(same.status == 0 && same.stdoutText == "'team.vault' and origin/main are the same\n", "\(same.stdoutText)")
 
-        // Both machines sync at once, each with an entry of its own: one push is rejected, fetched, merged, pushed.
+        // B's push is rejected because A pushed first (made certain: B's pre-push hook pushes A's commit, once):
+        // B fetches, merges and pushes again, and says it took 2 tries.
         try m.put(m.a, "race-a", "a")
+        #expect(try m.git(m.a, ["commit", "-qam", "race-a"]).status == 0)
         try m.put(m.b, "race-b", "b")
-        let runningA = try m.startSync(m.a, ["--json"]), runningB = try m.startSync(m.b, ["--json"])
-        let raceA = runningA.finish(), raceB = runningB.finish()
-        #expect(raceA.status == 0 && raceB.status == 0, "\(raceA.stderr) \(raceB.stderr)")
-        #expect(try m.sync(m.a).status == 0 && m.sync(m.b).status == 0)
+        let hook = m.cloneB + "/.git/hooks/pre-push"
+        try Data("#!/bin/sh\n[ -e \"$0.done\" ] && exit 0\ntouch \"$0.done\"\nenv -u GIT_DIR -u GIT_WORK_TREE git -C '\(m.cloneA)' push -q\n".utf8)
+            .write(to: URL(fileURLWithPath: hook))
+        chmod(hook, 0o755)
+        let raced = try m.sync(m.b, ["--json"])
+        #expect(raced.status == 0, "\(raced.stderr)")
+        #expect(raced.stdoutText.contains("\"attempts\":2") && raced.stdoutText.contains("\"pushed\":true"), "\(raced.stdoutText)")
+        #expect(try m.sync(m.a).status == 0)
         #expect(try m.list(m.a) == ["only-a", "only-b", "race-a", "race-b", "shared"])
         #expect(try m.list(m.b) == m.list(m.a))
+    }
+
+    /// The upstream reverts the vault to an older file (or deletes it) while this clone changed only another
+    /// file: git alone would take the upstream's file (a driver runs only when both sides changed it); sync keeps
+    /// this clone's vault, merged.
+    @Test(.enabled(if: git != nil, "needs git")) func anUpstreamThatRevertsOrDeletesTheVaultTakesNothingAway() throws {
+        let m = try Machines()
+        try m.a.unlock(["--vault", m.vaultA])
+        try m.b.unlock(["--vault", m.vaultB])
+        try m.put(m.a, "kept", "k")
+        #expect(try m.sync(m.a).status == 0 && m.sync(m.b).status == 0)
+        // B reverts the vault to the first commit's file and pushes; A changes only README.
+        #expect(try m.git(m.b, ["checkout", "HEAD~1", "--", "team.vault"]).status == 0)
+        #expect(try m.git(m.b, ["commit", "-qm", "revert the vault"]).status == 0 && m.git(m.b, ["push", "-q"]).status == 0)
+        try Data("a\n".utf8).write(to: URL(fileURLWithPath: m.cloneA + "/README"))
+        #expect(try m.git(m.a, ["add", "README"]).status == 0 && m.git(m.a, ["commit", "-qm", "readme"]).status == 0)
+        let synced = try m.sync(m.a)
+        #expect(synced.status == 0 && synced.stdoutText.contains("merged origin/main\n"), "\(synced.stdoutText) \(synced.stderr)")
+        #expect(try m.list(m.a) == ["kept"])
+        #expect(try m.git(m.a, ["show", "HEAD:team.vault"]).stdout == Data(contentsOf: URL(fileURLWithPath: m.vaultA)), "the merge commit holds this clone's vault")
+        // B deletes the vault and pushes: A keeps it, says so, and pushes it back.
+        chmod(m.vaultB, 0o600)
+        #expect(try m.git(m.b, ["pull", "-q", "--ff-only"]).status == 0)
+        #expect(try m.git(m.b, ["rm", "-q", "team.vault"]).status == 0 && m.git(m.b, ["commit", "-qm", "delete"]).status == 0 && m.git(m.b, ["push", "-q"]).status == 0)
+        try Data("b\n".utf8).write(to: URL(fileURLWithPath: m.cloneA + "/README"))
+        #expect(try m.git(m.a, ["commit", "-qam", "readme 2"]).status == 0)
+        let kept = try m.sync(m.a)
+        #expect(kept.status == 0 && kept.stderr.contains("has no 'team.vault' (deleted there?): this clone's vault is kept"), "\(kept.stdoutText) \(kept.stderr)")
+        #expect(try m.list(m.a) == ["kept"])
+        #expect(try m.git(m.a, ["cat-file", "-e", "origin/main:team.vault"]).status == 0, "pushed back")
     }
 
     @Test(.enabled(if: git != nil, "needs git")) func syncWorksWithTheAgentLockedGivenThePassphraseAndRefusesWhatItCannotDo() throws {
@@ -237,19 +273,20 @@ import VaultTestSupport
         #expect(committedBefore.status == 3, "\(committedBefore.stdoutText) \(committedBefore.stderr)")
         #expect(committedBefore.stderr == """
             vault: 'origin/main:team.vault' is sealed with another key than this vault: its passphrase was changed on one side
-            hint: give that copy's passphrase with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result takes the newer passphrase
+            hint: give that copy's passphrase with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result then has that copy's passphrase
 
             """)
         #expect(try m.list(m.b) == ["from-b"])
         // git's own pull runs the driver, which never asks: a conflict that says what to do.
         let pull = try m.git(m.b, ["pull", "-q", "--no-rebase"])
-        #expect(pull.status != 0 && pull.stderr.contains("vault: cannot merge 'team.vault': one side has another passphrase (changed on another machine); abort this merge (git merge --abort) and run 'vault sync', which asks for it"), "\(pull.stderr)")
+        #expect(pull.status != 0 && pull.stderr.contains("vault: cannot merge 'team.vault': one side has another passphrase (changed on another machine); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for it"), "\(pull.stderr)")
         #expect(try m.git(m.b, ["merge", "--abort"]).status == 0)
         chmod(m.vaultB, 0o600)
 
         // With it: merged through B's agent, which now holds the new key; the old passphrase no longer opens it.
         let synced = try m.sync(m.b, ["--other-passphrase-file", newPassphrase])
         #expect(synced.status == 0 && synced.stdoutText.contains("  added: from-a\n") && synced.stdoutText.hasSuffix("pushed to origin/main\n"), "\(synced.stdoutText) \(synced.stderr)")
+        #expect(synced.stderr == "vault: note: 'origin/main:team.vault' has another key (its passphrase was changed): this vault now has that copy's passphrase and key\n")
         #expect(try m.list(m.b) == ["from-a", "from-b"], "through the agent, with the key it took")
         #expect(try m.b.around(["list", "--vault", m.vaultB]).status == 3, "the old passphrase")
         #expect(try AgentCLI.exec(CLI.vault, ["list", "--vault", m.vaultB, "--passphrase-file", newPassphrase], environment: m.environment(m.b).merging(["VAULT_AGENT_SOCK": m.b.elsewhereSocket]) { $1 }).stdoutText == "from-a\nfrom-b\n")
@@ -259,14 +296,26 @@ import VaultTestSupport
         #expect(back.status == 0 && back.stdoutText.hasSuffix("fast-forwarded to origin/main\n"), "\(back.stdoutText) \(back.stderr)")
         #expect(try AgentCLI.exec(CLI.vault, ["list", "--vault", m.vaultA, "--passphrase-file", newPassphrase], environment: m.environment(m.a).merging(["VAULT_AGENT_SOCK": m.a.elsewhereSocket]) { $1 }).stdoutText == "from-a\nfrom-b\n")
 
-        // B's copy from before the change, merged into A with its old passphrase: nothing new, and A keeps its key.
+        // B's copy from before the change, with its old passphrase: a key A retired is neither followed nor merged
+        // from (whoever still knows the old passphrase could have written it); A keeps its key.
         let old = m.a.directory + "/old.vault"
         try m.git(m.b, ["show", "HEAD~2:team.vault"]).stdout.write(to: URL(fileURLWithPath: old))
         let merged = try AgentCLI.exec(
             CLI.vault, ["merge", old, "--vault", m.vaultA, "--passphrase-file", newPassphrase, "--other-passphrase-file", m.a.passphraseFile],
             environment: m.environment(m.a).merging(["VAULT_AGENT_SOCK": m.a.elsewhereSocket]) { $1 })
-        #expect(merged.status == 0 && merged.stdoutText.hasSuffix("holds nothing new for '\(m.vaultA)'\n"), "\(merged.stdoutText) \(merged.stderr)")
+        #expect(merged.status == 6 && merged.stderr.contains("sealed with a key the vault retired"), "\(merged.stdoutText) \(merged.stderr)")
         #expect(try m.a.around(["list", "--vault", m.vaultA]).status == 3, "still the new passphrase")
+
+        // B idle while A changes the passphrase again: B's sync does not fast-forward to a file it could not open,
+        // it merges with the new passphrase, and B's vault then opens with it (here and through B's agent).
+        let third = m.a.directory + "/third-passphrase"
+        FileManager.default.createFile(atPath: third, contents: Data("a third passphrase\n".utf8), attributes: [.posixPermissions: 0o600])
+        #expect(try AgentCLI.exec(CLI.vault, ["passwd", "--vault", m.vaultA, "--passphrase-file", newPassphrase, "--new-passphrase-file", third], environment: m.environment(m.a).merging(["VAULT_AGENT_SOCK": m.a.elsewhereSocket]) { $1 }).status == 0)
+        #expect(try AgentCLI.exec(CLI.vault, ["sync", "--vault", m.vaultA, "--passphrase-file", third], environment: m.environment(m.a).merging(["VAULT_AGENT_SOCK": m.a.elsewhereSocket]) { $1 }).status == 0)
+        let idle = try m.sync(m.b, ["--other-passphrase-file", third])
+        #expect(idle.status == 0 && !idle.stdoutText.contains("fast-forwarded"), "\(idle.stdoutText) \(idle.stderr)")
+        #expect(try AgentCLI.exec(CLI.vault, ["list", "--vault", m.vaultB, "--passphrase-file", third], environment: m.environment(m.b).merging(["VAULT_AGENT_SOCK": m.b.elsewhereSocket]) { $1 }).stdoutText == "from-a\nfrom-b\n")
+        #expect(try m.list(m.b) == ["from-a", "from-b"], "B's agent took the new key")
     }
 
     @Test(.enabled(if: git != nil && strace != nil, "needs git and strace")) func aDriverKilledBeforeItsRenameLeavesOursAndGitSaysSo() throws {

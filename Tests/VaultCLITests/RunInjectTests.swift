@@ -40,20 +40,32 @@ import VaultTestSupport
         let script = #"test -p "$0" && stat -c %a "$0"; cat "$0"; printf '%s\n' ---; cat "$0"; exit 4"#
         let result = try run(["--env", "A=k1", "--env", "B=k2", "--env", "C=odd \"name\"", "--mount", mount, "--", "/bin/sh", "-c", script, mount])
         #expect(result.status == 4, "\(result.stderr)")
-        let dotenv = "A=\"v1 with spaces\"\nB=\"v2\\nsecond line\"\nC=\"v4\"\n"
+        let dotenv = "A='v1 with spaces'\nB=\"v2\\nsecond line\"\nC='v4'\n"
         #expect(result.stdoutText == "600\n" + dotenv + "---\n" + dotenv, "read twice, whole each time")
         #expect(!FileManager.default.fileExists(atPath: mount), "removed at exit")
         #expect(AgentFiles.lstatMode(mount) == nil)
 
-        // A dotenv loader (python-dotenv, scripts/install-deps --test) reads back the exact values.
-        let loader = try run(["--env", "A=k1", "--env", "B=k2", "--env", "C=odd \"name\"", "--mount", mount, "--", findTool("python3") ?? "/usr/bin/python3", "-c",
+        // A dotenv loader (python-dotenv, scripts/install-deps --test) reads back the exact values, quotes, $, #
+        // and backslashes included (not `${NAME}`, which python-dotenv expands inside any quotes: the help says so).
+        #expect(try box.vault(["put", "tricky1"], stdin: Data(#"pa$$ "w" #x $HOME"#.utf8)).status == 0)
+        #expect(try box.vault(["put", "tricky2"], stdin: Data(#"back\slash 'q' $x "dq""#.utf8)).status == 0)
+        let loader = try run(["--env", "A=k1", "--env", "B=k2", "--env", "T1=tricky1", "--env", "T2=tricky2", "--mount", mount, "--",
+                              findTool("python3") ?? "/usr/bin/python3", "-c",
                               "import dotenv,json,sys; print(json.dumps(dotenv.dotenv_values(sys.argv[1]), sort_keys=True))", mount])
-        #expect(loader.status == 0 && loader.stdoutText == #"{"A": "v1 with spaces", "B": "v2\nsecond line", "C": "v4"}"# + "\n", "\(loader.stdoutText) \(loader.stderr)")
+        let values = try JSONSerialization.jsonObject(with: loader.stdout) as? [String: String]
+        #expect(loader.status == 0 && values == ["A": "v1 with spaces", "B": "v2\nsecond line", "T1": #"pa$$ "w" #x $HOME"#, "T2": #"back\slash 'q' $x "dq""#],
+                "\(loader.stdoutText) \(loader.stderr)")
 
         // A template instead, filled as inject fills it.
         try box.write("user: {{ vault \"k3\" }}\n", to: box.directory + "/template")
         let templated = try run(["--mount", mount, "--mount-template", box.directory + "/template", "--", "/bin/cat", mount])
         #expect(templated.status == 0 && templated.stdoutText == "user: v3\n", "\(templated.stderr)")
+
+        // A file put in the FIFO's place while the command runs gets nothing, and is not removed.
+        let replaced = try run(["--env", "A=k1", "--mount", mount, "--", "/bin/sh", "-c", "rm \"$0\"; echo mine > \"$0\"; sleep 0.3; cat \"$0\"", mount])
+        #expect(replaced.status == 0 && replaced.stdoutText == "mine\n", "\(replaced.stdoutText) \(replaced.stderr)")
+        #expect(try String(contentsOfFile: mount, encoding: .utf8) == "mine\n")
+        try FileManager.default.removeItem(atPath: mount)
 
         // An existing path: refused, exit 7, the command does not run, the file is left as it was.
         try box.write("mine\n", to: mount)

@@ -184,16 +184,14 @@ public final class DocumentVault: DocumentEntries, Sendable {
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport {
         let oldKey = store.dataKey, oldID = store.document?.dataKeyID
         let protection = rollbackProtection, path = self.path
-        let report = try store.merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase) { otherKeyID in
-            // A key this vault retired (a copy from before a passphrase change made here) is not followed back.
-            guard let protection, let vaultID = self.vaultID else { return false }
-            do {
-                try RollbackGuard.checkVault(vaultID, dataKeyID: otherKeyID, path: path, protection: protection, accept: false)
-                return false
-            } catch {
-                return true
-            }
+        if otherPassphrase != nil, let protection, let vaultID = self.vaultID, DocumentHeader.isVersion2(other),
+           let header = try? DocumentHeader.parse(other, label: label, policy: .insecureForTesting), header.vaultID == vaultID,
+           header.dataKeyID != store.document?.dataKeyID {
+            // A key this vault retired (a copy from before a passphrase change made here, or one made with the old
+            // passphrase by whoever still knows it) is neither followed back nor merged from.
+            try RollbackGuard.checkVault(vaultID, dataKeyID: header.dataKeyID, path: label, protection: protection, accept: false)
         }
+        let report = try store.merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase)
         if !dryRun {
             // The other copy's key followed: this vault's own is retired, so that a copy under it is refused here.
             if store.document?.dataKeyID != oldID { recordWrite(retiring: oldKey, retiringID: oldID) } else { recordWrite() }

@@ -62,7 +62,7 @@ public protocol DocumentEntries: KeyValueVault {
     /// Applies `changes` in one atomic, durable write (``VaultDocument/apply(_:replica:clock:)``).
     func apply(_ changes: [DocumentChange]) throws
     /// Merges another copy of this vault, the bytes of its file (`label` names it in errors), into this one
-    /// (``DocumentStore/merge(_:label:dryRun:otherPassphrase:keepsOurKey:attempts:)``); with `dryRun` nothing is
+    /// (``DocumentStore/merge(_:label:dryRun:otherPassphrase:attempts:)``); with `dryRun` nothing is
     /// written. A copy sealed with another data key (a passphrase change on one side) needs `otherPassphrase`.
     func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport
 }

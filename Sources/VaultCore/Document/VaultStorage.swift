@@ -343,16 +343,15 @@ public final class DocumentStore: Sendable {
     ///
     /// A copy under another data key (its passphrase was changed on one side) opens only with `otherPassphrase`;
     /// the result then takes the other copy's key stanzas and data key (a passphrase change made elsewhere is
-    /// followed, not undone), unless `keepsOurKey` says its data key id is one this vault retired (an old copy:
-    /// the result keeps this key, and the report says the other copy lacks it).
+    /// followed, not undone). Whether that key may be followed at all (one this vault retired may not) is the
+    /// caller's check (``DocumentVault/merge(_:label:dryRun:otherPassphrase:)``).
     ///
     /// - Throws: ``VaultError/notTheSameVault(path:)``; ``VaultError/needsVersion2(path:)`` for a version-1
     ///   `other`; ``VaultError/otherKey(path:)`` when it is sealed with another data key and no `otherPassphrase`
     ///   was given; ``VaultError/wrongPassphrase(path:)`` when that passphrase does not open it; what opening it
     ///   throws.
     public func merge(
-        _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil,
-        keepsOurKey: (DocumentID) -> Bool = { _ in false }, attempts: Int = 5
+        _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil, attempts: Int = 5
     ) throws -> MergeReport {
         guard let dataKey = state.withLock({ loaded in loaded?.dataKey }), let held = document else { throw VaultError.notOpen }
         guard DocumentHeader.isVersion2(otherBytes) else { throw VaultError.needsVersion2(path: label) }
@@ -366,15 +365,13 @@ public final class DocumentStore: Sendable {
             guard let otherPassphrase else { throw VaultError.otherKey(path: label) }
             let opened = try VaultDocument.open(otherBytes, with: .passphrase(otherPassphrase), label: label, policy: policy)
             other = opened.document
-            if !keepsOurKey(header.dataKeyID) { adopted = opened.dataKey }
+            adopted = opened.dataKey
         }
-        let keysDiffer = header.dataKeyID != held.dataKeyID
         var report = MergeReport()
         if dryRun {
             try reload()
             guard let current = document else { throw VaultError.notOpen }
             report = try VaultDocument.merge(current, other, now: clock.milliseconds()).1
-            report.otherLacks = report.otherLacks || (keysDiffer && adopted == nil)
             return report
         }
         try write(attempts: attempts) { stored in
@@ -395,7 +392,6 @@ public final class DocumentStore: Sendable {
                 report.written = true
                 return (merged, adopted)
             }
-            report.otherLacks = report.otherLacks || keysDiffer
             report.written = !merged.sameContent(as: ours)
             return report.written ? (merged, dataKey) : nil
         }

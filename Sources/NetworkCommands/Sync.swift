@@ -59,6 +59,12 @@ package struct Sync: AsyncParsableCommand {
     package func run() async throws {
         try await reportingErrors(json: options.json) {
             guard let remote else {
+                // Options of the remote stores mean nothing to git: a mistake, not something to ignore.
+                let storeOptions = [("--endpoint", endpoint != nil), ("--region", region != nil), ("--recreate", recreate),
+                                    ("--credentials-entry", credentialsEntry != nil)].filter(\.1).map(\.0)
+                guard storeOptions.isEmpty else {
+                    throw CLIError.message("\(storeOptions.joined(separator: ", ")) need a remote (s3://… or bao://…); a git work tree has its own", exitCode: Exit.usage)
+                }
                 let outcome = try GitRepositorySync(options: options, dryRun: dryRun, otherPassphrase: otherPassphrase).run()
                 return try report(outcome)
             }

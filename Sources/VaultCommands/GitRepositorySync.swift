@@ -38,8 +38,10 @@ package struct GitRepositorySync {
     }
 
     package func run() throws -> Outcome {
-        let vaultPath = URL(fileURLWithPath: options.resolvedPath).standardizedFileURL.path
-        let directory = URL(fileURLWithPath: vaultPath).deletingLastPathComponent().path
+        // git names the work tree by its physical path: the vault's directory with its links resolved too.
+        let given = URL(fileURLWithPath: options.resolvedPath).standardizedFileURL
+        let directory = given.deletingLastPathComponent().resolvingSymlinksInPath().path
+        let vaultPath = (directory == "/" ? "" : directory) + "/" + given.lastPathComponent
         guard FileManager.default.fileExists(atPath: vaultPath) else { throw VaultError.vaultNotFound(path: vaultPath) }
         let probe = Git(directory: directory)
         let topResult = try probe.run(["rev-parse", "--show-toplevel"])
@@ -68,6 +70,16 @@ package struct GitRepositorySync {
         }
         guard try git.run(["rev-parse", "-q", "--verify", "MERGE_HEAD"]).status != 0 else {
             throw CLIError.message("a git merge is in progress in '\(TerminalText.escaped(top))': finish it (git merge --continue) or abort it first", exitCode: Exit.busy)
+        }
+        for (state, what) in [("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")]
+        where try git.run(["rev-parse", "-q", "--verify", state]).status == 0 {
+            throw CLIError.message("a git \(what) is in progress in '\(TerminalText.escaped(top))': finish it or abort it first", exitCode: Exit.busy)
+        }
+        for state in ["rebase-merge", "rebase-apply"] {
+            let path = try git.output(["rev-parse", "--git-path", state]).trimmingCharacters(in: .newlines)
+            if FileManager.default.fileExists(atPath: path.hasPrefix("/") ? path : top + "/" + path) {
+                throw CLIError.message("a git rebase is in progress in '\(TerminalText.escaped(top))': finish it (git rebase --continue) or abort it first", exitCode: Exit.busy)
+            }
         }
         let branch = try git.output(["rev-parse", "--abbrev-ref", "HEAD"]).trimmingCharacters(in: .newlines)
         guard branch != "HEAD" else {
@@ -225,6 +237,8 @@ struct Git {
         environment["GIT_TERMINAL_PROMPT"] = "0"
         // git runs the repository's hooks (project code): no secret of ours goes with it.
         environment["VAULT_PASSPHRASE"] = nil
+        // The vault's path is a path, not a pattern (glob characters, a leading ':').
+        environment["GIT_LITERAL_PATHSPECS"] = "1"
         // git's messages as git writes them in English: the push rejection is recognised by its words.
         environment["LC_ALL"] = "C"
         process.environment = environment

@@ -184,12 +184,23 @@ import VaultTestSupport
         // A dry run fetches and says what it would merge, and changes nothing.
         #expect(try m.b.around(["put", "later-b", "--vault", m.vaultB], stdin: Data("b".utf8)).status == 0)
         #expect(try m.sync(m.b, passphrase: true).status == 0)
-        let before = try Data(contentsOf: URL(fileURLWithPath: m.vaultA))
+        var before = try Data(contentsOf: URL(fileURLWithPath: m.vaultA))
         let head = try m.git(m.a, ["rev-parse", "HEAD"]).stdoutText
         let dry = try m.sync(m.a, ["--dry-run"], passphrase: true)
         #expect(dry.status == 0 && dry.stdoutText.hasPrefix("would merge 'origin/main' into 'team.vault': 1 added"), "\(dry.stdoutText) \(dry.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: m.vaultA)) == before)
         #expect(try m.git(m.a, ["rev-parse", "HEAD"]).stdoutText == head)
+
+        // Through a link above the clone (git names the work tree by its physical path), and options of
+        // the remote stores, which mean nothing here.
+        let link = m.a.directory + "-linked"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: m.a.directory)
+        defer { try? FileManager.default.removeItem(atPath: link) }
+        let linked = try m.sync(m.a, passphrase: true, vault: link + "/clone/team.vault")
+        #expect(linked.status == 0 && linked.stdoutText.contains("  added: later-b\n"), "\(linked.stdoutText) \(linked.stderr)")
+        before = try Data(contentsOf: URL(fileURLWithPath: m.vaultA))
+        let stray = try m.sync(m.a, ["--endpoint", "http://127.0.0.1:1", "--recreate"], passphrase: true)
+        #expect(stray.status == 64 && stray.stderr.contains("--endpoint, --recreate need a remote"), "\(stray.stderr)")
 
         // Without 'vault git setup' in the repository, outside a work tree, without an upstream, mid-merge.
         #expect(try m.git(m.a, ["rm", "-q", "--cached", ".gitattributes"]).status == 0)

@@ -143,38 +143,42 @@ package struct GitRepositorySync {
                     writeToStderr("vault: warning: \(TerminalText.escaped(upstream)) has no '\(TerminalText.escaped(relative))' (deleted there?): this clone's vault is kept\n")
                 }
                 if dryRun { return outcome }
-                if fastForward {
-                    try git.check(["merge", "-q", "--ff-only", theirs])
-                    outcome.fastForwarded = true
-                } else {
-                    if try !git.output(["status", "--porcelain", "--", relative]).isEmpty {
-                        try git.check(["commit", "-q", "-m", "vault: merge '\(relative)' from \(upstream)", "--only", "--", relative])
-                        outcome.committed = true
+                // git replaces the vault's file outside the vault's own writes: under the vault's lock, so that a
+                // writer that loaded the file before (the agent, a put) meets a changed file and loads it again.
+                try LocalFileStorage(path: vaultPath).exclusively { _ in
+                    if fastForward {
+                        try git.check(["merge", "-q", "--ff-only", theirs])
+                        outcome.fastForwarded = true
+                    } else {
+                        if try !git.output(["status", "--porcelain", "--", relative]).isEmpty {
+                            try git.check(["commit", "-q", "-m", "vault: merge '\(relative)' from \(upstream)", "--only", "--", relative])
+                            outcome.committed = true
+                        }
+                        // The vault in HEAD holds both sides. git would take the upstream's file whenever ours equals the
+                        // merge base (a driver runs only when both sides changed), or delete it: the merge is made without
+                        // committing, the vault put back from HEAD, then committed.
+                        let merged = try git.run(["-c", "merge.vault.driver=true", "merge", "-q", "--no-ff", "--no-commit", theirs])
+                        let detail = [merged.text.trimmingCharacters(in: .whitespacesAndNewlines), merged.errorText].filter { !$0.isEmpty }.joined(separator: "; ")
+                        guard try git.run(["rev-parse", "-q", "--verify", "MERGE_HEAD"]).status == 0 else {
+                            // The merge did not start (local changes or untracked files in its way): nothing changed.
+                            throw CLIError.message(
+                                "git could not merge \(upstream) (the vault is merged and committed): \(TerminalText.escaped(detail)); run 'vault sync' again once that is settled",
+                                exitCode: Exit.failure)
+                        }
+                        let unmerged = try git.output(["diff", "--name-only", "--diff-filter=U"]).split(separator: "\n").map(String.init)
+                        try git.check(["checkout", "HEAD", "--", relative])
+                        if unmerged.contains(where: { $0 != relative }) {
+                            chmod(vaultPath, 0o600)
+                            throw CLIError.message(
+                                "git could not merge \(upstream): \(TerminalText.escaped(detail)); the vault is merged: resolve the other files, commit, and run 'vault sync' again",
+                                exitCode: Exit.failure)
+                        }
+                        try git.check(["commit", "-q", "--no-edit", "-m", "Merge \(upstream) (vault sync)"])
+                        outcome.mergedCommit = true
                     }
-                    // The vault in HEAD holds both sides. git would take the upstream's file whenever ours equals the
-                    // merge base (a driver runs only when both sides changed), or delete it: the merge is made without
-                    // committing, the vault put back from HEAD, then committed.
-                    let merged = try git.run(["-c", "merge.vault.driver=true", "merge", "-q", "--no-ff", "--no-commit", theirs])
-                    let detail = [merged.text.trimmingCharacters(in: .whitespacesAndNewlines), merged.errorText].filter { !$0.isEmpty }.joined(separator: "; ")
-                    guard try git.run(["rev-parse", "-q", "--verify", "MERGE_HEAD"]).status == 0 else {
-                        // The merge did not start (local changes or untracked files in its way): nothing changed.
-                        throw CLIError.message(
-                            "git could not merge \(upstream) (the vault is merged and committed): \(TerminalText.escaped(detail)); run 'vault sync' again once that is settled",
-                            exitCode: Exit.failure)
-                    }
-                    let unmerged = try git.output(["diff", "--name-only", "--diff-filter=U"]).split(separator: "\n").map(String.init)
-                    try git.check(["checkout", "HEAD", "--", relative])
-                    if unmerged.contains(where: { $0 != relative }) {
-                        chmod(vaultPath, 0o600)
-                        throw CLIError.message(
-                            "git could not merge \(upstream): \(TerminalText.escaped(detail)); the vault is merged: resolve the other files, commit, and run 'vault sync' again",
-                            exitCode: Exit.failure)
-                    }
-                    try git.check(["commit", "-q", "--no-edit", "-m", "Merge \(upstream) (vault sync)"])
-                    outcome.mergedCommit = true
+                    // git writes the files it checks out 0644.
+                    chmod(vaultPath, 0o600)
                 }
-                // git writes the files it checks out 0644.
-                chmod(vaultPath, 0o600)
             }
             if dryRun { return outcome }
             let ahead = try git.output(["rev-list", "--count", "@{upstream}..HEAD"]).trimmingCharacters(in: .newlines)

@@ -182,9 +182,18 @@ public final class DocumentVault: DocumentEntries, Sendable {
     }
 
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport {
+        try merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: nil)
+    }
+
+    /// ``merge(_:label:dryRun:otherPassphrase:)`` where the other copy's key (when it is not ours) may also come from
+    /// `otherKey` (an age identity unwrapping one of its `x25519` stanzas), tried before `otherPassphrase`.
+    public func merge(
+        _ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?,
+        otherKey: ((DocumentHeader) throws -> DocumentKey?)?
+    ) throws -> MergeReport {
         let oldKey = store.dataKey, oldID = store.document?.dataKeyID
         let protection = rollbackProtection, path = self.path
-        let report = try store.merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase) { otherKeyID in
+        let report = try store.merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: otherKey) { otherKeyID in
             // A key this vault retired (a copy from before a passphrase change made here) is not followed back.
             guard let protection, let vaultID = self.vaultID else { return false }
             do {
@@ -213,6 +222,29 @@ public final class DocumentVault: DocumentEntries, Sendable {
     public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {
         let old = store.dataKey, oldID = store.document?.dataKeyID
         try store.changePassphrase(to: newPassphrase, parameters: parameters)
+        recordWrite(retiring: old, retiringID: oldID)
+    }
+
+    /// The recipients (`age1…`) the vault is shared with, as last read.
+    public var recipients: [String] { store.document?.recipients ?? [] }
+
+    /// Whether the vault has a passphrase stanza, as last read.
+    public var hasPassphraseStanza: Bool { store.document?.stanzas.contains { $0.type == KeyStanza.argon2id } ?? false }
+
+    /// Sets the `x25519` stanzas under the current data key (``DocumentStore/setRecipients(attempts:_:)``).
+    public func setRecipients(_ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]) throws {
+        try store.setRecipients(recipients)
+        recordWrite()
+    }
+
+    /// A new data key, the body sealed again under it, and its stanzas (``DocumentStore/rotateKey(passphrase:parameters:attempts:recipients:)``);
+    /// the old key is retired in the rollback record, so that a copy under it is refused here.
+    public func rotateKey(
+        passphrase: SecureBytes?, parameters: Argon2id.Parameters? = nil,
+        recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
+    ) throws {
+        let old = store.dataKey, oldID = store.document?.dataKeyID
+        try store.rotateKey(passphrase: passphrase, parameters: parameters, recipients: recipients)
         recordWrite(retiring: old, retiringID: oldID)
     }
 

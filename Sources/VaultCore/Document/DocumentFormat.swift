@@ -214,6 +214,9 @@ public struct DocumentHeader: Sendable {
     /// Whether the header has a passphrase (`argon2id`) stanza.
     public var hasPassphraseStanza: Bool { stanzas.contains { $0.type == KeyStanza.argon2id } }
 
+    /// The recipients (`age1…`) of its `x25519` stanzas, in order.
+    public var recipients: [String] { recipientStanzas.map(\.recipient) }
+
     /// Whether `file` starts as a version-2 vault does (magic and version), whatever follows.
     public static func isVersion2(_ file: [UInt8]) -> Bool {
         file.count >= 10 && file.prefix(8).elementsEqual(VaultFormat.magic) && file[8] == 2 && file[9] == 0

@@ -90,7 +90,7 @@ let package = Package(
         .target(
             name: "VaultCommands",
             dependencies: [
-                "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem", "OTPAuth",
+                "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem", "OTPAuth", "VaultAge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -200,8 +200,29 @@ public final class AgentClient: Sendable {
         path: String, passphrase: SecureBytes, idleSeconds: Int, maxSeconds: Int,
         allowInsecureKDFForTesting: Bool = false, lockTimeoutSeconds: Double? = nil
     ) throws {
+        try unlock(path: path, key: .passphrase(passphrase), idleSeconds: idleSeconds, maxSeconds: maxSeconds,
+                   allowInsecureKDFForTesting: allowInsecureKDFForTesting, lockTimeoutSeconds: lockTimeoutSeconds)
+    }
+
+    /// Opens the version-2 vault at `path` in the agent with its data key, unwrapped here from one of its `x25519`
+    /// stanzas with an age identity (`vault unlock --identity`): the agent then holds it as after a passphrase.
+    public func unlock(
+        path: String, dataKey: SecureBytes, idleSeconds: Int, maxSeconds: Int,
+        allowInsecureKDFForTesting: Bool = false, lockTimeoutSeconds: Double? = nil
+    ) throws {
+        try unlock(path: path, key: .dataKey(dataKey), idleSeconds: idleSeconds, maxSeconds: maxSeconds,
+                   allowInsecureKDFForTesting: allowInsecureKDFForTesting, lockTimeoutSeconds: lockTimeoutSeconds)
+    }
+
+    private func unlock(
+        path: String, key: DocumentKey, idleSeconds: Int, maxSeconds: Int,
+        allowInsecureKDFForTesting: Bool, lockTimeoutSeconds: Double?
+    ) throws {
         _ = try request(.unlock, path: path) { writer in
-            writer.field(.passphrase, passphrase)
+            switch key {
+            case .passphrase(let passphrase): writer.field(.passphrase, passphrase)
+            case .dataKey(let dataKey), .unwrapped(let dataKey): writer.field(.dataKey, dataKey)
+            }
             writer.field(.idleSeconds, UInt64(idleSeconds))
             writer.field(.maxSeconds, UInt64(maxSeconds))
             writer.field(.flags, allowInsecureKDFForTesting)

@@ -375,7 +375,9 @@ public final class AgentServer: Sendable {
 
     private func unlock(_ request: AgentWire.Message) throws -> AgentWire.Writer {
         let path = try text(request, .path)
-        let passphrase = try required(request.secret(.passphrase))
+        // A passphrase, or a data key the client unwrapped with an age identity (version 2 only).
+        let dataKey = request.secret(.dataKey)
+        let passphrase = dataKey == nil ? try required(request.secret(.passphrase)) : nil
         let idleSeconds = try required(request.number(.idleSeconds))
         let maxSeconds = try required(request.number(.maxSeconds))
         guard (1...Self.longestTimeoutSeconds).contains(idleSeconds), (1...Self.longestTimeoutSeconds).contains(maxSeconds) else {
@@ -394,7 +396,13 @@ public final class AgentServer: Sendable {
         }
         options.rollbackProtection = .standard
         // Either format version (VaultOpener): version 1's store, or version 2's document.
-        let store = try VaultOpener.open(path: path, passphrase: passphrase, options: options)
+        let store: any KeyValueVault
+        if let dataKey {
+            guard dataKey.count == 32 else { throw AgentError.protocolError("a data key of \(dataKey.count) bytes") }
+            store = try VaultOpener.open(path: path, options: options) { _ in .dataKey(dataKey) }
+        } else {
+            store = try VaultOpener.open(path: path, passphrase: passphrase!, options: options)
+        }
         let now = Posix.bootTimeSeconds()
         let replaced = unlocked.withLock { $0.updateValue(Unlocked(store: store, idleSeconds: idle, maxSeconds: max, unlockedAt: now, lastUse: now), forKey: path) }
         replaced?.store.close()

@@ -1,6 +1,8 @@
 import Foundation
+import VaultAge
 import VaultAgent
 import VaultCore
+import VaultTerminal
 
 // How a verb reaches the vault it names: through the agent, or opened here with the passphrase (either format).
 
@@ -11,6 +13,13 @@ package func openStore(_ options: VaultOptions) throws -> any KeyValueVault {
     guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
     // A file the store would refuse (loose permissions, another owner, a link) is refused before the prompt.
     try store.checkAccess()
+    if let identityPath = options.identityPath {
+        // An age identity opens the vault's x25519 stanza: no passphrase, no prompt (version 2 only).
+        let identities = try loadIdentities(identityPath)
+        return try VaultOpener.open(path: store.path, options: options.storeOptions) { header in
+            .unwrapped(try VaultRecipientStanza.dataKey(of: header, identities: identities, label: store.path))
+        }
+    }
     return try withPassphraseRetries(options) {
         try VaultOpener.open(path: store.path, passphrase: $0, options: options.storeOptions)
     }
@@ -45,4 +54,28 @@ package func withVault<R>(_ options: VaultOptions, _ body: (any KeyValueVault) t
     let vault = try openVault(options)
     defer { vault.close() }
     return try body(vault)
+}
+
+/// The identities of the age identity file at `path` (`--identity`, `VAULT_IDENTITY`), read as a passphrase file is:
+/// yours or root's, mode 0600 (else ``VaultError/unsafePermissions(path:reason:hint:)``, exit code 4), into guarded
+/// memory.
+///
+/// - Throws: ``IdentityFileError`` (exit code 64) when it holds no valid identity.
+package func loadIdentities(_ path: String) throws -> [AgeIdentity] {
+    let contents = try SecretInput.readIdentityFile(path)
+    do {
+        return try AgeIdentity.parseIdentityFile(contents)
+    } catch {
+        throw IdentityFileError(path: path, reason: error)
+    }
+}
+
+/// An identity file that holds no valid age identity.
+package struct IdentityFileError: Error, CLIReportable, CustomStringConvertible {
+    let path: String
+    let reason: AgeError
+    package var description: String { "cannot read identity file '\(path)': \(reason)" }
+    package var exitCode: Int32 { Exit.usage }
+    package var code: String { "invalid_identity" }
+    package var hint: String? { "an identity file holds AGE-SECRET-KEY-1... lines, as 'age-keygen -o key.txt' writes it" }
 }

@@ -17,6 +17,18 @@ package struct VaultOptions: ParsableArguments {
     /// `--passphrase-file`.
     package var passphraseFile: String? { passphraseSource.file }
 
+    @Option(
+        name: .customLong("identity"),
+        help: ArgumentHelp(
+            "Open the vault with this age identity file (AGE-SECRET-KEY-1..., e.g. from age-keygen; yours or root's, "
+                + "mode 0600) instead of the passphrase; else $VAULT_IDENTITY.", valueName: "path"))
+    package var identityFile: String?
+
+    /// The identity file: `--identity`, else `$VAULT_IDENTITY` (when not empty), else `nil`.
+    package var identityPath: String? {
+        identityFile ?? Posix.environment("VAULT_IDENTITY").flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     @Flag(help: "Machine-readable output (and errors as one JSON object on stderr).")
     package var json = false
 

@@ -56,13 +56,24 @@ package struct IdentityCommand: ParsableCommand {
                 } else {
                     path = IdentityCommand.sealedPath
                     if FileManager.default.fileExists(atPath: path) { throw VaultError.vaultAlreadyExists(path: path) }
-                    var options = VaultOptions()
-                    options.passphraseSource = passphraseSource
-                    options.vaultPath = path
-                    let passphrase = try options.passphrase(
-                        prompt: "Passphrase for your new identity: ", confirm: true, forNewVault: true)
-                    _ = try VaultOpener.create(path: path, passphrase: passphrase, options: options.storeOptions)
-                    let vault = try VaultOpener.open(path: path, passphrase: passphrase, options: options.storeOptions)
+                    let passphrase: SecureBytes
+                    if let given = try passphraseSource.read() {
+                        passphrase = given
+                    } else if let value = getenv("VAULT_PASSPHRASE") {
+                        // The environment's exact bytes, as VaultOptions reads them.
+                        let count = strlen(value)
+                        passphrase = SecureBytes(count: count) { buffer in
+                            if count > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(start: value, count: count)) }
+                        }
+                    } else {
+                        passphrase = try VaultOptions.promptTwiceIfNeeded(prompt: "Passphrase for your new identity: ", confirm: true)
+                    }
+                    guard passphrase.count > 0 else { throw CLIError.emptyPassphrase }
+                    var storeOptions = Posix.environment("VAULT_TESTING_INSECURE_KDF") == "1"
+                        ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
+                    storeOptions.rollbackProtection = .standard
+                    _ = try VaultOpener.create(path: path, passphrase: passphrase, options: storeOptions)
+                    let vault = try VaultOpener.open(path: path, passphrase: passphrase, options: storeOptions)
                     defer { vault.close() }
                     try vault.put(identity.encoded(), forKey: "identity")
                     // The recipient is public: beside the sealed identity, so that 'identity show' asks nothing.

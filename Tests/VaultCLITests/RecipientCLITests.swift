@@ -204,6 +204,14 @@ struct RecipientCLITests {
         #expect(try team.owner(["put", "k"], stdin: Data("v".utf8)).status == 0)
         #expect(try team.owner(["recipients", "add", team.recipient]).status == 0)
         #expect(try team.owner(["get", "k"]).stdoutText == "v")
+        // A passphrase change keeps the recipients: their stanzas are wrapped again for the new key.
+        let newPassphrase = team.box.directory + "/new-passphrase"
+        try team.box.write("another passphrase\n", to: newPassphrase)
+        let changed = try team.owner(["passwd", "--new-passphrase-file", newPassphrase])
+        #expect(changed.status == 0, "\(changed.stderr)")
+        #expect(try team.with(team.key, ["get", "k"]).stdoutText == "v")
+        try team.box.write(try String(contentsOfFile: newPassphrase, encoding: .utf8), to: team.box.passphraseFile)
+        #expect(try team.owner(["get", "k"]).stdoutText == "v")
         #expect(try team.owner(["recipients", "remove", team.recipient]).status == 0)
         #expect(try team.owner(["get", "k"]).stdoutText == "v")
         #expect(try team.owner(["recipients", "list", "--json"]).stdoutText.contains("\"recipients\":[]"))

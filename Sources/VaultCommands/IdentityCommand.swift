@@ -56,19 +56,8 @@ package struct IdentityCommand: ParsableCommand {
                 } else {
                     path = IdentityCommand.sealedPath
                     if FileManager.default.fileExists(atPath: path) { throw VaultError.vaultAlreadyExists(path: path) }
-                    let passphrase: SecureBytes
-                    if let given = try passphraseSource.read() {
-                        passphrase = given
-                    } else if let value = getenv("VAULT_PASSPHRASE") {
-                        // The environment's exact bytes, as VaultOptions reads them.
-                        let count = strlen(value)
-                        passphrase = SecureBytes(count: count) { buffer in
-                            if count > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(start: value, count: count)) }
-                        }
-                    } else {
-                        passphrase = try VaultOptions.promptTwiceIfNeeded(prompt: "Passphrase for your new identity: ", confirm: true)
-                    }
-                    guard passphrase.count > 0 else { throw CLIError.emptyPassphrase }
+                    let passphrase = try VaultOptions.passphrase(
+                        from: passphraseSource, prompt: "Passphrase for your new identity: ", confirm: true, forNewVault: true)
                     var storeOptions = Posix.environment("VAULT_TESTING_INSECURE_KDF") == "1"
                         ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
                     storeOptions.rollbackProtection = .standard

@@ -257,9 +257,11 @@ struct RecipientCLITests {
         let team = try Team()
         #expect(try team.owner(["init"]).status == 0)
         #expect(try team.owner(["recipients", "add", team.recipient, team.otherRecipient]).status == 0)
-        let b = team.box.directory + "/b.vault"
-        try Data(team.bytes).write(to: URL(fileURLWithPath: b))
-        chmod(b, 0o600)
+        let b = team.box.directory + "/b.vault", c = team.box.directory + "/c.vault"
+        for copy in [b, c] {
+            try Data(team.bytes).write(to: URL(fileURLWithPath: copy))
+            chmod(copy, 0o600)
+        }
         // A removes `other` (new key); B, a copy under the old key, gets a write from the kept teammate.
         #expect(try team.owner(["recipients", "remove", team.otherRecipient]).status == 0)
         let written = try team.box.vault(["put", "from-b", "--vault", b, "--identity", team.key], stdin: Data("b".utf8),
@@ -279,6 +281,18 @@ struct RecipientCLITests {
         let onB = try team.box.vault(["get", "from-b", "--vault", b, "--identity", team.other], passphrase: false,
                                      extraEnvironment: ["XDG_STATE_HOME": team.box.directory + "/state-teammate2"])
         #expect(onB.status == 3, "\(onB.stderr)")
+        // A teammate with no passphrase at all, on a third copy under the old key, follows the removal with its
+        // identity alone (the other copy's key from its own x25519 stanza).
+        let cState = ["XDG_STATE_HOME": team.box.directory + "/state-c"]
+        #expect(try team.box.vault(["get", "x", "--vault", c, "--identity", team.key], passphrase: false, extraEnvironment: cState).status == 2)
+        let teammateMerge = try team.box.vault(["merge", team.box.vaultPath, "--vault", c, "--identity", team.key],
+                                               passphrase: false, extraEnvironment: cState)
+        #expect(teammateMerge.status == 0, "\(teammateMerge.stderr)")
+        let onC = try team.box.vault(["list", "--vault", c, "--identity", team.other], passphrase: false,
+                                     extraEnvironment: ["XDG_STATE_HOME": team.box.directory + "/state-teammate3"])
+        #expect(onC.status == 3, "\(onC.stderr)")
+        #expect(try team.box.vault(["get", "from-b", "--vault", c, "--identity", team.key], passphrase: false,
+                                   extraEnvironment: cState).stdoutText == "b")
     }
 
     /// Through the agent: `vault unlock --identity` keeps the data key there; the verbs then ask for nothing.

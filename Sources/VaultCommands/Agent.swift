@@ -103,7 +103,7 @@ package struct Unlock: ParsableCommand {
             if let identityPath = options.identityPath {
                 // The data key unwrapped here with the identity; the agent holds it as after a passphrase.
                 try options.makeStore().checkAccess()
-                let identities = try loadIdentities(identityPath)
+                let identities = try loadIdentities(identityPath, passphraseFrom: options)
                 let header = try VaultOpener.header(path: path, options: options.storeOptions)
                 let dataKey = try VaultRecipientStanza.dataKey(of: header, identities: identities, label: path)
                 let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)

@@ -25,6 +25,8 @@ package struct IdentityCommand: ParsableCommand {
     }
 
     static var sealedPath: String { directory + "/identity.vault" }
+    /// The entry of the sealed identity vault that holds the identity (its `password` field).
+    static let sealedEntry = "identity"
     static var recipientPath: String { directory + "/identity.pub" }
 
     /// `vault identity new [--output FILE]`.
@@ -34,7 +36,7 @@ package struct IdentityCommand: ParsableCommand {
         package static let configuration = CommandConfiguration(
             abstract: "Make a new age identity; print its recipient (age1...) on stdout.",
             discussion: """
-                With --output FILE, the identity is written there as age-keygen writes one (mode 0600; never over an existing file): use it with --identity FILE or VAULT_IDENTITY. Without it, it is stored sealed under a passphrase (Argon2id, asked twice, or --passphrase-file/--passphrase-fd/VAULT_PASSPHRASE) in $XDG_CONFIG_HOME/vault/identity.vault, and its recipient in identity.pub beside it.
+                With --output FILE, the identity is written there as age-keygen writes one (mode 0600; never over an existing file): use it with --identity FILE or VAULT_IDENTITY. Without it, it is stored sealed under a passphrase (Argon2id, asked twice, or --passphrase-file/--passphrase-fd/VAULT_PASSPHRASE) in $XDG_CONFIG_HOME/vault/identity.vault, and its recipient in identity.pub beside it; --identity takes that file too, and the passphrase options (or the prompt) then give the identity's passphrase.
                 """)
 
         @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write the identity file here.", valueName: "path"))
@@ -64,7 +66,7 @@ package struct IdentityCommand: ParsableCommand {
                     _ = try VaultOpener.create(path: path, passphrase: passphrase, options: storeOptions)
                     let vault = try VaultOpener.open(path: path, passphrase: passphrase, options: storeOptions)
                     defer { vault.close() }
-                    try vault.put(identity.encoded(), forKey: "identity")
+                    try vault.put(identity.encoded(), forKey: IdentityCommand.sealedEntry)
                     // The recipient is public: beside the sealed identity, so that 'identity show' asks nothing.
                     guard FileManager.default.createFile(
                         atPath: IdentityCommand.recipientPath, contents: Data((recipient + "\n").utf8),

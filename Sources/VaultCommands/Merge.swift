@@ -36,7 +36,7 @@ package struct Merge: ParsableCommand {
             // Read before the vault is opened: a missing or unreadable file asks for no passphrase.
             let bytes = try Self.read(other)
             // With an identity, the other copy's key may come from its x25519 stanza (a removal made elsewhere).
-            let identities = try options.identityPath.map(loadIdentities) ?? []
+            let identities = try options.identityPath.map { try loadIdentities($0, passphraseFrom: options) } ?? []
             let report: MergeReport
             do {
                 report = try withVault(options) { vault in

@@ -337,6 +337,14 @@ struct RecipientCLITests {
         let stored = try team.box.vault(["identity", "show"], passphrase: false, extraEnvironment: config)
         #expect(stored.status == 0 && stored.stdoutText == sealed.stdoutText, "\(stored.stderr)")
         #expect(FileManager.default.fileExists(atPath: team.box.directory + "/config/vault/identity.vault"))
+        // The sealed identity opens a vault shared with it, its passphrase from the passphrase options.
+        #expect(try team.owner(["init"]).status == 0)
+        #expect(try team.owner(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        let sealedRecipient = sealed.stdoutText.trimmingCharacters(in: .newlines)
+        #expect(try team.owner(["recipients", "add", sealedRecipient]).status == 0)
+        let opened = try team.box.vault(["get", "k", "--identity", team.box.directory + "/config/vault/identity.vault"],
+                                        extraEnvironment: team.state)
+        #expect(opened.status == 0 && opened.stdoutText == "v", "\(opened.stderr)")
     }
 
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

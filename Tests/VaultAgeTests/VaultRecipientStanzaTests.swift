@@ -62,6 +62,31 @@ struct VaultRecipientStanzaTests {
         }
     }
 
+    /// Unlocking a vault of 20 recipients costs one stanza's work plus a scan: the identity's stanza is found by its
+    /// recipient, and the 19 others are never checked or tried (here each has an age file that would fail every check).
+    @Test func anIdentityOpensItsOwnStanzaAmongTwentyWithoutTouchingTheOthers() throws {
+        try AgeTestSupport.withTemporaryDirectory { directory in
+            let identity = AgeIdentity.generate()
+            let filler = RecipientStanza.ageFilePrefix
+                + [UInt8](repeating: UInt8(ascii: "!"), count: RecipientStanza.ageFileByteCount - RecipientStanza.ageFilePrefix.count)
+            let store = DocumentStore(storage: LocalFileStorage(path: directory + "/v.vault"), replica: .random(), policy: .insecureForTesting)
+            try store.create(passphrase: SecureBytes(string: "p"), parameters: .insecureForTesting)
+            var held: SecureBytes?
+            try store.setRecipients { _, dataKey in
+                held = dataKey
+                var stanzas = (0..<19).map { _ in RecipientStanza(recipient: AgeIdentity.generate().recipient.description, ageFile: filler)! }
+                stanzas.insert(try VaultRecipientStanza.wrap(dataKey, for: identity.recipient), at: 13)
+                return stanzas
+            }
+            let file = [UInt8](try #require(FileManager.default.contents(atPath: directory + "/v.vault")))
+            let header = try DocumentHeader.parse(file, label: "t", policy: .insecureForTesting)
+            #expect(header.recipients.count == 20)
+            let dataKey = try VaultRecipientStanza.dataKey(of: header, identities: [identity], label: "t")
+            #expect(dataKey == (try #require(held)))
+            _ = try VaultDocument.open(file, with: .unwrapped(dataKey), label: "t", policy: .insecureForTesting)
+        }
+    }
+
     /// The generator's stanzas (Python, `cryptography`) open here: the same format from two implementations.
     @Test(arguments: ["valid-recipient.vault", "valid-recipients-only.vault"])
     func theVectorsOpenWithTheirIdentity(file: String) throws {

@@ -108,7 +108,7 @@ package struct Unlock: ParsableCommand {
                 let dataKey = try VaultRecipientStanza.dataKey(of: header, identities: identities, label: path)
                 let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
                 try client.unlock(
-                    path: path, dataKey: dataKey, idleSeconds: idle.seconds, maxSeconds: max.seconds,
+                    path: path, dataKey: dataKey, keeping: identities, idleSeconds: idle.seconds, maxSeconds: max.seconds,
                     allowInsecureKDFForTesting: testing, lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
             } else {
                 let passphrase = try options.passphrase()

@@ -311,6 +311,17 @@ struct RecipientCLITests {
         let written = try box.vault(["put", "aws"], stdin: Data("via agent".utf8))
         #expect(written.status == 0, "\(written.stderr)")
         #expect(try box.around(["get", "aws"]).stdoutText == "via agent")
+        // The identity is kept too: a second vault shared with it opens through the agent with no prompt.
+        let second = box.directory + "/vaults/second.vault"
+        #expect(try box.around(["init", "--vault", second]).status == 0)
+        #expect(try box.around(["put", "db", "--vault", second], stdin: Data("second".utf8)).status == 0)
+        #expect(try box.around(["recipients", "add", team.recipient, "--vault", second]).status == 0)
+        let viaKept = try box.vault(["get", "db", "--vault", second])
+        #expect(viaKept.status == 0 && viaKept.stdoutText == "second", "\(viaKept.stderr)")
+        // Any lock forgets it: the second vault, locked, no longer opens with nothing given.
+        #expect(try box.vault(["lock", "--vault", second]).status == 0)
+        let afterLock = try box.vault(["get", "db", "--vault", second])
+        #expect(afterLock.status != 0, "\(afterLock.stdoutText)")
         // A stranger's identity cannot unlock it.
         let stranger = try box.vault(["unlock", "--force", "--identity", team.stranger])
         #expect(stranger.status == 3, "\(stranger.stderr)")

@@ -52,7 +52,8 @@ let package = Package(
         // signal handlers), secrets from descriptors and files, process hardening.
         .target(name: "VaultTerminal", dependencies: ["VaultCore", "VaultCredentials", "CVaultSystem"]),
         // The agent: keeps unlocked vaults' keys in one process and serves their entries on a Unix socket.
-        .target(name: "VaultAgent", dependencies: ["VaultCore", "CVaultSystem"]),
+        // VaultAge: an age identity held for `vault unlock --identity` opens every vault shared with it.
+        .target(name: "VaultAgent", dependencies: ["VaultCore", "CVaultSystem", "VaultAge"]),
         // The credential model: credentials, protection spaces, their layout in a vault (`VaultCredentialStore`), the
         // prompting protocol. No networking, no terminal: what stores or answers credentials (the git and docker
         // helpers) needs only this.
@@ -98,7 +99,7 @@ let package = Package(
         .target(
             name: "VaultCommands",
             dependencies: [
-                "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem", "OTPAuth",
+                "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem", "OTPAuth", "VaultAge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,6 +1,7 @@
 import CVaultSystem
 import FoundationEssentials
 import Synchronization
+import VaultAge
 import VaultCore
 #if canImport(Glibc)
 import Glibc
@@ -200,8 +201,43 @@ public final class AgentClient: Sendable {
         path: String, passphrase: SecureBytes, idleSeconds: Int, maxSeconds: Int,
         allowInsecureKDFForTesting: Bool = false, lockTimeoutSeconds: Double? = nil
     ) throws {
+        try unlock(path: path, key: .passphrase(passphrase), idleSeconds: idleSeconds, maxSeconds: maxSeconds,
+                   allowInsecureKDFForTesting: allowInsecureKDFForTesting, lockTimeoutSeconds: lockTimeoutSeconds)
+    }
+
+    /// Opens the version-2 vault at `path` in the agent with its data key, unwrapped here from one of its `x25519`
+    /// stanzas with an age identity (`vault unlock --identity`): the agent then holds it as after a passphrase.
+    /// With `keeping`, the identities themselves are kept too (until `maxSeconds` or any lock), and every vault
+    /// shared with them opens through the agent with no prompt.
+    public func unlock(
+        path: String, dataKey: SecureBytes, keeping identities: [AgeIdentity] = [], idleSeconds: Int, maxSeconds: Int,
+        allowInsecureKDFForTesting: Bool = false, lockTimeoutSeconds: Double? = nil
+    ) throws {
+        let kept = identities.isEmpty ? nil : SecureBytes(count: identities.reduce(0) { $0 + $1.encoded().count + 1 }) { out in
+            var offset = 0
+            for identity in identities {
+                identity.encoded().withUnsafeBytes { key in
+                    UnsafeMutableRawBufferPointer(rebasing: out[offset..<offset + key.count]).copyMemory(from: key)
+                    offset += key.count
+                }
+                out[offset] = UInt8(ascii: "\n")
+                offset += 1
+            }
+        }
+        try unlock(path: path, key: .dataKey(dataKey), kept: kept, idleSeconds: idleSeconds, maxSeconds: maxSeconds,
+                   allowInsecureKDFForTesting: allowInsecureKDFForTesting, lockTimeoutSeconds: lockTimeoutSeconds)
+    }
+
+    private func unlock(
+        path: String, key: DocumentKey, kept: SecureBytes? = nil, idleSeconds: Int, maxSeconds: Int,
+        allowInsecureKDFForTesting: Bool, lockTimeoutSeconds: Double?
+    ) throws {
         _ = try request(.unlock, path: path) { writer in
-            writer.field(.passphrase, passphrase)
+            if let kept { writer.field(.value, kept) }
+            switch key {
+            case .passphrase(let passphrase): writer.field(.passphrase, passphrase)
+            case .dataKey(let dataKey), .unwrapped(let dataKey): writer.field(.dataKey, dataKey)
+            }
             writer.field(.idleSeconds, UInt64(idleSeconds))
             writer.field(.maxSeconds, UInt64(maxSeconds))
             writer.field(.flags, allowInsecureKDFForTesting)

@@ -9,6 +9,7 @@ enum AgentErrorWire {
     static func encode(_ error: VaultError) -> (name: String, arguments: [String]) {
         switch error {
         case .wrongPassphrase(let path): return ("wrongPassphrase", [path])
+        case .wrongIdentity(let path): return ("wrongIdentity", [path])
         case .corrupt(let path, let reason): return ("corrupt", [path] + encode(reason))
         case .unsupportedVersion(let path, let version): return ("unsupportedVersion", [path, "\(version)"])
         case .kdfParametersOutOfRange(let path, let ops, let mem): return ("kdfParametersOutOfRange", [path, "\(ops)", "\(mem)"])
@@ -53,6 +54,7 @@ enum AgentErrorWire {
         func count(_ expected: Int) -> Bool { a.count == expected }
         switch name {
         case "wrongPassphrase" where count(1): return .wrongPassphrase(path: path(a[0]))
+        case "wrongIdentity" where count(1): return .wrongIdentity(path: path(a[0]))
         case "corrupt" where a.count >= 2:
             guard let reason = decodeCorruption(Array(a[1...])) else { return nil }
             return .corrupt(path: path(a[0]), reason: reason)
@@ -102,7 +104,8 @@ enum AgentErrorWire {
         case .truncated(let count), .tooLarge(let count), .sizeMismatch(let count), .entryCountExceedsData(let count),
              .entryTruncated(let count), .badNameLength(let count), .nameNotUTF8(let count), .badValueLength(let count),
              .badHeaderLength(let count), .badStanza(let count), .badName(let count), .badField(let count),
-             .badHistory(let count):
+             .badHistory(let count), .tooManyStanzas(let count), .badRecipient(let count), .badAgeFile(let count),
+             .duplicateRecipient(let count):
             return [reason.code, "\(count)"]
         case .unknownFlags(let flags): return [reason.code, "\(flags)"]
         default: return [reason.code]
@@ -120,7 +123,8 @@ enum AgentErrorWire {
             { .truncated(byteCount: $0) }, { .tooLarge(byteCount: $0) }, { .sizeMismatch(byteCount: $0) },
             { .entryCountExceedsData(count: $0) }, { .entryTruncated(index: $0) }, { .badNameLength(index: $0) },
             { .nameNotUTF8(index: $0) }, { .badValueLength(index: $0) }, { .badHeaderLength($0) }, { .badStanza(index: $0) },
-            { .badName(index: $0) }, { .badField(entry: $0) }, { .badHistory(entry: $0) },
+            { .badName(index: $0) }, { .badField(entry: $0) }, { .badHistory(entry: $0) }, { .tooManyStanzas(count: $0) },
+            { .badRecipient(index: $0) }, { .badAgeFile(index: $0) }, { .duplicateRecipient(index: $0) },
         ]
         if a[0] == Corruption.unknownFlags(0).code { return UInt8(exactly: number).map { .unknownFlags($0) } }
         return numbered.lazy.map { $0(number) }.first { $0.code == a[0] }

@@ -1,6 +1,7 @@
 import CVaultSystem
 import FoundationEssentials
 import Synchronization
+import VaultAge
 import VaultCore
 #if canImport(Glibc)
 import Glibc
@@ -24,6 +25,9 @@ public final class AgentServer: Sendable {
     private let describe: Describe
     private let log: @Sendable (String) -> Void
     private let unlocked = Mutex<[String: Unlocked]>([:])
+    /// The age identities kept by `vault unlock --identity` (until `until`, boot time), which open on demand every
+    /// vault shared with them, with those timeouts and that KDF policy; forgotten by any lock.
+    private let identities = Mutex<(list: [AgeIdentity], idle: Double, max: Double, until: Double, testing: Bool)?>(nil)
     private let stopPipe: (read: Int32, write: Int32)
     /// The connections being served, by descriptor, with the time of their last request.
     private let connections = Mutex<[Int32: Double]>([:])
@@ -384,7 +388,9 @@ public final class AgentServer: Sendable {
 
     private func unlock(_ request: AgentWire.Message) throws -> AgentWire.Writer {
         let path = try text(request, .path)
-        let passphrase = try required(request.secret(.passphrase))
+        // A passphrase, or a data key the client unwrapped with an age identity (version 2 only).
+        let dataKey = request.secret(.dataKey)
+        let passphrase = dataKey == nil ? try required(request.secret(.passphrase)) : nil
         let idleSeconds = try required(request.number(.idleSeconds))
         let maxSeconds = try required(request.number(.maxSeconds))
         guard (1...Self.longestTimeoutSeconds).contains(idleSeconds), (1...Self.longestTimeoutSeconds).contains(maxSeconds) else {
@@ -403,7 +409,20 @@ public final class AgentServer: Sendable {
         }
         options.rollbackProtection = .standard
         // Either format version (VaultOpener): version 1's store, or version 2's document.
-        let store = try VaultOpener.open(path: path, passphrase: passphrase, options: options)
+        if let kept = request.secret(.value) {
+            // The identities themselves (`vault unlock --identity`), one `AGE-SECRET-KEY-1…` a line.
+            guard let list = try? AgeIdentity.parseIdentityFile(kept) else { throw AgentError.protocolError("malformed identities") }
+            let until = Posix.bootTimeSeconds() + max
+            identities.withLock { $0 = (list, idle, max, until, testing) }
+            log("keeping \(list.count) identit\(list.count == 1 ? "y" : "ies") (max \(Int(max)) s)")
+        }
+        let store: any KeyValueVault
+        if let dataKey {
+            guard dataKey.count == 32 else { throw AgentError.protocolError("a data key of \(dataKey.count) bytes") }
+            store = try VaultOpener.open(path: path, options: options) { _ in .dataKey(dataKey) }
+        } else {
+            store = try VaultOpener.open(path: path, passphrase: passphrase!, options: options)
+        }
         let now = Posix.bootTimeSeconds()
         let replaced = unlocked.withLock { $0.updateValue(Unlocked(store: store, idleSeconds: idle, maxSeconds: max, unlockedAt: now, lastUse: now), forKey: path) }
         replaced?.store.close()
@@ -450,6 +469,29 @@ public final class AgentServer: Sendable {
             expired.close()
             log("locked \(path) (timeout)")
         }
+        return store ?? openWithIdentity(path)
+    }
+
+    /// The vault at `path` opened with an identity kept here (`vault unlock --identity`), when one has a stanza in it:
+    /// held from now on as after an unlock. `nil` when none is kept (or it expired), or none opens it.
+    private func openWithIdentity(_ path: String) -> (any KeyValueVault)? {
+        let now = Posix.bootTimeSeconds()
+        guard let held = identities.withLock({ kept -> (list: [AgeIdentity], idle: Double, max: Double, until: Double, testing: Bool)? in
+            if let current = kept, now >= current.until { kept = nil }
+            return kept
+        }) else { return nil }
+        var options = held.testing ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
+        options.rollbackProtection = .standard
+        guard let header = try? VaultOpener.header(path: path, options: options),
+              let dataKey = try? VaultRecipientStanza.dataKey(of: header, identities: held.list, label: path),
+              let store = try? VaultOpener.open(path: path, options: options, key: { _ in .unwrapped(dataKey) })
+        else { return nil }
+        let max = Swift.min(held.max, held.until - now)
+        let replaced = unlocked.withLock {
+            $0.updateValue(Unlocked(store: store, idleSeconds: held.idle, maxSeconds: max, unlockedAt: now, lastUse: now), forKey: path)
+        }
+        replaced?.store.close()
+        log("unlocked \(path) with a kept identity")
         return store
     }
 
@@ -468,6 +510,8 @@ public final class AgentServer: Sendable {
     }
 
     private func lock(_ path: String, reason: String) -> Bool {
+        // A kept identity would open the vault again at the next request: any lock forgets it.
+        if identities.withLock({ kept in defer { kept = nil }; return kept != nil }) { log("forgot the kept identities") }
         guard let vault = unlocked.withLock({ $0.removeValue(forKey: path) }) else { return false }
         vault.store.close()
         log("\(reason) \(path)")
@@ -475,6 +519,7 @@ public final class AgentServer: Sendable {
     }
 
     private func lockAll() -> Int {
+        identities.withLock { $0 = nil }
         let all = unlocked.withLock { vaults in
             defer { vaults.removeAll() }
             return vaults

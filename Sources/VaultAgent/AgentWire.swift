@@ -29,6 +29,8 @@ enum AgentWire {
         case entryID, version, replica, conflict, field, secret
         /// An error answer's ``VaultError`` case and its arguments, in order (``AgentErrorWire``).
         case errorCase, argument
+        /// A vault's data key, unwrapped by the client with an age identity (`vault unlock --identity`).
+        case dataKey
     }
 
     /// A payload being built, in guarded memory.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VaultAge
 import VaultAgent
 import VaultCore
 import VaultTerminal
@@ -98,12 +99,24 @@ package struct Unlock: ParsableCommand {
             if let old = try AgentClient.replaceOlderAgent(socketPath: socket), !options.json {
                 writeToStderr("vault: stopped the running agent (pid \(old.pid)), which spoke protocol version \(old.version); starting one of version \(AgentClient.protocolVersion)\n")
             }
-            let passphrase = try options.passphrase()
-            let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
-            try client.unlock(
-                path: path, passphrase: passphrase, idleSeconds: idle.seconds, maxSeconds: max.seconds,
-                allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
-                lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+            let testing = options.storeOptions.kdfPolicy == .insecureForTesting
+            if let identityPath = options.identityPath {
+                // The data key unwrapped here with the identity; the agent holds it as after a passphrase.
+                try options.makeStore().checkAccess()
+                let identities = try loadIdentities(identityPath, passphraseFrom: options)
+                let header = try VaultOpener.header(path: path, options: options.storeOptions)
+                let dataKey = try VaultRecipientStanza.dataKey(of: header, identities: identities, label: path)
+                let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
+                try client.unlock(
+                    path: path, dataKey: dataKey, keeping: identities, idleSeconds: idle.seconds, maxSeconds: max.seconds,
+                    allowInsecureKDFForTesting: testing, lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+            } else {
+                let passphrase = try options.passphrase()
+                let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
+                try client.unlock(
+                    path: path, passphrase: passphrase, idleSeconds: idle.seconds, maxSeconds: max.seconds,
+                    allowInsecureKDFForTesting: testing, lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+            }
             if options.json {
                 try writeJSON(["path": path, "unlocked": true, "idle_seconds": idle.seconds, "max_seconds": max.seconds])
             } else {

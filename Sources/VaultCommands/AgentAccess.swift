@@ -137,8 +137,9 @@ private final class PromptTurn {
 }
 
 extension VaultOptions {
-    /// Whether a passphrase comes from an option or the environment (not the terminal).
+    /// Whether a passphrase comes from an option or the environment (not the terminal), or an age identity file is
+    /// given (`--identity`, `VAULT_IDENTITY`): then nothing is asked on the terminal.
     package var hasPassphraseSource: Bool {
-        passphraseSource.isGiven || getenv("VAULT_PASSPHRASE") != nil
+        passphraseSource.isGiven || getenv("VAULT_PASSPHRASE") != nil || identityPath != nil
     }
 }

@@ -85,7 +85,7 @@ extension CLIReportable where Self: CustomStringConvertible {
 extension VaultError: CLIReportable {
     package var exitCode: Int32 {
         switch self {
-        case .wrongPassphrase: return Exit.authentication
+        case .wrongPassphrase, .wrongIdentity: return Exit.authentication
         case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
             .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault:
             return Exit.corrupt
@@ -105,6 +105,7 @@ extension VaultError: CLIReportable {
     package var code: String {
         switch self {
         case .wrongPassphrase: return "wrong_passphrase"
+        case .wrongIdentity: return "wrong_identity"
         case .corrupt: return "corrupt"
         case .unsupportedVersion: return "unsupported_version"
         case .unsupportedKDF: return "unsupported_kdf"
@@ -146,6 +147,8 @@ extension VaultError: CLIReportable {
         case .unsafePermissions(_, _, let hint): return hint
         case .vaultNotFound: return "create one with 'vault init', or pass --vault PATH"
         case .wrongPassphrase: return "check the passphrase; a damaged file gives the same error"
+        case .wrongIdentity:
+            return "'vault recipients list' shows who the vault is shared with; 'vault identity show' prints your recipient (age1...)"
         case .busy: return "another vault command is running; try again"
         case .rollbackDetected, .retiredKey:
             return "if you restored this copy on purpose (a backup), pass --accept-rollback once"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VaultAge
 import VaultCore
 import VaultTerminal
 
@@ -34,11 +35,13 @@ package struct Merge: ParsableCommand {
             try checkNameArgumentIsUTF8(other)
             // Read before the vault is opened: a missing or unreadable file asks for no passphrase.
             let bytes = try Self.read(other)
+            // With an identity, the other copy's key may come from its x25519 stanza (a removal made elsewhere).
+            let identities = try options.identityPath.map { try loadIdentities($0, passphraseFrom: options) } ?? []
             let report: MergeReport
             do {
                 report = try withVault(options) { vault in
                     try OtherCopyPassphrase(otherPassphrase).merging(label: other) {
-                        try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun, otherPassphrase: $0)
+                        try merge(bytes, into: vault, identities: identities, otherPassphrase: $0)
                     }
                 }
             } catch VaultError.missingOwnWrites(let path) where !options.acceptRollback {
@@ -48,7 +51,7 @@ package struct Merge: ParsableCommand {
                 lenient.acceptRollback = true
                 report = try withVault(lenient) { vault in
                     try OtherCopyPassphrase(otherPassphrase).merging(label: other) {
-                        try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun, otherPassphrase: $0)
+                        try merge(bytes, into: vault, identities: identities, otherPassphrase: $0)
                     }
                 }
                 if !options.json {
@@ -97,6 +100,20 @@ package struct Merge: ParsableCommand {
     }
 
     /// The other copy's bytes (its permissions are not ours to police: it is ciphertext, maybe on a USB stick).
+    /// Merges `bytes` into `vault`; with `identities`, a copy under another data key opens with the first of them
+    /// that has a stanza there (before `otherPassphrase` is tried). Through the agent, only the passphrase.
+    func merge(_ bytes: [UInt8], into vault: any KeyValueVault, identities: [AgeIdentity], otherPassphrase: SecureBytes?) throws -> MergeReport {
+        guard !identities.isEmpty, let local = vault as? DocumentVault else {
+            return try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun, otherPassphrase: otherPassphrase)
+        }
+        let label = other
+        return try local.merge(bytes, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: { header in
+            guard header.recipients.contains(where: { recipient in identities.contains { $0.recipient.description == recipient } })
+            else { return nil }
+            return .unwrapped(try VaultRecipientStanza.dataKey(of: header, identities: identities, label: label))
+        })
+    }
+
     static func read(_ path: String) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw VaultError.io(operation: "opening", path: path, errno: errno) }

@@ -1,6 +1,8 @@
 import Foundation
+import VaultAge
 import VaultAgent
 import VaultCore
+import VaultTerminal
 
 // How a verb reaches the vault it names: through the agent, or opened here with the passphrase (either format).
 
@@ -11,6 +13,13 @@ package func openStore(_ options: VaultOptions) throws -> any KeyValueVault {
     guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
     // A file the store would refuse (loose permissions, another owner, a link) is refused before the prompt.
     try store.checkAccess()
+    if let identityPath = options.identityPath {
+        // An age identity opens the vault's x25519 stanza: no passphrase, no prompt (version 2 only).
+        let identities = try loadIdentities(identityPath, passphraseFrom: options)
+        return try VaultOpener.open(path: store.path, options: options.storeOptions) { header in
+            .unwrapped(try VaultRecipientStanza.dataKey(of: header, identities: identities, label: store.path))
+        }
+    }
     return try withPassphraseRetries(options) {
         try VaultOpener.open(path: store.path, passphrase: $0, options: options.storeOptions)
     }
@@ -45,4 +54,49 @@ package func withVault<R>(_ options: VaultOptions, _ body: (any KeyValueVault) t
     let vault = try openVault(options)
     defer { vault.close() }
     return try body(vault)
+}
+
+/// The identities of the age identity file at `path` (`--identity`, `VAULT_IDENTITY`), read as a passphrase file is:
+/// yours or root's, mode 0600 (else ``VaultError/unsafePermissions(path:reason:hint:)``, exit code 4), into guarded
+/// memory.
+///
+/// - Throws: ``IdentityFileError`` (exit code 64) when it holds no valid identity.
+package func loadIdentities(_ path: String, passphraseFrom options: VaultOptions? = nil) throws -> [AgeIdentity] {
+    let contents = try SecretInput.readIdentityFile(path)
+    let vaultMagic: [UInt8] = [0x89, 0x56, 0x41, 0x55, 0x4C, 0x54, 0x0D, 0x0A]  // "\x89VAULT\r\n" (docs/FORMAT.md)
+    if contents.count >= 8, contents.withUnsafeBytes({ $0.prefix(8).elementsEqual(vaultMagic) }) {
+        // An identity sealed by 'vault identity new' (a vault of its own): opened with the passphrase options given,
+        // which then are the identity's (the shared vault itself is opened with the identity).
+        guard let options else { throw CLIError.message("'\(path)' is a sealed identity: it needs its passphrase", exitCode: Exit.usage) }
+        var storeOptions = options.storeOptions
+        storeOptions.acceptRollback = false
+        let passphrase = try VaultOptions.passphrase(
+            from: options.passphraseSource, prompt: "Passphrase for identity '\(TerminalText.escaped(path))': ", confirm: false,
+            forNewVault: false)
+        let sealed = try VaultOpener.open(path: path, passphrase: passphrase, options: storeOptions)
+        defer { sealed.close() }
+        guard let key = try sealed.getBytes(IdentityCommand.sealedEntry) else {
+            throw CLIError.message("'\(path)' holds no identity (entry '\(IdentityCommand.sealedEntry)')", exitCode: Exit.usage)
+        }
+        do {
+            return [try AgeIdentity(parsing: key)]
+        } catch {
+            throw IdentityFileError(path: path, reason: error)
+        }
+    }
+    do {
+        return try AgeIdentity.parseIdentityFile(contents)
+    } catch {
+        throw IdentityFileError(path: path, reason: error)
+    }
+}
+
+/// An identity file that holds no valid age identity.
+package struct IdentityFileError: Error, CLIReportable, CustomStringConvertible {
+    let path: String
+    let reason: AgeError
+    package var description: String { "cannot read identity file '\(path)': \(reason)" }
+    package var exitCode: Int32 { Exit.usage }
+    package var code: String { "invalid_identity" }
+    package var hint: String? { "an identity file holds AGE-SECRET-KEY-1... lines, as 'age-keygen -o key.txt' writes it" }
 }

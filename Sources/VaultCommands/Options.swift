@@ -17,6 +17,18 @@ package struct VaultOptions: ParsableArguments {
     /// `--passphrase-file`.
     package var passphraseFile: String? { passphraseSource.file }
 
+    @Option(
+        name: .customLong("identity"),
+        help: ArgumentHelp(
+            "Open the vault with this age identity file (AGE-SECRET-KEY-1..., e.g. from age-keygen; yours or root's, "
+                + "mode 0600) instead of the passphrase; else $VAULT_IDENTITY.", valueName: "path"))
+    package var identityFile: String?
+
+    /// The identity file: `--identity`, else `$VAULT_IDENTITY` (when not empty), else `nil`.
+    package var identityPath: String? {
+        identityFile ?? Posix.environment("VAULT_IDENTITY").flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     @Flag(help: "Machine-readable output (and errors as one JSON object on stderr).")
     package var json = false
 
@@ -107,8 +119,16 @@ package struct VaultOptions: ParsableArguments {
     /// An empty one opens a vault that has one (the format allows it), but is refused for a new vault
     /// (`forNewVault`): the CLI never makes a vault that nothing protects.
     package func passphrase(prompt: String? = nil, confirm: Bool = false, forNewVault: Bool = false) throws -> SecureBytes {
+        try Self.passphrase(from: passphraseSource, prompt: prompt ?? passphrasePrompt, confirm: confirm, forNewVault: forNewVault)
+    }
+
+    /// The passphrase from `source` (`--passphrase-fd`, `--passphrase-file`), else `$VAULT_PASSPHRASE`, else the
+    /// terminal (`prompt`); see ``passphrase(prompt:confirm:forNewVault:)``.
+    package static func passphrase(
+        from source: SecretSourceOptions<PassphraseSecret>, prompt: String, confirm: Bool, forNewVault: Bool
+    ) throws -> SecureBytes {
         let secret: SecureBytes
-        if let given = try passphraseSource.read() {
+        if let given = try source.read() {
             secret = given
         } else if let value = getenv("VAULT_PASSPHRASE") {
             // The environment's exact bytes (not through a String, which would replace invalid UTF-8).
@@ -117,7 +137,7 @@ package struct VaultOptions: ParsableArguments {
                 if count > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(start: value, count: count)) }
             }
         } else {
-            secret = try Self.promptTwiceIfNeeded(prompt: prompt ?? passphrasePrompt, confirm: confirm)
+            secret = try promptTwiceIfNeeded(prompt: prompt, confirm: confirm)
         }
         guard secret.count > 0 || !forNewVault else { throw CLIError.emptyPassphrase }
         return secret

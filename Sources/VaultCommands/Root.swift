@@ -12,6 +12,7 @@ package enum Root {
         Init.self, Put.self, Get.self, Show.self, History.self, Restore.self, Delete.self, List.self, Find.self, Move.self, Copy.self, Generate.self,
         Passwd.self, Info.self, Upgrade.self, Merge.self, GitCommand.self,
         Unlock.self, Lock.self, AgentCommand.self, RunCommand.self, Inject.self, Clip.self, ClipClear.self,
+        Recipients.self, IdentityCommand.self,
     ]
 
     /// The root command's configuration: the vault's verbs, then `networkVerbs`.
@@ -26,7 +27,7 @@ package enum Root {
     // Paragraphs are single lines: ArgumentParser wraps them to the terminal's width, and a hard break inside a
     // paragraph would leave a ragged line at every width but one. The table's lines fit in 80 columns.
     package static let discussion = """
-            Secrets never come from the command line: values are read from stdin (or a no-echo prompt), the passphrase from the terminal, --passphrase-fd N, --passphrase-file PATH, or the VAULT_PASSPHRASE environment variable (weaker: other processes of yours may read it).
+            Secrets never come from the command line: values are read from stdin (or a no-echo prompt), the passphrase from the terminal, --passphrase-fd N, --passphrase-file PATH, or the VAULT_PASSPHRASE environment variable (weaker: other processes of yours may read it). A vault shared with age recipients also opens with an age identity file: --identity FILE or VAULT_IDENTITY ('vault recipients --help').
 
             The vault is --vault PATH, else $VAULT_PATH, else $XDG_DATA_HOME/vault/default.vault (~/.local/share/vault/default.vault).
 
@@ -36,9 +37,9 @@ package enum Root {
                   error status, network failure or timeout, plain http refused)
               2   no such entry (logout: no credential stored for the origin;
                   device: not registered, or the registration was removed)
-              3   wrong passphrase, or authentication failure (credentials
-                  rejected, stored credential stale, none stored and no
-                  terminal to ask on)
+              3   wrong passphrase or identity, or authentication failure
+                  (credentials rejected, stored credential stale, none stored
+                  and no terminal to ask on)
               4   unsafe permissions, owner or symlink
               5   vault busy (another process held the lock past the timeout)
               6   corrupt, truncated or unsupported file (incl. KDF parameters

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import VaultAge
 import VaultAgent
 import VaultCore
 
@@ -24,6 +25,10 @@ package struct Passwd: ParsableCommand {
 
     package func run() throws {
         try reportingErrors(json: options.json) {
+            if let header = try? VaultOpener.header(path: options.resolvedPath, options: options.storeOptions), !header.recipients.isEmpty {
+                try changeKeepingRecipients()
+                return
+            }
             let path = try withVault(options) { vault in
                 // Through the agent nothing was asked: whoever can reach the agent must still know the current
                 // passphrase to change it (checked with the KDF, like an unlock).
@@ -41,6 +46,31 @@ package struct Passwd: ParsableCommand {
             if options.json { try writeJSON(["changed": true, "path": path]) }
             else { try writeToStdout("passphrase changed for vault '\(path)'\n") }
         }
+    }
+}
+
+extension Passwd {
+    /// A vault shared with recipients: the new data key is wrapped here for the new passphrase and again for every
+    /// recipient (the library's passphrase change would drop their stanzas, which wrap the old key; the agent does
+    /// not link age), the old key retired, and the agent's copy locked.
+    func changeKeepingRecipients() throws {
+        let store = options.makeStore()
+        try store.checkAccess()
+        var withoutIdentity = options
+        withoutIdentity.identityFile = nil
+        let opened = try withPassphraseRetries(withoutIdentity) { current in
+            try VaultOpener.open(path: store.path, passphrase: current, options: options.storeOptions)
+        }
+        defer { opened.close() }
+        guard let vault = opened as? DocumentVault else { throw VaultError.needsVersion2(path: store.path) }
+        let secret = try newPassphrase.read() ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
+        guard secret.count > 0 else { throw CLIError.emptyPassphrase }
+        try vault.rotateKey(passphrase: secret) { current, newKey in
+            try current.map { try VaultRecipientStanza.wrap(newKey, for: try AgeRecipient(parsing: $0.recipient)) }
+        }
+        if let client = try? AgentClient.connect() { _ = try? client.lock(path: store.path) }
+        if options.json { try writeJSON(["changed": true, "path": store.path]) }
+        else { try writeToStdout("passphrase changed for vault '\(store.path)'\n") }
     }
 }
 

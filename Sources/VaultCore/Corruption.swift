@@ -36,6 +36,15 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
     case badStanza(index: Int)
     /// Version 2: no key stanza of a type this version can open with (an identity or a passphrase).
     case noUsableStanza
+    /// Version 2: more than 256 key stanzas (``DocumentFormat/maximumStanzaCount``).
+    case tooManyStanzas(count: Int)
+    /// Version 2: `x25519` stanza `index` names no `age1…` recipient (its length, prefix or characters).
+    case badRecipient(index: Int)
+    /// Version 2: the age file of `x25519` stanza `index` is not one age-encryption.org/v1 header with exactly one
+    /// `X25519` stanza and its MAC, followed by the STREAM payload of a 32-byte plaintext.
+    case badAgeFile(index: Int)
+    /// Version 2: two `x25519` stanzas for one recipient (`index`: the second).
+    case duplicateRecipient(index: Int)
     /// Version 2: the header's MAC does not match although a stanza opened the data key: the header was changed.
     case headerMACMismatch
     /// Version 2: the body does not open under the data key although the header's MAC matched: it was changed.
@@ -75,6 +84,10 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badHeaderLength: return "bad_header_length"
         case .badStanza: return "bad_stanza"
         case .noUsableStanza: return "no_usable_stanza"
+        case .tooManyStanzas: return "too_many_stanzas"
+        case .badRecipient: return "bad_recipient"
+        case .badAgeFile: return "bad_age_file"
+        case .duplicateRecipient: return "duplicate_recipient"
         case .headerMACMismatch: return "header_mac_mismatch"
         case .bodyMACMismatch: return "body_mac_mismatch"
         case .bodyBindingMismatch: return "body_binding_mismatch"
@@ -105,6 +118,10 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badHeaderLength(let count): return "bad header length \(count)"
         case .badStanza(let index): return "key stanza \(index) is malformed"
         case .noUsableStanza: return "no key stanza this version can open"
+        case .tooManyStanzas(let count): return "\(count) key stanzas (at most 256)"
+        case .badRecipient(let index): return "key stanza \(index) names no age recipient"
+        case .badAgeFile(let index): return "key stanza \(index) holds a malformed age file"
+        case .duplicateRecipient(let index): return "key stanza \(index) repeats a recipient"
         case .headerMACMismatch: return "the header's MAC does not match (the header was changed)"
         case .bodyMACMismatch: return "the body does not open under the vault's key (it was changed)"
         case .bodyBindingMismatch: return "the body belongs to another header"

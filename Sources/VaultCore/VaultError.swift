@@ -6,6 +6,9 @@
 public enum VaultError: Error, Equatable, Sendable {
     /// The passphrase is wrong, or the file's authenticated parts were altered; the two cannot be told apart.
     case wrongPassphrase(path: String)
+    /// No `x25519` stanza of the vault opens with the identities given (none is for their recipients, or the one
+    /// that is was altered; the two cannot be told apart): a stranger's key, or one removed from the vault.
+    case wrongIdentity(path: String)
     /// The file is not a vault or is damaged in a way its unkeyed structure shows (bad magic, truncation, lengths).
     case corrupt(path: String, reason: Corruption)
     /// The file is a vault in a format version this build does not read.
@@ -90,6 +93,8 @@ extension VaultError: CustomStringConvertible {
     /// A one-line message that starts with what failed and quotes the object.
     public var description: String {
         switch self {
+        case .wrongIdentity(let path):
+            return "cannot open vault '\(path)': no key stanza for this identity (or the file was tampered with)"
         case .wrongPassphrase(let path):
             return "cannot open vault '\(path)': incorrect passphrase (or the file was tampered with)"
         case .corrupt(let path, let reason):

@@ -94,6 +94,16 @@ public enum SecretInput {
     /// by another user, a FIFO that group or others may write (they could feed it their passphrase), and a
     /// regular file with any permission for group or others.
     public static func readFirstLine(ofFile path: String) throws -> SecureBytes {
+        try read(ofFile: path, what: "passphrase", untilNewline: true)
+    }
+
+    /// Reads the whole file at `path` (an age identity file, at most 64 KiB), with the checks of
+    /// ``readFirstLine(ofFile:)``: the user's or root's, mode 0600 or stricter (a pipe not writable by others).
+    public static func readIdentityFile(_ path: String) throws -> SecureBytes {
+        try read(ofFile: path, what: "identity", untilNewline: false)
+    }
+
+    static func read(ofFile path: String, what secret: String, untilNewline: Bool) throws -> SecureBytes {
         var fd = Posix.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
         guard fd >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
         defer { close(fd) }
@@ -103,11 +113,11 @@ public enum SecretInput {
         guard (info.st_mode & S_IFMT) == S_IFREG || isFIFO else {
             throw VaultError.io(operation: "cannot read", path: path, errno: EINVAL)
         }
-        let what = isFIFO ? "passphrase pipe" : "passphrase file"
+        let what = secret + (isFIFO ? " pipe" : " file")
         if info.st_uid != geteuid() && info.st_uid != 0 {
             throw VaultError.unsafePermissions(
                 path: path, reason: "the \(what) is owned by another user (uid \(info.st_uid))",
-                hint: "use a passphrase file of your own")
+                hint: "use \(secret == "identity" ? "an identity" : "a passphrase") file of your own")
         }
         if isFIFO {
             if info.st_mode & 0o022 != 0 {
@@ -134,7 +144,7 @@ public enum SecretInput {
                 path: path, reason: "the \(what) is accessible by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
                 hint: "run: chmod 600 '\(path)'")
         }
-        return try read(fd: fd, limit: 64 << 10, untilNewline: true, name: path)
+        return try read(fd: fd, limit: 64 << 10, untilNewline: untilNewline, name: path)
     }
 }
 

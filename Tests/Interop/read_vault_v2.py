@@ -2,6 +2,7 @@
 """An independent reader of vault format v2, written from docs/FORMAT.md ("version 2") with PyNaCl only.
 
     VAULT_PASSPHRASE=... python3 read_vault_v2.py VAULT
+    VAULT_IDENTITY=key.txt python3 read_vault_v2.py VAULT     (an age identity file: the x25519 stanzas, by `age -d`)
 
 Prints one JSON object to stdout (sorted keys):
     {"vault_id": hex, "generation": n,
@@ -16,9 +17,11 @@ unsupported or corrupt, including a header MAC, body tag or binding hash that do
 (header_mac_mismatch, body_mac_mismatch, body_binding_mismatch), 1 anything else. Errors go to stderr as
 "read_vault_v2: CODE: message", CODE one of the library's `Corruption` codes (or wrong_passphrase,
 kdf_parameters_out_of_range, unsupported_version). VAULT_TESTING_INSECURE_KDF=1 (exactly "1") lowers the KDF
-minimum to opslimit 1, memlimit 8,192, as for read_vault.py.
+minimum to opslimit 1, memlimit 8,192, as for read_vault.py. With VAULT_IDENTITY, the x25519 stanza whose recipient
+is the identity's (`age-keygen -y`) is opened by Debian's `age -d -i` (stock tools: no age code here), else the
+passphrase is tried; no stanza for it and no passphrase: exit 3, wrong_identity.
 """
-import base64, hmac, json, os, struct, sys, unicodedata
+import base64, hmac, json, os, struct, subprocess, sys, unicodedata
 from nacl import encoding, exceptions, hash, pwhash, secret
 
 MAGIC = b"\x89VAULT\r\n"
@@ -26,6 +29,11 @@ MAX_FILE = (1 << 30) + 65536 + 32 + 24 + 16  # 1 GiB + 65,608: the largest plain
 MIN_HEADER, MAX_HEADER = 56, 65536
 ARGON2ID = 1
 ARGON2ID_LENGTH = 8 + 8 + 16 + 24 + 48  # opslimit, memlimit, salt, key_nonce, wrapped_key: exactly 104 bytes
+X25519 = 2
+X25519_LENGTH = 1 + 62 + 232  # recipient_length (62), recipient "age1...", age file: exactly 295 bytes
+AGE_PREFIX = b"age-encryption.org/v1\n-> X25519 "
+BECH32 = b"qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+MAX_STANZAS = 256
 MAX_NAME, MAX_FIELDS, MAX_VALUE = 4096, 1024, 64 << 20
 MAX_VERSIONS, MAX_HISTORY_BYTES = 10, 65536
 # Smallest encodings, to refuse a count the plaintext cannot hold before looping over it: a replica is its id and
@@ -80,7 +88,9 @@ def read_header(file, size):
     (generation,) = struct.unpack_from("<Q", header, 30)
     (stanza_count,) = struct.unpack_from("<H", header, 54)
     low_ops, low_mem = (1, 8192) if os.environ.get("VAULT_TESTING_INSECURE_KDF") == "1" else (2, 64 << 20)
-    argon, offset = [], 56
+    if stanza_count > MAX_STANZAS:
+        corrupt("too_many_stanzas", f"{stanza_count} stanzas (at most {MAX_STANZAS})")
+    argon, recipients, offset = [], {}, 56
     for index in range(stanza_count):                                   # stanza by stanza, in order
         if offset + 6 > header_length:
             corrupt("bad_stanza", f"stanza {index} runs past the header")
@@ -89,6 +99,18 @@ def read_header(file, size):
             corrupt("bad_stanza", f"stanza {index} (type {kind}, {length} bytes) runs past the header")
         body = header[offset + 6:offset + 6 + length]
         offset += 6 + length
+        if kind == X25519:
+            if length != X25519_LENGTH:
+                corrupt("bad_stanza", f"x25519 stanza {index} is {length} bytes, not {X25519_LENGTH}")
+            recipient = body[1:63]
+            if body[0] != 62 or not recipient.startswith(b"age1") or any(c not in BECH32 for c in recipient[4:]):
+                corrupt("bad_recipient", f"x25519 stanza {index} names no age1 recipient")
+            if not body[63:].startswith(AGE_PREFIX):
+                corrupt("bad_age_file", f"x25519 stanza {index} does not hold an age v1 file with an X25519 stanza")
+            if recipient in recipients:
+                corrupt("duplicate_recipient", f"x25519 stanza {index} repeats a recipient")
+            recipients[recipient] = body[63:]
+            continue
         if kind != ARGON2ID:
             continue                                                    # unknown or reserved: skipped
         if length != ARGON2ID_LENGTH:
@@ -100,15 +122,15 @@ def read_header(file, size):
         argon.append((ops, mem, body[16:32], body[32:56], body[56:104]))
     if offset != header_length:
         corrupt("bad_header_length", f"header length {header_length} but the stanzas end at {offset}")
-    if not argon:                                                       # at least one usable stanza
-        corrupt("no_usable_stanza", "no argon2id stanza: nothing a passphrase can open")
+    if not argon and not recipients:                                    # at least one usable stanza
+        corrupt("no_usable_stanza", "no argon2id or x25519 stanza: nothing a passphrase or an identity can open")
     if size < header_length + 32 + 24 + 16 + 256:                       # then the file's size
         corrupt("truncated", f"truncated ({size} bytes, at least {header_length + 328} needed)")
     if (size - header_length - 32 - 24 - 16) % 256:
         corrupt("size_mismatch", f"plaintext of {size - header_length - 72} bytes is not a multiple of 256")
     if size - header_length - 72 > 1 << 30:
         corrupt("too_large", f"plaintext of {size - header_length - 72} bytes exceeds 1 GiB")
-    return header, vault_id, generation, data_key_id, argon
+    return header, vault_id, generation, data_key_id, argon, recipients
 
 
 class Plain:
@@ -285,10 +307,27 @@ def read_plaintext(plain, binding):
     return entries, tombstones, replicas
 
 
-def read(file, size, passphrase):
-    header, vault_id, generation, _, argon = read_header(file, size)
-    data_key = None
-    for ops, mem, salt, nonce, wrapped in argon:                         # step 2, each stanza in order
+def unwrap_with_identity(recipients, identity):
+    """The data key from the x25519 stanza of identity's recipient, by `age -d` (None: no stanza for it)."""
+    try:
+        mine = subprocess.run(["age-keygen", "-y", identity], capture_output=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError) as error:
+        fail(1, "io_error", f"cannot read the identity file with age-keygen -y: {error}")
+    for recipient in mine:
+        if recipient in recipients:
+            run = subprocess.run(["age", "-d", "-i", identity], input=recipients[recipient], capture_output=True)
+            if run.returncode != 0 or len(run.stdout) != 32:
+                fail(3, "wrong_identity", "the x25519 stanza of this identity does not open (altered)")
+            return run.stdout
+    return None
+
+
+def read(file, size, passphrase, identity=None):
+    header, vault_id, generation, _, argon, recipients = read_header(file, size)
+    data_key = unwrap_with_identity(recipients, identity) if identity else None
+    if data_key is None and passphrase is None:
+        fail(3, "wrong_identity", "no x25519 stanza for this identity")
+    for ops, mem, salt, nonce, wrapped in argon if data_key is None else []:                         # step 2, each stanza in order
         kek = pwhash.argon2id.kdf(32, passphrase, salt, opslimit=ops, memlimit=mem)
         try:
             data_key = secret.SecretBox(kek).decrypt(wrapped, nonce)
@@ -316,7 +355,8 @@ def main():
     if len(sys.argv) != 2:
         fail(1, "usage", "usage: VAULT_PASSPHRASE=... read_vault_v2.py VAULT")
     passphrase = os.environb.get(b"VAULT_PASSPHRASE")
-    if passphrase is None:
+    identity = os.environ.get("VAULT_IDENTITY")
+    if passphrase is None and identity is None:
         fail(1, "no_passphrase_source", "set VAULT_PASSPHRASE (the passphrase is never read from the arguments)")
     try:
         with open(sys.argv[1], "rb") as f:
@@ -330,7 +370,7 @@ def main():
                 size = len(start) if len(start) < 8 else size
     except OSError as error:
         fail(1, "io_error", f"cannot read '{sys.argv[1]}': {error.strerror}")
-    out = read(file, size, passphrase)
+    out = read(file, size, passphrase, identity)
     sys.stdout.buffer.write(json.dumps(out, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
 
 

@@ -124,6 +124,9 @@ import VaultCore
             .vaultTooLarge(path: p, byteCount: 9), .generationExhausted(path: p), .invalidFieldName("r"),
             .noSuchVersion(key: "k", version: 4), .noSuchField(key: "k", field: "f"), .fieldExists(key: "k", field: "f"),
             .needsVersion2(path: p), .missingOwnWrites(path: p), .storageConflict(path: p), .clockExhausted,
+            .wrongIdentity(path: p), .corrupt(path: p, reason: .tooManyStanzas(count: 300)),
+            .corrupt(path: p, reason: .badRecipient(index: 1)), .corrupt(path: p, reason: .badAgeFile(index: 2)),
+            .corrupt(path: p, reason: .duplicateRecipient(index: 3)),
         ]
         for error in errors {
             let (name, arguments) = AgentErrorWire.encode(error)

@@ -13,6 +13,7 @@ import VaultTerminal
     @Test func exitCodesAndCodes() {
         let cases: [(any CLIReportable, Int32, String)] = [
             (VaultError.wrongPassphrase(path: "/v"), 3, "wrong_passphrase"),
+            (VaultError.wrongIdentity(path: "/v"), 3, "wrong_identity"),
             (VaultError.corrupt(path: "/v", reason: .badPadding), 6, "corrupt"),
             (VaultError.invalidEntryName(reason: "the name is empty"), 64, "invalid_name"),
             (VaultError.unsafePermissions(path: "/v", reason: "r", hint: "h"), 4, "unsafe_permissions"),

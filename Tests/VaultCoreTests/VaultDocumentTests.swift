@@ -317,9 +317,14 @@ struct VaultDocumentTests {
         #expect(text(opened, "k") == "v")
         let again = try DocumentHeader.parse(try opened.seal(dataKey: dataKey), label: "t", policy: Self.policy)
         #expect(again.stanzas == header.stanzas)
-        // Without any passphrase stanza, nothing can open it.
-        document.stanzas = [KeyStanza(type: KeyStanza.x25519, body: [])]
+        // Without any passphrase or recipient stanza, nothing can open it.
+        document.stanzas = [KeyStanza(type: KeyStanza.mlkem768x25519, body: [])]
         #expect(throws: VaultError.corrupt(path: "t", reason: .noUsableStanza)) {
+            try DocumentHeader.parse(try document.seal(dataKey: dataKey), label: "t", policy: Self.policy)
+        }
+        // An x25519 stanza is checked for its shape (295 bytes) as it is read.
+        document.stanzas = [KeyStanza(type: KeyStanza.x25519, body: [])]
+        #expect(throws: VaultError.corrupt(path: "t", reason: .badStanza(index: 0))) {
             try DocumentHeader.parse(try document.seal(dataKey: dataKey), label: "t", policy: Self.policy)
         }
     }

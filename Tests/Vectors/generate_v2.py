@@ -17,8 +17,12 @@ vectors that pin the order of the checks, the rule checked first): everything th
 formed and, past the KDF, correctly sealed. README.md says in one line per file which rule it breaks.
 Tests/Vectors/check_v2.py replays them.
 """
-import base64, copy, json, os, struct, sys
+import base64, copy, hmac, json, os, struct, sys
 from nacl import encoding, hash, pwhash, secret
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "v2")
 PASSPHRASE = b"correct horse battery staple"
@@ -69,6 +73,94 @@ def argon2id(passphrase=PASSPHRASE, label="stanza", ops=OPS, mem=MEM, data_key=D
     body = struct.pack("<QQ", ops, mem) + salt + nonce + wrapped
     assert len(body) == ARGON2ID_LENGTH
     return (1, body if length is None else (body + bytes(max(0, length - ARGON2ID_LENGTH)))[:length])
+
+
+# ---------------------------------------------------------------- x25519 stanzas: age v1 files (C2SP age.md)
+
+BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+
+
+def bech32(hrp, data):
+    """BIP 173 Bech32 of data (bytes) under hrp, lower case."""
+    def polymod(values):
+        chk = 1
+        for v in values:
+            top = chk >> 25
+            chk = (chk & 0x1ffffff) << 5 ^ v
+            for i in range(5):
+                chk ^= (0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3)[i] if (top >> i) & 1 else 0
+        return chk
+    acc, bits, five = 0, 0, []
+    for byte in data:
+        acc, bits = acc << 8 | byte, bits + 8
+        while bits >= 5:
+            bits -= 5
+            five.append(acc >> bits & 31)
+    if bits:
+        five.append(acc << (5 - bits) & 31)
+    expanded = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
+    mod = polymod(expanded + five + [0] * 6) ^ 1
+    return hrp + "1" + "".join(BECH32[d] for d in five + [mod >> 5 * (5 - i) & 31 for i in range(6)])
+
+
+def x25519_public(scalar):
+    return X25519PrivateKey.from_private_bytes(scalar).public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def hkdf(ikm, salt, info, n=32):
+    return HKDF(hashes.SHA256(), n, salt, info).derive(ikm)
+
+
+def b64(x):
+    return base64.b64encode(x).rstrip(b"=")
+
+
+IDENTITY_SCALAR = det("identity", 32)
+IDENTITY = bech32("age-secret-key-", IDENTITY_SCALAR).upper()  # Tests/Vectors/v2/identity.txt
+RECIPIENT = bech32("age", x25519_public(IDENTITY_SCALAR))
+OTHER_RECIPIENT = bech32("age", x25519_public(det("other identity", 32)))
+
+
+def age_file(recipient, label, data_key=DATA_KEY, version=b"age-encryption.org/v1", kind=b"X25519"):
+    """A minimal age v1 file for recipient (an age1... string) whose plaintext is data_key: one X25519 stanza,
+    the header MAC, a one-chunk STREAM payload (C2SP age.md). Deterministic: the ephemeral secret, file key and
+    payload nonce come from label."""
+    if any(c not in BECH32 for c in recipient[4:-6]):
+        recipient = RECIPIENT  # a malformed recipient's stanza: the age file is for identity.txt's
+    five = [BECH32.index(c) for c in recipient[4:-6]]
+    acc, bits, public = 0, 0, bytearray()
+    for v in five:
+        acc, bits = acc << 5 | v, bits + 5
+        if bits >= 8:
+            bits -= 8
+            public.append(acc >> bits & 0xff)
+    public = bytes(public)
+    ephemeral = det(f"{label} ephemeral", 32)
+    share = x25519_public(ephemeral)
+    shared = X25519PrivateKey.from_private_bytes(ephemeral).exchange(
+        __import__("cryptography.hazmat.primitives.asymmetric.x25519", fromlist=["X25519PublicKey"])
+        .X25519PublicKey.from_public_bytes(public))
+    file_key = det(f"{label} file key", 16)
+    wrap_key = hkdf(shared, share + public, b"age-encryption.org/v1/X25519")
+    body = ChaCha20Poly1305(wrap_key).encrypt(bytes(12), file_key, None)
+    header = version + b"\n-> " + kind + b" " + b64(share) + b"\n" + b64(body) + b"\n---"
+    mac = hmac.new(hkdf(file_key, b"", b"header"), header, "sha256").digest()
+    nonce = det(f"{label} payload nonce", 16)
+    chunk = ChaCha20Poly1305(hkdf(file_key, nonce, b"payload")).encrypt(bytes(11) + b"\x01", data_key, None)
+    return header + b" " + b64(mac) + b"\n" + nonce + chunk
+
+
+X25519_LENGTH = 1 + 62 + 232  # recipient_length, recipient, age file
+
+
+def x25519(recipient=None, label="recipient", data_key=DATA_KEY, recipient_length=None, length=None, **age):
+    """An x25519 stanza (type 2): recipient_length u8 || recipient || age file."""
+    recipient = recipient or RECIPIENT
+    body = (bytes([len(recipient) if recipient_length is None else recipient_length]) + recipient.encode()
+            + age_file(recipient, label, data_key, **age))
+    assert length is not None or len(body) == X25519_LENGTH, len(body)
+    return (2, body if length is None else (body + bytes(max(0, length - len(body))))[:length])
 
 
 # ---------------------------------------------------------------- the model and its encoding
@@ -470,8 +562,14 @@ def main():
     d["stanzas"] = [(0x7777, det("unknown stanza body", 21))] + d["stanzas"]
     valid("valid-unknown-stanza.vault", d, "none: an unknown stanza type (0x7777) before the argon2id one, skipped")
     d = basic()
-    d["stanzas"] = [(2, det("x25519 stanza", 32)), (3, b""), argon2id()]
-    valid("valid-reserved-stanzas.vault", d, "none: reserved stanza types 2 and 3 (one empty), skipped")
+    d["stanzas"] = [(3, det("mlkem768x25519 stanza", 32)), (3, b""), argon2id()]
+    valid("valid-reserved-stanzas.vault", d, "none: two stanzas of the reserved type 3 (one empty), skipped")
+    d = basic(); d["stanzas"] = [argon2id(), x25519()]
+    valid("valid-recipient.vault", d, "none: an argon2id stanza and an x25519 stanza for identity.txt's recipient "
+          "(opens with the passphrase or the identity)")
+    d = basic(); d["stanzas"] = [x25519(OTHER_RECIPIENT, "other"), x25519()]
+    valid("valid-recipients-only.vault", d, "none: two x25519 stanzas and no argon2id stanza, the second for "
+          "identity.txt's recipient (opens with the identity only)")
     d = basic()
     d["stanzas"] = [argon2id(b"another passphrase", "other stanza"), argon2id()]
     valid("valid-second-stanza.vault", d, "none: the first argon2id stanza is another passphrase's, the second opens")
@@ -565,10 +663,37 @@ def main():
     bad("no-usable-stanza.vault", seal(d, "no-usable-stanza"), 6, "no_usable_stanza", "only an unknown stanza")
     d = basic(); d["stanzas"] = []
     bad("no-stanza.vault", seal(d, "no-stanza"), 6, "no_usable_stanza", "no stanza (header_length 56)")
-    d = basic(); d["stanzas"] = [(2, det("x25519 stanza", 32))]
+    d = basic(); d["stanzas"] = [(3, det("mlkem768x25519 stanza", 32))]
     nd = seal(d, "no-usable-stanza-truncated-body")
     bad("no-usable-stanza-truncated-body.vault", nd[:struct.unpack_from("<I", nd, 10)[0] + 100], 6, "no_usable_stanza",
-        "only a reserved (x25519) stanza, checked before the file's size (100 bytes after the header)")
+        "only a reserved (mlkem768x25519) stanza, checked before the file's size (100 bytes after the header)")
+    # x25519 stanzas
+    for name, stanza, code, rule in [
+        ("x25519-stanza-short.vault", x25519(length=X25519_LENGTH - 1), "bad_stanza", "x25519 stanza of 294 bytes"),
+        ("x25519-stanza-long.vault", x25519(length=X25519_LENGTH + 1), "bad_stanza", "x25519 stanza of 296 bytes"),
+        ("x25519-recipient-length.vault", x25519(recipient_length=61), "bad_recipient", "recipient_length 61"),
+        ("x25519-recipient-not-age1.vault", x25519("agf1" + RECIPIENT[4:]), "bad_recipient",
+         "a recipient that starts with agf1"),
+        ("x25519-recipient-upper-case.vault", x25519(RECIPIENT.upper()), "bad_recipient",
+         "the recipient in upper case (age writes lower case)"),
+        ("x25519-recipient-bad-character.vault", x25519(RECIPIENT[:10] + "b" + RECIPIENT[11:]), "bad_recipient",
+         "a recipient with a 'b' (not a Bech32 character)"),
+        ("x25519-age-version.vault", x25519(version=b"age-encryption.org/v2"), "bad_age_file",
+         "the age file's version line says v2"),
+        ("x25519-age-scrypt.vault", x25519(kind=b"scrypt"), "bad_age_file",
+         "the age file's stanza is of type scrypt (an X25519 one's length)"),
+    ]:
+        d = basic(); d["stanzas"] = [argon2id(), stanza]
+        bad(name, seal(d, name[:-6]), 6, code, rule)
+    d = basic(); d["stanzas"] = [x25519(label="first"), argon2id(), x25519(label="second")]
+    bad("x25519-duplicate-recipient.vault", seal(d, "x25519-duplicate-recipient"), 6, "duplicate_recipient",
+        "two x25519 stanzas for one recipient (stanzas 0 and 2)")
+    d = basic(); d["stanzas"] = [argon2id(), x25519(length=X25519_LENGTH - 1), x25519()]
+    bad("x25519-bad-before-duplicate.vault", seal(d, "x25519-bad-before-duplicate"), 6, "bad_stanza",
+        "stanza 1 of 294 bytes, before stanza 2 repeats nothing")
+    d = basic(); d["stanzas"] = [argon2id()] + [(0x7777, b"")] * 256
+    bad("too-many-stanzas.vault", seal(d, "too-many-stanzas"), 6, "too_many_stanzas",
+        "257 stanzas (an argon2id one and 256 empty ones of an unknown type): checked at stanza_count")
     bad("truncated-body.vault", good[:hl + 32 + 24 + 16 + 255], 6, "truncated",
         "header_length + 327 bytes (< header_length + 328)")
     bad("size-mismatch.vault", good + b"\0", 6, "size_mismatch", "one byte more: the plaintext is 256k + 1 bytes")
@@ -810,6 +935,9 @@ def main():
         "256 bytes of padding too many")
 
     os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "identity.txt"), "w") as f:
+        f.write(f"# the identity of the x25519 stanzas of these vectors (never use it for anything else)\n"
+                f"# public key: {RECIPIENT}\n{IDENTITY}\n")
     for old in os.listdir(OUT):
         if old.endswith(".vault") and old not in VECTORS:
             os.remove(os.path.join(OUT, old))

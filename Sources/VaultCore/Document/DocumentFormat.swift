@@ -21,11 +21,13 @@ import VaultSodium
 /// version   = modified timestamp || flags u8 (bit 0: conflict) || field count u16 || fields
 /// tombstone = id (16) || deleted timestamp
 /// ```
-enum DocumentFormat {
+public enum DocumentFormat {
     static let version: UInt16 = 2
     /// magic, version, header length, vault id, generation, data key id, stanza count.
     static let fixedHeaderByteCount = 8 + 2 + 4 + 16 + 8 + 16 + 2
     static let maximumHeaderByteCount = 1 << 16
+    /// The most key stanzas a header may list (a passphrase and 217 recipients fill the 64 KiB header first).
+    public static let maximumStanzaCount = 256
     static let macByteCount = 32
     static let timestampByteCount = 16
     /// 1 GiB of plaintext behind the largest header: 1 GiB + 65,608 bytes.
@@ -38,16 +40,16 @@ enum DocumentFormat {
 
 /// A key stanza of a version-2 header: the data key made available to one way of opening the vault. A reader
 /// keeps stanzas of types it does not know and writes them back as they were.
-struct KeyStanza: Equatable, Sendable {
+public struct KeyStanza: Equatable, Sendable {
     /// A passphrase through Argon2id (``Argon2idStanza``).
     static let argon2id: UInt16 = 1
-    /// Reserved: an age-compatible X25519 recipient (sharing, a later issue).
+    /// An age X25519 recipient (``RecipientStanza``), opened above this library (VaultAge).
     static let x25519: UInt16 = 2
     /// Reserved: an ML-KEM-768 + X25519 hybrid recipient.
     static let mlkem768x25519: UInt16 = 3
 
-    var type: UInt16
-    var body: [UInt8]
+    public internal(set) var type: UInt16
+    public internal(set) var body: [UInt8]
 }
 
 /// The `argon2id` stanza: the data key wrapped (secretbox) under a key derived from the passphrase.
@@ -104,6 +106,73 @@ struct Argon2idStanza: Equatable, Sendable {
     }
 }
 
+/// The `x25519` stanza (type 2): the data key wrapped for one age recipient, as a complete minimal age v1 file
+/// (docs/FORMAT.md, "The x25519 stanza"):
+///
+/// ```
+/// stanza body = recipient_length u8 (= 62) || recipient ("age1…", 62 bytes) || age file (232 bytes)
+/// age file    = "age-encryption.org/v1" LF "-> X25519 " share LF body LF "--- " MAC LF || payload (64 bytes)
+/// ```
+///
+/// This library checks only its shape (a length, the recipient's characters, the age file's first line and
+/// stanza type) and keeps it as opaque bytes: unwrapping needs age's X25519 and HKDF, which live in `VaultAge`
+/// (that target checks the rest of the age file when it opens one, and wraps new ones). The recipient beside the
+/// age file lets a writer re-wrap a new data key for everyone and `vault recipients list` work without a key.
+public struct RecipientStanza: Equatable, Sendable {
+    /// The length of an `age1…` X25519 recipient: `age`, `1`, 52 data and 6 checksum characters.
+    public static let recipientByteCount = 62
+    /// The length of the age file: a 168-byte header with one `X25519` stanza, a 16-byte nonce, 32 bytes of data
+    /// key and the chunk's 16-byte tag.
+    public static let ageFileByteCount = 232
+    /// The length of the whole stanza body.
+    public static let byteCount = 1 + recipientByteCount + ageFileByteCount
+    /// How every age file of an `x25519` stanza starts: the version line and the `X25519` stanza's type.
+    public static let ageFilePrefix = Array("age-encryption.org/v1\n-> X25519 ".utf8)
+    /// Bech32's data characters.
+    static let bech32Characters = Set("qpzry9x8gf2tvdw0s3jn54khce6mua7l".utf8)
+
+    /// The recipient the age file is for (`age1…`, lower case), as the writer recorded it.
+    public let recipient: String
+    /// The age file whose plaintext is the data key.
+    public let ageFile: [UInt8]
+
+    /// A stanza of `recipient` and `ageFile`, or `nil` when their shape is not an `x25519` stanza's.
+    public init?(recipient: String, ageFile: [UInt8]) {
+        guard Self.recipientShapeIsValid(Array(recipient.utf8)), Self.ageFileShapeIsValid(ageFile) else { return nil }
+        self.recipient = recipient
+        self.ageFile = ageFile
+    }
+
+    /// Reads a stanza body, checking its shape in the order of docs/FORMAT.md: the length (`bad_stanza`), the
+    /// recipient (`bad_recipient`), the age file's first bytes (`bad_age_file`).
+    init(body: [UInt8], index: Int, label: String = "") throws {
+        func corrupt(_ reason: Corruption) -> VaultError { .corrupt(path: label, reason: reason) }
+        guard body.count == Self.byteCount else { throw corrupt(.badStanza(index: index)) }
+        let recipient = Array(body[1..<1 + Self.recipientByteCount])
+        guard Int(body[0]) == Self.recipientByteCount, Self.recipientShapeIsValid(recipient) else {
+            throw corrupt(.badRecipient(index: index))
+        }
+        let ageFile = Array(body[(1 + Self.recipientByteCount)...])
+        guard Self.ageFileShapeIsValid(ageFile) else { throw corrupt(.badAgeFile(index: index)) }
+        self.recipient = String(decoding: recipient, as: UTF8.self)
+        self.ageFile = ageFile
+    }
+
+    static func recipientShapeIsValid(_ recipient: [UInt8]) -> Bool {
+        recipient.count == recipientByteCount && recipient.starts(with: "age1".utf8)
+            && recipient.dropFirst(4).allSatisfy(bech32Characters.contains)
+    }
+
+    static func ageFileShapeIsValid(_ ageFile: [UInt8]) -> Bool {
+        ageFile.count == ageFileByteCount && ageFile.starts(with: ageFilePrefix)
+    }
+
+    /// The stanza as it goes into a header.
+    public var stanza: KeyStanza {
+        KeyStanza(type: KeyStanza.x25519, body: [UInt8(Self.recipientByteCount)] + Array(recipient.utf8) + ageFile)
+    }
+}
+
 /// What a version-2 header says before any key: checked for structure and KDF bounds, not yet authenticated
 /// (its MAC is checked once a key opens it).
 public struct DocumentHeader: Sendable {
@@ -130,6 +199,23 @@ public struct DocumentHeader: Sendable {
     public var kdfParameters: Argon2id.Parameters? {
         stanzas.lazy.filter { $0.type == KeyStanza.argon2id }.compactMap { Argon2idStanza(body: $0.body)?.parameters }.first
     }
+
+    /// The `x25519` stanzas, in order (their shape was checked by ``parse(_:label:policy:)``).
+    public var recipientStanzas: [RecipientStanza] { indexedRecipientStanzas.map(\.stanza) }
+
+    /// The `x25519` stanzas with their index among all the header's stanzas (as errors name them).
+    public var indexedRecipientStanzas: [(index: Int, stanza: RecipientStanza)] {
+        stanzas.enumerated().compactMap { index, stanza in
+            guard stanza.type == KeyStanza.x25519, let parsed = try? RecipientStanza(body: stanza.body, index: index) else { return nil }
+            return (index, parsed)
+        }
+    }
+
+    /// Whether the header has a passphrase (`argon2id`) stanza.
+    public var hasPassphraseStanza: Bool { stanzas.contains { $0.type == KeyStanza.argon2id } }
+
+    /// The recipients (`age1…`) of its `x25519` stanzas, in order.
+    public var recipients: [String] { recipientStanzas.map(\.recipient) }
 
     /// Whether `file` starts as a version-2 vault does (magic and version), whatever follows.
     public static func isVersion2(_ file: [UInt8]) -> Bool {
@@ -179,7 +265,9 @@ public struct DocumentHeader: Sendable {
             let generation = reader.readUInt64()
             let dataKeyID = DocumentID(bytes: reader.readBytes(16))!
             let stanzaCount = Int(reader.readUInt16())
+            guard stanzaCount <= DocumentFormat.maximumStanzaCount else { throw corrupt(.tooManyStanzas(count: stanzaCount)) }
             var stanzas: [KeyStanza] = []
+            var recipients = Set<String>()
             for index in 0..<stanzaCount {
                 guard headerLength - reader.offset >= 6 else { throw corrupt(.badStanza(index: index)) }
                 let type = reader.readUInt16()
@@ -192,11 +280,16 @@ public struct DocumentHeader: Sendable {
                         throw VaultError.kdfParametersOutOfRange(
                             path: label, opsLimit: stanza.parameters.opsLimit, memLimitBytes: stanza.parameters.memLimitBytes)
                     }
+                } else if type == KeyStanza.x25519 {
+                    let stanza = try RecipientStanza(body: body, index: index, label: label)
+                    guard recipients.insert(stanza.recipient).inserted else { throw corrupt(.duplicateRecipient(index: index)) }
                 }
                 stanzas.append(KeyStanza(type: type, body: body))
             }
             guard reader.offset == headerLength else { throw corrupt(.badHeaderLength(headerLength)) }
-            guard stanzas.contains(where: { $0.type == KeyStanza.argon2id }) else { throw corrupt(.noUsableStanza) }
+            guard stanzas.contains(where: { $0.type == KeyStanza.argon2id || $0.type == KeyStanza.x25519 }) else {
+                throw corrupt(.noUsableStanza)
+            }
             let minimum = headerLength + DocumentFormat.macByteCount + VaultFormat.nonceByteCount + VaultFormat.macByteCount
                 + VaultFormat.paddingQuantum
             guard file.count >= minimum else { throw corrupt(.truncated(byteCount: file.count)) }
@@ -235,6 +328,9 @@ public struct DocumentHeader: Sendable {
 public enum DocumentKey: Sendable {
     /// A passphrase, through the `argon2id` stanzas.
     case passphrase(SecureBytes)
+    /// A data key unwrapped from one of the header's `x25519` stanzas (by `VaultAge`, with an age identity): a
+    /// header MAC that does not match it means the header was changed (as after a passphrase), not another key.
+    case unwrapped(SecureBytes)
     /// The data key itself, as an agent that unlocked the vault holds it.
     case dataKey(SecureBytes)
 }
@@ -268,6 +364,19 @@ extension VaultDocument {
         stanzas.lazy.filter { $0.type == KeyStanza.argon2id }.compactMap { Argon2idStanza(body: $0.body)?.parameters }.first
     }
 
+    /// The `x25519` stanzas, in order.
+    public var recipientStanzas: [RecipientStanza] {
+        stanzas.enumerated().compactMap { index, stanza in
+            stanza.type == KeyStanza.x25519 ? try? RecipientStanza(body: stanza.body, index: index) : nil
+        }
+    }
+
+    /// The recipients the vault is shared with (`age1…`), in the header's order.
+    public var recipients: [String] { recipientStanzas.map(\.recipient) }
+
+    /// Whether the header has a passphrase (`argon2id`) stanza.
+    public var hasPassphraseStanza: Bool { stanzas.contains { $0.type == KeyStanza.argon2id } }
+
     /// Opens a version-2 `file` with `key`: the header (``DocumentHeader/parse(_:label:policy:)``), the data key
     /// (each `argon2id` stanza with a passphrase), the header's MAC, then the body.
     ///
@@ -280,7 +389,7 @@ extension VaultDocument {
         let header = try DocumentHeader.parse(file, label: label, policy: policy)
         let dataKey: SecureBytes
         switch key {
-        case .dataKey(let given):
+        case .dataKey(let given), .unwrapped(let given):
             dataKey = given
         case .passphrase(let passphrase):
             var found: SecureBytes?

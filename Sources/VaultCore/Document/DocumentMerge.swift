@@ -54,7 +54,9 @@ extension VaultDocument {
     /// at the next merge where the name is free (``baseName(_:)``). The result is the same
     /// whichever side is ours, and merging its parts in any order gives the same content (commutative,
     /// associative, idempotent); its generation is above both inputs' once sealed. The result keeps ours's key
-    /// stanzas and data key id.
+    /// stanzas and data key id; under one data key, the `x25519` stanzas of recipients theirs has and ours lacks
+    /// are added (an addition made on one side is kept; a removal changes the data key, so it is never undone
+    /// here).
     ///
     /// - Parameter now: wall-clock milliseconds, to tell replicas whose clock is far ahead (the report names them).
     /// - Throws: ``VaultError/notTheSameVault(path:)`` when the vault ids differ (nothing is merged).
@@ -153,7 +155,7 @@ extension VaultDocument {
 
         let merged = VaultDocument(
             vaultID: ours.vaultID, generation: max(ours.generation, theirs.generation), dataKeyID: ours.dataKeyID,
-            stanzas: ours.stanzas, replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName,
+            stanzas: ours.stanzas(unitedWith: theirs), replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName,
             values: values, label: ours.label)
         report.otherLacks = !merged.sameContent(as: theirs)
         return (merged, report)
@@ -162,11 +164,20 @@ extension VaultDocument {
     /// Whether `other` holds what this document holds: the same entries (names, clocks, histories and their
     /// marks; a version's clock names its content), tombstones and replica clocks.
     func sameContent(as other: VaultDocument) -> Bool {
-        guard tombstones == other.tombstones, replicas == other.replicas, entries.count == other.entries.count else { return false }
+        guard tombstones == other.tombstones, Set(recipients) == Set(other.recipients), replicas == other.replicas, entries.count == other.entries.count else { return false }
         return entries.allSatisfy { id, entry in
             guard let theirs = other.entries[id] else { return false }
             return entry.isSameVersion(as: theirs)
         }
+    }
+
+    /// Our stanzas, and, when `other` has our data key, its `x25519` stanzas for recipients we do not have.
+    func stanzas(unitedWith other: VaultDocument) -> [KeyStanza] {
+        guard other.dataKeyID == dataKeyID else { return stanzas }
+        let ours = Set(recipients)
+        var seen = Set<String>()
+        let added = other.recipientStanzas.filter { !ours.contains($0.recipient) && seen.insert($0.recipient).inserted }
+        return stanzas + added.map(\.stanza)
     }
 
     /// The name of `entry` without the suffix a merge gives when two ids have one name (`~` and the first 8 hex

@@ -182,16 +182,25 @@ public final class DocumentVault: DocumentEntries, Sendable {
     }
 
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport {
+        try merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: nil)
+    }
+
+    /// ``merge(_:label:dryRun:otherPassphrase:)`` where the other copy's key (when it is not ours) may also come from
+    /// `otherKey` (an age identity unwrapping one of its `x25519` stanzas), tried before `otherPassphrase`.
+    public func merge(
+        _ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?,
+        otherKey: ((DocumentHeader) throws -> DocumentKey?)?
+    ) throws -> MergeReport {
         let oldKey = store.dataKey, oldID = store.document?.dataKeyID
-        let protection = rollbackProtection, path = self.path
-        if otherPassphrase != nil, let protection, let vaultID = self.vaultID, DocumentHeader.isVersion2(other),
+        let protection = rollbackProtection
+        if otherPassphrase != nil || otherKey != nil, let protection, let vaultID = self.vaultID, DocumentHeader.isVersion2(other),
            let header = try? DocumentHeader.parse(other, label: label, policy: .insecureForTesting), header.vaultID == vaultID,
            header.dataKeyID != store.document?.dataKeyID {
             // A key this vault retired (a copy from before a passphrase change made here, or one made with the old
             // passphrase by whoever still knows it) is neither followed back nor merged from.
             try RollbackGuard.checkVault(vaultID, dataKeyID: header.dataKeyID, path: label, protection: protection, accept: false)
         }
-        let report = try store.merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase)
+        let report = try store.merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: otherKey)
         if !dryRun {
             // The other copy's key followed: this vault's own is retired, so that a copy under it is refused here.
             if store.document?.dataKeyID != oldID { recordWrite(retiring: oldKey, retiringID: oldID) } else { recordWrite() }
@@ -211,6 +220,29 @@ public final class DocumentVault: DocumentEntries, Sendable {
     public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {
         let old = store.dataKey, oldID = store.document?.dataKeyID
         try store.changePassphrase(to: newPassphrase, parameters: parameters)
+        recordWrite(retiring: old, retiringID: oldID)
+    }
+
+    /// The recipients (`age1…`) the vault is shared with, as last read.
+    public var recipients: [String] { store.document?.recipients ?? [] }
+
+    /// Whether the vault has a passphrase stanza, as last read.
+    public var hasPassphraseStanza: Bool { store.document?.stanzas.contains { $0.type == KeyStanza.argon2id } ?? false }
+
+    /// Sets the `x25519` stanzas under the current data key (``DocumentStore/setRecipients(attempts:_:)``).
+    public func setRecipients(_ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]) throws {
+        try store.setRecipients(recipients)
+        recordWrite()
+    }
+
+    /// A new data key, the body sealed again under it, and its stanzas (``DocumentStore/rotateKey(passphrase:parameters:attempts:recipients:)``);
+    /// the old key is retired in the rollback record, so that a copy under it is refused here.
+    public func rotateKey(
+        passphrase: SecureBytes?, parameters: Argon2id.Parameters? = nil,
+        recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
+    ) throws {
+        let old = store.dataKey, oldID = store.document?.dataKeyID
+        try store.rotateKey(passphrase: passphrase, parameters: parameters, recipients: recipients)
         recordWrite(retiring: old, retiringID: oldID)
     }
 

@@ -33,10 +33,38 @@ public enum VaultOpener {
         return try openVersion2(path: path, vaultID: header.vaultID, passphrase: passphrase, options: options)
     }
 
+    /// The version-2 vault at `path`, opened with the key `key` makes from its header (checked for structure and
+    /// KDF bounds first): how a vault is opened with an age identity, whose unwrapping lives above this library
+    /// (`VaultAge`), or with a data key.
+    ///
+    /// - Throws: ``VaultError/vaultNotFound(path:)``; ``VaultError/needsVersion2(path:)`` for a version-1 vault
+    ///   (it has no recipients); what parsing the header, `key` and the open throw.
+    public static func open(
+        path: String, options: SecureKeyValueStore.Options, key: (DocumentHeader) throws -> DocumentKey
+    ) throws -> DocumentVault {
+        guard let bytes = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
+        guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: path) }
+        let header = try DocumentHeader.parse(bytes, label: path, policy: options.kdfPolicy)
+        return try openVersion2(path: path, vaultID: header.vaultID, key: try key(header), options: options)
+    }
+
+    /// The header of the version-2 vault at `path` (structure and KDF bounds checked; nothing authenticated).
+    ///
+    /// - Throws: ``VaultError/vaultNotFound(path:)``; ``VaultError/needsVersion2(path:)``; what parsing throws.
+    public static func header(path: String, options: SecureKeyValueStore.Options) throws -> DocumentHeader {
+        guard let bytes = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
+        guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: path) }
+        return try DocumentHeader.parse(bytes, label: path, policy: options.kdfPolicy)
+    }
+
     static func openVersion2(path: String, vaultID: DocumentID, passphrase: SecureBytes, options: SecureKeyValueStore.Options) throws -> DocumentVault {
+        try openVersion2(path: path, vaultID: vaultID, key: .passphrase(passphrase), options: options)
+    }
+
+    static func openVersion2(path: String, vaultID: DocumentID, key: DocumentKey, options: SecureKeyValueStore.Options) throws -> DocumentVault {
         let replica = try ReplicaRegistry.replica(for: vaultID, stateDirectory: options.rollbackProtection?.stateDirectory)
         return try DocumentVault(
-            path: path, key: .passphrase(passphrase), replica: replica, policy: options.kdfPolicy,
+            path: path, key: key, replica: replica, policy: options.kdfPolicy,
             lockTimeoutSeconds: options.lockTimeoutSeconds, rollbackProtection: options.rollbackProtection,
             acceptRollback: options.acceptRollback)
     }

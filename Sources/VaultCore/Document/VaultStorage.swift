@@ -303,6 +303,55 @@ public final class DocumentStore: Sendable {
         }
     }
 
+    /// Sets the vault's `x25519` stanzas to what `recipients` makes from the data key held, keeping the data key and
+    /// every other stanza (an addition: whoever could read the vault still can, and the new recipients too),
+    /// conditionally as ``update(_:attempts:)`` writes. `recipients` gets the current stanzas and the data key.
+    ///
+    /// - Throws: ``VaultError/notOpen``; ``VaultError/keyChanged(path:)``; what `recipients` throws.
+    public func setRecipients(
+        attempts: Int = 5, _ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]
+    ) throws {
+        guard let dataKey = state.withLock({ loaded in loaded?.dataKey }) else { throw VaultError.notOpen }
+        try write(attempts: attempts) { stored in
+            let document = try openHeld(stored, dataKey: dataKey)
+            let made = try recipients(document.recipientStanzas, dataKey)
+            document.stanzas = document.stanzas.filter { $0.type != KeyStanza.x25519 } + made.map(\.stanza)
+            return (document, dataKey)
+        }
+    }
+
+    /// A new data key (and data key id): the stored vault re-sealed under it, with an `argon2id` stanza for
+    /// `passphrase` (when given) and the `x25519` stanzas `recipients` makes for the new key from the current ones
+    /// (a removal: the recipients left, each wrapped again). Every other stanza is dropped: it wraps the old key.
+    /// No ciphertext made under the old key remains in the file. Conditionally as ``update(_:attempts:)``
+    /// writes; the KDF runs once, before any attempt.
+    ///
+    /// - Throws: ``VaultError/notOpen``; ``VaultError/keyChanged(path:)``; ``VaultError/corrupt(path:reason:)``
+    ///   (`no_usable_stanza`) when neither a passphrase nor a recipient would open the result; what `recipients`
+    ///   throws.
+    public func rotateKey(
+        passphrase: SecureBytes?, parameters: Argon2id.Parameters?, attempts: Int = 5,
+        recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
+    ) throws {
+        guard let held = state.withLock({ loaded in loaded }) else { throw VaultError.notOpen }
+        let newKey = SecureBytes(count: VaultFormat.dataKeyByteCount) { Sodium.fillRandom($0) }
+        var passphraseStanzas: [KeyStanza] = []
+        if let passphrase {
+            let parameters = parameters ?? held.document.kdfParameters ?? .interactive
+            passphraseStanzas = [try Argon2idStanza.wrap(newKey, passphrase: passphrase, parameters: parameters).stanza]
+        }
+        try write(attempts: attempts) { stored in
+            let document = try openHeld(stored, dataKey: held.dataKey)
+            let made = try recipients(document.recipientStanzas, newKey)
+            guard !passphraseStanzas.isEmpty || !made.isEmpty else {
+                throw VaultError.corrupt(path: storage.label, reason: .noUsableStanza)
+            }
+            document.stanzas = passphraseStanzas + made.map(\.stanza)
+            document.dataKeyID = .random()
+            return (document, newKey)
+        }
+    }
+
     /// Applies `changes` as one batch to what is stored now and stores the result: each attempt loads the stored
     /// bytes (another writer may have written since this store last looked), opens them with the data key (no
     /// KDF) and verifies them, applies the batch and replaces the bytes only if they are still the version it
@@ -351,7 +400,8 @@ public final class DocumentStore: Sendable {
     ///   was given; ``VaultError/wrongPassphrase(path:)`` when that passphrase does not open it; what opening it
     ///   throws.
     public func merge(
-        _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil, attempts: Int = 5
+        _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil,
+        otherKey: ((DocumentHeader) throws -> DocumentKey?)? = nil, attempts: Int = 5
     ) throws -> MergeReport {
         guard let dataKey = state.withLock({ loaded in loaded?.dataKey }), let held = document else { throw VaultError.notOpen }
         guard DocumentHeader.isVersion2(otherBytes) else { throw VaultError.needsVersion2(path: label) }
@@ -362,8 +412,16 @@ public final class DocumentStore: Sendable {
         if header.dataKeyID == held.dataKeyID {
             other = try VaultDocument.open(otherBytes, with: .dataKey(dataKey), label: label, policy: policy).document
         } else {
-            guard let otherPassphrase else { throw VaultError.otherKey(path: label) }
-            let opened = try VaultDocument.open(otherBytes, with: .passphrase(otherPassphrase), label: label, policy: policy)
+            // The other copy's key: from an identity (an `x25519` stanza, above this library), else its passphrase.
+            let key: DocumentKey
+            if let unwrapped = try otherKey?(header) {
+                key = unwrapped
+            } else if let otherPassphrase {
+                key = .passphrase(otherPassphrase)
+            } else {
+                throw VaultError.otherKey(path: label)
+            }
+            let opened = try VaultDocument.open(otherBytes, with: key, label: label, policy: policy)
             other = opened.document
             adopted = opened.dataKey
         }

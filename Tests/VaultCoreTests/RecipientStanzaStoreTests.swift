@@ -102,14 +102,16 @@ struct RecipientStanzaStoreTests {
             current.filter { !$0.recipient.hasSuffix("p") }.map { Self.stanza(Character(String($0.recipient.last!)), key: key) }
         }
         try b.update([.setField(entry: "later", field: "password", value: SecureBytes(string: "l"))])
-        let bLater = [UInt8](FileManager.default.contents(atPath: copy)!)
-        let report = try a.merge(bLater, label: copy, dryRun: false, otherPassphrase: Self.passphrase, keepsOurKey: { _ in true })
-        #expect(report.written)
-        #expect(!a.document!.recipients.contains { $0.hasSuffix("p") })
-        #expect(a.document!.names.contains("later"))
-        // B merges A: B follows A's new key and its recipients.
+        // B merges A: B follows A's new key and its recipients, and keeps its own later write. (A merging B's copy
+        // under the old key is refused one level up: DocumentVault checks the rollback record's retired keys.)
         _ = try b.merge(bytes(), label: path, dryRun: false, otherPassphrase: Self.passphrase)
         #expect(b.document?.dataKeyID == a.document?.dataKeyID)
         #expect(!b.document!.recipients.contains { $0.hasSuffix("p") })
+        #expect(b.document!.names.contains("later"))
+        // A merges B, now under A's key: B's write arrives, p stays out.
+        let report = try a.merge([UInt8](FileManager.default.contents(atPath: copy)!), label: copy, dryRun: false)
+        #expect(report.written)
+        #expect(!a.document!.recipients.contains { $0.hasSuffix("p") })
+        #expect(a.document!.names.contains("later"))
     }
 }

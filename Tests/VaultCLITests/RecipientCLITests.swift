@@ -250,8 +250,9 @@ struct RecipientCLITests {
         #expect(read.status == 0 && read.stdoutText.contains("recovered"), "\(read.stderr)")
     }
 
-    /// Sync: a removal made on machine A is not undone by a write made on machine B with the old key, whichever
-    /// side merges: the removed recipient cannot open the result.
+    /// Sync: a removal made on machine A is not undone by a write made on machine B with the old key: A refuses B's
+    /// old-key copy, B follows the removal (keeping its write), then A takes the write; the removed recipient cannot
+    /// open any result.
     @Test(.enabled(if: hasAge, needsAge))
     func aMergeDoesNotUndoARemoval() throws {
         let team = try Team()
@@ -267,20 +268,23 @@ struct RecipientCLITests {
         let written = try team.box.vault(["put", "from-b", "--vault", b, "--identity", team.key], stdin: Data("b".utf8),
                                          passphrase: false, extraEnvironment: ["XDG_STATE_HOME": team.box.directory + "/state-b"])
         #expect(written.status == 0, "\(written.stderr)")
-        // A merges B (opened with its passphrase, which its old key's stanza still has): B's key is retired on A,
-        // so the result keeps A's key and recipients.
-        let merged = try team.owner(["merge", b, "--other-passphrase-file", team.box.passphraseFile])
-        #expect(merged.status == 0, "\(merged.stderr)")
-        #expect(try team.owner(["get", "from-b"]).stdoutText == "b")
-        let lockedOut = try team.with(team.other, ["get", "from-b"], machine: "teammate")
-        #expect(lockedOut.status == 3, "\(lockedOut.stderr)")
-        // B merges A (with A's passphrase for its new key): B follows the removal.
+        // A merges B (opened with its passphrase, which its old key's stanza still has): B's key is one A retired,
+        // so B's copy is refused (whoever still holds the old key could have written it); nothing changes on A.
+        let refused = try team.owner(["merge", b, "--other-passphrase-file", team.box.passphraseFile])
+        #expect(refused.status == 6 && refused.stderr.contains("retired"), "\(refused.stderr)")
+        // B merges A (with A's passphrase for its new key): B follows the removal and keeps its own write.
         let followed = try team.box.vault(["merge", team.box.vaultPath, "--vault", b, "--other-passphrase-file", team.box.passphraseFile],
                                           extraEnvironment: ["XDG_STATE_HOME": team.box.directory + "/state-b"])
         #expect(followed.status == 0, "\(followed.stderr)")
         let onB = try team.box.vault(["get", "from-b", "--vault", b, "--identity", team.other], passphrase: false,
                                      extraEnvironment: ["XDG_STATE_HOME": team.box.directory + "/state-teammate2"])
         #expect(onB.status == 3, "\(onB.stderr)")
+        // A merges B, now under A's key: B's write arrives, and the removed teammate cannot open the result.
+        let merged = try team.owner(["merge", b])
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(try team.owner(["get", "from-b"]).stdoutText == "b")
+        let lockedOut = try team.with(team.other, ["get", "from-b"], machine: "teammate")
+        #expect(lockedOut.status == 3, "\(lockedOut.stderr)")
         // A teammate with no passphrase at all, on a third copy under the old key, follows the removal with its
         // identity alone (the other copy's key from its own x25519 stanza).
         let cState = ["XDG_STATE_HOME": team.box.directory + "/state-c"]

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import VaultCore
 #if canImport(Glibc)
 import Glibc
@@ -11,11 +12,10 @@ import Glibc
 /// A FIFO cannot tell a reader that has its copy from the next one: after a copy is drained and the FIFO closed,
 /// the server pauses (``pauseBetweenReaders``) so that the reader sees its end of file before the next open; a reader
 /// slower than that to read its end of file would get a second copy.
-final class MountedFile: @unchecked Sendable {
+final class MountedFile: Sendable {
     let path: String
     private let contents: SecureBytes
-    private let stopped = NSLock()
-    private var isStopped = false
+    private let stopped = Mutex(false)
     /// The FIFO made here (device and inode): whatever else is at PATH later is neither written nor removed.
     private let identity: (dev_t, ino_t)
 
@@ -51,7 +51,7 @@ final class MountedFile: @unchecked Sendable {
         pthread_sigmask(SIG_SETMASK, &previous, nil)
     }
 
-    private var stopping: Bool { stopped.withLock { isStopped } }
+    private var stopping: Bool { stopped.withLock { $0 } }
 
     /// One reader at a time: an open for writing waits for the next reader, then the whole contents, then the end.
     private func serve() {
@@ -87,18 +87,23 @@ final class MountedFile: @unchecked Sendable {
     /// Whether `fd` is the FIFO made here.
     private func isOurs(_ fd: Int32) -> Bool {
         var status = stat()
-        return fstat(fd, &status) == 0 && (status.st_mode & S_IFMT) == S_IFIFO && status.st_dev == identity.0 && status.st_ino == identity.1
+        return fstat(fd, &status) == 0 && isOurs(status)
+    }
+
+    /// Whether `status` describes the FIFO made here.
+    private func isOurs(_ status: stat) -> Bool {
+        (status.st_mode & S_IFMT) == S_IFIFO && status.st_dev == identity.0 && status.st_ino == identity.1
     }
 
     /// Stops serving and removes the FIFO. A reader that opened it already gets its copy; a writer blocked on a
     /// reader that never reads is left to end with the process.
     func remove() {
-        stopped.withLock { isStopped = true }
+        stopped.withLock { $0 = true }
         // The server may wait in open() for a reader: be that reader, without blocking.
         let unblock = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         // Removed only if it is still the FIFO made here.
         var status = stat()
-        if lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFIFO, status.st_dev == identity.0, status.st_ino == identity.1 {
+        if lstat(path, &status) == 0, isOurs(status) {
             unlink(path)
         }
         if unblock >= 0 { close(unblock) }

@@ -32,6 +32,16 @@ import VaultTestSupport
 
         func names() throws -> [String] { try vault(["list"]).stdoutText.split(separator: "\n").map(String.init) }
 
+        /// A sync of `remote` at `endpoint` with `--timeout 2` ends within 15 s, exit 1 "timed out", the vault's bytes
+        /// still `unchanged`.
+        func expectTimedOut(_ remote: String, endpoint: String, leaving unchanged: Data, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let started = monotonicNow()
+            let result = try vault(["sync", remote, "--endpoint", endpoint, "--allow-insecure-http", "--timeout", "2"])
+            #expect(result.status == 1 && result.stderr.contains("timed out"), "\(result.stderr)", sourceLocation: sourceLocation)
+            #expect(monotonicNow() - started < 15, "the 2 s timeout ended it", sourceLocation: sourceLocation)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == unchanged, sourceLocation: sourceLocation)
+        }
+
         func value(_ name: String) throws -> String { try vault(["get", name]).stdoutText }
     }
 
@@ -158,12 +168,7 @@ import VaultTestSupport
 
         // A store that takes the connection and never answers: --timeout ends the sync, nothing changes here.
         let silent = try SilentLoopbackListener()
-        let port = silent.port
-        let started = monotonicNow()
-        let hung = try a.vault(["sync", "s3://vault/k", "--endpoint", "http://127.0.0.1:\(port)", "--allow-insecure-http", "--timeout", "2"])
-        #expect(hung.status == 1 && hung.stderr.contains("timed out"), "\(hung.stderr)")
-        #expect(monotonicNow() - started < 15, "the 2 s timeout ended it")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath)) == before)
+        try a.expectTimedOut("s3://vault/k", endpoint: "http://127.0.0.1:\(silent.port)", leaving: before)
     }
 
     /// An object changed in the store by someone else (one byte flipped), cut short, or served one byte every
@@ -195,11 +200,7 @@ import VaultTestSupport
         // A store that sends the object one byte every half second: --timeout ends the sync.
         let server = try PythonServer(.counting)
         defer { server.stop() }
-        let started = monotonicNow()
-        let slow = try a.vault(["sync", "s3://vault/trickle", "--endpoint", server.origin, "--allow-insecure-http", "--timeout", "2"])
-        #expect(slow.status == 1 && slow.stderr.contains("timed out"), "\(slow.stderr)")
-        #expect(monotonicNow() - started < 15, "the 2 s timeout ended it")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: a.box.vaultPath)) == local)
+        try a.expectTimedOut("s3://vault/trickle", endpoint: server.origin, leaving: local)
     }
 
     /// `--credentials-entry NAME`: the access key from an entry of the vault itself (username, password, an optional

@@ -95,7 +95,8 @@ let package = Package(
 
         // The CLI: `vault` runs the vault's own verbs and links no networking (SwiftNIO and BoringSSL would cost
         // every start ~3 ms of CPU: Benchmarks/README.md); it executes `vault-net`, installed next to it, for the
-        // verbs that talk HTTP.
+        // verbs that talk HTTP. Nothing `vault` links imports more than FoundationEssentials: full Foundation
+        // brings ICU's 34 MB of data with it (Benchmarks/README.md, "Size").
         .target(
             name: "VaultCommands",
             dependencies: [
@@ -153,7 +154,7 @@ let package = Package(
 
         // Test support shared by the test targets (a real nginx, the Python test server, running tools, free ports).
         .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport", resources: [.copy("http_test_server.py"), .copy("moto_s3.py")]),
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium"]),
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgeTests", dependencies: ["VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
@@ -169,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "MobileServicesEmulatorTests",
             dependencies: [
-                "MobileServicesEmulator",
+                "MobileServicesEmulator", "VaultTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

@@ -225,7 +225,8 @@ int vault_secret_memfd(const char *name, const void *bytes, unsigned long count)
 
 /* ---- A tool on a pipe ------------------------------------------------------------------------------------- */
 
-int vault_spawn_tool(const char *file, char *const argv[], char *const envp[], int input_fd, int output_fd, int detach) {
+int vault_spawn_tool(const char *file, char *const argv[], char *const envp[], int input_fd, int output_fd, int error_fd,
+                     int detach) {
     posix_spawnattr_t attributes;
     posix_spawn_file_actions_t actions;
     if (posix_spawnattr_init(&attributes) != 0) return -1;
@@ -248,7 +249,8 @@ int vault_spawn_tool(const char *file, char *const argv[], char *const envp[], i
     else posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     if (output_fd >= 0) posix_spawn_file_actions_adddup2(&actions, output_fd, 1);
     else posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    if (error_fd >= 0) posix_spawn_file_actions_adddup2(&actions, error_fd, 2);
+    else posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     pid_t pid = -1;
     int result = posix_spawnp(&pid, file, &actions, &attributes, argv, envp ? envp : environ);

@@ -65,7 +65,7 @@ public final class AgentClient: Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("agent"), nil]
         let envp: [UnsafeMutablePointer<CChar>?] = agentEnvironment().map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
-        let pid = vault_spawn_tool(executable, argv, envp, -1, -1, 1)
+        let pid = vault_spawn_tool(executable, argv, envp, -1, -1, -1, 1)
         guard pid > 0 else {
             throw AgentError.cannotStart(socket: socketPath, reason: "cannot run '\(executable)': \(Posix.describe(errno: errno))")
         }

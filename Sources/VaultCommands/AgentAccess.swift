@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VaultAgent
 import VaultCore
 import VaultTerminal
@@ -118,7 +118,7 @@ private final class PromptTurn {
     private var fd: Int32
 
     init(socketPath: String) throws {
-        let path = (socketPath as NSString).deletingLastPathComponent + "/prompt.lock"
+        let path = (socketPath.lastIndex(of: "/").map { String(socketPath[..<$0]) } ?? ".") + "/prompt.lock"
         fd = Posix.retryingEINTR { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw VaultError.io(operation: "cannot open", path: path, errno: errno) }
         guard Posix.retryingEINTR({ flock(fd, LOCK_EX) }) == 0 else {

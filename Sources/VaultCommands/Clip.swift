@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import VaultCore
 import VaultTerminal
 #if canImport(Glibc)

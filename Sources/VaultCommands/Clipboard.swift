@@ -1,5 +1,5 @@
 import CVaultSystem
-import Foundation
+import FoundationEssentials
 import VaultCore
 import VaultSodium
 #if canImport(Glibc)
@@ -134,7 +134,7 @@ package enum Clipboard: String, CaseIterable, Sendable {
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = toolEnvironment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
-        let pid = vault_spawn_tool(arguments[0], argv, envp, input, output, detach ? 1 : 0)
+        let pid = vault_spawn_tool(arguments[0], argv, envp, input, output, -1, detach ? 1 : 0)
         guard pid > 0 else {
             throw ClipboardError.cannotRun(tool: arguments[0], errno: errno)
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Parses and runs a root command as ArgumentParser's `main()` does, with these differences: the options every
 /// verb takes may come before the verb (``verbFirst(_:root:)``); usage errors are in vault's error style

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import OTPAuth
 import VaultAgent
 import VaultCore
@@ -431,13 +432,11 @@ package struct List: ParsableCommand {
     /// What `list` prints for `vault`: the names starting with `prefix` (shared with ``QuickPath``).
     static func printNames(of vault: any KeyValueVault, prefix: String = "", json: Bool) throws {
         if json {
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let time = { (date: Date) in UTCTime.iso8601(seconds: date.timeIntervalSince1970, fractional: true) }
             let entries: [[String: Any]] = try vault.listing().filter { $0.0.hasPrefix(prefix) }.map { name, attributes in
                 [
                     "name": name, "size": attributes.byteCount,
-                    "created": formatter.string(from: attributes.created),
-                    "modified": formatter.string(from: attributes.modified),
+                    "created": time(attributes.created), "modified": time(attributes.modified),
                 ]
             }
             try writeJSON(["entries": entries])

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import VaultCore
 import VaultTerminal
 
@@ -258,9 +259,7 @@ package func report(_ error: Error, json: Bool, program: String = "vault") -> In
         ]
         if let hint { object["hint"] = hint }
         for (key, value) in reportable?.details ?? [:] where object[key] == nil { object[key] = value }
-        let data = (try? JSONSerialization.data(
-            withJSONObject: ["error": object], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        writeToStderr(data + Data("\n".utf8))
+        writeToStderr(JSONText.encode(["error": object]) + "\n")
     } else {
         // One line each, whatever a server's text or a name put in them (``TerminalText``).
         var text = "\(program): \(TerminalText.escaped(message, keepingBackslashes: true))\n"
@@ -317,7 +316,5 @@ package func writeToStdout(_ text: String) throws {
 
 /// One JSON value on stdout with sorted keys and a newline.
 package func writeJSON(_ object: Any) throws {
-    let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-    try data.withUnsafeBytes { try writeToStdout($0) }
-    try writeToStdout("\n")
+    try writeToStdout(JSONText.encode(object) + "\n")
 }

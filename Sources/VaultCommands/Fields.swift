@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import VaultCore
 import VaultTerminal
 
@@ -71,9 +72,7 @@ func allVersions(of name: String, in vault: any KeyValueVault) throws -> [EntryR
 extension HybridTimestamp {
     /// The wall time, ISO 8601 in UTC with milliseconds.
     var iso8601: String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        UTCTime.iso8601(milliseconds: Int64(milliseconds), fractional: true)
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import VaultCore
 
 /// `vault generate`: a new random secret, made in guarded memory and stored in one write; printed only with

@@ -1,4 +1,6 @@
-import Foundation
+import CVaultSystem
+import FoundationEssentials
+import Glibc
 import VaultCore
 import VaultTerminal
 
@@ -233,9 +235,6 @@ struct Git {
     }
 
     func run(_ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["git", "-C", directory] + arguments
         var environment = ProcessInfo.processInfo.environment
         // Never a prompt on the terminal from inside `vault sync`: git fails instead, and says why.
         environment["GIT_TERMINAL_PROMPT"] = "0"
@@ -245,26 +244,53 @@ struct Git {
         environment["GIT_LITERAL_PATHSPECS"] = "1"
         // git's messages as git writes them in English: the push rejection is recognised by its words.
         environment["LC_ALL"] = "C"
-        process.environment = environment
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            throw CLIError.message("cannot run git: \(error.localizedDescription)", exitCode: Exit.failure)
-        }
-        // Standard error is read on another thread: a large output on one pipe never blocks the other.
-        let errorData = LockedData()
-        let reader = Thread { errorData.set(errors.fileHandleForReading.readDataToEndOfFile()) }
-        reader.start()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let err = errorData.wait()
+        let (status, out, err) = try Self.capture(["git", "-C", directory] + arguments, environment: environment)
         let message = String(decoding: err, as: UTF8.self).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("hint:") }.joined(separator: "; ")
-        return Result(status: process.terminationStatus, output: out, errorText: TerminalText.escaped(message))
+        return Result(status: status, output: Data(out), errorText: TerminalText.escaped(message))
+    }
+
+    /// Runs `arguments` (looked up on PATH) with stdin on /dev/null and waits for it: its exit status (128 + signal
+    /// when killed), standard output and standard error, both read as they come (a large output on one pipe never
+    /// blocks the other).
+    private static func capture(_ arguments: [String], environment: [String: String]) throws -> (Int32, [UInt8], [UInt8]) {
+        var output: [Int32] = [-1, -1], errors: [Int32] = [-1, -1]
+        guard pipe(&output) == 0, pipe(&errors) == 0 else {
+            let code = errno
+            for fd in output + errors where fd >= 0 { close(fd) }
+            throw CLIError.message("cannot run git: \(String(cString: strerror(code)))", exitCode: Exit.failure)
+        }
+        for fd in output + errors { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let pid = vault_spawn_tool(arguments[0], argv, envp, -1, output[1], errors[1], 0)
+        let spawnError = errno
+        (argv + envp).forEach { free($0) }
+        close(output[1])
+        close(errors[1])
+        defer { close(output[0]); close(errors[0]) }
+        guard pid > 0 else {
+            throw CLIError.message("cannot run git: \(String(cString: strerror(spawnError)))", exitCode: Exit.failure)
+        }
+        var collected: [[UInt8]] = [[], []]
+        var open = [output[0], errors[0]]
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while open.contains(where: { $0 >= 0 }) {
+            var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            guard poll(&fds, nfds_t(fds.count), -1) >= 0 || errno == EINTR else { break }
+            for index in fds.indices where fds[index].fd >= 0 && fds[index].revents != 0 {
+                let count = read(fds[index].fd, &buffer, buffer.count)
+                if count > 0 {
+                    collected[index] += buffer[0..<count]
+                } else if count == 0 || errno != EINTR && errno != EAGAIN {
+                    open[index] = -1
+                }
+            }
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exit = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return (exit, collected[0], collected[1])
     }
 
     /// git's standard output; a failure is a CLI error with git's own message.
@@ -284,25 +310,5 @@ struct Git {
         guard result.status == 0 else { throw CLIError.message("git cat-file failed: \(result.errorText)", exitCode: Exit.failure) }
         guard result.output.count <= Merge.largestFile else { throw VaultError.vaultTooLarge(path: sha, byteCount: result.output.count) }
         return [UInt8](result.output)
-    }
-}
-
-/// Bytes handed from a reader thread to the thread that waits for them.
-private final class LockedData: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var data: Data?
-
-    func set(_ value: Data) {
-        condition.lock()
-        data = value
-        condition.signal()
-        condition.unlock()
-    }
-
-    func wait() -> Data {
-        condition.lock()
-        defer { condition.unlock() }
-        while data == nil { condition.wait() }
-        return data!
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import VaultAgent
 import VaultCore
 import VaultTerminal
@@ -46,11 +47,11 @@ package struct GitCommand: ParsableCommand {
                 let fileName = relative.split(separator: "/").last!
                 let ignored = ["/\(pattern).lock", "/\(literal(directoryPart)).\(literal(fileName)).*.tmp"]
                 let missing = try Self.append(ignored, to: top + "/.gitignore")
-                let driver = "'\(AgentCommand.executable.replacingOccurrences(of: "'", with: "'\\''"))' git merge-driver %O %A %B %P"
+                let driver = "'\(AgentCommand.executable.replacing("'", with: "'\\''"))' git merge-driver %O %A %B %P"
                 let repository = Git(directory: top)
                 try repository.check(["config", "merge.vault.name", "vault: entry by entry"])
                 try repository.check(["config", "merge.vault.driver", driver])
-                let textconv = "'\(AgentCommand.executable.replacingOccurrences(of: "'", with: "'\\''"))' git textconv"
+                let textconv = "'\(AgentCommand.executable.replacing("'", with: "'\\''"))' git textconv"
                 try repository.check(["config", "diff.vault.textconv", textconv])
                 if options.json {
                     try writeJSON(["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver, "ignored": missing])

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import VaultAge
 import VaultCore
 import VaultTerminal
@@ -21,7 +21,7 @@ package struct IdentityCommand: ParsableCommand {
     /// entry `identity`, and `identity.pub` beside it (the recipient, not secret).
     static var directory: String {
         if let config = Posix.environment("XDG_CONFIG_HOME"), config.hasPrefix("/") { return config + "/vault" }
-        return (Posix.environment("HOME") ?? NSHomeDirectory()) + "/.config/vault"
+        return Posix.homeDirectory + "/.config/vault"
     }
 
     static var sealedPath: String { directory + "/identity.vault" }
@@ -91,7 +91,7 @@ package struct IdentityCommand: ParsableCommand {
                 throw VaultError.io(operation: "cannot create", path: path, errno: code)
             }
             defer { close(fd) }
-            let created = ISO8601DateFormatter().string(from: Date())
+            let created = UTCTime.iso8601(seconds: Date().timeIntervalSince1970, fractional: false)
             let head = Array("# created: \(created)\n# public key: \(identity.recipient)\n".utf8)
             let key = identity.encoded()
             var code = head.withUnsafeBytes { Posix.writeAll(fd, $0) }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import VaultAge
 import VaultCore
 import VaultTerminal
@@ -117,10 +118,10 @@ package struct Merge: ParsableCommand {
     static func read(_ path: String) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw VaultError.io(operation: "opening", path: path, errno: errno) }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        let data = try handle.read(upToCount: largestFile + 1) ?? Data()
-        guard data.count <= largestFile else { throw VaultError.vaultTooLarge(path: path, byteCount: data.count) }
-        return [UInt8](data)
+        defer { close(fd) }
+        let bytes = try Posix.readAll(fd, limit: largestFile + 1, path: path)
+        guard bytes.count <= largestFile else { throw VaultError.vaultTooLarge(path: path, byteCount: bytes.count) }
+        return bytes
     }
 }
 

@@ -72,7 +72,7 @@ package enum NameCompletion {
 
     /// `name` for zsh's `_describe`, where `:` separates a candidate from its description.
     static func zshEscaped(_ name: String) -> String {
-        name.replacingOccurrences(of: ":", with: "\\:")
+        name.replacing(":", with: "\\:")
     }
 
     /// How the shell words name the vault.

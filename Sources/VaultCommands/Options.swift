@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import VaultCore
 import VaultTerminal
 
@@ -51,7 +52,7 @@ package struct VaultOptions: ParsableArguments {
         var info = stat()
         if path.hasSuffix("/") || last == "." || last == ".."
             || (stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR) {
-            return "the vault path '\(path)' names a directory: give the path of a file in it (e.g. '\((path as NSString).appendingPathComponent("default.vault"))')"
+            return "the vault path '\(path)' names a directory: give the path of a file in it (e.g. '\(path.hasSuffix("/") ? path + "default.vault" : path + "/default.vault")')"
         }
         if let text = Posix.environment("VAULT_LOCK_TIMEOUT"), lockTimeout(text) == nil {
             return "VAULT_LOCK_TIMEOUT must be a number of seconds from 0 to \(Int(maximumLockTimeoutSeconds)), not '\(text)'"

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
 import VaultCore
 import VaultTerminal
 #if canImport(Glibc)
@@ -293,11 +294,10 @@ struct ChildCommand {
             close(stdinPipe[0])
             let writeEnd = stdinPipe[1]
             // A thread, so a value larger than the pipe's buffer never blocks the signal loop.
-            let writer = Thread {
+            startDetachedThread {
                 _ = secret.withUnsafeBytes { Posix.writeAll(writeEnd, $0) }
                 close(writeEnd)
             }
-            writer.start()
             stdinPipe = [-1, -1]  // the read end is closed, the write end belongs to the writer
         }
         var pumps: [DispatchSemaphore] = []

@@ -63,6 +63,22 @@ package enum Posix {
         return 0
     }
 
+    /// Reads `fd` to its end, at most `limit` bytes (read one more than you accept to tell a larger source),
+    /// retrying `EINTR`; a failure is an `io` error naming `path`.
+    package static func readAll(_ fd: Int32, limit: Int, path: String) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < limit {
+            let wanted = min(chunk.count, limit - bytes.count)
+            switch valueOrErrno({ chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, wanted) } }) {
+            case .success(0): return bytes
+            case .success(let n): bytes += chunk[0..<n]
+            case .failure(let error): throw VaultError.io(operation: "cannot read", path: path, errno: error.code)
+            }
+        }
+        return bytes
+    }
+
     /// Seconds on `CLOCK_MONOTONIC` (for timeouts: never goes back, stops during suspend).
     package static func monotonicSeconds() -> Double {
         seconds(of: CLOCK_MONOTONIC)

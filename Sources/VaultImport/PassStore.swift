@@ -159,6 +159,9 @@ enum GPG {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = output
         process.standardError = errors
+        // Not waitUntilExit(): on Linux it polls its run loop every 50 ms, 50 ms more per entry of the store.
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         do { try process.run() } catch {
             throw ImportError.decryptionFailed(file: shown, detail: "cannot run \(executable)")
         }
@@ -189,7 +192,7 @@ enum GPG {
         }
         try? output.fileHandleForReading.close()
         group.wait()
-        process.waitUntilExit()
+        exited.wait()
         if tooLarge {
             throw ImportError.tooLarge(what: "'\(shown)' decrypted", limit: "\(ImportLimits.maximumPassFileByteCount >> 20) MiB")
         }

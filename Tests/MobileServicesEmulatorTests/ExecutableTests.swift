@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+import VaultTestSupport
 
 /// Runs the built `mobile-services-emulator` binary as a real process.
 @Suite("The mobile-services-emulator executable", .serialized)
@@ -236,6 +237,6 @@ final class RunningProcess: Sendable {
     func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.waitForExit()
     }
 }

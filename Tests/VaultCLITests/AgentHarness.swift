@@ -548,7 +548,7 @@ enum AgentPython {
         killer.cancel()
         guard line == Data("READY".utf8) else {
             kill(pid, SIGKILL)
-            process.waitUntilExit()
+            process.waitForExit()
             throw AgentTestError(description: "the Python helper did not start")
         }
         return process

@@ -483,7 +483,7 @@ import VaultTestSupport
         try? logHandle?.close()
         let pid = agent.processIdentifier
         box.remember(pid)
-        defer { if agent.isRunning { kill(pid, SIGKILL); agent.waitUntilExit() } }
+        defer { if agent.isRunning { kill(pid, SIGKILL); agent.waitForExit() } }
 
         #expect(try Self.poll { try box.status() != nil || !agent.isRunning }, "the agent never answered")
         try #require(agent.isRunning, "vault agent exited with \(agent.terminationStatus)")
@@ -502,7 +502,7 @@ import VaultTestSupport
         kill(pid, signal)
         let stopped = try Self.poll { !agent.isRunning }
         try #require(stopped, "vault agent still runs 10 s after signal \(signal)")
-        agent.waitUntilExit()
+        agent.waitForExit()
         #expect(agent.terminationReason == .exit && agent.terminationStatus == 0,
             "vault agent ended by \(agent.terminationReason == .exit ? "exit" : "signal") \(agent.terminationStatus)")
         #expect(!AgentFiles.exists(box.socketPath), "the socket is still there")
@@ -777,7 +777,7 @@ import VaultTestSupport
         // Record the frames of a real `vault get k` through a proxy in front of the agent.
         let proxySocket = box.directory + "/proxy/agent.sock", record = box.directory + "/proxy.log"
         let proxy = try AgentPython.startServer(AgentPython.recordingProxy, [proxySocket, box.socketPath, record])
-        defer { kill(proxy.processIdentifier, SIGKILL); proxy.waitUntilExit() }
+        defer { kill(proxy.processIdentifier, SIGKILL); proxy.waitForExit() }
         let viaProxy = try box.vault(["get", "k"], environment: ["VAULT_AGENT_SOCK": proxySocket])
         #expect(viaProxy.status == 0 && viaProxy.stdout == Data(value.utf8), "get through the proxy: exit \(viaProxy.status), \(viaProxy.stderr)")
         let wasRecorded = Self.poll(timeout: 5) { ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").contains("\n") }
@@ -868,7 +868,7 @@ import VaultTestSupport
         control.standardOutput = FileHandle.nullDevice
         control.standardError = FileHandle.nullDevice
         try control.run()
-        defer { kill(control.processIdentifier, SIGKILL); control.waitUntilExit() }
+        defer { kill(control.processIdentifier, SIGKILL); control.waitForExit() }
         let controlPID = control.processIdentifier
         #expect(Self.poll {
             ((try? String(contentsOfFile: "/proc/\(controlPID)/status", encoding: .utf8)) ?? "").contains("\nUid:\t\(ids.uid)\t")
@@ -961,7 +961,7 @@ import VaultTestSupport
         let (box, _) = try Self.boxWithEntry()
         defer { box.stopAgents() }
         let fake = try AgentPython.startServer(AgentPython.fakeAgent, [box.socketPath])
-        defer { kill(fake.processIdentifier, SIGKILL); fake.waitUntilExit() }
+        defer { kill(fake.processIdentifier, SIGKILL); fake.waitForExit() }
 
         let get = try box.vault(["get", "k"])
         #expect(get.status == 1, "exit \(get.status), \(get.stderr)")
@@ -980,21 +980,21 @@ import VaultTestSupport
         let (box, _) = try Self.boxWithEntry()
         defer { box.stopAgents() }
         let older = try AgentPython.startServer(AgentPython.fakeAgent, [box.socketPath, "2"])
-        defer { kill(older.processIdentifier, SIGKILL); older.waitUntilExit() }
+        defer { kill(older.processIdentifier, SIGKILL); older.waitForExit() }
         let before = try box.vault(["get", "k"])
         #expect(before.status == 1 && before.stderr.contains("hint: 'vault unlock' replaces the older agent"), "\(before.stderr)")
 
         let unlock = try box.vault(["unlock"], source: true)
         #expect(unlock.status == 0, "\(unlock.stderr)")
         #expect(unlock.stderr == "vault: stopped the running agent (pid \(older.processIdentifier)), which spoke protocol version 2; starting one of version 4\n")
-        older.waitUntilExit()
+        older.waitForExit()
         #expect(older.terminationReason == .uncaughtSignal, "stopped by a signal (SIGTERM, or SIGKILL when the test runner blocked SIGTERM)")
         #expect(try box.vault(["get", "k"]).status == 0)
         box.stopAgents()
         unlink(box.socketPath)  // what a stopped agent may leave
 
         let newer = try AgentPython.startServer(AgentPython.fakeAgent, [box.socketPath, "9"])
-        defer { kill(newer.processIdentifier, SIGKILL); newer.waitUntilExit() }
+        defer { kill(newer.processIdentifier, SIGKILL); newer.waitForExit() }
         let refused = try box.vault(["unlock", "--force"], source: true)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("the agent speaks protocol version 9") && refused.stderr.contains("the agent is newer than this vault command"), "\(refused.stderr)")
@@ -1012,7 +1012,7 @@ import VaultTestSupport
         try box.unlock()
         let proxySocket = box.directory + "/proxy/agent.sock", record = box.directory + "/proxy.log"
         let proxy = try AgentPython.startServer(AgentPython.recordingProxy, [proxySocket, box.socketPath, record])
-        defer { kill(proxy.processIdentifier, SIGKILL); proxy.waitUntilExit() }
+        defer { kill(proxy.processIdentifier, SIGKILL); proxy.waitForExit() }
         let got = try box.vault(["credential", "get"], stdin: Data("protocol=https\nhost=git.example\n\n".utf8),
                                 environment: ["VAULT_AGENT_SOCK": proxySocket])
         #expect(got.status == 0 && got.stdoutText == "username=alice\npassword=s3cret\n", "\(got.stderr)")

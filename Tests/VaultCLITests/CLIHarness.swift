@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+import VaultTestSupport
 
 /// Runs the built `vault` binary (next to the test bundle) and captures stdout, stderr and the exit code.
 struct CLIResult {
@@ -86,7 +87,7 @@ enum CLI {
         }
         let outData = output.fileHandleForReading.readDataToEndOfFile()
         group.wait()
-        process.waitUntilExit()
+        process.waitForExit()
         if process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL {
             Issue.record("process timed out after \(timeout) s: \(arguments)")
         }

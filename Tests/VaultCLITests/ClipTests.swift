@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// An X server of the test's own (Xvfb, display number chosen by the server itself: `-displayfd`).
 final class XvfbFixture: @unchecked Sendable {
@@ -30,7 +31,7 @@ final class XvfbFixture: @unchecked Sendable {
         // SIGKILL: the test process may hand its children a blocked SIGTERM. The clipboard tools' servers lose
         // their display with it and exit.
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.waitForExit()
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+import VaultTestSupport
 
 /// Many writer processes and readers at once; the lock holder killed while it holds the lock.
 /// `VAULT_CONCURRENCY_WRITERS` and `VAULT_CONCURRENCY_PUTS` (default 8 × 150) scale the first test. Each put is a
@@ -126,12 +127,12 @@ import VaultCore
         let killedAt = monotonicNow()
         for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, SIGKILL) }
         kill(holder.processIdentifier, SIGKILL)
-        waiter.waitUntilExit()
+        waiter.waitForExit()
         let freedAfter = monotonicNow() - killedAt
         #expect(waiter.terminationStatus == 0)
         #expect(freedAfter < 1.0, "the waiter took \(freedAfter) s after the holder died")
         #expect(try Adversarial.contents(of: box.vaultPath) == ["k": "waiter"])
-        holder.waitUntilExit()
+        holder.waitForExit()
         print("Concurrency: busy after \(String(format: "%.2f", waited)) s (timeout 1 s); lock free \(String(format: "%.3f", freedAfter)) s after kill -9 of the holder")
     }
 }

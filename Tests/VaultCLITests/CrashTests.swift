@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+import VaultTestSupport
 
 /// kill -9 at random moments of `vault put`: the vault always opens with the correct passphrase and holds the
 /// old or the new value; temporary files a killed writer leaves are removed by the next write.
@@ -21,7 +22,7 @@ import VaultCore
         for _ in 0..<5 {
             let started = monotonicNow()
             let process = try Adversarial.start(arguments, stdinFile: valueFile, environment: box.environment)
-            process.waitUntilExit()
+            process.waitForExit()
             #expect(process.terminationStatus == 0)
             durations.append(monotonicNow() - started)
         }
@@ -37,7 +38,7 @@ import VaultCore
             let process = try Adversarial.start(arguments, stdinFile: valueFile, environment: box.environment)
             usleep(UInt32(Double.random(in: 0..<window, using: &generator) * 1_000_000))
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.waitForExit()
             let killed = process.terminationReason == .uncaughtSignal
             if !killed {
                 finished += 1

@@ -362,7 +362,7 @@ final class EmulatorProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(10)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.waitForExit()
     }
 
     private func admin(_ method: String, _ path: String) async throws -> (Data, Int) {

@@ -256,7 +256,7 @@ final class RegistryFixture: @unchecked Sendable {
     func stop() {
         if process.isRunning {
             process.terminate()
-            process.waitUntilExit()
+            process.waitForExit()
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// Process hygiene of the CLI: secrets stay out of argv, the environment, the output and stray files; a
 /// running `vault` cannot be traced or read by another process of the same (non-root) user and dumps no core;
@@ -179,7 +180,7 @@ import Testing
         // Control: a plain process of the same user IS readable and traceable by that user, so the refusals
         // below come from vault's hardening, not from the kernel's configuration.
         let (control, controlInput, _) = try Self.startAsTestUser(ids, ["/bin/cat"], environment: env)
-        defer { kill(control.processIdentifier, SIGKILL); control.waitUntilExit() }
+        defer { kill(control.processIdentifier, SIGKILL); control.waitForExit() }
         try #require(Self.waitUntilReadingStdin(control.processIdentifier, executable: "/usr/bin/cat", uid: ids.uid))
         let controlEnviron = try runAsUser(["/bin/cat", "/proc/\(control.processIdentifier)/environ"])
         #expect(controlEnviron.status == 0 && Self.contains(controlEnviron.stdout, "VAULT_PATH="),
@@ -195,7 +196,7 @@ import Testing
         let (process, input, output) = try Self.startAsTestUser(
             ids, [CLI.vault, "get", "k", "--passphrase-fd", "0"], environment: env)
         let pid = process.processIdentifier
-        defer { if process.isRunning { kill(pid, SIGKILL) }; process.waitUntilExit() }
+        defer { if process.isRunning { kill(pid, SIGKILL) }; process.waitForExit() }
         try #require(Self.waitUntilReadingStdin(pid, executable: CLI.vault, uid: ids.uid), "vault get never blocked on stdin")
 
         let environ = try runAsUser(["/bin/cat", "/proc/\(pid)/environ"])
@@ -218,7 +219,7 @@ import Testing
         input.fileHandleForWriting.write(Data((passphrase + "\n").utf8))
         try input.fileHandleForWriting.close()
         let printed = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        process.waitForExit()
         #expect(process.terminationStatus == 0)
         #expect(printed == Data(value.utf8), "get printed something other than the value")
     }

@@ -156,7 +156,7 @@ import VaultTestSupport
         }
         kill(process.processIdentifier, SIGTERM)
         seen += reader.readDataToEndOfFile()
-        process.waitUntilExit()
+        process.waitForExit()
         #expect(String(decoding: seen, as: UTF8.self) == "ready\ngot INT\ngot TERM\n")
         #expect(process.terminationReason == .exit && process.terminationStatus == 3)
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// The terminal's edges on a real pseudo-terminal (``PseudoTerminal``) with real processes: prompts of
 /// concurrent processes take turns, every signal at a prompt ends it with echo back on and nothing stored, and
@@ -169,7 +170,7 @@ import Testing
             Issue.record("the process did not end within 10 s")
             kill(process.processIdentifier, SIGKILL)
         }
-        process.waitUntilExit()
+        process.waitForExit()
     }
     /// Issue 25: Ctrl-C at vault's prompt while git runs it as a credential helper left the shell without echo, or
     /// with Enter printing ^M, in 11 of 23 tries; so did SIGSTOP then SIGCONT at a prompt in an interactive bash.

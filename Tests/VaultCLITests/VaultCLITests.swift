@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// End-to-end tests of the `vault` binary: stdout, stderr and exit code checked together.
 @Suite(.processTimeLimit) struct VaultCLITests {
@@ -227,7 +228,7 @@ import Testing
         try holder.run()
         defer {
             try? holderInput.fileHandleForWriting.close()
-            holder.waitUntilExit()
+            holder.waitForExit()
         }
         // Wait until the holder has the lock.
         for _ in 0..<100 {
@@ -347,7 +348,7 @@ import Testing
         }
         input.fileHandleForWriting.write(Data("correct horse battery staple\n".utf8))
         try input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        process.waitForExit()
         #expect(limits.contains("Max core file size        0                    0"))
         #expect(dumpableOwner == 0)
         #expect(process.terminationStatus == 2)

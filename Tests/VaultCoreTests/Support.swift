@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 
 @testable import VaultCore
@@ -180,7 +181,7 @@ func run(
     }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     group.wait()
-    process.waitUntilExit()
+    process.waitForExit()
     return (
         process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self)
     )

@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 
 @testable import VaultCore
@@ -257,7 +258,7 @@ struct VaultFileTests {
         try holder.run()
         func release() {
             try? input.fileHandleForWriting.close()
-            holder.waitUntilExit()
+            holder.waitForExit()
         }
         defer { release() }
         try #require(waitUntilLocked(lockPath))

@@ -42,13 +42,14 @@ void vault_prompt_end(void);
    inherited by children (no close-on-exec): `vault run --file`. -1 with errno on failure. */
 int vault_secret_memfd(const char *name, const void *bytes, unsigned long count);
 
-/* Starts `file` (looked up on PATH) with `argv` and `envp` (the current environment when NULL): stdin from `input_fd` and stdout to
-   `output_fd` (/dev/null for -1), stderr on /dev/null, no other descriptor of ours, default signal handling; with
-   `detach`, in a new session (a daemon: it outlives us). Does not wait. For the agent and for the clipboard
-   tools of `vault clip`, which outlive their caller: nothing of the caller's (a passphrase descriptor, a pipe a
-   parent reads to its end) may stay open in them. Returns the pid or -1
-   with errno. */
-int vault_spawn_tool(const char *file, char *const argv[], char *const envp[], int input_fd, int output_fd, int detach);
+/* Starts `file` (looked up on PATH) with `argv` and `envp` (the current environment when NULL): stdin from
+   `input_fd`, stdout to `output_fd` and stderr to `error_fd` (/dev/null for -1), no other descriptor of ours,
+   default signal handling; with `detach`, in a new session (a daemon: it outlives us). Does not wait. For the
+   agent, the clipboard tools of `vault clip` (which outlive their caller: nothing of the caller's, a passphrase
+   descriptor or a pipe a parent reads to its end, may stay open in them) and git. Returns the pid or -1 with
+   errno. */
+int vault_spawn_tool(const char *file, char *const argv[], char *const envp[], int input_fd, int output_fd, int error_fd,
+                     int detach);
 
 /* Raises the soft RLIMIT_NOFILE to the hard limit (the agent: one descriptor per client). Returns the soft
    limit now in force, or -1 with errno. */

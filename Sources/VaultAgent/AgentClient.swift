@@ -166,10 +166,10 @@ public final class AgentClient: Sendable {
                     throw error
                 }
             }
-            throw AgentError.remote(
+            throw AgentError.remote(AgentFailure(
                 code: answer.string(.code) ?? "error",
                 exitCode: Int32(truncatingIfNeeded: answer.number(.exitCode) ?? 1),
-                message: answer.string(.message) ?? "the agent reported a failure", hint: answer.string(.hint))
+                message: answer.string(.message) ?? "the agent reported a failure", hint: answer.string(.hint)))
         case nil: throw AgentError.protocolError("unknown status \(answer.kind)")
         }
     }

@@ -21,8 +21,9 @@ public enum AgentError: Error, Equatable, Sendable {
     case cannotStart(socket: String, reason: String)
     /// `VAULT_AGENT_SOCK` names no usable socket path (relative, or longer than a socket address holds).
     case invalidSocketPath(String, reason: String)
-    /// The agent ran the request and it failed there: the failure as the agent's command line presents it.
-    case remote(code: String, exitCode: Int32, message: String, hint: String?)
+    /// The agent ran the request and it failed there with an error that is not the library's own (those arrive as
+    /// themselves): the failure as the agent presented it (``AgentServer/Options/present``).
+    case remote(AgentFailure)
 }
 
 extension AgentError: CustomStringConvertible {
@@ -38,7 +39,7 @@ extension AgentError: CustomStringConvertible {
         case .locked(let path): return "vault '\(path)' is not unlocked in the agent"
         case .cannotStart(let socket, let reason): return "cannot start the agent on '\(socket)': \(reason)"
         case .invalidSocketPath(let path, let reason): return "cannot use the agent socket '\(path)': \(reason)"
-        case .remote(_, _, let message, _): return message
+        case .remote(let failure): return failure.message
         }
     }
 }

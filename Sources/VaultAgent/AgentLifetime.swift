@@ -52,26 +52,15 @@ struct SocketWatch {
     }
 }
 
-/// When an agent that holds nothing ends: once it has held nothing (no vault unlocked, no identity kept), had no
-/// client connected and answered no request for `seconds`. An agent a client started in the background ends so;
-/// one run in the foreground (for a service manager) stays unless told otherwise.
+/// When an agent that holds nothing ends: once it holds nothing (no vault unlocked, no identity kept), has no
+/// client connected, and `seconds` have passed since its last activity (a client let in, answered or gone, a vault
+/// unlocked, locked or expired). An agent a client started in the background ends so; one run in the foreground
+/// (for a service manager) stays unless told otherwise.
 struct EmptyExit {
     let seconds: Double
-    /// Since when the agent has been quiet and empty (`nil`: it is not).
-    private var quietSince: Double?
 
-    init(seconds: Double) {
-        self.seconds = seconds
-    }
-
-    /// Whether to end now. `lastRequest` is when the agent last accepted a client or answered a request.
-    mutating func shouldExit(now: Double, holdsNothing: Bool, connections: Int, lastRequest: Double) -> Bool {
-        guard holdsNothing, connections == 0 else {
-            quietSince = nil
-            return false
-        }
-        let since = Swift.max(quietSince ?? now, lastRequest)
-        quietSince = since
-        return now - since >= seconds
+    /// Whether to end now.
+    func shouldExit(now: Double, holdsNothing: Bool, connections: Int, lastActivity: Double) -> Bool {
+        holdsNothing && connections == 0 && now - lastActivity >= seconds
     }
 }

@@ -18,8 +18,8 @@ final class AgentListener: Sendable {
     private let stopPipe: (read: Int32, write: Int32)
     /// The connections being served, by descriptor, with the time of their last request.
     private let connections = Mutex<[Int32: Double]>([:])
-    /// When a client was last let in or answered.
-    private let lastRequest: Mutex<Double>
+    /// When a client was last let in, answered or gone.
+    private let lastClientActivity: Mutex<Double>
     /// Bytes held for frames still arriving, over all connections.
     private let frameBudget = AgentWire.FrameBudget(byteCount: AgentServer.unreadFrameByteLimit)
 
@@ -31,7 +31,7 @@ final class AgentListener: Sendable {
         self.clock = service.ring.clock
         self.log = log
         self.exitWhenEmptyAfter = exitWhenEmptyAfter
-        lastRequest = Mutex(service.ring.clock.now)
+        lastClientActivity = Mutex(service.ring.clock.now)
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0 else {
             throw VaultError.io(operation: "cannot create a pipe", path: "", errno: errno)
@@ -43,6 +43,9 @@ final class AgentListener: Sendable {
         close(stopPipe.read)
         close(stopPipe.write)
     }
+
+    /// How many connections are being served.
+    var connectionCount: Int { connections.withLock { $0.count } }
 
     /// Asks ``run()`` to return (one `write` to a pipe: safe from any thread).
     func stop() {
@@ -67,7 +70,7 @@ final class AgentListener: Sendable {
             throw VaultError.io(operation: "cannot listen on", path: socketPath, errno: errno)
         }
         log("listening on \(socketPath) (pid \(getpid()), \(descriptorLimit) descriptors)")
-        var emptyExit = exitWhenEmptyAfter.map(EmptyExit.init(seconds:))
+        let emptyExit = exitWhenEmptyAfter.map(EmptyExit.init(seconds:))
         var polled = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)]
         while true {
             let ready = poll(&polled, 2, 250)
@@ -78,15 +81,11 @@ final class AgentListener: Sendable {
             }
             if ready <= 0 {
                 // Only when no client is waiting to be let in: one that connected is served.
-                if var exit = emptyExit {
-                    let quiet = exit.shouldExit(
-                        now: clock.now, holdsNothing: service.ring.holdsNothing, connections: connections.withLock { $0.count },
-                        lastRequest: lastRequest.withLock { $0 })
-                    emptyExit = exit
-                    if quiet {
-                        log("held nothing for \(Int(exit.seconds)) s; stopping")
-                        break
-                    }
+                if let emptyExit, emptyExit.shouldExit(
+                    now: clock.now, holdsNothing: service.ring.holdsNothing, connections: connectionCount,
+                    lastActivity: Swift.max(lastClientActivity.withLock { $0 }, service.ring.lastChange)) {
+                    log("held nothing for \(Int(emptyExit.seconds)) s; stopping")
+                    break
                 }
                 continue
             }
@@ -147,7 +146,7 @@ final class AgentListener: Sendable {
     /// Serves `fd` on a thread of its own; past ``AgentServer/connectionLimit``, the client idle longest is let go first.
     private func admit(_ fd: Int32) {
         let now = clock.now
-        lastRequest.withLock { $0 = now }
+        noteClientActivity()
         let count = connections.withLock { connections in
             connections[fd] = now
             return connections.count
@@ -155,6 +154,7 @@ final class AgentListener: Sendable {
         if count > AgentServer.connectionLimit { dropLongestIdle(sparing: fd) }
         startDetachedThread { [self] in
             defer {
+                noteClientActivity()
                 connections.withLock { _ = $0.removeValue(forKey: fd) }
                 close(fd)
             }
@@ -166,6 +166,11 @@ final class AgentListener: Sendable {
             AgentSocket.setTimeout(fd, seconds: 60)
             serve(fd)
         }
+    }
+
+    private func noteClientActivity() {
+        let now = clock.now
+        lastClientActivity.withLock { $0 = Swift.max($0, now) }
     }
 
     /// Shuts down the connection idle longest (its thread then sees the end of the stream and closes it).
@@ -191,7 +196,7 @@ final class AgentListener: Sendable {
             let now = clock.now
             connections.withLock { $0[fd] = now }
             let (reply, ends) = service.answer(request)
-            lastRequest.withLock { $0 = clock.now }
+            noteClientActivity()
             do { try AgentWire.send(reply, on: fd) } catch { return }
             if ends { return }
         }

@@ -16,6 +16,8 @@ final class KeyRing: Sendable {
     private let log: @Sendable (String) -> Void
     private let vaults = Mutex<[String: Held]>([:])
     private let identities = Mutex<Kept?>(nil)
+    /// When something was last held, locked, kept or forgotten (or the ring made).
+    private let changedAt: Mutex<Double>
 
     private struct Held: Sendable {
         let store: any KeyValueVault
@@ -23,6 +25,9 @@ final class KeyRing: Sendable {
         let maxSeconds: Double
         let unlockedAt: Double
         var lastUse: Double
+
+        /// When it locks unless used before.
+        var expiry: Double { Swift.min(lastUse + idleSeconds, unlockedAt + maxSeconds) }
 
         func expired(at now: Double) -> Bool {
             now - lastUse >= idleSeconds || now - unlockedAt >= maxSeconds
@@ -49,6 +54,16 @@ final class KeyRing: Sendable {
     init(clock: any AgentClock = BootClock(), log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.clock = clock
         self.log = log
+        changedAt = Mutex(clock.now)
+    }
+
+    /// When the ring last changed: with nothing held, since when it has held nothing.
+    var lastChange: Double { changedAt.withLock { $0 } }
+
+    /// Notes a change made at `time` (now by default: an expiry is dated when it was due, not when it was found).
+    private func changed(at time: Double? = nil) {
+        let time = time ?? clock.now
+        changedAt.withLock { $0 = Swift.max($0, time) }
     }
 
     /// Holds `store` as the vault at `path` from now on (a store held there before is closed).
@@ -58,6 +73,7 @@ final class KeyRing: Sendable {
             $0.updateValue(Held(store: store, idleSeconds: idleSeconds, maxSeconds: maxSeconds, unlockedAt: now, lastUse: now), forKey: path)
         }
         replaced?.store.close()
+        changed()
     }
 
     /// Keeps `list` for `maxSeconds` (or until any lock): from now on a vault asked for by path that one of them
@@ -65,6 +81,7 @@ final class KeyRing: Sendable {
     func keep(_ list: [AgeIdentity], idleSeconds: Double, maxSeconds: Double, options: SecureKeyValueStore.Options) {
         let kept = Kept(list: list, idleSeconds: idleSeconds, maxSeconds: maxSeconds, until: clock.now + maxSeconds, options: options)
         identities.withLock { $0 = kept }
+        changed()
         log("keeping \(list.count) identit\(list.count == 1 ? "y" : "ies") (max \(Int(maxSeconds)) s)")
     }
 
@@ -72,12 +89,12 @@ final class KeyRing: Sendable {
     /// request as activity. A vault not held is opened with a kept identity when one opens it.
     func vault(at path: String, touch: Bool) -> (any KeyValueVault)? {
         let now = clock.now
-        var expired: (any KeyValueVault)?
+        var expired: Held?
         let store: (any KeyValueVault)? = vaults.withLock { vaults in
             guard var vault = vaults[path] else { return nil }
             if vault.expired(at: now) {
                 vaults[path] = nil
-                expired = vault.store
+                expired = vault
                 return nil
             }
             if touch {
@@ -87,7 +104,8 @@ final class KeyRing: Sendable {
             return vault.store
         }
         if let expired {
-            expired.close()
+            expired.store.close()
+            changed(at: expired.expiry)
             log("locked \(path) (timeout)")
         }
         return store ?? openWithIdentity(path)
@@ -126,29 +144,37 @@ final class KeyRing: Sendable {
             vault.store.close()
             log("locked \(path) (timeout)")
         }
+        if let due = expired.values.map(\.expiry).max() { changed(at: due) }
         _ = keptIdentities(at: now)
     }
 
     /// The identities kept, unless their limit has passed (then they are forgotten now).
     private func keptIdentities(at now: Double) -> Kept? {
-        var expired = false
+        var expiredAt: Double?
         let kept = identities.withLock { kept -> Kept? in
             if let current = kept, now >= current.until {
                 kept = nil
-                expired = true
+                expiredAt = current.until
             }
             return kept
         }
-        if expired { log("forgot the kept identities (timeout)") }
+        if let expiredAt {
+            changed(at: expiredAt)
+            log("forgot the kept identities (timeout)")
+        }
         return kept
     }
 
     /// Locks the vault at `path`; whether it was held. Kept identities are forgotten too (they would open it again
     /// at the next request).
     func lock(_ path: String, reason: String = "locked") -> Bool {
-        if identities.withLock({ kept in defer { kept = nil }; return kept != nil }) { log("forgot the kept identities") }
+        if identities.withLock({ kept in defer { kept = nil }; return kept != nil }) {
+            changed()
+            log("forgot the kept identities")
+        }
         guard let vault = vaults.withLock({ $0.removeValue(forKey: path) }) else { return false }
         vault.store.close()
+        changed()
         log("\(reason) \(path)")
         return true
     }
@@ -164,6 +190,7 @@ final class KeyRing: Sendable {
             vault.store.close()
             log("locked \(path)")
         }
+        changed()
         return all.count
     }
 

@@ -313,7 +313,7 @@ enum AgentSignals {
 
 extension AgentError: CLIReportable {
     package var exitCode: Int32 {
-        if case .remote(_, let exitCode, _, _) = self { return exitCode }
+        if case .remote(let failure) = self { return failure.exitCode }
         if case .invalidSocketPath = self { return Exit.usage }
         return Exit.failure
     }
@@ -329,7 +329,7 @@ extension AgentError: CLIReportable {
         case .locked: return "locked"
         case .cannotStart: return "agent_cannot_start"
         case .invalidSocketPath: return "invalid_socket_path"
-        case .remote(let code, _, _, _): return code
+        case .remote(let failure): return failure.code
         }
     }
 
@@ -340,7 +340,7 @@ extension AgentError: CLIReportable {
             return "'vault unlock' replaces the older agent (the vaults it holds are locked then)"
         case .versionMismatch:
             return "the agent is newer than this vault command: use the vault command that started it, or stop it ('vault agent status' shows its pid)"
-        case .remote(_, _, _, let hint): return hint
+        case .remote(let failure): return failure.hint
         case .invalidSocketPath: return "give VAULT_AGENT_SOCK an absolute path, at most 107 bytes long"
         default: return nil
         }

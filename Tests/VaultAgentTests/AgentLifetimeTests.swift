@@ -77,22 +77,25 @@ import Glibc
         #expect(SocketWatch(path: path, clock: clock) == nil, "nothing there: nothing to watch")
     }
 
-    /// What an ``EmptyExit`` of 60 s says at each of `looks`: (now, holds nothing, connections, last request).
-    func decisions(_ looks: [(Double, Bool, Int, Double)]) -> [Bool] {
-        var exit = EmptyExit(seconds: 60)
-        return looks.map { exit.shouldExit(now: $0.0, holdsNothing: $0.1, connections: $0.2, lastRequest: $0.3) }
+    @Test func anEmptyAgentEndsOnlyWithNothingHeldNoClientAndTheWholeQuietTime() {
+        let exit = EmptyExit(seconds: 60)
+        #expect(!exit.shouldExit(now: 159.9, holdsNothing: true, connections: 0, lastActivity: 100))
+        #expect(exit.shouldExit(now: 160, holdsNothing: true, connections: 0, lastActivity: 100))
+        #expect(!exit.shouldExit(now: 1000, holdsNothing: false, connections: 0, lastActivity: 100))
+        #expect(!exit.shouldExit(now: 1000, holdsNothing: true, connections: 1, lastActivity: 100))
     }
 
-    @Test func anEmptyAgentEndsOnlyAfterTheWholeQuietTime() {
-        // Holding something, or a client connected: never, and the quiet time starts again afterwards.
-        let looks: [(Double, Bool, Int, Double)] = [(0, false, 0, 0), (100, true, 1, 0), (110, true, 0, 0), (169.9, true, 0, 0), (170, true, 0, 0)]
-        #expect(decisions(looks) == [false, false, false, false, true])
-    }
-
-    @Test func aRequestStartsTheQuietTimeAgain() {
-        // A status asked at 50 by a client that came and went between two looks.
-        let looks: [(Double, Bool, Int, Double)] = [(0, true, 0, 0), (60, true, 0, 50), (109, true, 0, 50), (110, true, 0, 50)]
-        #expect(decisions(looks) == [false, false, false, true])
+    @Test func theRingSaysSinceWhenItHoldsNothing() throws {
+        let fixture = AgentFixture()
+        let path = try fixture.makeVault(entries: [("k", "v")])
+        let made = fixture.ring.lastChange
+        fixture.clock.advance(by: 5)
+        try #require(status(try fixture.unlock(path, idle: 10)) == .ok)
+        #expect(fixture.ring.lastChange == made + 5)
+        fixture.clock.advance(by: 30)
+        #expect(fixture.ring.lastChange == made + 5, "a vault held changes nothing while it is")
+        #expect(fixture.ring.holdsNothing, "expired at 10 s")
+        #expect(fixture.ring.lastChange == made + 15, "when it expired, not when the sweep found it")
     }
 
     /// The listener itself, in this process, on the test clock: its socket removed and a second passed on its

@@ -160,6 +160,8 @@ let package = Package(
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore"]),
+        // The agent's unit layer: its key ring on a clock moved by hand, its service called directly, its wire.
+        .testTarget(name: "VaultAgentTests", dependencies: ["VaultAgent", "VaultCore", "VaultAge"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(
             name: "VaultAuthTests",

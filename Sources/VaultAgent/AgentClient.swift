@@ -55,14 +55,17 @@ public final class AgentClient: Sendable {
         return environment
     }
 
-    /// Connects to the agent, starting `executable agent` in the background (a new session, detached) when
-    /// none answers, and waiting up to 5 seconds for it to listen.
-    public static func connectStarting(executable: String, socketPath: String = AgentSocket.defaultPath) throws -> AgentClient {
+    /// Connects to the agent, starting `command` (its executable's path, then its arguments: whatever runs an
+    /// ``AgentServer`` on `socketPath`) in the background (a new session, detached) when none answers, and
+    /// waiting up to 5 seconds for it to listen.
+    public static func connectStarting(command: [String], socketPath: String = AgentSocket.defaultPath) throws -> AgentClient {
+        precondition(!command.isEmpty, "an agent's command starts with its executable")
+        let executable = command[0]
         try AgentSocket.checkDirectory(of: socketPath, create: true)
         if let client = try connect(socketPath: socketPath) { return client }
         // What the agent would refuse to replace is refused here, with the reason, before it is started.
         try AgentSocket.checkReplaceable(socketPath)
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("agent"), nil]
+        let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = agentEnvironment().map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         let pid = vault_spawn_tool(executable, argv, envp, -1, -1, -1, 1)
@@ -163,10 +166,10 @@ public final class AgentClient: Sendable {
                     throw error
                 }
             }
-            throw AgentError.remote(
+            throw AgentError.remote(AgentFailure(
                 code: answer.string(.code) ?? "error",
                 exitCode: Int32(truncatingIfNeeded: answer.number(.exitCode) ?? 1),
-                message: answer.string(.message) ?? "the agent reported a failure", hint: answer.string(.hint))
+                message: answer.string(.message) ?? "the agent reported a failure", hint: answer.string(.hint)))
         case nil: throw AgentError.protocolError("unknown status \(answer.kind)")
         }
     }

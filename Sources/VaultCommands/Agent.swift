@@ -108,13 +108,13 @@ package struct Unlock: ParsableCommand {
                 let identities = try loadIdentities(identityPath, passphraseFrom: options)
                 let header = try VaultOpener.header(path: path, options: options.storeOptions)
                 let dataKey = try VaultRecipientStanza.dataKey(of: header, identities: identities, label: path)
-                let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
+                let client = try AgentClient.connectStarting(command: AgentCommand.startCommand, socketPath: socket)
                 try client.unlock(
                     path: path, dataKey: dataKey, keeping: identities, idleSeconds: idle.seconds, maxSeconds: max.seconds,
                     allowInsecureKDFForTesting: testing, lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
             } else {
                 let passphrase = try options.passphrase()
-                let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
+                let client = try AgentClient.connectStarting(command: AgentCommand.startCommand, socketPath: socket)
                 try client.unlock(
                     path: path, passphrase: passphrase, idleSeconds: idle.seconds, maxSeconds: max.seconds,
                     allowInsecureKDFForTesting: testing, lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
@@ -182,25 +182,43 @@ package struct AgentCommand: ParsableCommand {
         abstract: "Run the agent in the foreground (for a service manager); 'vault agent status' shows what is unlocked.",
         subcommands: [Run.self, Status.self, Stop.self], defaultSubcommand: Run.self)
 
-    /// The `vault` executable (the agent runs as `vault agent`, not `vault-net`, which loads libcurl).
+    /// The `vault` executable (the agent runs as `vault agent`, not `vault-net`, which links the network stack).
     package static var executable: String {
         let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let sibling = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("vault").path
         return FileManager.default.isExecutableFile(atPath: sibling) ? sibling : own
     }
 
+    /// How long an agent a client started holds on with nothing unlocked and no client: then it ends (docs/AGENT.md,
+    /// "When the agent ends"), and the next unlock starts another.
+    package static let backgroundEmptyExit = "60s"
+
+    /// The command a client runs to start an agent in the background (``AgentClient/connectStarting(command:socketPath:)``).
+    package static var startCommand: [String] { [executable, "agent", "run", "--exit-when-empty", backgroundEmptyExit] }
+
     package struct Run: ParsableCommand {
         package init() {}
         package static let configuration = CommandConfiguration(commandName: "run", abstract: "Run the agent in the foreground.")
 
+        @Option(
+            name: .customLong("exit-when-empty"),
+            help: "End once nothing has been unlocked and no client heard from for this long (default: run until stopped; an agent a command starts in the background uses \(AgentCommand.backgroundEmptyExit)).")
+        var exitWhenEmpty: Duration?
+
         package func run() throws {
             let server: AgentServer
             do {
-                server = try AgentServer(describe: { error in
+                var options = AgentServer.Options()
+                options.rollbackProtection = .standard
+                options.allowsInsecureKDFForTesting = Posix.environment("VAULT_TESTING_INSECURE_KDF") == "1"
+                options.exitWhenEmptyAfterSeconds = exitWhenEmpty.map { Double($0.seconds) }
+                options.present = { error in
                     let reportable = error as? any CLIReportable
-                    return (reportable?.code ?? "error", reportable?.exitCode ?? Exit.failure,
-                            reportable?.message ?? String(describing: error), reportable?.hint)
-                }, log: { line in writeToStderr("vault agent: \(line)\n") })
+                    return AgentFailure(
+                        code: reportable?.code ?? "error", exitCode: reportable?.exitCode ?? Exit.failure,
+                        message: reportable?.message ?? String(describing: error), hint: reportable?.hint)
+                }
+                server = try AgentServer(options: options, log: { line in writeToStderr("vault agent: \(line)\n") })
             } catch {
                 throw ExitCode(report(error, json: false))
             }
@@ -297,7 +315,7 @@ enum AgentSignals {
 
 extension AgentError: CLIReportable {
     package var exitCode: Int32 {
-        if case .remote(_, let exitCode, _, _) = self { return exitCode }
+        if case .remote(let failure) = self { return failure.exitCode }
         if case .invalidSocketPath = self { return Exit.usage }
         return Exit.failure
     }
@@ -309,10 +327,11 @@ extension AgentError: CLIReportable {
         case .timedOut: return "agent_timeout"
         case .connection: return "agent_connection"
         case .protocolError: return "agent_protocol"
+        case .badRequest: return "bad_request"
         case .locked: return "locked"
         case .cannotStart: return "agent_cannot_start"
         case .invalidSocketPath: return "invalid_socket_path"
-        case .remote(let code, _, _, _): return code
+        case .remote(let failure): return failure.code
         }
     }
 
@@ -323,7 +342,7 @@ extension AgentError: CLIReportable {
             return "'vault unlock' replaces the older agent (the vaults it holds are locked then)"
         case .versionMismatch:
             return "the agent is newer than this vault command: use the vault command that started it, or stop it ('vault agent status' shows its pid)"
-        case .remote(_, _, _, let hint): return hint
+        case .remote(let failure): return failure.hint
         case .invalidSocketPath: return "give VAULT_AGENT_SOCK an absolute path, at most 107 bytes long"
         default: return nil
         }

@@ -74,7 +74,7 @@ package enum AgentAccess {
         try options.makeStore().checkAccess()
         let client: AgentClient
         do {
-            client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
+            client = try AgentClient.connectStarting(command: AgentCommand.startCommand, socketPath: socket)
         } catch {
             return nil  // no agent could start: the verb opens the vault itself (and asks there)
         }
@@ -101,7 +101,7 @@ package enum AgentAccess {
         let socket = AgentSocket.defaultPath
         do {
             try AgentSocket.checkDirectory(of: socket, create: true)
-            let client = try AgentClient.connectStarting(executable: AgentCommand.executable, socketPath: socket)
+            let client = try AgentClient.connectStarting(command: AgentCommand.startCommand, socketPath: socket)
             try client.unlock(
                 path: options.resolvedPath, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
                 allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,

@@ -121,9 +121,10 @@ import Testing
         let answers = run.stdoutText.trimmingCharacters(in: .newlines).split(separator: "|").map(String.init)
         #expect(answers.count == 5, "\(run.stdoutText)")
         guard answers.count == 5 else { return }
-        #expect(answers[0].hasPrefix("1:") && answers[0].contains("idle and max must be 1 second to 366 days"))
-        #expect(answers[1].hasPrefix("1:") && answers[1].contains("idle and max must be 1 second to 366 days"))
-        #expect(answers[2].hasPrefix("1:") && answers[2].contains("a lock timeout of more than an hour"))
+        // The agent's own refusals: code bad_request (docs/AGENT.md, "Bounds"), saying the request was refused.
+        #expect(answers[0] == "1:bad_request;the agent refused the request: idle and max must be 1 second to 366 days;", "\(answers[0])")
+        #expect(answers[1] == "1:bad_request;the agent refused the request: idle and max must be 1 second to 366 days;", "\(answers[1])")
+        #expect(answers[2] == "1:bad_request;the agent refused the request: a lock timeout of more than an hour;", "\(answers[2])")
         #expect(answers[3].hasPrefix("1:invalid_name;") && answers[3].contains("not valid UTF-8"), "\(answers[3])")
         #expect(answers[4] == "0:")
         #expect(AgentProcesses.isAlive(pid))

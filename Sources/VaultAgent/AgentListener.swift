@@ -1,0 +1,204 @@
+import CVaultSystem
+import Synchronization
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent's socket: binds it (taking over only a stale socket of this user's), lets in clients of this user
+/// only (`SO_PEERCRED`), reads their frames (``AgentWire``) on a thread per connection, and sends what the
+/// ``AgentService`` answers. Ends when asked (``stop()``), when its socket path no longer leads to it
+/// (``SocketWatch``), or when it has held nothing for a while (``EmptyExit``, when asked for).
+final class AgentListener: Sendable {
+    let socketPath: String
+    private let service: AgentService
+    private let clock: any AgentClock
+    private let log: @Sendable (String) -> Void
+    private let exitWhenEmptyAfter: Double?
+    private let stopPipe: (read: Int32, write: Int32)
+    /// The connections being served, by descriptor, with the time of their last request.
+    private let connections = Mutex<[Int32: Double]>([:])
+    /// When a client was last let in, answered or gone.
+    private let lastClientActivity: Mutex<Double>
+    /// Bytes held for frames still arriving, over all connections.
+    private let frameBudget = AgentWire.FrameBudget(byteCount: AgentServer.unreadFrameByteLimit)
+
+    /// - Parameter exitWhenEmptyAfter: seconds after which an agent that holds nothing and hears from no client
+    ///   ends (``EmptyExit``); `nil`: never.
+    init(socketPath: String, service: AgentService, exitWhenEmptyAfter: Double?, log: @escaping @Sendable (String) -> Void) throws {
+        self.socketPath = socketPath
+        self.service = service
+        self.clock = service.ring.clock
+        self.log = log
+        self.exitWhenEmptyAfter = exitWhenEmptyAfter
+        lastClientActivity = Mutex(service.ring.clock.now)
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0, fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0 else {
+            throw VaultError.io(operation: "cannot create a pipe", path: "", errno: errno)
+        }
+        stopPipe = (fds[0], fds[1])
+    }
+
+    deinit {
+        close(stopPipe.read)
+        close(stopPipe.write)
+    }
+
+    /// How many connections are being served.
+    var connectionCount: Int { connections.withLock { $0.count } }
+
+    /// Asks ``run()`` to return (one `write` to a pipe: safe from any thread).
+    func stop() {
+        var byte: UInt8 = 1
+        _ = write(stopPipe.write, &byte, 1)
+    }
+
+    /// Binds the socket and serves until asked to stop, until the socket path no longer leads here, or until it
+    /// has held nothing for ``exitWhenEmptyAfter``; then locks every vault and removes the socket if it is still ours.
+    func run() throws {
+        try AgentSocket.checkDirectory(of: socketPath, create: true)
+        // One descriptor per client: the hard limit, not the soft 1,024 a login session starts with.
+        let descriptorLimit = vault_raise_open_files_limit()
+        let listener = try bind()
+        defer { close(listener) }
+        // The socket this agent made: the only one it will ever remove, and the one it must still be reachable by.
+        guard var watch = SocketWatch(path: socketPath, clock: clock) else {
+            throw VaultError.io(operation: "cannot bind", path: socketPath, errno: ENOENT)
+        }
+        defer { if watch.leadsHere() { unlink(socketPath) } }
+        guard chmod(socketPath, 0o600) == 0, listen(listener, 64) == 0 else {
+            throw VaultError.io(operation: "cannot listen on", path: socketPath, errno: errno)
+        }
+        log("listening on \(socketPath) (pid \(getpid()), \(descriptorLimit) descriptors)")
+        let emptyExit = exitWhenEmptyAfter.map(EmptyExit.init(seconds:))
+        var polled = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let ready = poll(&polled, 2, 250)
+            service.ring.sweep()
+            if !watch.stillLeadsHere() {
+                log("the socket \(socketPath) no longer leads here; stopping")
+                break
+            }
+            if ready <= 0 {
+                // Only when no client is waiting to be let in: one that connected is served.
+                if let emptyExit, emptyExit.shouldExit(
+                    now: clock.now, holdsNothing: service.ring.holdsNothing, connections: connectionCount,
+                    lastActivity: Swift.max(lastClientActivity.withLock { $0 }, service.ring.lastChange)) {
+                    log("held nothing for \(Int(emptyExit.seconds)) s; stopping")
+                    break
+                }
+                continue
+            }
+            if polled[1].revents != 0 { break }
+            if polled[0].revents & Int16(POLLIN) != 0 {
+                let connection = accept(listener, nil, nil)
+                if connection >= 0 {
+                    _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+                    admit(connection)
+                } else if errno == EMFILE || errno == ENFILE {
+                    // Out of descriptors: make room by closing the longest-idle client, and wait a little
+                    // rather than spin on a listener that stays readable.
+                    dropLongestIdle()
+                    usleep(50_000)
+                }
+            }
+        }
+        let count = service.ring.lockAll()
+        log("stopping; forgot \(count) key(s)")
+    }
+
+    /// A listening socket bound at `socketPath`. An agent that answers there is never displaced, nor is anything
+    /// at that path but a stale socket of this user's.
+    private func bind() throws -> Int32 {
+        let listening: Int32?
+        do {
+            listening = try AgentSocket.connect(to: socketPath, timeoutSeconds: 1)
+        } catch {
+            // Something listens there but did not let us in within the second (an agent that is stopped, its
+            // backlog full) or is not ours: its socket is never taken over (two agents would hold keys, and the
+            // first one's exit would remove the second one's socket).
+            throw AgentError.cannotStart(socket: socketPath, reason: "another agent listens there but does not answer (\(error))")
+        }
+        if let listening {
+            close(listening)
+            throw AgentError.cannotStart(socket: socketPath, reason: "another agent is running")
+        }
+        // A stale socket of an agent that was killed is removed; anything else at that path (a typo in
+        // VAULT_AGENT_SOCK naming a key file) is never touched.
+        try AgentSocket.checkReplaceable(socketPath)
+        unlink(socketPath)
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard listener >= 0 else { throw VaultError.io(operation: "cannot create socket", path: socketPath, errno: errno) }
+        var address = try AgentSocket.socketAddress(socketPath)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(listener)
+            throw VaultError.io(operation: "cannot bind", path: socketPath, errno: code)
+        }
+        return listener
+    }
+
+    // MARK: Connections
+
+    /// Serves `fd` on a thread of its own; past ``AgentServer/connectionLimit``, the client idle longest is let go first.
+    private func admit(_ fd: Int32) {
+        let now = clock.now
+        noteClientActivity()
+        let count = connections.withLock { connections in
+            connections[fd] = now
+            return connections.count
+        }
+        if count > AgentServer.connectionLimit { dropLongestIdle(sparing: fd) }
+        startDetachedThread { [self] in
+            defer {
+                noteClientActivity()
+                connections.withLock { _ = $0.removeValue(forKey: fd) }
+                close(fd)
+            }
+            var uid: UInt32 = 0
+            guard vault_peer_uid(fd, &uid) == 0, uid == geteuid() else {
+                log("refused a connection from uid \(uid)")
+                return
+            }
+            AgentSocket.setTimeout(fd, seconds: 60)
+            serve(fd)
+        }
+    }
+
+    private func noteClientActivity() {
+        let now = clock.now
+        lastClientActivity.withLock { $0 = Swift.max($0, now) }
+    }
+
+    /// Shuts down the connection idle longest (its thread then sees the end of the stream and closes it).
+    private func dropLongestIdle(sparing spared: Int32 = -1) {
+        let idlest = connections.withLock { connections in
+            connections.filter { $0.key != spared }.min { $0.value < $1.value }?.key
+        }
+        if let idlest {
+            shutdown(idlest, Int32(SHUT_RDWR))
+            log("closed the connection idle longest (too many clients)")
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        while true {
+            let request: AgentWire.Message
+            do {
+                guard let message = try AgentWire.receive(on: fd, budget: frameBudget) else { return }
+                request = message
+            } catch {
+                return
+            }
+            let now = clock.now
+            connections.withLock { $0[fd] = now }
+            let (reply, ends) = service.answer(request)
+            noteClientActivity()
+            do { try AgentWire.send(reply, on: fd) } catch { return }
+            if ends { return }
+        }
+    }
+}

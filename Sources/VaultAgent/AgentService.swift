@@ -1,0 +1,244 @@
+import VaultAge
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent's answers: one request in, one answer out (docs/AGENT.md, "Wire protocol"), on the vaults of a
+/// ``KeyRing``. No socket: ``AgentListener`` reads the frames and sends what this returns, and the tests call it
+/// directly.
+final class AgentService: Sendable {
+    /// What the service needs besides its key ring.
+    struct Configuration: Sendable {
+        /// The socket `status` names.
+        var socketPath: String
+        /// Whether an `unlock` whose flag asks for the test KDF gets it: only in an agent whose own environment
+        /// has the test switch (the command line decides), never because a frame says so.
+        var allowsInsecureKDFForTesting = false
+        /// Where the vaults opened here keep their rollback records (`nil`: none).
+        var rollbackProtection: RollbackProtection?
+        /// How an error answer presents a failure to a client that does not know its case.
+        var present: AgentServer.Present = { AgentFailure(describing: $0) }
+        /// The time a merge of git's files is stamped with.
+        var wallClock: any WallClock = SystemWallClock()
+
+        init(socketPath: String) {
+            self.socketPath = socketPath
+        }
+    }
+
+    let ring: KeyRing
+    let configuration: Configuration
+    private let log: @Sendable (String) -> Void
+
+    /// The longest idle and hard timeouts an unlock may ask for: a year.
+    static let longestTimeoutSeconds: UInt64 = 366 * 86_400
+    /// The longest file-lock wait an unlock may ask for, as `VAULT_LOCK_TIMEOUT`: an hour.
+    static let longestLockTimeoutMilliseconds: UInt64 = 3_600_000
+
+    init(ring: KeyRing, configuration: Configuration, log: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.ring = ring
+        self.configuration = configuration
+        self.log = log
+    }
+
+    /// The answer to `request`, and whether the connection ends after it: a request of another protocol version
+    /// gets a bare error in its terms (a status byte it cannot mistake for success, and our version) and no more.
+    func answer(_ request: AgentWire.Message) -> (reply: AgentWire.Writer, endsConnection: Bool) {
+        guard request.version == AgentWire.version else { return (AgentWire.Writer(kind: AgentStatus.error.rawValue), true) }
+        return (handle(request), false)
+    }
+
+    private func handle(_ request: AgentWire.Message) -> AgentWire.Writer {
+        guard let operation = AgentOperation(rawValue: request.kind) else {
+            return failure(AgentError.badRequest("unknown operation \(request.kind)"))
+        }
+        do {
+            switch operation {
+            case .status: return status()
+            case .unlock: return try unlock(request)
+            case .lock:
+                let reply = ok()
+                reply.field(.bool, ring.lock(try text(request, .path)))
+                return reply
+            case .lockAll:
+                let reply = ok()
+                reply.field(.count, UInt64(ring.lockAll()))
+                return reply
+            case .probe:
+                let path = try text(request, .path)
+                guard let store = ring.vault(at: path, touch: false) else { return locked() }
+                // A passphrase change elsewhere retired the key held here: locked now, so the client takes the
+                // passphrase path at once. (Other failures of the file are the operation's to report.)
+                do { try store.reload() } catch VaultError.keyChanged {
+                    _ = ring.lock(path, reason: "re-keyed elsewhere, locked")
+                    return locked()
+                } catch {}
+                return ok()
+            case .mergeFiles: return try mergeFiles(request)
+            case .describeFile: return try describeFile(request)
+            case .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge:
+                let path = try text(request, .path)
+                // Names asked with the flag set (shell completion, on every Tab) are not an activity.
+                let touch = !(operation == .names && request.bool(.flags))
+                guard let store = ring.vault(at: path, touch: touch) else { return locked() }
+                do {
+                    return try perform(operation, request, on: store)
+                } catch VaultError.keyChanged {
+                    // The passphrase changed elsewhere: the key held here is retired, so the vault is locked
+                    // and the client asks for the new passphrase as for any locked vault.
+                    _ = ring.lock(path, reason: "re-keyed elsewhere, locked")
+                    return locked()
+                }
+            }
+        } catch VaultError.notOpen {
+            return locked()
+        } catch AgentError.protocolError(let what) {
+            // Here, what breaks the protocol is the request (the decoders say "protocol" on both sides).
+            return failure(AgentError.badRequest(what))
+        } catch {
+            return failure(error)
+        }
+    }
+
+    private func perform(_ operation: AgentOperation, _ request: AgentWire.Message, on store: any KeyValueVault) throws -> AgentWire.Writer {
+        let reply = ok()
+        switch operation {
+        case .get:
+            try store.reload()
+            if let value = try store.getBytes(try text(request, .name)) { reply.field(.value, value) }
+        case .list:
+            try store.reload()
+            let names = try store.keys()
+            reply.reserve(names.reduce(0) { $0 + AgentWire.Writer.fieldSize($1.utf8.count) + 3 * AgentWire.Writer.fieldSize(8) })
+            for name in names {
+                guard let attributes = try store.attributes(forKey: name) else { continue }
+                reply.field(.name, name)
+                Self.encode(attributes, into: reply)
+            }
+        case .names:
+            try store.reload()
+            let names = try store.keys()
+            reply.reserve(names.reduce(0) { $0 + AgentWire.Writer.fieldSize($1.utf8.count) })
+            for name in names { reply.field(.name, name) }
+        case .write:
+            try store.write(try AgentWire.changes(from: request))
+        case .remove:
+            reply.field(.bool, try store.remove(try text(request, .name)))
+        case .passwd:
+            try store.changePassphrase(to: try required(request.secret(.passphrase)), parameters: nil)
+        case .entries:
+            try store.reload()
+            let names = try request.fields.filter { $0.tag == AgentWire.Tag.name.rawValue }.map { field in
+                guard let name = request.string(field.range) else { throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8") }
+                return name
+            }
+            for entry in try store.entries(names) {
+                reply.field(.bool, entry != nil)
+                guard let (value, attributes) = entry else { continue }
+                Self.encode(attributes, into: reply)
+                if let value { reply.field(.value, value) }
+            }
+        case .records, .apply, .merge:
+            try performOnDocument(operation, request, on: store, reply: reply)
+        case .status, .unlock, .lock, .lockAll, .probe, .mergeFiles, .describeFile:
+            throw AgentError.badRequest("not an operation on a vault")
+        }
+        return reply
+    }
+
+    /// An entry's `created`, `modified` (milliseconds since 1970) and `size`.
+    private static func encode(_ attributes: SecureKeyValueStore.EntryAttributes, into reply: AgentWire.Writer) {
+        reply.field(.created, Int64((attributes.created.timeIntervalSince1970 * 1000).rounded()))
+        reply.field(.modified, Int64((attributes.modified.timeIntervalSince1970 * 1000).rounded()))
+        reply.field(.size, UInt64(attributes.byteCount))
+    }
+
+    private func unlock(_ request: AgentWire.Message) throws -> AgentWire.Writer {
+        let path = try text(request, .path)
+        // A passphrase, or a data key the client unwrapped with an age identity (version 2 only).
+        let dataKey = request.secret(.dataKey)
+        let passphrase = dataKey == nil ? try required(request.secret(.passphrase)) : nil
+        let idleSeconds = try required(request.number(.idleSeconds))
+        let maxSeconds = try required(request.number(.maxSeconds))
+        guard (1...Self.longestTimeoutSeconds).contains(idleSeconds), (1...Self.longestTimeoutSeconds).contains(maxSeconds) else {
+            throw AgentError.badRequest("idle and max must be 1 second to 366 days")
+        }
+        let idle = Double(idleSeconds), max = Double(maxSeconds)
+        // The test KDF only for an agent whose own environment has the test switch: a frame's flag alone must
+        // never let a production agent open a vault with parameters the CLI refuses.
+        let testing = request.bool(.flags) && configuration.allowsInsecureKDFForTesting
+        var options = testing ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
+        if let milliseconds = request.number(.lockTimeoutMilliseconds) {
+            guard milliseconds <= Self.longestLockTimeoutMilliseconds else {
+                throw AgentError.badRequest("a lock timeout of more than an hour")
+            }
+            options.lockTimeoutSeconds = Double(milliseconds) / 1000
+        }
+        options.rollbackProtection = configuration.rollbackProtection
+        if let kept = request.secret(.value) {
+            // The identities themselves (`vault unlock --identity`), one `AGE-SECRET-KEY-1…` a line.
+            guard let list = try? AgeIdentity.parseIdentityFile(kept) else { throw AgentError.badRequest("malformed identities") }
+            ring.keep(list, idleSeconds: idle, maxSeconds: max, options: options)
+        }
+        // Either format version (VaultOpener): version 1's store, or version 2's document.
+        let store: any KeyValueVault
+        if let dataKey {
+            guard dataKey.count == 32 else { throw AgentError.badRequest("a data key of \(dataKey.count) bytes") }
+            store = try VaultOpener.open(path: path, options: options) { _ in .dataKey(dataKey) }
+        } else {
+            store = try VaultOpener.open(path: path, passphrase: passphrase!, options: options)
+        }
+        ring.hold(store, at: path, idleSeconds: idle, maxSeconds: max)
+        log("unlocked \(path) (idle \(Int(idle)) s, max \(Int(max)) s)")
+        return ok()
+    }
+
+    private func status() -> AgentWire.Writer {
+        let reply = ok()
+        reply.field(.pid, UInt64(getpid()))
+        reply.field(.socket, configuration.socketPath)
+        for vault in ring.status() {
+            reply.field(.path, vault.path)
+            reply.field(.idleLeft, vault.idleSecondsLeft)
+            reply.field(.maxLeft, vault.maxSecondsLeft)
+        }
+        return reply
+    }
+
+    // MARK: Answers
+
+    func ok() -> AgentWire.Writer { AgentWire.Writer(kind: AgentStatus.ok.rawValue) }
+
+    func locked() -> AgentWire.Writer { AgentWire.Writer(kind: AgentStatus.locked.rawValue) }
+
+    /// An error answer: the presentation (`code`, `exit_code`, `message`, `hint`) and, for the library's own
+    /// errors, the ``VaultError`` case and its arguments (``AgentErrorWire``).
+    private func failure(_ error: any Error) -> AgentWire.Writer {
+        let presented = configuration.present(error)
+        let reply = AgentWire.Writer(kind: AgentStatus.error.rawValue)
+        reply.field(.code, presented.code)
+        reply.field(.exitCode, UInt64(UInt32(bitPattern: presented.exitCode)))
+        reply.field(.message, presented.message)
+        if let hint = presented.hint { reply.field(.hint, hint) }
+        if let error = error as? VaultError {
+            let (name, arguments) = AgentErrorWire.encode(error)
+            reply.field(.errorCase, name)
+            for argument in arguments { reply.field(.argument, argument) }
+        }
+        return reply
+    }
+
+    /// A text field that must be there and be valid UTF-8 (a name with invalid bytes is refused, never made
+    /// into another name by U+FFFD).
+    func text(_ request: AgentWire.Message, _ tag: AgentWire.Tag) throws -> String {
+        guard let range = request.first(tag) else { throw AgentError.badRequest("a request without a required field") }
+        guard let text = request.string(range) else { throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8") }
+        return text
+    }
+
+    func required<T>(_ value: T?) throws -> T {
+        guard let value else { throw AgentError.badRequest("a request without a required field") }
+        return value
+    }
+}

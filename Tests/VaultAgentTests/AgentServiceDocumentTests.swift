@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+@testable import VaultAgent
+import VaultCore
+
+/// The requests of format version 2 (docs/AGENT.md: records, apply, merge, merge files, describe file), answered by
+/// the service called directly, and what each answers for a version-1 vault, a vault not held, a malformed request.
+@Suite struct AgentServiceDocumentTests {
+    let fixture = AgentFixture()
+
+    /// A version-2 vault with `k` = `VALUE-CANARY`, unlocked; its path.
+    func unlockedDocument() throws -> String {
+        let path = try fixture.makeVault("two.vault", version: 2, entries: [("k", "VALUE-CANARY")])
+        try #require(status(try fixture.unlock(path)) == .ok)
+        return path
+    }
+
+    /// A copy of the vault at `path` (another replica: its own state directory) with `fromCopy` added; its bytes.
+    func changedCopy(of path: String) throws -> [UInt8] {
+        let copy = fixture.directory.file("copy.vault")
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        var options = SecureKeyValueStore.Options.insecureForTesting
+        options.rollbackProtection = RollbackProtection(stateDirectory: fixture.directory.file("copy-state"))
+        let vault = try VaultOpener.open(path: copy, passphrase: SecureBytes(string: AgentFixture.passphrase), options: options)
+        try vault.put("from the copy", forKey: "fromCopy")
+        vault.close()
+        return [UInt8](try Data(contentsOf: URL(fileURLWithPath: copy)))
+    }
+
+    func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
+
+    @Test func recordsAnswerTheCurrentVersionOrEveryVersionOrNothing() throws {
+        let path = try unlockedDocument()
+        var batch = SecureKeyValueStore.Changes()
+        try batch.put(SecureBytes(string: "second"), forKey: "k")
+        #expect(status(try fixture.ask(.write, path: path) { try! AgentWire.encode(batch, into: $0) }) == .ok)
+
+        let current = try #require(try AgentWire.records(from: fixture.ask(.records, path: path) { $0.field(.name, "k") }))
+        #expect(current.map(\.version) == [0])
+        #expect(current[0].fields.map(\.name) == ["password"] && current[0].fields[0].value == SecureBytes(string: "second"))
+        let all = try #require(try AgentWire.records(from: fixture.ask(.records, path: path) { $0.field(.name, "k"); $0.field(.flags, true) }))
+        #expect(all.map(\.version) == [0, 1])
+        #expect(all[1].fields[0].value == SecureBytes(string: "VALUE-CANARY"))
+        let first = try #require(try AgentWire.records(from: fixture.ask(.records, path: path) { $0.field(.name, "k"); $0.field(.version, UInt64(1)) }))
+        #expect(first.map(\.version) == [1])
+        #expect(try AgentWire.records(from: fixture.ask(.records, path: path) { $0.field(.name, "missing") }) == nil)
+        let noSuchVersion = try fixture.ask(.records, path: path) { $0.field(.name, "k"); $0.field(.version, UInt64(9)) }
+        #expect(ErrorAnswer(noSuchVersion) == .vault(.noSuchVersion(key: "k", version: 9)))
+    }
+
+    @Test func applyWritesADocumentBatchOrNothing() throws {
+        let path = try unlockedDocument()
+        let changes: [DocumentChange] = [.setField(entry: "k", field: "user", value: SecureBytes(string: "alice")), .rename(from: "k", to: "renamed")]
+        #expect(status(try fixture.ask(.apply, path: path) { AgentWire.encode(changes, into: $0) }) == .ok)
+        let record = try #require(try AgentWire.records(from: fixture.ask(.records, path: path) { $0.field(.name, "renamed") }))
+        #expect(record[0].fields.map(\.name).sorted() == ["password", "user"])
+
+        let failing: [DocumentChange] = [.setField(entry: "n", field: "password", value: SecureBytes(string: "lost")), .require(entry: "absent", exists: true)]
+        let refused = try fixture.ask(.apply, path: path) { AgentWire.encode(failing, into: $0) }
+        #expect(ErrorAnswer(refused).errorCase == "noSuchEntry", "\(ErrorAnswer(refused))")
+        #expect(try fixture.get(path, "n") == nil)
+        let unknown = try fixture.ask(.apply, path: path) { $0.field(.change, byte: 200) }
+        #expect(ErrorAnswer(unknown) == .badRequest("an unknown document change"))
+    }
+
+    @Test func aVersionOneVaultAnswersEveryDocumentRequestWithNeedsVersion2() throws {
+        let path = try fixture.makeVault("one.vault", entries: [("k", "v")])
+        try #require(status(try fixture.unlock(path)) == .ok)
+        let needs = ErrorAnswer.vault(.needsVersion2(path: path))
+        #expect(ErrorAnswer(try fixture.ask(.records, path: path) { $0.field(.name, "k") }) == needs)
+        #expect(ErrorAnswer(try fixture.ask(.apply, path: path) { AgentWire.encode([.deleteAll], into: $0) }) == needs)
+        let merge = try fixture.ask(.merge, path: path) { writer in
+            writer.field(.source, "other")
+            try! bytes(path).withUnsafeBytes { writer.field(.value, $0) }
+        }
+        #expect(ErrorAnswer(merge) == needs)
+        let describe = try fixture.ask(.describeFile) { writer in
+            try! bytes(path).withUnsafeBytes { writer.field(.value, $0) }
+            writer.field(.source, "one.vault")
+        }
+        #expect(ErrorAnswer(describe) == .vault(.needsVersion2(path: "one.vault")))
+    }
+
+    @Test func mergeTakesWhatTheOtherCopyAddedOrOnlySaysSoOnADryRun() throws {
+        let path = try unlockedDocument()
+        let other = try changedCopy(of: path)
+        func merge(dryRun: Bool) throws -> AgentWire.Message {
+            try fixture.ask(.merge, path: path) { writer in
+                writer.field(.source, "copy.vault")
+                other.withUnsafeBytes { writer.field(.value, $0) }
+                writer.field(.flags, dryRun)
+            }
+        }
+        let dry = try AgentWire.mergeReport(from: merge(dryRun: true))
+        #expect(dry.added == ["fromCopy"] && !dry.written)
+        #expect(try fixture.get(path, "fromCopy") == nil)
+        let report = try AgentWire.mergeReport(from: merge(dryRun: false))
+        #expect(report.added == ["fromCopy"] && report.written && report.updated.isEmpty && report.conflicts.isEmpty)
+        #expect(try fixture.get(path, "fromCopy") == "from the copy")
+        let noFile = try fixture.ask(.merge, path: path) { $0.field(.source, "copy.vault") }
+        #expect(ErrorAnswer(noFile) == .badRequest("a request without a required field"))
+    }
+
+    @Test func mergeFilesMergesTwoFilesOfAHeldVaultWithItsKeyAndTouchesNoFile() throws {
+        let path = try unlockedDocument()
+        let theirs = try changedCopy(of: path)
+        let ours = try bytes(path)
+        func mergeFiles(_ files: [[UInt8]]) throws -> AgentWire.Message {
+            try fixture.ask(.mergeFiles) { writer in
+                for file in files { file.withUnsafeBytes { writer.field(.value, $0) } }
+                writer.field(.source, "ours")
+                writer.field(.source, "theirs")
+            }
+        }
+        let answer = try mergeFiles([ours, theirs])
+        #expect(try AgentWire.mergeReport(from: answer).added == ["fromCopy"])
+        let merged = fixture.directory.file("merged.vault")
+        let mergedBytes = answer.payload.withUnsafeBytes { Array($0[answer.first(.value)!]) }
+        #expect(FileManager.default.createFile(atPath: merged, contents: Data(mergedBytes), attributes: [.posixPermissions: 0o600]))
+        let opened = try VaultOpener.open(path: merged, passphrase: SecureBytes(string: AgentFixture.passphrase), options: .insecureForTesting)
+        #expect(try opened.getString("fromCopy") == "from the copy" && opened.getString("k") == "VALUE-CANARY")
+        opened.close()
+        #expect(try bytes(path) == ours, "the vault's own file is neither read nor written")
+
+        #expect(ErrorAnswer(try mergeFiles([ours])) == .badRequest("a merge of two files needs two files"))
+        #expect(fixture.ring.lockAll() == 1)
+        #expect(status(try mergeFiles([ours, theirs])) == .locked)
+    }
+
+    @Test func describeFileNamesWhatAFileHoldsNeverAValue() throws {
+        let path = try unlockedDocument()
+        fixture.clock.advance(by: 30)
+        let answer = try fixture.ask(.describeFile) { writer in
+            try! bytes(path).withUnsafeBytes { writer.field(.value, $0) }
+            writer.field(.source, "two.vault")
+        }
+        let lines = answer.strings(.message)
+        #expect(lines.count == 5 && lines[0].hasPrefix("vault ") && lines[1] == "k", "\(lines)")
+        #expect(lines[3].hasPrefix("  fields password") && lines[4] == "deleted entries 0", "\(lines)")
+        #expect(!lines.contains { $0.contains("CANARY") })
+        #expect(try fixture.ask(.status).numbers(.idleLeft) == [60], "a file of the vault described is a use of it")
+        #expect(ErrorAnswer(try fixture.ask(.describeFile)) == .badRequest("a request without a required field"))
+        #expect(fixture.ring.lockAll() == 1)
+        let locked = try fixture.ask(.describeFile) { writer in try! bytes(path).withUnsafeBytes { writer.field(.value, $0) } }
+        #expect(status(locked) == .locked)
+    }
+}

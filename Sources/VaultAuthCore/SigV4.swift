@@ -1,5 +1,6 @@
 import Foundation
 import VaultCore
+import VaultCredentials
 import VaultSodium
 
 /// Signs requests with AWS Signature Version 4 in the `Authorization` header (`AWS4-HMAC-SHA256`), for S3 by

@@ -2,8 +2,10 @@
 import PackageDescription
 
 // The arrows go one way:
-//   CSodium → VaultSodium → VaultCore → VaultCredentials → VaultAuth → MobileServices → NetworkCommands → vault-net, DemoApp
-//   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands → NetworkCommands; VaultCommands → vault
+//   CSodium → VaultSodium → VaultCore → VaultCredentials → VaultAuthCore → VaultAuth (SwiftNIO, NIOSSL) → MobileServices
+//   → NetworkCommands → vault-net, DemoApp
+//   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands (+ VaultCredentials: the credential
+//   helpers) → NetworkCommands; VaultCommands → vault
 //   VaultAuth → VaultAuthTesting (test doubles) → the test targets
 //   VaultCore → VaultAge (age's X25519 recipients, stanza, header and payload)
 // The emulator depends on nothing of ours but the wire format.
@@ -16,6 +18,7 @@ let package = Package(
         .library(name: "VaultCore", targets: ["VaultCore"]),
         .library(name: "VaultAgent", targets: ["VaultAgent"]),
         .library(name: "VaultCredentials", targets: ["VaultCredentials"]),
+        .library(name: "VaultAuthCore", targets: ["VaultAuthCore"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
         .library(name: "VaultOTP", targets: ["VaultOTP"]),
         .library(name: "VaultSync", targets: ["VaultSync"]),
@@ -58,12 +61,16 @@ let package = Package(
         // prompting protocol. No networking, no terminal: what stores or answers credentials (the git and docker
         // helpers) needs only this.
         .target(name: "VaultCredentials", dependencies: ["VaultCore"]),
-        // HTTP Basic authentication from the vault, over SwiftNIO and NIOSSL (docs/AUTH.md, "The transport").
-        // Re-exports VaultCredentials.
+        // HTTP authentication without I/O: the request and response model, WWW-Authenticate parsing,
+        // KeystoreAuthenticator (the rules that answer Basic challenges with stored credentials, a state machine,
+        // driven over any transport) and SigV4 signing. No networking: what answers credentials links only this.
+        .target(name: "VaultAuthCore", dependencies: ["VaultCore", "VaultSodium", "VaultCredentials"]),
+        // The transport alone: SwiftNIO and NIOSSL (docs/AUTH.md, "The transport"), the clients and TLS options over
+        // it. Re-exports VaultCredentials and VaultAuthCore, so `import VaultAuth` is the whole library.
         .target(
             name: "VaultAuth",
             dependencies: [
-                "VaultCore", "VaultSodium", "VaultCredentials",
+                "VaultCore", "VaultSodium", "VaultCredentials", "VaultAuthCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -93,14 +100,16 @@ let package = Package(
         // Test doubles of VaultAuth (a counting in-memory credential store), as HummingbirdTesting.
         .target(name: "VaultAuthTesting", dependencies: ["VaultAuth"]),
 
-        // The CLI: `vault` runs the vault's own verbs and links no networking (SwiftNIO and BoringSSL would cost
-        // every start ~3 ms of CPU: Benchmarks/README.md); it executes `vault-net`, installed next to it, for the
-        // verbs that talk HTTP. Nothing `vault` links imports more than FoundationEssentials: full Foundation
-        // brings ICU's 34 MB of data with it (Benchmarks/README.md, "Size").
+        // The CLI: `vault` runs the vault's own verbs and the git and docker credential helpers (VaultCredentials:
+        // they send no HTTP), and links no networking (SwiftNIO and BoringSSL would cost every start ~3 ms of CPU:
+        // Benchmarks/README.md); it executes `vault-net`, installed next to it, for the verbs that need it
+        // (`RoutedVerb.all`, the one table of them). Nothing `vault` links imports more than FoundationEssentials:
+        // full Foundation brings ICU's 34 MB of data with it (Benchmarks/README.md, "Size").
         .target(
             name: "VaultCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem", "OTPAuth", "VaultAge",
+                "VaultCredentials",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -111,8 +120,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // The verbs that talk HTTP (login, fetch, logout, credential, device), their option groups, prompt and
-        // error presentation: shared by vault-net and the DemoApp.
+        // The verbs that talk HTTP (login, fetch, logout, device, sync) or link swift-crypto (otp), libxml2 and zlib
+        // (import, export), their option groups, prompt and error presentation: shared by vault-net and the DemoApp.
         .target(
             name: "NetworkCommands",
             dependencies: [
@@ -165,7 +174,10 @@ let package = Package(
         .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         .testTarget(
             name: "VaultAuthTests",
-            dependencies: ["VaultAuth", "VaultAuthTesting", "VaultCredentials", "VaultCore", "VaultSodium", "VaultTerminal", "VaultTestSupport"]),
+            dependencies: [
+                "VaultAuth", "VaultAuthCore", "VaultAuthTesting", "VaultCredentials", "VaultCore", "VaultSodium",
+                "VaultTerminal", "VaultTestSupport",
+            ]),
         .testTarget(
             name: "MobileServicesTests",
             dependencies: ["MobileServices", "VaultAuth", "VaultCore", "MobileServicesEmulator", "VaultTestSupport"]),

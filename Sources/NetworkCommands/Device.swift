@@ -14,7 +14,7 @@ package struct Device: AsyncParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "device",
-        abstract: NetworkVerb.device.abstract,
+        abstract: RoutedVerb.named("device").abstract,
         discussion: """
             The server URL and application id given to 'register' are remembered in the vault (mobileservices.server, mobileservices.appid); username, password and the application connection id are stored under username, password and appcid, in one atomic write, only once the server answered 201.
 

@@ -12,7 +12,7 @@ package struct Export: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: NetworkVerb.export.abstract,
+        abstract: RoutedVerb.named("export").abstract,
         discussion: """
             json: vault's own format (docs/IMPORT-EXPORT.md): every field with its secret flag, in order, every earlier version and the times; 'vault import json' reads it back without loss. csv: Bitwarden's CSV header (folder, name, login_uri, login_username, login_password, login_totp, notes, other fields as 'key: value' lines), which Bitwarden and most managers import; no history. keepass-xml: KeePass 2 XML, which 'keepassxc-cli import' and KeePass read; folders become groups, history kept, secret fields protected.
 

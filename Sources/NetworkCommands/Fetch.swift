@@ -12,7 +12,7 @@ package struct Fetch: AsyncParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "fetch",
-        abstract: NetworkVerb.fetch.abstract,
+        abstract: RoutedVerb.named("fetch").abstract,
         discussion: """
             Like `curl --fail`: an HTTP error status (400 or more) prints a message on stderr, nothing on stdout, and exits 1. Exit 3 when the credentials were rejected (a stored credential the server rejects is stale: it is removed from the vault and not sent again) or when none is stored and there is no terminal to ask on; 1 on a network or TLS failure or timeout (--timeout). The body goes to stdout as it arrives (any length, in bounded memory). Redirects are followed; to another origin without the credential or any --header.
             """)

@@ -12,13 +12,13 @@ extension ExportFormat: ExpressibleByArgument {}
 /// vault's own) in one atomic write (docs/IMPORT-EXPORT.md).
 ///
 /// It runs in `vault-net`: the parsers link FoundationXML (libxml2) and ZIPFoundation (zlib), which `vault`'s other
-/// verbs do not (``NetworkVerb``).
+/// verbs do not (``RoutedVerb``).
 package struct Import: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: NetworkVerb.import.abstract,
+        abstract: RoutedVerb.named("import").abstract,
         discussion: """
             FORMAT and SOURCE: pass DIR (a pass or gopass store, each .gpg file decrypted by your gpg and its agent, as pass does; line 1 the password, 'login:'/'user:'/'username:' and 'url:'/'website:' lines, other 'key: value' lines as fields, an otpauth:// line as otp, the rest as notes); keepass-xml FILE (keepassxc-cli export -f xml: groups become folders, history kept); bitwarden-json FILE (the unencrypted export; folders, custom fields, cards, identities, password history); 1pux FILE (1Password's export; each 1Password vault a folder); csv FILE (Chrome, Firefox, Bitwarden, 1Password or KeePassXC, told apart by the header); json FILE (vault export --format json: fields, secret flags, order, history and times, without loss).
 

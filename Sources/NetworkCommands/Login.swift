@@ -12,7 +12,7 @@ package struct Login: AsyncParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "login",
-        abstract: NetworkVerb.login.abstract,
+        abstract: RoutedVerb.named("login").abstract,
         discussion: """
             Requests URL; when the server asks for credentials, the username and password come from --username with --password-fd/--password-file (scripts), else from a prompt on the terminal (/dev/tty). The credential is stored in the vault only after the server accepted it (2xx). Exit 0 when accepted; 3 when the credentials were rejected (or none could be asked for); 1 when the server did not ask for credentials or answered with an error status.
             """)

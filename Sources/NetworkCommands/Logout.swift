@@ -11,7 +11,7 @@ package struct Logout: AsyncParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "logout",
-        abstract: NetworkVerb.logout.abstract,
+        abstract: RoutedVerb.named("logout").abstract,
         discussion: "Exit 2 when none is stored.")
 
     @OptionGroup var options: VaultOptions

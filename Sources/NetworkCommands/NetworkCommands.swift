@@ -1,6 +1,6 @@
 import ArgumentParser
 
-/// The verbs that talk HTTP, for `vault-net`'s root command (`Root.configuration(networkVerbs:)`).
+/// The verbs only `vault-net` runs, in the order of their rows in `RoutedVerb.all` (`Root.vaultNetConfiguration`).
 package var networkCommands: [any ParsableCommand.Type] {
-    [Login.self, Fetch.self, Logout.self, CredentialHelper.self, Device.self, DockerCredentialHelper.self, OTPCommand.self, Sync.self, Import.self, Export.self]
+    [Login.self, Fetch.self, Logout.self, Device.self, OTPCommand.self, Sync.self, Import.self, Export.self]
 }

@@ -9,13 +9,13 @@ import VaultTerminal
 /// `otpauth://` URI, or a bare base32 secret), as `pass otp` prints it.
 ///
 /// It runs in `vault-net`: HMAC-SHA-1 comes from swift-crypto (BoringSSL), which `vault`'s other verbs do not
-/// link (``NetworkVerb``).
+/// link (``RoutedVerb``).
 package struct OTPCommand: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
         commandName: "otp",
-        abstract: NetworkVerb.otp.abstract,
+        abstract: RoutedVerb.named("otp").abstract,
         discussion: """
             The entry's otp field holds an otpauth://totp/ URI (what authenticator apps, KeePassXC, Bitwarden and pass-otp keep: secret, and optionally algorithm SHA1/SHA256/SHA512, digits 6-8, period, issuer; otpauth://steam/ or encoder=steam for Steam Guard) or a bare base32 secret (SHA-1, 6 digits, 30 s). Store one with 'vault put NAME --field otp'.
 

@@ -17,7 +17,7 @@ package struct Sync: AsyncParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "sync",
-        abstract: NetworkVerb.sync.abstract,
+        abstract: RoutedVerb.named("sync").abstract,
         discussion: """
             The object is read (GET, keeping its ETag), merged into this vault entry by entry as 'vault merge' does, and written back only when it lacks something, with If-Match on the ETag read (If-None-Match: * to create it). When another machine wrote in between (412), sync reads, merges and tries again, at most 8 times (then exit 5). With nothing new on either side it sends one conditional GET (304) and no PUT. With no local vault, the remote one is fetched and must open with your passphrase.
 

@@ -1,13 +1,14 @@
 import ArgumentParser
 
-/// What `vault --help` says, and the verbs that the `vault-net` binary runs: both binaries use it.
+/// What `vault --help` says, and the verbs of both binaries.
 ///
-/// `vault` does not link FoundationNetworking: libcurl and the ~30 shared libraries behind it cost ~8 ms of every
-/// start (Benchmarks/README.md), which every `get` would pay. The verbs that need them (and those that share
-/// their code) are in `vault-net`, next to `vault`, which `vault` executes for them, as git does with
-/// `git-remote-https`.
+/// `vault` links no networking: SwiftNIO and BoringSSL (and swift-crypto, libxml2, zlib) would cost every start
+/// its page faults and relocations (Benchmarks/README.md), which every `get` would pay. The verbs that need them
+/// run in `vault-net`, next to `vault`, which `vault` executes for them, as git does with `git-remote-https`;
+/// ``RoutedVerb/all`` says which.
 package enum Root {
-    /// The verbs both binaries run themselves.
+    /// The vault's own verbs, which both binaries run themselves (the credential helpers, which both run too, are
+    /// rows of ``RoutedVerb/all``).
     package static let vaultVerbs: [ParsableCommand.Type] = [
         Init.self, Put.self, Get.self, Show.self, History.self, Restore.self, Delete.self, List.self, Find.self, Move.self, Copy.self, Generate.self,
         Passwd.self, Info.self, Upgrade.self, Merge.self, GitCommand.self,
@@ -15,11 +16,22 @@ package enum Root {
         Recipients.self, IdentityCommand.self,
     ]
 
-    /// The root command's configuration: the vault's verbs, then `networkVerbs`.
-    package static func configuration(networkVerbs: [ParsableCommand.Type]) -> CommandConfiguration {
+    /// `vault`'s root command: the vault's verbs, then each row of ``RoutedVerb/all``: its command when `vault`
+    /// runs it, else a stub that executes `vault-net` (``RoutedVerb/forwardingStubs``).
+    package static var vaultConfiguration: CommandConfiguration {
+        configuration(routed: RoutedVerb.commands(vaultNet: nil))
+    }
+
+    /// `vault-net`'s root command: the same verbs, with `networkCommands` (one per row that `vault-net` runs) in
+    /// the place of the stubs.
+    package static func vaultNetConfiguration(networkCommands: [ParsableCommand.Type]) -> CommandConfiguration {
+        configuration(routed: RoutedVerb.commands(vaultNet: networkCommands))
+    }
+
+    private static func configuration(routed: [ParsableCommand.Type]) -> CommandConfiguration {
         CommandConfiguration(
             commandName: "vault", abstract: abstract, discussion: discussion, version: version,
-            subcommands: vaultVerbs + networkVerbs)
+            subcommands: vaultVerbs + routed)
     }
 
     package static let abstract = "An encrypted credential vault (libsodium: Argon2id + XSalsa20-Poly1305)."
@@ -48,59 +60,4 @@ package enum Root {
               7   the entry exists (put --no-clobber, mv, cp, generate)
               64  usage error
             """
-}
-
-/// The verbs `vault` hands to `vault-net`, with the one-line summary `vault --help` shows for each.
-package enum NetworkVerb: String, CaseIterable, Sendable {
-    case login, fetch, logout, credential, device
-    case dockerCredential = "docker-credential"
-    /// Not a network verb: HMAC-SHA-1 comes from swift-crypto (BoringSSL), which `vault-net` links and `vault` does not.
-    case otp
-    /// Sync with an object store: HTTP.
-    case sync
-    /// Not network verbs: their parsers link FoundationXML (libxml2) and ZIPFoundation (zlib), which `vault` does not.
-    case `import`, export
-
-    /// The name under which `vault` and `vault-net` act as the docker credential helper (a symbolic link).
-    package static let dockerHelperName = "docker-credential-vault"
-
-    /// The arguments to run for `arguments` (a full argv): `docker-credential-vault ACTION` becomes
-    /// `<argv0> docker-credential ACTION`; any other name is left as it is.
-    package static func dispatchingOnName(_ arguments: [String]) -> [String] {
-        guard let first = arguments.first, first.split(separator: "/").last.map(String.init) == dockerHelperName
-        else { return arguments }
-        return [first, NetworkVerb.dockerCredential.rawValue] + arguments.dropFirst()
-    }
-
-    package var abstract: String {
-        switch self {
-        case .login:
-            return "Log in to URL with HTTP Basic authentication and store the credential once the server accepts it."
-        case .fetch:
-            return "GET URL, answering HTTP Basic challenges with the stored credential; the body goes to stdout exactly."
-        case .logout:
-            return "Forget the stored credentials of URL's origin (every realm, and the git credential helper's)."
-        case .credential:
-            return "A git credential helper: git config credential.helper '!vault credential --passphrase-file PATH'."
-        case .device:
-            return "Register this device with a mobile-services server, check or remove the registration."
-        case .dockerCredential:
-            return "A docker credential helper (store, get, erase, list): link it as docker-credential-vault."
-        case .otp:
-            return "Print the time-based one-time password (TOTP) of NAME's otp field."
-        case .sync:
-            return "Merge this vault with its copy in an S3-compatible object store (s3://BUCKET/KEY) or OpenBao (bao://…), both ways."
-        case .import:
-            return "Import the entries of pass, KeePassXC, Bitwarden, 1Password, a browser's CSV or vault's own export, in one atomic write."
-        case .export:
-            return "Write every entry, secrets in plain text, as vault's JSON, CSV or KeePass XML (a file of mode 0600, or stdout)."
-        }
-    }
-
-    /// The verb `arguments` (a full argv) asks for, also as `vault help VERB`; nil for the other verbs.
-    package static func requested(by arguments: [String]) -> NetworkVerb? {
-        guard arguments.count > 1 else { return nil }
-        if arguments[1] == "help", arguments.count > 2 { return NetworkVerb(rawValue: arguments[2]) }
-        return NetworkVerb(rawValue: arguments[1])
-    }
 }

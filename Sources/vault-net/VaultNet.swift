@@ -3,19 +3,19 @@ import NetworkCommands
 import VaultCommands
 import VaultTerminal
 
-/// `vault-net`: the `vault` CLI with the verbs that talk HTTP (`login`, `fetch`, `logout`, `credential`,
-/// `device`, in the NetworkCommands target). `vault` executes it for those verbs; it also runs every other
-/// verb, so it is the whole CLI.
+/// `vault-net`: the `vault` CLI with the verbs that need SwiftNIO and BoringSSL, swift-crypto, libxml2 or zlib
+/// (the NetworkCommands target). `vault` executes it for those verbs (``RoutedVerb/all``); it also runs every
+/// other verb, so it is the whole CLI (the man pages and completion scripts are made from it).
 @main
 struct VaultNetMain {
     static func main() async {
         ProcessHardening.apply()
-        // As docker-credential-vault (a symbolic link): `vault-net docker-credential ACTION`.
-        let arguments = NetworkVerb.dispatchingOnName(CommandLine.arguments).dropFirst()
+        // As docker-credential-vault (a symbolic link; scripts/install links vault, earlier installs vault-net).
+        let arguments = RoutedVerb.dispatchingOnProgramName(CommandLine.arguments).dropFirst()
         await CommandLineRunner.main(VaultNet.self, arguments: Array(arguments))
     }
 }
 
 struct VaultNet: AsyncParsableCommand {
-    static let configuration = Root.configuration(networkVerbs: networkCommands)
+    static let configuration = Root.vaultNetConfiguration(networkCommands: networkCommands)
 }

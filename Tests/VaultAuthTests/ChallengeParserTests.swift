@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VaultCore
 @testable import VaultAuth
+@testable import VaultAuthCore
 
 @Suite("WWW-Authenticate parsing")
 struct ChallengeParserTests {

@@ -3,6 +3,7 @@ import Testing
 import VaultCore
 import VaultTerminal
 @testable import VaultAuth
+@testable import VaultAuthCore
 import VaultAuthTesting
 
 /// A server simulated in memory (no network): realm `fake`, one user; records every Authorization header.

@@ -8,7 +8,8 @@ import VaultTestSupport
 @Suite(.processTimeLimit) struct DockerHelperTests {
     static let notFound = "credentials not found in native keychain\n"
 
-    /// A directory with `docker-credential-vault` → `vault` (or `vault-net`), to put first on PATH.
+    /// A directory with `docker-credential-vault` → `vault` (as scripts/install links it; or `vault-net`), to put
+    /// first on PATH.
     static func helperDirectory(in directory: String, target: String = CLI.vault) throws -> String {
         let bin = directory + "/bin"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
@@ -90,7 +91,7 @@ import VaultTestSupport
         #expect(try box.vault(["logout", "https://registry.example:5000"]).status == 0)
         #expect(try run("list").stdoutText == "{}\n")
 
-        // The same through a link to vault-net.
+        // The same through a link to vault-net (what scripts/install linked before the helpers moved into vault).
         let netBin = try Self.helperDirectory(in: box.directory + "/net", target: CLI.binDirectory.appendingPathComponent("vault-net").path)
         #expect(try Self.helper(box, netBin, ["store"], stdin: #"{"ServerURL":"r.example","Username":"u","Secret":"p"}"#).status == 0)
         #expect(try Self.helper(box, netBin, ["list"], stdin: "").stdoutText == #"{"r.example":"u"}"# + "\n")

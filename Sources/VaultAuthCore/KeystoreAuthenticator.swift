@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import VaultCore
+import VaultCredentials
 
 /// Answers HTTP Basic challenges with credentials from a ``CredentialStoring`` and asks a
 /// ``CredentialPrompting`` for fresh ones: the SAP mobile-services tutorials' `KeystoreAuthenticator`, with git's credential rules.
@@ -18,7 +19,7 @@ import VaultCore
 ///   ``Options/allowInsecureLoopbackHTTP`` is set; never to an origin other than the one that challenged.
 ///
 /// The decision logic is ``Exchange``, a state machine without I/O; ``perform(_:using:)`` drives it over any
-/// transport, and ``AuthenticatingHTTPClient`` over SwiftNIO. ``perform(_:using:)`` runs the exchange's
+/// transport, and VaultAuth's `AuthenticatingHTTPClient` over SwiftNIO. ``perform(_:using:)`` runs the exchange's
 /// steps, which call the credential store (the vault blocks: file I/O, `fsync`, another process's lock), off
 /// the cooperative pool (`runBlocking`).
 public final class KeystoreAuthenticator: Sendable {
@@ -110,7 +111,7 @@ public final class KeystoreAuthenticator: Sendable {
     ///
     /// `request`'s own `Authorization` header is replaced on every attempt (removed when no credential is sent).
     /// `transport` must return the response of a 401 too (with any body), not fail on it; `Body` is what it
-    /// made of the response's body (``AuthenticatingHTTPClient`` drops a 401's and reads or streams the others).
+    /// made of the response's body (VaultAuth's `AuthenticatingHTTPClient` drops a 401's and reads or streams the others).
     ///
     /// - Returns: the first response that is not answered with another attempt (any status but a handled 401).
     /// - Throws: ``AuthenticationError``, or what `transport`, the store or the prompt throw.
@@ -287,14 +288,7 @@ extension KeystoreAuthenticator {
                 if rejections >= 2 {
                     throw AuthenticationError.credentialsRejected(space: sent.space, username: sent.credential.username)
                 }
-                guard authenticator.prompt != nil else {
-                    throw sent.source == .stored
-                        ? AuthenticationError.storedCredentialRejected(
-                            space: sent.space, username: sent.credential.username,
-                            erased: authenticator.options.eraseRejectedCredentials)
-                        : AuthenticationError.credentialsRejected(
-                            space: sent.space, username: sent.credential.username)
-                }
+                guard authenticator.prompt != nil else { throw rejection(of: sent) }
                 let reason: CredentialPromptReason = sent.source == .stored
                     ? .storedCredentialRejected(username: sent.credential.username)
                     : .enteredCredentialRejected(username: sent.credential.username)
@@ -318,6 +312,16 @@ extension KeystoreAuthenticator {
             return .prompt(space, .noStoredCredential, suggestedUsername: nil)
         }
 
+        /// The failure for `sent` rejected with no attempt left to make: a stored credential is stale (and erased
+        /// when the options say so), one the user entered is rejected.
+        private func rejection(of sent: Sent) -> AuthenticationError {
+            sent.source == .stored
+                ? .storedCredentialRejected(
+                    space: sent.space, username: sent.credential.username,
+                    erased: authenticator.options.eraseRejectedCredentials)
+                : .credentialsRejected(space: sent.space, username: sent.credential.username)
+        }
+
         /// Takes the prompt's answer; a credential is sent next.
         ///
         /// `nil` (declined) fails with ``AuthenticationError/promptCancelled(space:)`` when nothing was rejected
@@ -329,14 +333,7 @@ extension KeystoreAuthenticator {
             pendingPrompt = nil
             guard let credential else {
                 finished = true
-                if let rejected = lastRejected {
-                    throw rejected.source == .stored
-                        ? AuthenticationError.storedCredentialRejected(
-                            space: rejected.space, username: rejected.credential.username,
-                            erased: authenticator.options.eraseRejectedCredentials)
-                        : AuthenticationError.credentialsRejected(
-                            space: rejected.space, username: rejected.credential.username)
-                }
+                if let rejected = lastRejected { throw rejection(of: rejected) }
                 throw AuthenticationError.promptCancelled(space: space)
             }
             try credential.validate()

@@ -1,5 +1,6 @@
 import Foundation
 import VaultCore
+import VaultCredentials
 import VaultSodium
 
 /// Signs requests with AWS Signature Version 4 in the `Authorization` header (`AWS4-HMAC-SHA256`), for S3 by
@@ -328,25 +329,11 @@ public struct SigV4Signer: Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// `yyyyMMdd'T'HHmmss'Z'` in UTC (ISO 8601 basic format), whole seconds.
+    /// `yyyyMMdd'T'HHmmss'Z'` in UTC (ISO 8601 basic format), whole seconds: ``UTCTime``'s extended form without its
+    /// separators.
     static func amzDate(_ date: Date) -> String {
-        let seconds = Int64((date.timeIntervalSince1970).rounded(.down))
-        let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
-        let secondOfDay = seconds - days * 86400
-        // Civil date from days since 1970-01-01 (Howard Hinnant's days_from_civil, inverted).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let yearText = String(year)
-        return String(repeating: "0", count: max(0, 4 - yearText.count)) + yearText + two(month) + two(day)
-            + "T" + two(secondOfDay / 3600) + two(secondOfDay / 60 % 60) + two(secondOfDay % 60) + "Z"
+        let extended = UTCTime.iso8601(seconds: date.timeIntervalSince1970, fractional: false)
+        return String(extended.filter { $0 != "-" && $0 != ":" })
     }
 
     static func dateStamp(_ date: Date) -> String { String(amzDate(date).prefix(8)) }

@@ -1,8 +1,8 @@
 import ArgumentParser
-import Foundation
-import VaultAuth
-import VaultCommands
+import FoundationEssentials
+import Glibc
 import VaultCore
+import VaultCredentials
 import VaultTerminal
 
 /// `vault credential get|store|erase`: a git credential helper (gitcredentials(7), git-credential(1)).
@@ -10,12 +10,12 @@ import VaultTerminal
 /// Entries are kept by ``VaultCredentialStore`` under pseudo-realms (``GitSlot``), so that `vault logout URL`
 /// and the helper agree (docs/AUTH.md, "git credential helper"). The helper never makes its entries the vault's
 /// primary credential (the tutorials' `username`/`password`).
-package struct CredentialHelper: AsyncParsableCommand {
+package struct CredentialHelper: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
         commandName: "credential",
-        abstract: NetworkVerb.credential.abstract,
+        abstract: RoutedVerb.named("credential").abstract,
         discussion: """
             Reads git's key=value lines from stdin up to a blank line or end of input. `get` prints username=, password= (password_expiry_utc=, oauth_refresh_token=) of a stored, unexpired credential, or authtype= and credential= to a caller that sent capability[]=authtype, or nothing; `store` stores; `erase` removes (only what matches the username and password given). Only the http and https protocols are kept. A request with a NUL or carriage return in a line, or a host that is not exactly host[:port], is refused. The passphrase comes from --passphrase-fd, --passphrase-file, VAULT_PASSPHRASE, the agent or the terminal (/dev/tty, never with git config credential.interactive=false), never from stdin. Other operations are ignored, as git expects.
             """)
@@ -35,9 +35,9 @@ package struct CredentialHelper: AsyncParsableCommand {
         if let timeout, !(1...(366 * 86_400)).contains(timeout) { throw ValidationError("--timeout must be 1 second to 366 days") }
     }
 
-    package func run() async throws {
+    package func run() throws {
         VaultOptions.caller = "git credential helper"
-        try await reportingErrors(json: options.json) {
+        try reportingErrors(json: options.json) {
             guard ["get", "store", "erase"].contains(operation) else { return }  // git: ignore unknown operations
             let request = try GitCredentialRequest.read(fd: 0)
             guard let origin = try request.origin() else {

@@ -17,8 +17,8 @@ public enum AgeError: Error, Equatable, Sendable {
     /// A string that is not a key of the type wanted; `expected` is that type's prefix (``AgeRecipient/prefix``,
     /// ``AgeIdentity/prefix``). The string itself is not repeated: it may be a secret.
     case wrongKeyType(expected: String)
-    /// A key of a type age defines that this library does not support yet (`prefix` is age's, e.g. `age1pq1`,
-    /// `AGE-SECRET-KEY-PQ-1`: the post-quantum hybrid keys).
+    /// A key of a type age defines that this parser does not take (`prefix` is age's, e.g. `age1pq1`,
+    /// `AGE-SECRET-KEY-PQ-1`: the post-quantum hybrid keys, which VaultAgePQ parses).
     case unsupportedKeyType(prefix: String)
     /// A key, or a file key, of the wrong length (`expected` and `actual` in bytes).
     case wrongKeyLength(expected: Int, actual: Int)

@@ -13,7 +13,7 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
     public static let humanReadablePart = "AGE-SECRET-KEY-"
     /// How every X25519 identity starts.
     public static let prefix = "AGE-SECRET-KEY-1"
-    /// How age's post-quantum hybrid identities start (not supported yet).
+    /// How age's post-quantum hybrid identities start (VaultAgePQ's `AgeHybridIdentity`, not this type).
     public static let hybridPrefix = "AGE-SECRET-KEY-PQ-1"
     /// The size of the private scalar.
     public static let secretKeyByteCount = 32

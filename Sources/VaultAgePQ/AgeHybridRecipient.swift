@@ -23,18 +23,32 @@ public struct AgeHybridRecipient: Hashable, Sendable, CustomStringConvertible {
     /// A recipient from its raw public key.
     ///
     /// - Throws: ``VaultAge/AgeError/wrongKeyLength(expected:actual:)`` unless `publicKey` is 1,216 bytes;
-    ///   ``VaultAge/AgeError/invalidHybridRecipientKey`` when its ML-KEM part is not well formed.
+    ///   ``VaultAge/AgeError/invalidHybridRecipientKey`` when its ML-KEM part is not well formed (a coefficient
+    ///   not below q = 3329, as age refuses it).
     public init(publicKey: some Collection<UInt8>) throws(AgeError) {
         guard publicKey.count == Self.publicKeyByteCount else {
             throw .wrongKeyLength(expected: Self.publicKeyByteCount, actual: publicKey.count)
         }
         let bytes = Array(publicKey)
+        // FIPS 203's modulus check on the ML-KEM-768 part (as Go's mlkem, under age, makes it; BoringSSL's X-Wing
+        // parser does not): 768 12-bit coefficients, each below q = 3329. The last 32 + 32 bytes are ρ and X25519's.
+        guard Self.mlkemCoefficientsAreReduced(bytes) else { throw .invalidHybridRecipientKey }
         do {
             key = try XWingMLKEM768X25519.PublicKey(rawRepresentation: bytes)
         } catch {
             throw .invalidHybridRecipientKey
         }
         self.publicKey = bytes
+    }
+
+    /// Whether the ML-KEM-768 encapsulation key's 768 coefficients (1,152 bytes, two 12-bit values per 3 bytes)
+    /// are all below 3329.
+    static func mlkemCoefficientsAreReduced(_ key: [UInt8]) -> Bool {
+        stride(from: 0, to: 1152, by: 3).allSatisfy { i in
+            let low = UInt16(key[i]) | UInt16(key[i + 1] & 0x0F) << 8
+            let high = UInt16(key[i + 1] >> 4) | UInt16(key[i + 2]) << 4
+            return low < 3329 && high < 3329
+        }
     }
 
     init(key: XWingMLKEM768X25519.PublicKey) {

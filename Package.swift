@@ -7,7 +7,7 @@ import PackageDescription
 //   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands (+ VaultCredentials: the credential
 //   helpers) → NetworkCommands; VaultCommands → vault
 //   VaultAuth → VaultAuthTesting (test doubles) → the test targets
-//   VaultCore → VaultAge (age's X25519 recipients, stanza, header and payload)
+//   VaultCore → VaultAge (age's X25519 recipients, stanza, header and payload) → VaultAgePQ (+ swift-crypto's X-Wing)
 // The emulator depends on nothing of ours but the wire format.
 //
 // Linux only (Glibc, prctl, SO_PEERCRED): no `platforms` line, because SwiftPM cannot say "Linux" there and a
@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "VaultOTP", targets: ["VaultOTP"]),
         .library(name: "VaultSync", targets: ["VaultSync"]),
         .library(name: "VaultAge", targets: ["VaultAge"]),
+        .library(name: "VaultAgePQ", targets: ["VaultAgePQ"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
         .library(name: "VaultAuthTesting", targets: ["VaultAuthTesting"]),
         .executable(name: "vault", targets: ["vault"]),
@@ -86,6 +87,10 @@ let package = Package(
         // header with its MAC and STREAM payload (C2SP age.md), on VaultSodium's primitives: the core of sharing a
         // vault by public key (issue 20). No networking, no terminal.
         .target(name: "VaultAge", dependencies: ["VaultCore", "VaultSodium"]),
+        // age's post-quantum hybrid recipients and identities (`age1pq1…`, `AGE-SECRET-KEY-PQ-1…`) and its
+        // `mlkem768x25519` stanza: HPKE with the ML-KEM-768 + X25519 KEM (X-Wing), which libsodium lacks, from
+        // swift-crypto (BoringSSL), in a target of its own so that only what reads or writes such a stanza links it.
+        .target(name: "VaultAgePQ", dependencies: ["VaultAge", "VaultCore", .product(name: "Crypto", package: "swift-crypto")]),
         // Import and export (docs/IMPORT-EXPORT.md): pure parsers and writers from bytes to entries and back (pass,
         // KeePass XML, Bitwarden JSON, 1PUX, CSV, vault's JSON). FoundationXML (libxml2) and ZIPFoundation (zlib):
         // only vault-net links it, so that `vault`'s start pays for neither.

@@ -1,7 +1,7 @@
 /// The base64 of age's header: RFC 4648 §4's standard alphabet without `=` padding, canonical (RFC 4648 §3.5:
 /// the bits after the last whole byte are zero). Encoders write only that; decoders refuse anything else,
 /// padding and line breaks included (C2SP `age.md`, "Conventions used in this document").
-enum AgeBase64 {
+package enum AgeBase64 {
     static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// The value of each ASCII character in ``alphabet``, 0xFF for the others.
@@ -35,7 +35,7 @@ enum AgeBase64 {
     }
 
     /// The encoding of `bytes`.
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(encodedCount(bytes.count))
         encode(bytes, appendingTo: &output)
@@ -46,7 +46,7 @@ enum AgeBase64 {
     ///
     /// - Throws: `failure` for a character outside the alphabet (`=`, CR and LF included), a length no encoder
     ///   writes, or non-zero bits after the last whole byte.
-    static func decode(_ text: some Collection<UInt8>, failure: AgeError) throws(AgeError) -> [UInt8] {
+    package static func decode(_ text: some Collection<UInt8>, failure: AgeError) throws(AgeError) -> [UInt8] {
         guard let count = decodedCount(text.count) else { throw failure }
         var output: [UInt8] = []
         output.reserveCapacity(count)

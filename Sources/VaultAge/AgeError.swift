@@ -17,13 +17,16 @@ public enum AgeError: Error, Equatable, Sendable {
     /// A string that is not a key of the type wanted; `expected` is that type's prefix (``AgeRecipient/prefix``,
     /// ``AgeIdentity/prefix``). The string itself is not repeated: it may be a secret.
     case wrongKeyType(expected: String)
-    /// A key of a type age defines that this library does not support yet (`prefix` is age's, e.g. `age1pq1`,
-    /// `AGE-SECRET-KEY-PQ-1`: the post-quantum hybrid keys).
+    /// A key of a type age defines that this parser does not take (`prefix` is age's, e.g. `age1pq1`,
+    /// `AGE-SECRET-KEY-PQ-1`: the post-quantum hybrid keys, which VaultAgePQ parses).
     case unsupportedKeyType(prefix: String)
     /// A key, or a file key, of the wrong length (`expected` and `actual` in bytes).
     case wrongKeyLength(expected: Int, actual: Int)
     /// A recipient's public key is a point of small order: no shared secret can be agreed with it.
     case invalidRecipientKey
+    /// An `age1pq1…` recipient's key is not a well-formed ML-KEM-768 + X25519 (X-Wing) public key (an ML-KEM
+    /// coefficient out of range).
+    case invalidHybridRecipientKey
     /// Line `line` (from 1) of an identity file is not an identity; `reason` is the error parsing it gave. The
     /// line's content is never part of the error.
     indirect case invalidIdentityLine(line: Int, reason: AgeError)
@@ -31,7 +34,8 @@ public enum AgeError: Error, Equatable, Sendable {
     case noIdentities
     /// The header is not an age v1 header by the spec's grammar; `line` (from 1) is where the parser stopped.
     case malformedHeader(line: Int, reason: HeaderFailure)
-    /// An `X25519` stanza is malformed (C2SP `age.md`: the identity implementation MUST reject it).
+    /// An `X25519` or `mlkem768x25519` stanza is malformed (C2SP `age.md`: the identity implementation MUST
+    /// reject it).
     case malformedStanza(StanzaFailure)
     /// No stanza of the header could be unwrapped with the identities given (none is addressed to them, or
     /// their ciphertext was altered: the two cannot be told apart).
@@ -40,7 +44,7 @@ public enum AgeError: Error, Equatable, Sendable {
     case headerMACMismatch
     /// The payload is malformed or does not decrypt under the file key; `reason` says where.
     case malformedPayload(PayloadFailure)
-    /// libsodium reported a failure in `function`.
+    /// libsodium (or, in VaultAgePQ, swift-crypto) reported a failure in `function`.
     case cryptoFailure(function: String)
 
     /// How a Bech32 string is malformed (BIP 173, without its 90-character limit, as age uses it).
@@ -81,7 +85,7 @@ public enum AgeError: Error, Equatable, Sendable {
         case noStanzas
     }
 
-    /// How an `X25519` stanza is malformed.
+    /// How an `X25519` (or, for the last four cases, an `mlkem768x25519`) stanza is malformed.
     public enum StanzaFailure: Equatable, Sendable {
         /// The stanza's type is not `X25519` (not a malformation in a header: such stanzas are skipped).
         case notX25519
@@ -95,6 +99,15 @@ public enum AgeError: Error, Equatable, Sendable {
         case wrongBodyLength
         /// The share is a point of small order: the shared secret is all zero, which the spec says to abort on.
         case lowOrderShare
+        /// The stanza's type is not `mlkem768x25519` (skipped in a header, like ``notX25519``).
+        case notMLKEM768X25519
+        /// An `mlkem768x25519` stanza's encapsulated key (`enc`) is not canonical unpadded base64.
+        case encapsulationNotCanonical
+        /// An `mlkem768x25519` stanza's `enc` does not decode to 1,120 bytes (ML-KEM-768's 1,088 and X25519's 32).
+        case wrongEncapsulationLength
+        /// X-Wing's decapsulation refused `enc`: its X25519 part is a point of small order (the shared secret is
+        /// all zero, which X25519 implementations abort on).
+        case decapsulationFailed
     }
 
     /// How an age payload (STREAM, `age.md` "Payload") is malformed.
@@ -126,6 +139,8 @@ extension AgeError: CustomStringConvertible {
             return "wrong key length: \(actual) bytes instead of \(expected)"
         case .invalidRecipientKey:
             return "invalid recipient: its public key is a point of small order"
+        case .invalidHybridRecipientKey:
+            return "invalid post-quantum recipient: not a well-formed ML-KEM-768 + X25519 public key"
         case .invalidIdentityLine(let line, let reason):
             return "identity file, line \(line): \(reason)"
         case .noIdentities:
@@ -133,7 +148,7 @@ extension AgeError: CustomStringConvertible {
         case .malformedHeader(let line, let reason):
             return "malformed age header at line \(line): \(reason)"
         case .malformedStanza(let reason):
-            return "malformed X25519 stanza: \(reason)"
+            return "malformed \(reason.stanzaType) stanza: \(reason)"
         case .noMatch:
             return "no identity matched any of the recipients"
         case .headerMACMismatch:
@@ -141,7 +156,7 @@ extension AgeError: CustomStringConvertible {
         case .malformedPayload(let reason):
             return "age payload: \(reason)"
         case .cryptoFailure(let function):
-            return "libsodium reported a failure in \(function)"
+            return "the cryptographic library reported a failure in \(function)"
         }
     }
 }
@@ -183,6 +198,19 @@ extension AgeError.StanzaFailure: CustomStringConvertible {
         case .wrongShareLength: return "the ephemeral share is not 32 bytes"
         case .wrongBodyLength: return "the body is not 32 bytes"
         case .lowOrderShare: return "the ephemeral share is a point of small order"
+        case .notMLKEM768X25519: return "not an mlkem768x25519 stanza"
+        case .encapsulationNotCanonical: return "the encapsulated key is not canonical base64"
+        case .wrongEncapsulationLength: return "the encapsulated key is not 1120 bytes"
+        case .decapsulationFailed: return "the encapsulated key's X25519 part is a point of small order"
+        }
+    }
+
+    /// The stanza type a failure is about.
+    var stanzaType: String {
+        switch self {
+        case .notX25519, .shareNotCanonical, .wrongShareLength, .lowOrderShare: return "X25519"
+        case .notMLKEM768X25519, .encapsulationNotCanonical, .wrongEncapsulationLength, .decapsulationFailed: return "mlkem768x25519"
+        case .wrongArgumentCount, .wrongBodyLength: return "recipient"
         }
     }
 }

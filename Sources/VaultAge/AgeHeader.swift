@@ -151,27 +151,29 @@ public struct AgeHeader: Equatable, Sendable {
 
     // MARK: Unwrapping
 
-    /// The file key: the first `X25519` stanza that one of `identities` unwraps (identities in order, each over
-    /// the stanzas in order, as age's `Decrypt` does), after the header's MAC is verified under it. Stanzas of
-    /// other types are skipped.
+    /// The file key: the first stanza that one of `identities` unwraps (identities in order, each over the
+    /// stanzas of its type in order, as age's `Decrypt` does), after the header's MAC is verified under it. Stanzas
+    /// of other types are skipped.
     ///
-    /// Every `X25519` stanza's form is checked before any is tried, so that whether a header is refused does not
-    /// depend on the identities held; age checks a stanza only when it reaches it, and so opens a file whose
-    /// malformed stanza comes after the one that matches (no age writes such a file). A share of small order is
-    /// found only when its stanza is tried.
+    /// Every stanza of a type known here (`X25519`, and the types of the identities given) has its form checked
+    /// before any is tried, so that whether a header is refused depends as little as possible on the identities
+    /// held; age checks a stanza only when it reaches it, and so opens a file whose malformed stanza comes after the
+    /// one that matches (no age writes such a file). A share of small order is found only when its stanza is tried.
     ///
-    /// - Throws: ``AgeError/malformedStanza(_:)`` for a malformed `X25519` stanza (the spec's MUST reject; a share
-    ///   of small order included), ``AgeError/noMatch`` when no stanza unwraps, ``AgeError/headerMACMismatch`` when
-    ///   one does but the MAC does not verify.
-    public func unwrapFileKey(with identities: [AgeIdentity]) throws(AgeError) -> SecureBytes {
-        let x25519Stanzas = stanzas.filter { $0.type == X25519Stanza.stanzaType }
-        var parsed: [X25519Stanza] = []
-        for stanza in x25519Stanzas { parsed.append(try X25519Stanza(stanza)) }
+    /// - Throws: ``AgeError/malformedStanza(_:)`` for a malformed stanza (the spec's MUST reject; a share of small
+    ///   order included), ``AgeError/noMatch`` when no stanza unwraps, ``AgeError/headerMACMismatch`` when one
+    ///   does but the MAC does not verify.
+    public func unwrapFileKey(with identities: [any AgeStanzaIdentity]) throws(AgeError) -> SecureBytes {
+        var kinds: [String: any AgeStanzaIdentity.Type] = [AgeIdentity.stanzaType: AgeIdentity.self]
+        for identity in identities { kinds[type(of: identity).stanzaType] = type(of: identity) }
+        for stanza in stanzas {
+            if let kind = kinds[stanza.type] { try kind.checkForm(of: stanza) }
+        }
         for identity in identities {
-            for stanza in parsed {
+            for stanza in stanzas where stanza.type == type(of: identity).stanzaType {
                 let fileKey: SecureBytes
                 do throws(AgeError) {
-                    fileKey = try stanza.unwrap(with: identity)
+                    fileKey = try identity.unwrap(stanza)
                 } catch .noMatch {
                     continue
                 }
@@ -272,4 +274,44 @@ public struct AgeHeader: Equatable, Sendable {
             return AgeStanza(type: strings[0], arguments: Array(strings.dropFirst()), body: body)
         }
     }
+}
+
+/// An age identity of one stanza type: what ``AgeHeader/unwrapFileKey(with:)`` tries
+/// the header's stanzas with. ``AgeIdentity`` (`X25519`) is one; VaultAgePQ's hybrid identity (`mlkem768x25519`)
+/// another.
+public protocol AgeStanzaIdentity: Sendable {
+    /// The stanza type (first argument) this identity reads; stanzas of other types are not its own.
+    static var stanzaType: String { get }
+    /// Checks the form of a stanza of ``stanzaType`` as the spec requires of an identity implementation, without
+    /// any key.
+    ///
+    /// - Throws: ``AgeError/malformedStanza(_:)``.
+    static func checkForm(of stanza: AgeStanza) throws(AgeError)
+    /// The file key in `stanza` (of ``stanzaType``, its form checked).
+    ///
+    /// - Throws: ``AgeError/noMatch`` when it is not for this identity (or was altered);
+    ///   ``AgeError/malformedStanza(_:)`` when it is malformed in a way only the key can tell.
+    func unwrap(_ stanza: AgeStanza) throws(AgeError) -> SecureBytes
+    /// The encoding of its recipient (`age1…`, `age1pq1…`): how a vault's recipient stanza for it is found.
+    var recipientEncoding: String { get }
+    /// Whether `recipient` is a valid recipient of this kind (Bech32 checksum and key included).
+    static func isValidRecipient(_ recipient: String) -> Bool
+    /// The identity's own encoding (`AGE-SECRET-KEY-1…`, `AGE-SECRET-KEY-PQ-1…`), in guarded memory.
+    func encoded() -> SecureBytes
+}
+
+extension AgeIdentity: AgeStanzaIdentity {
+    public static var stanzaType: String { X25519Stanza.stanzaType }
+
+    public static func checkForm(of stanza: AgeStanza) throws(AgeError) {
+        _ = try X25519Stanza(stanza)
+    }
+
+    public func unwrap(_ stanza: AgeStanza) throws(AgeError) -> SecureBytes {
+        try X25519Stanza(stanza).unwrap(with: self)
+    }
+
+    public var recipientEncoding: String { recipient.description }
+
+    public static func isValidRecipient(_ recipient: String) -> Bool { (try? AgeRecipient(parsing: recipient)) != nil }
 }

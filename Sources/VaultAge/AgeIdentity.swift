@@ -13,7 +13,7 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
     public static let humanReadablePart = "AGE-SECRET-KEY-"
     /// How every X25519 identity starts.
     public static let prefix = "AGE-SECRET-KEY-1"
-    /// How age's post-quantum hybrid identities start (not supported yet).
+    /// How age's post-quantum hybrid identities start (VaultAgePQ's `AgeHybridIdentity`, not this type).
     public static let hybridPrefix = "AGE-SECRET-KEY-PQ-1"
     /// The size of the private scalar.
     public static let secretKeyByteCount = 32
@@ -93,7 +93,18 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
     /// - Throws: ``AgeError/invalidIdentityLine(line:reason:)`` for the first line that is not an identity, with
     ///   its number (from 1) and why, never its content; ``AgeError/noIdentities`` when no line is an identity.
     public static func parseIdentityFile(_ contents: UnsafeRawBufferPointer) throws(AgeError) -> [AgeIdentity] {
-        var identities: [AgeIdentity] = []
+        try parseIdentityLines(contents) { (line) throws(AgeError) in try AgeIdentity(parsing: line) }
+    }
+
+    /// The lines of an age identity file, each read by `parse`, with the rules of ``parseIdentityFile(_:)-(UnsafeRawBufferPointer)``:
+    /// for identity types defined above this library (VaultAgePQ's hybrid identities) and files that mix them.
+    ///
+    /// - Throws: ``AgeError/invalidIdentityLine(line:reason:)`` with what `parse` threw for the first line it
+    ///   refuses; ``AgeError/noIdentities``.
+    public static func parseIdentityLines<T>(
+        _ contents: UnsafeRawBufferPointer, _ parse: (UnsafeRawBufferPointer) throws(AgeError) -> T
+    ) throws(AgeError) -> [T] {
+        var identities: [T] = []
         var lineNumber = 0
         var start = 0
         while start < contents.count {
@@ -105,7 +116,7 @@ public struct AgeIdentity: Sendable, CustomStringConvertible {
             start = (newline ?? contents.count) + 1
             if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
             do throws(AgeError) {
-                identities.append(try AgeIdentity(parsing: line))
+                identities.append(try parse(line))
             } catch {
                 throw .invalidIdentityLine(line: lineNumber, reason: error)
             }

@@ -9,7 +9,7 @@ public struct AgeRecipient: Hashable, Sendable, CustomStringConvertible {
     public static let humanReadablePart = "age"
     /// How every X25519 recipient starts.
     public static let prefix = "age1"
-    /// How age's post-quantum hybrid recipients start (not supported yet).
+    /// How age's post-quantum hybrid recipients start (VaultAgePQ's `AgeHybridRecipient`, not this type).
     public static let hybridPrefix = "age1pq1"
     /// The size of the public key.
     public static let publicKeyByteCount = 32

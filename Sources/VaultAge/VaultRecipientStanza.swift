@@ -1,9 +1,9 @@
 import VaultCore
 import VaultSodium
 
-/// A vault's `x25519` key stanza (docs/FORMAT.md, "The x25519 stanza"): the 32-byte data key as the plaintext
-/// of a minimal age v1 file for one recipient (one `X25519` stanza, the header MAC, a one-chunk STREAM payload),
-/// beside the recipient's `age1…`. VaultCore keeps it as opaque bytes (``RecipientStanza``); this is where it
+/// A vault's recipient key stanza (docs/FORMAT.md, "The x25519 stanza", "The mlkem768x25519 stanza"): the 32-byte
+/// data key as the plaintext of a minimal age v1 file for one recipient (one `X25519` or `mlkem768x25519` stanza,
+/// the header MAC, a one-chunk STREAM payload), beside the recipient's `age1…` or `age1pq1…`. VaultCore keeps it as opaque bytes (``RecipientStanza``); this is where it
 /// is made, checked in full and opened. Any age implementation opens the embedded file with the identity
 /// (`age -d -i key.txt`), so a vault shared this way is recoverable with stock tools.
 public enum VaultRecipientStanza {
@@ -15,46 +15,59 @@ public enum VaultRecipientStanza {
     ///
     /// - Throws: ``AgeError/invalidRecipientKey`` for a point of small order.
     public static func wrap(_ dataKey: SecureBytes, for recipient: AgeRecipient) throws(AgeError) -> RecipientStanza {
+        try wrap(dataKey, recipient: recipient.description) { (fileKey) throws(AgeError) in
+            try X25519Stanza.wrap(fileKey, for: recipient).stanza
+        }
+    }
+
+    /// Wraps `dataKey` for `recipient` (its `age1…` encoding) with the age stanza `stanza` makes for a fresh file
+    /// key (VaultAgePQ's `mlkem768x25519` stanza, for instance): the header's MAC and the payload under a fresh
+    /// nonce.
+    ///
+    /// - Throws: what `stanza` throws.
+    public static func wrap(
+        _ dataKey: SecureBytes, recipient: String, _ stanza: (SecureBytes) throws(AgeError) -> AgeStanza
+    ) throws(AgeError) -> RecipientStanza {
         precondition(dataKey.count == dataKeyByteCount)
         let fileKey = SecureBytes.random(count: AgeHeader.fileKeyByteCount)
-        let stanza = try X25519Stanza.wrap(fileKey, for: recipient)
-        let header = try AgeHeader(stanzas: [stanza.stanza], fileKey: fileKey)
+        let header = try AgeHeader(stanzas: [try stanza(fileKey)], fileKey: fileKey)
         let file = header.serialized() + (try AgePayload.encrypt(dataKey, fileKey: fileKey))
-        guard let made = RecipientStanza(recipient: recipient.description, ageFile: file) else {
-            fatalError("an age file of \(file.count) bytes for \(recipient) does not have the x25519 stanza's shape")
+        guard let made = RecipientStanza(recipient: recipient, ageFile: file) else {
+            fatalError("an age file of \(file.count) bytes for \(recipient.prefix(20))… does not have its stanza's shape")
         }
         return made
     }
 
-    /// The parts of a stanza, every rule of docs/FORMAT.md checked: the recipient is a valid `age1…` X25519
-    /// recipient (Bech32 checksum included); the age file is a v1 header (age's grammar, canonical) with exactly
-    /// one `X25519` stanza, then a payload of exactly one chunk holding 32 bytes.
+    /// The parts of a stanza, every rule of docs/FORMAT.md checked: the recipient is a valid recipient of
+    /// `identityType`'s kind (`age1…` X25519 by default; Bech32 checksum included); the age file is a v1 header
+    /// (age's grammar, canonical) with exactly one stanza of that kind's type and form, then a payload of exactly
+    /// one chunk holding 32 bytes.
     ///
     /// - Throws: ``VaultCore/VaultError/corrupt(path:reason:)`` with `bad_recipient` or `bad_age_file`.
     public static func check(
-        _ stanza: RecipientStanza, index: Int, label: String
-    ) throws -> (recipient: AgeRecipient, header: AgeHeader, x25519: X25519Stanza, payload: [UInt8]) {
-        guard let recipient = try? AgeRecipient(parsing: stanza.recipient) else {
+        _ stanza: RecipientStanza, index: Int, label: String, as identityType: any AgeStanzaIdentity.Type = AgeIdentity.self
+    ) throws -> (header: AgeHeader, payload: [UInt8]) {
+        guard identityType.isValidRecipient(stanza.recipient) else {
             throw VaultError.corrupt(path: label, reason: .badRecipient(index: index))
         }
         let bad = VaultError.corrupt(path: label, reason: .badAgeFile(index: index))
         guard let (header, length) = try? AgeHeader.parse(stanza.ageFile), header.stanzas.count == 1,
-              let x25519 = try? X25519Stanza(header.stanzas[0])
+              header.stanzas[0].type == identityType.stanzaType, (try? identityType.checkForm(of: header.stanzas[0])) != nil
         else { throw bad }
         let payload = Array(stanza.ageFile[length...])
         guard payload.count == AgePayload.encryptedByteCount(plaintextByteCount: dataKeyByteCount) else { throw bad }
-        return (recipient, header, x25519, payload)
+        return (header, payload)
     }
 
     /// The data key in `stanza`, opened with `identity` (whose recipient it names).
     ///
     /// - Throws: ``VaultCore/VaultError/wrongIdentity(path:)`` when it does not open (another recipient's, or
-    ///   altered); ``VaultCore/VaultError/corrupt(path:reason:)`` from ``check(_:index:label:)``.
-    public static func unwrap(_ stanza: RecipientStanza, index: Int, with identity: AgeIdentity, label: String) throws -> SecureBytes {
-        let parts = try check(stanza, index: index, label: label)
+    ///   altered); ``VaultCore/VaultError/corrupt(path:reason:)`` from ``check(_:index:label:as:)``.
+    public static func unwrap(_ stanza: RecipientStanza, index: Int, with identity: any AgeStanzaIdentity, label: String) throws -> SecureBytes {
+        let parts = try check(stanza, index: index, label: label, as: type(of: identity))
         let dataKey: SecureBytes
         do throws(AgeError) {
-            let fileKey = try parts.x25519.unwrap(with: identity)
+            let fileKey = try identity.unwrap(parts.header.stanzas[0])
             try parts.header.verifyMAC(fileKey: fileKey)
             dataKey = try AgePayload.decrypt(parts.payload, fileKey: fileKey)
         } catch {
@@ -72,15 +85,15 @@ public enum VaultRecipientStanza {
     }
 
     /// The data key of the vault whose header is `header`, for the first of `identities` that has a stanza
-    /// there: the stanza is found by its recipient (a scan of strings), so one X25519 agreement is made however
-    /// many recipients the vault has.
+    /// there: the stanza is found by its recipient (a scan of strings), so one key agreement (X25519, or X-Wing's
+    /// decapsulation) is made however many recipients the vault has.
     ///
     /// - Throws: ``VaultCore/VaultError/wrongIdentity(path:)`` when no stanza names any of them (or the one that
     ///   does does not open); what ``unwrap(_:index:with:label:)`` throws.
-    public static func dataKey(of header: DocumentHeader, identities: [AgeIdentity], label: String) throws -> SecureBytes {
+    public static func dataKey(of header: DocumentHeader, identities: [any AgeStanzaIdentity], label: String) throws -> SecureBytes {
         let stanzas = header.indexedRecipientStanzas
         for identity in identities {
-            let recipient = identity.recipient.description
+            let recipient = identity.recipientEncoding
             if let found = stanzas.first(where: { $0.stanza.recipient == recipient }) {
                 return try unwrap(found.stanza, index: found.index, with: identity, label: label)
             }

@@ -32,6 +32,9 @@ ARGON2ID_LENGTH = 8 + 8 + 16 + 24 + 48  # opslimit, memlimit, salt, key_nonce, w
 X25519 = 2
 X25519_LENGTH = 1 + 62 + 232  # recipient_length (62), recipient "age1...", age file: exactly 295 bytes
 AGE_PREFIX = b"age-encryption.org/v1\n-> X25519 "
+MLKEM768X25519 = 3
+MLKEM768X25519_LENGTH = 2 + 1959 + 1691  # recipient_length u16 BE (1959), "age1pq1...", age file: exactly 3652 bytes
+PQ_AGE_PREFIX = b"age-encryption.org/v1\n-> mlkem768x25519 "
 BECH32 = b"qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 MAX_STANZAS = 256
 MAX_NAME, MAX_FIELDS, MAX_VALUE = 4096, 1024, 64 << 20
@@ -111,8 +114,20 @@ def read_header(file, size):
                 corrupt("duplicate_recipient", f"x25519 stanza {index} repeats a recipient")
             recipients[recipient] = body[63:]
             continue
+        if kind == MLKEM768X25519:
+            if length != MLKEM768X25519_LENGTH:
+                corrupt("bad_stanza", f"mlkem768x25519 stanza {index} is {length} bytes, not {MLKEM768X25519_LENGTH}")
+            recipient = body[2:1961]
+            if body[0:2] != b"\x07\xa7" or not recipient.startswith(b"age1pq1") or any(c not in BECH32 for c in recipient[7:]):
+                corrupt("bad_recipient", f"mlkem768x25519 stanza {index} names no age1pq1 recipient")
+            if not body[1961:].startswith(PQ_AGE_PREFIX):
+                corrupt("bad_age_file", f"mlkem768x25519 stanza {index} does not hold an age v1 file with an mlkem768x25519 stanza")
+            if recipient in recipients:
+                corrupt("duplicate_recipient", f"mlkem768x25519 stanza {index} repeats a recipient")
+            recipients[recipient] = body[1961:]
+            continue
         if kind != ARGON2ID:
-            continue                                                    # unknown or reserved: skipped
+            continue                                                    # unknown: skipped
         if length != ARGON2ID_LENGTH:
             corrupt("bad_stanza", f"argon2id stanza {index} is {length} bytes, not {ARGON2ID_LENGTH}")
         ops, mem = struct.unpack_from("<QQ", body, 0)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+import VaultTestSupport
 
 @testable import VaultAge
 
@@ -9,41 +10,7 @@ import VaultCore
 /// `HMAC failure` the file key unwrapped is `file key:`, and on `success` the payload decrypts to `payload:`.
 @Suite("C2SP CCTV age vectors")
 struct CCTVTests {
-    static let directory = AgeTestSupport.testsDirectory.appendingPathComponent("Vectors/age").path
-
-    /// One vector file: its preamble and the age file after it.
-    struct Vector {
-        let name: String
-        var expect = ""
-        var payloadHash: [UInt8]?
-        var fileKey: [UInt8]?
-        var identities: [String] = []
-        var compressed = false
-        var file: [UInt8] = []
-
-        init(name: String) throws {
-            self.name = name
-            let contents = try #require(FileManager.default.contents(atPath: CCTVTests.directory + "/" + name))
-            var rest = [UInt8](contents)[...]
-            while true {
-                let newline = try #require(rest.firstIndex(of: UInt8(ascii: "\n")), "\(name): no empty line after the preamble")
-                let line = String(decoding: rest[rest.startIndex..<newline], as: UTF8.self)
-                rest = rest[(newline + 1)...]
-                if line.isEmpty { break }
-                let (key, value) = try #require(line.firstRange(of: ": ").map { (String(line[..<$0.lowerBound]), String(line[$0.upperBound...])) })
-                switch key {
-                case "expect": expect = value
-                case "payload": payloadHash = AgeTestSupport.bytes(hex: value)
-                case "file key": fileKey = AgeTestSupport.bytes(hex: value)
-                case "identity": identities.append(value)
-                case "compressed": compressed = true
-                case "comment", "passphrase", "armored": break
-                default: Issue.record("\(name): unknown preamble key '\(key)'")
-                }
-            }
-            file = Array(rest)
-        }
-    }
+    typealias Vector = CCTVAgeVector
 
     /// What a reader made of a vector: the CCTV outcome, the error behind it, the file key and the plaintext's hash.
     struct Result {
@@ -92,10 +59,7 @@ struct CCTVTests {
         return result
     }
 
-    static func names(_ prefixes: [String]) -> [String] {
-        let all = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return all.filter { name in prefixes.contains { name.hasPrefix($0) } }.sorted()
-    }
+    static func names(_ prefixes: [String]) -> [String] { CCTVAgeVector.names(prefixes) }
 
     /// The exact error of every vector that fails, and nil for those that succeed. A new vector must be added here.
     static let exactOutcomes: [String: AgeError?] = [
@@ -188,7 +152,6 @@ struct CCTVTests {
                 identities.append(try AgeIdentity(parsing: line))
             }
         }
-        if vector.compressed { return }  // zlib: not read here (hybrid_multiple_recipients)
         let result = Self.read(vector, identities: identities)
         if identities.isEmpty {
             #expect(result.expect == vector.expect || result.expect == "no match", "\(name): \(String(describing: result.error))")

@@ -114,4 +114,71 @@ struct RecipientStanzaStoreTests {
         #expect(!a.document!.recipients.contains { $0.hasSuffix("p") })
         #expect(a.document!.names.contains("later"))
     }
+
+    /// A post-quantum (`mlkem768x25519`, type 3) stanza of the right shape for recipient `age1pq1` + 1,952 copies
+    /// of `letter`.
+    static func hybridStanza(_ letter: Character, key: SecureBytes) -> RecipientStanza {
+        let kind = RecipientStanza.Kind.mlkem768x25519
+        let tag = key.withUnsafeBytes { Sodium.blake2b256($0) }
+        let file = kind.ageFilePrefix + tag + [UInt8](repeating: UInt8(ascii: "x"), count: kind.ageFileByteCount - kind.ageFilePrefix.count - 32)
+        return RecipientStanza(recipient: "age1pq1" + String(repeating: letter, count: 1952), ageFile: file)!
+    }
+
+    /// Type 3: its exact bytes (a big-endian u16 length, then the recipient and the age file: 3,652 bytes), its
+    /// shape checked as it is read, and the header's bound enforced by the writer (17 fit beside a passphrase).
+    @Test func hybridStanzasHaveTheirLayoutAndTheHeaderBoundIsKept() throws {
+        let owner = store()
+        try owner.create(passphrase: Self.passphrase, parameters: .insecureForTesting)
+        try owner.setRecipients { current, key in current + [Self.hybridStanza("q", key: key)] }
+        let header = try DocumentHeader.parse(bytes(), label: "t", policy: .insecureForTesting)
+        #expect(header.stanzaTypes == ["argon2id", "mlkem768x25519"])
+        #expect(header.recipients == ["age1pq1" + String(repeating: "q", count: 1952)])
+        let stanza = try #require(header.recipientStanzas.first)
+        #expect(stanza.kind == .mlkem768x25519 && stanza.stanza.type == 3)
+        #expect(stanza.stanza.body.count == 3652 && Array(stanza.stanza.body.prefix(9)) == [0x07, 0xA7] + Array("age1pq1".utf8))
+        #expect(Array(stanza.stanza.body[1961..<(1961 + 40)]) == Array("age-encryption.org/v1\n-> mlkem768x25519 ".utf8))
+
+        // Read back: a wrong length field, a recipient of the other kind's prefix, an age file of the X25519 stanza.
+        func parse(_ body: [UInt8]) throws {
+            let (document, dataKey) = try VaultDocument.create(passphrase: Self.passphrase, parameters: .insecureForTesting, label: "t")
+            document.stanzas.append(KeyStanza(type: KeyStanza.mlkem768x25519, body: body))
+            _ = try DocumentHeader.parse(try document.seal(dataKey: dataKey), label: "t", policy: .insecureForTesting)
+        }
+        let body = stanza.stanza.body
+        try parse(body)
+        #expect(throws: VaultError.corrupt(path: "t", reason: .badStanza(index: 1))) { try parse(Array(body.dropLast())) }
+        #expect(throws: VaultError.corrupt(path: "t", reason: .badRecipient(index: 1))) { try parse([0x00, 0x3E] + body.dropFirst(2)) }
+        var classic = body
+        classic.replaceSubrange(2..<9, with: Array("age1qqq".utf8))
+        #expect(throws: VaultError.corrupt(path: "t", reason: .badRecipient(index: 1))) { try parse(classic) }
+        var x25519File = body
+        x25519File.replaceSubrange(1961..<(1961 + 32), with: RecipientStanza.ageFilePrefix)
+        #expect(throws: VaultError.corrupt(path: "t", reason: .badAgeFile(index: 1))) { try parse(x25519File) }
+
+        // 17 beside the passphrase fit; an 18th would make a header no reader takes: refused, nothing written.
+        let letters = Array("qpzry9x8gf2tvdw0s")
+        try owner.setRecipients { _, key in letters.map { Self.hybridStanza($0, key: key) } }
+        #expect(owner.document?.recipients.count == 17)
+        let full = bytes()
+        #expect(throws: VaultError.vaultTooLarge(path: path, byteCount: 56 + (6 + 104) + 18 * (6 + 3652))) {
+            try owner.setRecipients { current, key in current + [Self.hybridStanza("3", key: key)] }
+        }
+        #expect(bytes() == full)
+    }
+
+    /// age's rule in a merge: the other copy's recipient stanzas of the other kind are not taken.
+    @Test func aMergeNeverMixesTheTwoKinds() throws {
+        let a = store(replica: 1)
+        try a.create(passphrase: Self.passphrase, parameters: .insecureForTesting)
+        try a.setRecipients { current, key in current + [Self.hybridStanza("q", key: key)] }
+        let copy = directory.file("b.vault")
+        try Data(bytes()).write(to: URL(fileURLWithPath: copy))
+        chmod(copy, 0o600)
+        let b = DocumentStore(storage: LocalFileStorage(path: copy), replica: ReplicaID(rawValue: 2), clock: SettableClock(2_000), policy: .insecureForTesting)
+        try b.open(with: .passphrase(Self.passphrase))
+        // B (wrongly, bypassing the CLI's check) adds an X25519 and a hybrid recipient.
+        try b.setRecipients { current, key in current + [Self.stanza("z", key: key), Self.hybridStanza("p", key: key)] }
+        _ = try a.merge([UInt8](FileManager.default.contents(atPath: copy)!), label: copy, dryRun: false)
+        #expect(a.document!.recipients == ["age1pq1" + String(repeating: "q", count: 1952), "age1pq1" + String(repeating: "p", count: 1952)])
+    }
 }

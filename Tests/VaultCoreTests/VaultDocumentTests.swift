@@ -318,14 +318,16 @@ struct VaultDocumentTests {
         let again = try DocumentHeader.parse(try opened.seal(dataKey: dataKey), label: "t", policy: Self.policy)
         #expect(again.stanzas == header.stanzas)
         // Without any passphrase or recipient stanza, nothing can open it.
-        document.stanzas = [KeyStanza(type: KeyStanza.mlkem768x25519, body: [])]
+        document.stanzas = [KeyStanza(type: 4, body: [])]
         #expect(throws: VaultError.corrupt(path: "t", reason: .noUsableStanza)) {
             try DocumentHeader.parse(try document.seal(dataKey: dataKey), label: "t", policy: Self.policy)
         }
-        // An x25519 stanza is checked for its shape (295 bytes) as it is read.
-        document.stanzas = [KeyStanza(type: KeyStanza.x25519, body: [])]
-        #expect(throws: VaultError.corrupt(path: "t", reason: .badStanza(index: 0))) {
-            try DocumentHeader.parse(try document.seal(dataKey: dataKey), label: "t", policy: Self.policy)
+        // An x25519 (295 bytes) or mlkem768x25519 (3,652 bytes) stanza is checked for its shape as it is read.
+        for type in [KeyStanza.x25519, KeyStanza.mlkem768x25519] {
+            document.stanzas = [KeyStanza(type: type, body: [])]
+            #expect(throws: VaultError.corrupt(path: "t", reason: .badStanza(index: 0))) {
+                try DocumentHeader.parse(try document.seal(dataKey: dataKey), label: "t", policy: Self.policy)
+            }
         }
     }
 

@@ -45,7 +45,7 @@ public struct KeyStanza: Equatable, Sendable {
     static let argon2id: UInt16 = 1
     /// An age X25519 recipient (``RecipientStanza``), opened above this library (VaultAge).
     static let x25519: UInt16 = 2
-    /// Reserved: an ML-KEM-768 + X25519 hybrid recipient.
+    /// An age ML-KEM-768 + X25519 hybrid recipient (``RecipientStanza``), opened above this library (VaultAgePQ).
     static let mlkem768x25519: UInt16 = 3
 
     public internal(set) var type: UInt16
@@ -106,70 +106,121 @@ struct Argon2idStanza: Equatable, Sendable {
     }
 }
 
-/// The `x25519` stanza (type 2): the data key wrapped for one age recipient, as a complete minimal age v1 file
-/// (docs/FORMAT.md, "The x25519 stanza"):
+/// A recipient stanza: the `x25519` stanza (type 2) or the `mlkem768x25519` stanza (type 3), the data key wrapped
+/// for one age recipient as a complete minimal age v1 file (docs/FORMAT.md, "The x25519 stanza", "The
+/// mlkem768x25519 stanza"):
 ///
 /// ```
-/// stanza body = recipient_length u8 (= 62) || recipient ("age1…", 62 bytes) || age file (232 bytes)
-/// age file    = "age-encryption.org/v1" LF "-> X25519 " share LF body LF "--- " MAC LF || payload (64 bytes)
+/// x25519:         recipient_length u8 (= 62)      || recipient ("age1…", 62 bytes)      || age file (232 bytes)
+/// mlkem768x25519: recipient_length u16 (= 1959)   || recipient ("age1pq1…", 1959 bytes) || age file (1691 bytes)
+/// age file        = "age-encryption.org/v1" LF "-> X25519 " share LF body LF "--- " MAC LF || payload (64 bytes)
+///                or "age-encryption.org/v1" LF "-> mlkem768x25519 " enc LF body LF "--- " MAC LF || payload
 /// ```
 ///
-/// This library checks only its shape (a length, the recipient's characters, the age file's first line and
-/// stanza type) and keeps it as opaque bytes: unwrapping needs age's X25519 and HKDF, which live in `VaultAge`
-/// (that target checks the rest of the age file when it opens one, and wraps new ones). The recipient beside the
-/// age file lets a writer re-wrap a new data key for everyone and `vault recipients list` work without a key.
+/// This library checks only its shape (lengths, the recipient's characters, the age file's first line and
+/// stanza type) and keeps it as opaque bytes: unwrapping needs age's X25519 and HKDF (`VaultAge`) or X-Wing and
+/// HPKE (`VaultAgePQ`), which check the rest of the age file when they open one, and wrap new ones. The recipient
+/// beside the age file lets a writer re-wrap a new data key for everyone and `vault recipients list` work without
+/// a key.
 public struct RecipientStanza: Equatable, Sendable {
-    /// The length of an `age1…` X25519 recipient: `age`, `1`, 52 data and 6 checksum characters.
-    public static let recipientByteCount = 62
-    /// The length of the age file: a 168-byte header with one `X25519` stanza, a 16-byte nonce, 32 bytes of data
-    /// key and the chunk's 16-byte tag.
-    public static let ageFileByteCount = 232
-    /// The length of the whole stanza body.
-    public static let byteCount = 1 + recipientByteCount + ageFileByteCount
+    /// The two kinds of recipient stanza, with their fixed sizes.
+    public enum Kind: Equatable, Sendable, CaseIterable {
+        /// age's X25519 recipient (`age1…`): type 2.
+        case x25519
+        /// age's post-quantum hybrid recipient (`age1pq1…`, ML-KEM-768 + X25519): type 3.
+        case mlkem768x25519
+
+        /// The key stanza type.
+        public var stanzaType: UInt16 { self == .x25519 ? KeyStanza.x25519 : KeyStanza.mlkem768x25519 }
+        /// The kind of a key stanza type, nil for a type that is not a recipient stanza.
+        public init?(stanzaType: UInt16) {
+            switch stanzaType {
+            case KeyStanza.x25519: self = .x25519
+            case KeyStanza.mlkem768x25519: self = .mlkem768x25519
+            default: return nil
+            }
+        }
+        /// The kind of a recipient, by its prefix (`age1pq1` or else `age1`).
+        public init(recipient: some Collection<UInt8>) {
+            self = recipient.starts(with: "age1pq1".utf8) ? .mlkem768x25519 : .x25519
+        }
+        /// The size of the `recipient_length` field: 1 byte, or 2 (big-endian) for the long hybrid recipients.
+        var lengthFieldByteCount: Int { self == .x25519 ? 1 : 2 }
+        /// The length of the recipient: `age`, `1`, 52 data and 6 checksum characters; `age1pq`, `1`, 1,946 and 6.
+        public var recipientByteCount: Int { self == .x25519 ? 62 : 1959 }
+        /// How the recipient starts.
+        var recipientPrefix: String { self == .x25519 ? "age1" : "age1pq1" }
+        /// The length of the age file: a header with one stanza (168 bytes; 1,627), a 16-byte nonce, the 32-byte
+        /// data key and the chunk's 16-byte tag.
+        public var ageFileByteCount: Int { self == .x25519 ? 232 : 1691 }
+        /// How the age file starts: the version line and the stanza's type.
+        public var ageFilePrefix: [UInt8] {
+            Array("age-encryption.org/v1\n-> \(self == .x25519 ? "X25519" : "mlkem768x25519") ".utf8)
+        }
+        /// The length of the whole stanza body.
+        public var byteCount: Int { lengthFieldByteCount + recipientByteCount + ageFileByteCount }
+    }
+
+    /// The x25519 stanza's recipient length.
+    public static let recipientByteCount = Kind.x25519.recipientByteCount
+    /// The x25519 stanza's age file length.
+    public static let ageFileByteCount = Kind.x25519.ageFileByteCount
+    /// The length of the whole x25519 stanza body.
+    public static let byteCount = Kind.x25519.byteCount
     /// How every age file of an `x25519` stanza starts: the version line and the `X25519` stanza's type.
-    public static let ageFilePrefix = Array("age-encryption.org/v1\n-> X25519 ".utf8)
+    public static let ageFilePrefix = Kind.x25519.ageFilePrefix
     /// Bech32's data characters.
     static let bech32Characters = Set("qpzry9x8gf2tvdw0s3jn54khce6mua7l".utf8)
 
-    /// The recipient the age file is for (`age1…`, lower case), as the writer recorded it.
+    /// Which stanza it is.
+    public let kind: Kind
+    /// The recipient the age file is for (`age1…` or `age1pq1…`, lower case), as the writer recorded it.
     public let recipient: String
     /// The age file whose plaintext is the data key.
     public let ageFile: [UInt8]
 
-    /// A stanza of `recipient` and `ageFile`, or `nil` when their shape is not an `x25519` stanza's.
+    /// A stanza of `recipient` and `ageFile` (its kind by the recipient's prefix), or `nil` when their shape is
+    /// not that kind's.
     public init?(recipient: String, ageFile: [UInt8]) {
-        guard Self.recipientShapeIsValid(Array(recipient.utf8)), Self.ageFileShapeIsValid(ageFile) else { return nil }
+        let kind = Kind(recipient: recipient.utf8)
+        guard Self.recipientShapeIsValid(Array(recipient.utf8), kind: kind), Self.ageFileShapeIsValid(ageFile, kind: kind) else { return nil }
+        self.kind = kind
         self.recipient = recipient
         self.ageFile = ageFile
     }
 
-    /// Reads a stanza body, checking its shape in the order of docs/FORMAT.md: the length (`bad_stanza`), the
-    /// recipient (`bad_recipient`), the age file's first bytes (`bad_age_file`).
-    init(body: [UInt8], index: Int, label: String = "") throws {
+    /// Reads a stanza body of `kind`, checking its shape in the order of docs/FORMAT.md: the length
+    /// (`bad_stanza`), the recipient (`bad_recipient`), the age file's first bytes (`bad_age_file`).
+    init(body: [UInt8], kind: Kind, index: Int, label: String = "") throws {
         func corrupt(_ reason: Corruption) -> VaultError { .corrupt(path: label, reason: reason) }
-        guard body.count == Self.byteCount else { throw corrupt(.badStanza(index: index)) }
-        let recipient = Array(body[1..<1 + Self.recipientByteCount])
-        guard Int(body[0]) == Self.recipientByteCount, Self.recipientShapeIsValid(recipient) else {
+        guard body.count == kind.byteCount else { throw corrupt(.badStanza(index: index)) }
+        let lengthField = body[0..<kind.lengthFieldByteCount].reduce(0) { $0 << 8 | Int($1) }
+        let recipientEnd = kind.lengthFieldByteCount + kind.recipientByteCount
+        let recipient = Array(body[kind.lengthFieldByteCount..<recipientEnd])
+        guard lengthField == kind.recipientByteCount, Self.recipientShapeIsValid(recipient, kind: kind) else {
             throw corrupt(.badRecipient(index: index))
         }
-        let ageFile = Array(body[(1 + Self.recipientByteCount)...])
-        guard Self.ageFileShapeIsValid(ageFile) else { throw corrupt(.badAgeFile(index: index)) }
+        let ageFile = Array(body[recipientEnd...])
+        guard Self.ageFileShapeIsValid(ageFile, kind: kind) else { throw corrupt(.badAgeFile(index: index)) }
+        self.kind = kind
         self.recipient = String(decoding: recipient, as: UTF8.self)
         self.ageFile = ageFile
     }
 
-    static func recipientShapeIsValid(_ recipient: [UInt8]) -> Bool {
-        recipient.count == recipientByteCount && recipient.starts(with: "age1".utf8)
-            && recipient.dropFirst(4).allSatisfy(bech32Characters.contains)
+    static func recipientShapeIsValid(_ recipient: [UInt8], kind: Kind) -> Bool {
+        recipient.count == kind.recipientByteCount && recipient.starts(with: kind.recipientPrefix.utf8)
+            && recipient.dropFirst(kind.recipientPrefix.utf8.count).allSatisfy(bech32Characters.contains)
     }
 
-    static func ageFileShapeIsValid(_ ageFile: [UInt8]) -> Bool {
-        ageFile.count == ageFileByteCount && ageFile.starts(with: ageFilePrefix)
+    static func ageFileShapeIsValid(_ ageFile: [UInt8], kind: Kind) -> Bool {
+        ageFile.count == kind.ageFileByteCount && ageFile.starts(with: kind.ageFilePrefix)
     }
 
     /// The stanza as it goes into a header.
     public var stanza: KeyStanza {
-        KeyStanza(type: KeyStanza.x25519, body: [UInt8(Self.recipientByteCount)] + Array(recipient.utf8) + ageFile)
+        let length = kind.recipientByteCount
+        let lengthField: [UInt8] = kind.lengthFieldByteCount == 1 ? [UInt8(length)] : [UInt8(length >> 8), UInt8(length & 0xFF)]
+        return KeyStanza(type: kind.stanzaType, body: lengthField + Array(recipient.utf8) + ageFile)
     }
 }
 
@@ -200,13 +251,16 @@ public struct DocumentHeader: Sendable {
         stanzas.lazy.filter { $0.type == KeyStanza.argon2id }.compactMap { Argon2idStanza(body: $0.body)?.parameters }.first
     }
 
-    /// The `x25519` stanzas, in order (their shape was checked by ``parse(_:label:policy:)``).
+    /// The recipient (`x25519` and `mlkem768x25519`) stanzas, in order (their shape was checked by
+    /// ``parse(_:label:policy:)``).
     public var recipientStanzas: [RecipientStanza] { indexedRecipientStanzas.map(\.stanza) }
 
-    /// The `x25519` stanzas with their index among all the header's stanzas (as errors name them).
+    /// The recipient stanzas with their index among all the header's stanzas (as errors name them).
     public var indexedRecipientStanzas: [(index: Int, stanza: RecipientStanza)] {
         stanzas.enumerated().compactMap { index, stanza in
-            guard stanza.type == KeyStanza.x25519, let parsed = try? RecipientStanza(body: stanza.body, index: index) else { return nil }
+            guard let kind = RecipientStanza.Kind(stanzaType: stanza.type),
+                  let parsed = try? RecipientStanza(body: stanza.body, kind: kind, index: index)
+            else { return nil }
             return (index, parsed)
         }
     }
@@ -280,14 +334,14 @@ public struct DocumentHeader: Sendable {
                         throw VaultError.kdfParametersOutOfRange(
                             path: label, opsLimit: stanza.parameters.opsLimit, memLimitBytes: stanza.parameters.memLimitBytes)
                     }
-                } else if type == KeyStanza.x25519 {
-                    let stanza = try RecipientStanza(body: body, index: index, label: label)
+                } else if let kind = RecipientStanza.Kind(stanzaType: type) {
+                    let stanza = try RecipientStanza(body: body, kind: kind, index: index, label: label)
                     guard recipients.insert(stanza.recipient).inserted else { throw corrupt(.duplicateRecipient(index: index)) }
                 }
                 stanzas.append(KeyStanza(type: type, body: body))
             }
             guard reader.offset == headerLength else { throw corrupt(.badHeaderLength(headerLength)) }
-            guard stanzas.contains(where: { $0.type == KeyStanza.argon2id || $0.type == KeyStanza.x25519 }) else {
+            guard stanzas.contains(where: { $0.type == KeyStanza.argon2id || RecipientStanza.Kind(stanzaType: $0.type) != nil }) else {
                 throw corrupt(.noUsableStanza)
             }
             let minimum = headerLength + DocumentFormat.macByteCount + VaultFormat.nonceByteCount + VaultFormat.macByteCount
@@ -364,10 +418,10 @@ extension VaultDocument {
         stanzas.lazy.filter { $0.type == KeyStanza.argon2id }.compactMap { Argon2idStanza(body: $0.body)?.parameters }.first
     }
 
-    /// The `x25519` stanzas, in order.
+    /// The recipient (`x25519` and `mlkem768x25519`) stanzas, in order.
     public var recipientStanzas: [RecipientStanza] {
         stanzas.enumerated().compactMap { index, stanza in
-            stanza.type == KeyStanza.x25519 ? try? RecipientStanza(body: stanza.body, index: index) : nil
+            RecipientStanza.Kind(stanzaType: stanza.type).flatMap { try? RecipientStanza(body: stanza.body, kind: $0, index: index) }
         }
     }
 
@@ -430,10 +484,15 @@ extension VaultDocument {
     /// The file of this document under `dataKey`, at the next generation (which it takes): the header with its
     /// stanzas, its MAC, a fresh body nonce and the sealed body.
     ///
-    /// - Throws: ``VaultError/generationExhausted(path:)``; ``VaultError/vaultTooLarge(path:byteCount:)``.
+    /// - Throws: ``VaultError/generationExhausted(path:)``; ``VaultError/vaultTooLarge(path:byteCount:)`` (also
+    ///   for a header past 65,536 bytes: too many recipient stanzas).
     public func seal(dataKey: SecureBytes) throws -> [UInt8] {
         guard generation < UInt64.max else { throw VaultError.generationExhausted(path: label) }
         let header = DocumentHeader.encode(vaultID: vaultID, generation: generation + 1, dataKeyID: dataKeyID, stanzas: stanzas)
+        // A header past its bound (18 mlkem768x25519 stanzas, or 218 x25519 ones) would be refused by every reader.
+        guard header.count <= DocumentFormat.maximumHeaderByteCount else {
+            throw VaultError.vaultTooLarge(path: label, byteCount: header.count)
+        }
         let mac = Self.mac(of: header, dataKey: dataKey)
         let binding = Sodium.blake2b256FromArray(header + mac)
         let plaintext = try DocumentBody.encode(self, binding: binding)

@@ -171,12 +171,17 @@ extension VaultDocument {
         }
     }
 
-    /// Our stanzas, and, when `other` has our data key, its `x25519` stanzas for recipients we do not have.
+    /// Our stanzas, and, when `other` has our data key, its recipient stanzas for recipients we do not have, of the
+    /// kind ours are (`x25519` or `mlkem768x25519`, never both in one vault: age's rule; when ours has none, of the
+    /// kind of its first).
     func stanzas(unitedWith other: VaultDocument) -> [KeyStanza] {
         guard other.dataKeyID == dataKeyID else { return stanzas }
         let ours = Set(recipients)
+        let kind = recipientStanzas.first?.kind ?? other.recipientStanzas.first?.kind
         var seen = Set<String>()
-        let added = other.recipientStanzas.filter { !ours.contains($0.recipient) && seen.insert($0.recipient).inserted }
+        let added = other.recipientStanzas.filter {
+            $0.kind == kind && !ours.contains($0.recipient) && seen.insert($0.recipient).inserted
+        }
         return stanzas + added.map(\.stanza)
     }
 

@@ -315,7 +315,7 @@ public final class DocumentStore: Sendable {
         try write(attempts: attempts) { stored in
             let document = try openHeld(stored, dataKey: dataKey)
             let made = try recipients(document.recipientStanzas, dataKey)
-            document.stanzas = document.stanzas.filter { $0.type != KeyStanza.x25519 } + made.map(\.stanza)
+            document.stanzas = document.stanzas.filter { RecipientStanza.Kind(stanzaType: $0.type) == nil } + made.map(\.stanza)
             return (document, dataKey)
         }
     }

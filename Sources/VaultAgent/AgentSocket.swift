@@ -53,23 +53,22 @@ public enum AgentSocket {
                 throw VaultError.io(operation: "cannot access the agent's directory", path: directory, errno: errno)
             }
         }
-        if (info.st_mode & S_IFMT) == S_IFLNK {
+        switch Posix.distrust(ofDirectory: info, allowRoot: false) {
+        case nil: break
+        case .symbolicLink:
             throw VaultError.unsafePermissions(
                 path: directory, reason: "the agent's socket directory is a symbolic link",
                 hint: "remove the link, or set VAULT_AGENT_SOCK to a socket in a directory of your own")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+        case .notADirectory:
             throw VaultError.io(operation: "cannot use the agent's directory", path: directory, errno: ENOTDIR)
-        }
-        guard info.st_uid == geteuid() else {
+        case .ownedBy(let uid):
             throw VaultError.unsafePermissions(
-                path: directory, reason: "the agent's socket directory belongs to user \(info.st_uid)",
+                path: directory, reason: "the agent's socket directory belongs to user \(uid)",
                 hint: "set VAULT_AGENT_SOCK to a socket in a directory of your own")
-        }
-        guard info.st_mode & 0o022 == 0 else {
+        case .writableByOthers(let mode):
             throw VaultError.unsafePermissions(
                 path: directory,
-                reason: "the agent's socket directory is writable by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
+                reason: "the agent's socket directory is writable by group or others (mode \(Posix.octal(mode)))",
                 hint: "run: chmod 700 '\(directory)'")
         }
     }

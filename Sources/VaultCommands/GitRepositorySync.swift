@@ -277,18 +277,16 @@ struct Git {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while open.contains(where: { $0 >= 0 }) {
             var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            guard poll(&fds, nfds_t(fds.count), -1) >= 0 || errno == EINTR else { break }
+            guard Posix.retryingEINTR({ poll(&fds, nfds_t(fds.count), -1) }) >= 0 else { break }
             for index in fds.indices where fds[index].fd >= 0 && fds[index].revents != 0 {
-                let count = read(fds[index].fd, &buffer, buffer.count)
-                if count > 0 {
-                    collected[index] += buffer[0..<count]
-                } else if count == 0 || errno != EINTR && errno != EAGAIN {
-                    open[index] = -1
+                switch Posix.valueOrErrno({ read(fds[index].fd, &buffer, buffer.count) }) {
+                case .success(let count) where count > 0: collected[index] += buffer[0..<count]
+                default: open[index] = -1  // the end, or a failure: nothing more from this pipe
                 }
             }
         }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = Posix.retryingEINTR { waitpid(pid, &status, 0) }
         let exit = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return (exit, collected[0], collected[1])
     }

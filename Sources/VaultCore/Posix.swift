@@ -79,6 +79,26 @@ package enum Posix {
         return bytes
     }
 
+    /// Why a directory may not hold our secrets (the vault's, the agent socket's, the state directory): the one trust
+    /// rule they share, each caller saying it in its own words.
+    package enum DirectoryDistrust: Equatable {
+        case symbolicLink
+        case notADirectory
+        case ownedBy(uid_t)
+        case writableByOthers(mode: mode_t)
+    }
+
+    /// The trust rule for a directory that holds our secrets, on its `lstat`: a real directory (not a symbolic
+    /// link), ours (or root's when `allowRoot`: `/tmp`-like system directories hold vaults, never the agent's
+    /// socket or the state records), writable by nobody else. `nil` when it may be trusted.
+    package static func distrust(ofDirectory info: stat, allowRoot: Bool) -> DirectoryDistrust? {
+        if info.st_mode & S_IFMT == S_IFLNK { return .symbolicLink }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return .notADirectory }
+        guard info.st_uid == geteuid() || (allowRoot && info.st_uid == 0) else { return .ownedBy(info.st_uid) }
+        guard info.st_mode & 0o022 == 0 else { return .writableByOthers(mode: info.st_mode & 0o7777) }
+        return nil
+    }
+
     /// Seconds on `CLOCK_MONOTONIC` (for timeouts: never goes back, stops during suspend).
     package static func monotonicSeconds() -> Double {
         seconds(of: CLOCK_MONOTONIC)

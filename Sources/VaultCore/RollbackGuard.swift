@@ -211,7 +211,7 @@ package enum RollbackGuard {
         }
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        guard fstat(fd, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+        guard fstat(fd, &info) == 0, Posix.distrust(ofDirectory: info, allowRoot: false) == nil else {
             close(fd)
             return nil
         }

@@ -27,23 +27,22 @@ enum VaultFile {
         guard lstat(directory, &info) == 0 else {
             throw VaultError.io(operation: "cannot access directory", path: directory, errno: errno)
         }
-        if (info.st_mode & S_IFMT) == S_IFLNK {
+        switch Posix.distrust(ofDirectory: info, allowRoot: true) {
+        case nil: break
+        case .symbolicLink:
             throw VaultError.unsafePermissions(
                 path: directory, reason: "the vault's directory is a symbolic link",
                 hint: "use the vault by its real path (see: realpath '\(directory)')")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+        case .notADirectory:
             throw VaultError.io(operation: "cannot use directory", path: directory, errno: ENOTDIR)
-        }
-        if info.st_uid != geteuid() && info.st_uid != 0 {
+        case .ownedBy(let uid):
             throw VaultError.unsafePermissions(
-                path: directory, reason: "the vault's directory is owned by another user (uid \(info.st_uid))",
+                path: directory, reason: "the vault's directory is owned by another user (uid \(uid))",
                 hint: "keep the vault in a directory of your own")
-        }
-        if info.st_mode & 0o022 != 0 {
+        case .writableByOthers(let mode):
             throw VaultError.unsafePermissions(
                 path: directory,
-                reason: "the vault's directory is writable by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
+                reason: "the vault's directory is writable by group or others (mode \(Posix.octal(mode)))",
                 hint: "run: chmod go-w '\(directory)'  (or keep the vault in a private directory)")
         }
         let fd = Posix.retryingEINTR { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }

@@ -268,7 +268,10 @@ struct Git {
         (argv + envp).forEach { free($0) }
         close(output[1])
         close(errors[1])
-        defer { close(output[0]); close(errors[0]) }
+        var readEnds = [output[0], errors[0]]
+        // Closed before the wait too: a child still writing to a full pipe then ends with EPIPE, never blocks it.
+        func closeReadEnds() { for index in readEnds.indices where readEnds[index] >= 0 { close(readEnds[index]); readEnds[index] = -1 } }
+        defer { closeReadEnds() }
         guard pid > 0 else {
             throw CLIError.message("cannot run git: \(String(cString: strerror(spawnError)))", exitCode: Exit.failure)
         }
@@ -285,8 +288,11 @@ struct Git {
                 }
             }
         }
+        closeReadEnds()
         var status: Int32 = 0
-        _ = Posix.retryingEINTR { waitpid(pid, &status, 0) }
+        guard Posix.retryingEINTR({ waitpid(pid, &status, 0) }) == pid else {
+            throw CLIError.message("cannot wait for git: \(String(cString: strerror(errno)))", exitCode: Exit.failure)
+        }
         let exit = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return (exit, collected[0], collected[1])
     }

@@ -89,8 +89,8 @@ package enum Posix {
     }
 
     /// The trust rule for a directory that holds our secrets, on its `lstat`: a real directory (not a symbolic
-    /// link), ours (or root's when `allowRoot`: `/tmp`-like system directories hold vaults, never the agent's
-    /// socket or the state records), writable by nobody else. `nil` when it may be trusted.
+    /// link), ours (or root's when `allowRoot`: a vault may sit in a root-owned directory that only root can write,
+    /// never the agent's socket or the state records), writable by nobody else. `nil` when it may be trusted.
     package static func distrust(ofDirectory info: stat, allowRoot: Bool) -> DirectoryDistrust? {
         if info.st_mode & S_IFMT == S_IFLNK { return .symbolicLink }
         guard info.st_mode & S_IFMT == S_IFDIR else { return .notADirectory }

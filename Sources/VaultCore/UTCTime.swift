@@ -11,12 +11,18 @@ package enum UTCTime {
         var text = pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(secondOfDay / 3600, 2) + ":"
             + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
         if fractional { text += "." + pad(millis, 3) }
+        // (Years before 1 and after 9999 have no four-digit form: they are written with their sign and digits.)
         return text + "Z"
     }
 
     /// ``iso8601(milliseconds:fractional:)`` for seconds since the epoch (sub-millisecond parts truncated).
+    /// A time beyond ±2^62 ms (or not finite) is written as the nearest of those bounds: never a trap on a stored
+    /// time a vault file made up.
     package static func iso8601(seconds: Double, fractional: Bool) -> String {
-        iso8601(milliseconds: Int64((seconds * 1000).rounded(.down)), fractional: fractional)
+        let bound = Double(Int64(1) << 62)
+        let milliseconds = (seconds * 1000).rounded(.down)
+        let clamped = milliseconds.isNaN ? 0 : min(max(milliseconds, -bound), bound)
+        return iso8601(milliseconds: Int64(clamped), fractional: fractional)
     }
 
     /// Year, month (1–12) and day (1–31) of the day `days` after 1970-01-01 (proleptic Gregorian).
@@ -33,8 +39,8 @@ package enum UTCTime {
     }
 
     private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
-        let quotient = value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
-        return (quotient, value - quotient * divisor)
+        let remainder = value % divisor
+        return remainder < 0 ? (value / divisor - 1, remainder + divisor) : (value / divisor, remainder)
     }
 
     private static func pad(_ value: Int64, _ width: Int) -> String {

@@ -18,6 +18,14 @@ struct UTCTimeTests {
         #expect(UTCTime.iso8601(milliseconds: milliseconds, fractional: false) == expected.prefix(19) + "Z")
     }
 
+    @Test func aTimeNoCalendarHoldsIsWrittenWithoutATrap() {
+        for seconds in [Double.nan, .infinity, -.infinity, 1e300, -1e300] {
+            #expect(!UTCTime.iso8601(seconds: seconds, fractional: true).isEmpty)
+        }
+        #expect(!UTCTime.iso8601(milliseconds: .min, fractional: true).isEmpty)
+        #expect(!UTCTime.iso8601(milliseconds: .max, fractional: true).isEmpty)
+    }
+
     @Test func secondsAreTruncatedToTheMillisecond() {
         #expect(UTCTime.iso8601(seconds: 1_764_173_883.1209, fractional: true) == "2025-11-26T16:18:03.120Z")
         #expect(UTCTime.iso8601(seconds: -0.0005, fractional: true) == "1969-12-31T23:59:59.999Z")

@@ -169,6 +169,7 @@ let package = Package(
         // Test support shared by the test targets (a real nginx, the Python test server, running tools, free ports).
         .target(name: "VaultTestSupport", path: "Tests/VaultTestSupport", resources: [.copy("http_test_server.py"), .copy("moto_s3.py")]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium", "VaultTestSupport"]),
+        .testTarget(name: "VaultAgePQTests", dependencies: ["VaultAgePQ", "VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgeTests", dependencies: ["VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import VaultCore
 #if canImport(Glibc)
 import Glibc
@@ -165,11 +166,12 @@ enum GPG {
         do { try process.run() } catch {
             throw ImportError.decryptionFailed(file: shown, detail: "cannot run \(executable)")
         }
-        nonisolated(unsafe) var errorText = Data()
+        let errorText = Mutex(Data())
         let group = DispatchGroup()
         group.enter()
         DispatchQueue.global().async {
-            errorText = (try? errors.fileHandleForReading.read(upToCount: 64 << 10)) ?? Data()
+            let text = (try? errors.fileHandleForReading.read(upToCount: 64 << 10)) ?? Data()
+            errorText.withLock { $0 = text }
             _ = try? errors.fileHandleForReading.readToEnd()
             group.leave()
         }
@@ -197,7 +199,7 @@ enum GPG {
             throw ImportError.tooLarge(what: "'\(shown)' decrypted", limit: "\(ImportLimits.maximumPassFileByteCount >> 20) MiB")
         }
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            let line = String(decoding: errorText, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? "gpg exited with \(process.terminationStatus)"
+            let line = String(decoding: errorText.withLock { $0 }, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? "gpg exited with \(process.terminationStatus)"
             throw ImportError.decryptionFailed(file: shown, detail: line)
         }
         return buffer.secureBytes()

@@ -19,16 +19,7 @@ enum AgeTestSupport {
         bytes.map { String(format: "%02x", $0) }.joined()
     }
 
-    static func bytes(hex: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            bytes.append(UInt8(hex[index..<next], radix: 16)!)
-            index = next
-        }
-        return bytes
-    }
+    static func bytes(hex: String) -> [UInt8] { CCTVAgeVector.bytes(hex: hex) }
 
     static func sha256(_ bytes: SecureBytes) -> [UInt8] {
         bytes.withUnsafeBytes { Sodium.sha256($0) }

@@ -78,7 +78,8 @@ public struct CCTVAgeVector: Sendable {
         return all.filter { name in prefixes.contains { name.hasPrefix($0) } }.sorted()
     }
 
-    static func bytes(hex: String) -> [UInt8] {
+    /// The bytes of a hex string (the vectors' and the tests' own fixtures).
+    public static func bytes(hex: String) -> [UInt8] {
         var bytes: [UInt8] = []
         var index = hex.startIndex
         while index < hex.endIndex {

@@ -133,6 +133,9 @@ extension AgentWire {
                 writer.field(.bool, exists)
             case .deleteAll:
                 kind(.deleteAll)
+            case let .restoreDeleted(entry):
+                kind(.restoreDeleted)
+                writer.field(.name, entry)
             case let .insert(entry, current, history, created, values):
                 kind(.insert)
                 writer.field(.name, entry)
@@ -259,6 +262,9 @@ extension AgentWire {
                 changes.append(.requireField(entry: name, field: field, exists: flag))
             case .deleteAll:
                 changes.append(.deleteAll)
+            case .restoreDeleted:
+                guard let name else { throw missing() }
+                changes.append(.restoreDeleted(entry: name))
             case .insert:
                 guard let name, let valueRange else { throw missing() }
                 // The values stay in the request's payload: one guarded region for the whole batch.
@@ -308,7 +314,7 @@ extension AgentWire {
 
     static func encode(_ report: MergeReport, into writer: Writer) {
         for (code, names) in [("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
-                              ("resurrected", report.resurrected), ("conflict", report.conflicts)] {
+                              ("resurrected", report.resurrected), ("conflict", report.conflicts), ("kept", report.keptDeleted)] {
             for name in names {
                 writer.field(.code, code)
                 writer.field(.name, name)
@@ -348,6 +354,7 @@ extension AgentWire {
                 case "deleted": report.deleted.append(name)
                 case "resurrected": report.resurrected.append(name)
                 case "conflict": report.conflicts.append(name)
+                case "kept": report.keptDeleted.append(name)
                 case "renamed":
                     guard let source else { throw AgentError.protocolError("a malformed merge report") }
                     report.renamed.append(.init(from: source, to: name))

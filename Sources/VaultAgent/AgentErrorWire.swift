@@ -42,6 +42,7 @@ enum AgentErrorWire {
         case .missingOwnWrites(let path): return ("missingOwnWrites", [path])
         case .storageConflict(let path): return ("storageConflict", [path])
         case .notTheSameVault(let path): return ("notTheSameVault", [path])
+        case .behindHorizon(let path): return ("behindHorizon", [path])
         case .clockExhausted: return ("clockExhausted", [])
         }
     }
@@ -93,6 +94,7 @@ enum AgentErrorWire {
         case "missingOwnWrites" where count(1): return .missingOwnWrites(path: path(a[0]))
         case "storageConflict" where count(1): return .storageConflict(path: path(a[0]))
         case "notTheSameVault" where count(1): return .notTheSameVault(path: path(a[0]))
+        case "behindHorizon" where count(1): return .behindHorizon(path: path(a[0]))
         case "clockExhausted" where count(0): return .clockExhausted
         default: return nil
         }

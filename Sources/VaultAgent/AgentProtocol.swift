@@ -92,4 +92,7 @@ enum AgentDocumentChange: UInt8 {
     /// `name`, `created` when known, and one `value`: the versions (``AgentWire/encodeVersions(_:)``), so that an
     /// import of thousands of entries with their histories stays far below the message's field limit.
     case insert
+    /// `name`: the version a deletion kept of the entry last named so, back (an older agent refuses the code and
+    /// writes nothing).
+    case restoreDeleted
 }

@@ -88,7 +88,7 @@ extension VaultError: CLIReportable {
         switch self {
         case .wrongPassphrase, .wrongIdentity: return Exit.authentication
         case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
-            .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault:
+            .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault, .behindHorizon:
             return Exit.corrupt
         case .keyChanged, .otherKey: return Exit.authentication
         case .noSuchEntry, .noSuchVersion, .noSuchField: return Exit.notFound
@@ -140,6 +140,7 @@ extension VaultError: CLIReportable {
         case .storageConflict: return "storage_conflict"
         case .missingOwnWrites: return "missing_own_writes"
         case .notTheSameVault: return "not_the_same_vault"
+        case .behindHorizon: return "behind_horizon"
         }
     }
 
@@ -147,6 +148,8 @@ extension VaultError: CLIReportable {
         switch self {
         case .unsafePermissions(_, _, let hint): return hint
         case .vaultNotFound: return "create one with 'vault init', or pass --vault PATH"
+        case .behindHorizon:
+            return "replace the older copy with the newer one (copy the file, or clone again) and make its changes again there; nothing was merged"
         case .wrongPassphrase: return "check the passphrase; a damaged file gives the same error"
         case .wrongIdentity:
             return "'vault recipients list' shows who the vault is shared with; 'vault identity show' prints your recipient (age1...)"

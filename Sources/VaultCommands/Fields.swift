@@ -178,18 +178,27 @@ package struct Restore: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "restore",
-        abstract: "Make an earlier version of an entry current again (as a new version: the one it replaces goes into the history).",
-        discussion: "'vault history NAME' lists the versions and their numbers.")
+        abstract: "Make an earlier version of an entry current again, or bring back a change a deletion won over.",
+        discussion: """
+            With --version N, version N of the entry's history becomes current again as a new version (the one it replaces goes into the history); 'vault history NAME' lists the versions and their numbers.
+
+            With --deleted, the entry NAME comes back as it was changed on one copy before another copy deleted it: a merge keeps such a change with the deletion (it says "kept: NAME"), until the deletion is older than 180 days and every copy has seen it. It comes back under its old id, so every copy takes it back at its next merge. NAME must be free.
+            """)
 
     @OptionGroup var options: VaultOptions
 
     @OptionGroup var entry: EntryNameOptions
 
     @Option(help: ArgumentHelp("The earlier version to restore (1 is the newest earlier one).", valueName: "n"))
-    var version: Int
+    var version: Int?
+
+    @Flag(help: "Bring back the change a deletion of NAME kept (a merge says \"kept: NAME\").")
+    var deleted = false
 
     package func validate() throws {
-        if version < 1 { throw ValidationError("--version takes an earlier version, 1 or more ('vault history NAME' lists them)") }
+        if deleted, version != nil { throw ValidationError("give --version N or --deleted, not both") }
+        guard deleted || version != nil else { throw ValidationError("give --version N (an earlier version) or --deleted") }
+        if let version, version < 1 { throw ValidationError("--version takes an earlier version, 1 or more ('vault history NAME' lists them)") }
     }
 
     package func run() throws {
@@ -197,13 +206,24 @@ package struct Restore: ParsableCommand {
             let name = try entry.resolve()
             try withVault(options) { vault in
                 let document = try documentEntries(vault)
+                if deleted {
+                    do {
+                        try document.apply([.restoreDeleted(entry: name)])
+                    } catch VaultError.noSuchEntry {
+                        throw CLIError.message(
+                            "no deleted entry '\(name)' keeps a change in vault '\(options.resolvedPath)'", exitCode: Exit.notFound)
+                    }
+                    return
+                }
                 guard try document.record(of: name) != nil else { throw CLIError.missingEntry(name, in: vault) }
-                try document.apply([.restore(entry: name, version: version)])
+                try document.apply([.restore(entry: name, version: version!)])
             }
             if options.json {
-                try writeJSON(["name": name, "restored": true, "version": version])
+                try writeJSON(deleted ? ["name": name, "restored": true, "deleted": true] : ["name": name, "restored": true, "version": version!])
             } else if isatty(2) == 1 {
-                writeToStderr("restored version \(version) of '\(TerminalText.escaped(name))' (the version it replaced is now version 1)\n")
+                writeToStderr(deleted
+                    ? "restored '\(TerminalText.escaped(name))' as it was changed before its deletion\n"
+                    : "restored version \(version!) of '\(TerminalText.escaped(name))' (the version it replaced is now version 1)\n")
             }
         }
     }

@@ -216,6 +216,7 @@ extension MergeReport {
         deleted += other.deleted
         resurrected += other.resurrected
         conflicts += other.conflicts
+        keptDeleted += other.keptDeleted
         renamed += other.renamed
         replicasAhead = Array(Set(replicasAhead + other.replicasAhead)).sorted()
         written = written || other.written

@@ -18,9 +18,9 @@ package struct Init: ParsableCommand {
     @OptionGroup var options: VaultOptions
 
     @Option(name: .customLong("format"), help: ArgumentHelp(
-        "The file format: 2 (the default: entries with ids, fields and history) or 1 (for a vault command older than format version 2, which cannot open version 2).",
+        "The file format: 3 (the default: entries with ids, fields and history, and what sync needs to forget deletions safely), 2 (for a vault command that reads version 2 but not 3) or 1 (for one older than version 2).",
         valueName: "version"))
-    var formatVersion: Int = 2
+    var formatVersion: Int = Int(DocumentFormat.currentVersion)
 
     @Option(help: ArgumentHelp(
         "Argon2id cost: interactive (2 passes, 64 MiB), moderate (3, 256 MiB), sensitive (4, 1 GiB), or calibrate:TIME (e.g. calibrate:500ms).",
@@ -62,8 +62,8 @@ package struct Init: ParsableCommand {
     }
 
     package func validate() throws {
-        guard formatVersion == 1 || formatVersion == 2 else {
-            throw ValidationError("--format takes 1 or 2 (the format version), not \(formatVersion)")
+        guard (1...3).contains(formatVersion) else {
+            throw ValidationError("--format takes 1, 2 or 3 (the format version), not \(formatVersion)")
         }
     }
 
@@ -82,7 +82,9 @@ package struct Init: ParsableCommand {
                 try store.create(with: passphrase, parameters: parameters)
                 created = store.kdfParameters!
             } else {
-                let made = try VaultOpener.create(path: store.path, passphrase: passphrase, parameters: parameters, options: options.storeOptions)
+                let made = try VaultOpener.create(
+                    path: store.path, passphrase: passphrase, parameters: parameters, options: options.storeOptions,
+                    formatVersion: UInt16(formatVersion))
                 created = made.parameters
                 vaultID = made.vaultID
             }

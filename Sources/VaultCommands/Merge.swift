@@ -63,7 +63,7 @@ package struct Merge: ParsableCommand {
                 try writeJSON([
                     "other": other, "dry_run": dryRun, "changed": !report.isEmpty, "written": report.written,
                     "added": report.added, "updated": report.updated, "deleted": report.deleted,
-                    "resurrected": report.resurrected, "conflicts": report.conflicts,
+                    "resurrected": report.resurrected, "conflicts": report.conflicts, "kept_deleted": report.keptDeleted,
                     "renamed": report.renamed.map { ["from": $0.from, "to": $0.to] },
                     "replicas_ahead": report.replicasAhead.map(\.description),
                 ])
@@ -96,6 +96,9 @@ package struct Merge: ParsableCommand {
         }
         for renamed in report.renamed {
             text += "  renamed: \(TerminalText.escaped(renamed.from)) -> \(TerminalText.escaped(renamed.to))\n"
+        }
+        for name in report.keptDeleted {
+            text += "  kept: \(TerminalText.escaped(name)) (changed before a deletion it lost to; 'vault restore --deleted NAME' brings the change back)\n"
         }
         return text
     }

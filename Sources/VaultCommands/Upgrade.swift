@@ -4,17 +4,17 @@ import Glibc
 import VaultAgent
 import VaultCore
 
-/// `vault upgrade`: format version 1 → 2 in one atomic write (docs/FORMAT.md, "Version 2").
+/// `vault upgrade`: format version 1 or 2 → 3 in one atomic write (docs/FORMAT.md, "Version 2", "Version 3").
 package struct Upgrade: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
         commandName: "upgrade",
-        abstract: "Convert the vault to format version 2 in one atomic write (names, values and times kept).",
+        abstract: "Convert the vault to format version 3 in one atomic write (names, values and times kept).",
         discussion: """
-            Every entry gets an id, its value becomes its password field, and later changes keep a history. Asks for the passphrase (even when the agent holds the vault: the new file gets a new data key) and locks the vault in the agent first. A vault already at version 2 is left as it is.
+            From version 1: every entry gets an id, its value becomes its password field, and later changes keep a history. Asks for the passphrase (even when the agent holds the vault: the new file gets a new data key) and locks the vault in the agent first.
 
-            A `vault` older than this one cannot open a version-2 file: it says unsupported version 2 (exit 6).
+            From version 2: the same key and entries; the file then also records what each copy has seen, so that sync can forget deletions every copy has seen (after 180 days) and keep a change that lost to a deletion. A `vault` that reads version 2 but not 3 then refuses the file (unsupported version 3, exit 6): upgrade every machine first. A vault already at version 3 is left as it is.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -31,14 +31,14 @@ package struct Upgrade: ParsableCommand {
             }
             if options.json {
                 try writeJSON([
-                    "path": store.path, "upgraded": outcome.upgraded, "already_version_2": !outcome.upgraded,
-                    "format_version": 2, "vault_id": outcome.vaultID.description, "entries": outcome.entryCount,
+                    "path": store.path, "upgraded": outcome.upgraded, "from_version": outcome.fromVersion,
+                    "format_version": Int(DocumentFormat.currentVersion), "vault_id": outcome.vaultID.description, "entries": outcome.entryCount,
                 ])
             } else if outcome.upgraded {
                 let entries = outcome.entryCount == 1 ? "1 entry" : "\(outcome.entryCount) entries"
-                try writeToStdout("upgraded vault '\(store.path)' to format version 2 (\(entries))\n")
+                try writeToStdout("upgraded vault '\(store.path)' from format version \(outcome.fromVersion) to \(DocumentFormat.currentVersion) (\(entries))\n")
             } else {
-                try writeToStdout("vault '\(store.path)' is already format version 2\n")
+                try writeToStdout("vault '\(store.path)' is already format version \(DocumentFormat.currentVersion)\n")
             }
         }
     }

@@ -64,6 +64,8 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
     case badVarint
     /// Version 2: entry `index` has a history beyond its caps or malformed.
     case badHistory(entry: Int)
+    /// Version 3: a tombstone's `kept` byte other than 0 or 1.
+    case badTombstone
 
     /// A stable snake_case code, for programs (JSON, logs): it does not change when the wording does.
     public var code: String {
@@ -96,6 +98,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .duplicateID: return "duplicate_id"
         case .badClock: return "bad_clock"
         case .badHistory: return "bad_history"
+        case .badTombstone: return "bad_tombstone"
         case .badVarint: return "bad_varint"
         }
     }
@@ -130,6 +133,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .duplicateID: return "duplicate entry id"
         case .badClock: return "malformed clocks (replica table out of order, an unknown replica, or created after modified)"
         case .badHistory(let index): return "entry \(index) has a malformed history"
+        case .badTombstone: return "a tombstone is malformed"
         case .badVarint: return "a number not in its shortest form"
         }
     }

@@ -82,6 +82,7 @@ import VaultSodium
         let (document, _) = try VaultDocument.open(file, with: .dataKey(key), label: path, policy: .insecureForTesting)
         let again = try VaultDocument.open(try document.seal(dataKey: key), with: .dataKey(key), label: path, policy: .insecureForTesting).document
         precondition(again.names == document.names && again.tombstones == document.tombstones && again.replicas == document.replicas)
+        precondition(again.seen == document.seen && again.horizon == document.horizon && again.deleted == document.deleted)
         for name in document.names {
             let entry = document.entry(name)!
             precondition(again.entry(name) == entry)
@@ -101,7 +102,8 @@ import VaultSodium
         guard dataKey.count == VaultFormat.dataKeyByteCount else { return nil }
         let key = SecureBytes(dataKey)
         let header = DocumentHeader.encode(
-            vaultID: DocumentID(high: 1, low: 2), generation: 1, dataKeyID: DocumentID(high: 3, low: 4), stanzas: [fuzzStanza])
+            vaultID: DocumentID(high: 1, low: 2), generation: 1, dataKeyID: DocumentID(high: 3, low: 4),
+            version: DocumentFormat.currentVersion, stanzas: [fuzzStanza])
         let prefix = header + VaultDocument.mac(of: header, dataKey: key)
         var plaintext = input
         let quantum = VaultFormat.paddingQuantum

@@ -140,7 +140,7 @@ extension SecureKeyValueStore {
         if DocumentHeader.isVersion2(file) {
             let header = try DocumentHeader.parse(file, label: path, policy: options.kdfPolicy)
             return HeaderInfo(
-                formatVersion: 2, kdfParameters: header.kdfParameters!, generation: header.generation,
+                formatVersion: Int(header.version), kdfParameters: header.kdfParameters!, generation: header.generation,
                 fileByteCount: file.count, vaultID: header.vaultID, stanzaTypes: header.stanzaTypes)
         }
         let header = try VaultEnvelope.parseHeader(file, path: path, policy: options.kdfPolicy)

@@ -85,6 +85,10 @@ public enum VaultError: Error, Equatable, Sendable {
     case storageConflict(path: String)
     /// A merge of two files that are not copies of one vault (their vault ids differ): nothing was merged.
     case notTheSameVault(path: String)
+    /// A merge of a copy (`path`) that has not seen deletions the other copy has since forgotten (below its
+    /// tombstone horizon: docs/FORMAT.md, "Version 3"): merging it would bring deleted entries back. Nothing was
+    /// merged; the newer copy should replace it.
+    case behindHorizon(path: String)
     /// A replica's clock reached the largest timestamp (the year 10889): no later one can be issued.
     case clockExhausted
 }
@@ -166,6 +170,8 @@ extension VaultError: CustomStringConvertible {
             return "vault '\(path)' kept changing while this write was made (other writers); nothing was written"
         case .notTheSameVault(let path):
             return "cannot merge '\(path)': it is another vault (the vault ids differ)"
+        case .behindHorizon(let path):
+            return "cannot merge '\(path)': it is older than the deletions the other copy still records (more than 180 days behind), so merging it could bring deleted entries back"
         case .clockExhausted:
             return "the vault's clock is at its largest timestamp: no later change can be recorded"
         }

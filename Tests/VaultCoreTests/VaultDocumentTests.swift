@@ -349,10 +349,11 @@ struct VaultDocumentTests {
         }
     }
 
-    /// A version-1 reader (the store today, an older `vault`) says unsupported version 2, exit 6 at the CLI.
+    /// A version-1 reader (the store today, an older `vault`) says unsupported version 3 (the version made now),
+    /// exit 6 at the CLI.
     @Test func theVersion1ReaderSaysUnsupportedVersion() throws {
         let (file, _, _) = try sealedFile()
-        #expect(throws: VaultError.unsupportedVersion(path: "t", version: 2)) {
+        #expect(throws: VaultError.unsupportedVersion(path: "t", version: 3)) {
             try VaultEnvelope.parseHeader(file, path: "t", policy: Self.policy)
         }
     }

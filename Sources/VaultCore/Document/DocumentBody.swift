@@ -8,6 +8,9 @@ enum DocumentBody {
     /// allocation.
     static let smallestEntry = 31
     static let smallestTombstone = 25
+    /// Version 3: a replica has a `seen` time, a tombstone an `of` stamp and a `kept` byte.
+    static let smallestReplicaV3 = 24
+    static let smallestTombstoneV3 = 35
 
     /// The well-known field names, by their code in a field's `kind` (code = index + 1); 0 spells the name out.
     static let wellKnownFields = ["password", "username", "url", "notes", "otp"]
@@ -34,6 +37,8 @@ enum DocumentBody {
     static func encode(_ document: VaultDocument, binding: [UInt8]) throws -> SecureBytes {
         let entries = document.entriesInOrder()
         let tombstones = document.tombstones.sorted { $0.key < $1.key }
+        let v3 = document.formatVersion >= 3
+        let deletions = v3 ? tombstones.map { document.deletion(of: $0.key) } : []
         // The table lists every replica a stamp names (a document keeps that true; this keeps the file valid
         // whatever): the latest timestamp of one missing is the latest the file holds of it.
         var table = document.replicas
@@ -49,6 +54,10 @@ enum DocumentBody {
             for version in entry.history { note(version.modified) }
         }
         for (_, time) in tombstones { note(time) }
+        for deletion in deletions {
+            note(deletion.of)
+            if let kept = deletion.kept { note(kept.version.modified) }
+        }
         let replicas = table.sorted { $0.key < $1.key }
         let replicaIDs = replicas.map(\.key.rawValue)
         /// A replica's index in the table (a few replicas: a scan beats hashing).
@@ -67,6 +76,16 @@ enum DocumentBody {
         }
         var size = 32 + uvarSize(UInt64(replicas.count)) + replicas.count * 16 + uvarSize(UInt64(entries.count))
             + uvarSize(UInt64(tombstones.count))
+        if v3 {
+            size += 8 + replicas.count * 8
+            for deletion in deletions {
+                size += stampSize(deletion.of) + 1
+                if let kept = deletion.kept {
+                    let name = kept.name.utf8.count
+                    size += uvarSize(UInt64(name)) + name + stampSize(kept.version.modified) + 1 + fieldsSize(kept.version.fields)
+                }
+            }
+        }
         for entry in entries {
             let name = entry.name.utf8.count
             size += 16 + uvarSize(UInt64(name)) + name + stampSize(entry.modified) + uvarSize(age(entry))
@@ -114,10 +133,12 @@ enum DocumentBody {
                         writer.write(UnsafeRawBufferPointer(rebasing: values[field.value]))
                     }
                 }
+                if v3 { writer.write(document.horizon) }
                 uvar(UInt64(replicas.count))
                 for (replica, time) in replicas {
                     writer.write(replica.rawValue)
                     writer.write(time.packed)
+                    if v3 { writer.write(document.seen[replica] ?? 0) }
                 }
                 uvar(UInt64(entries.count))
                 for entry in entries {
@@ -136,9 +157,20 @@ enum DocumentBody {
                     }
                 }
                 uvar(UInt64(tombstones.count))
-                for (tombstone, time) in tombstones {
+                for (index, (tombstone, time)) in tombstones.enumerated() {
                     id(tombstone)
                     stamp(time)
+                    guard v3 else { continue }
+                    let deletion = deletions[index]
+                    stamp(deletion.of)
+                    writer.write(UInt8(deletion.kept == nil ? 0 : 1))
+                    if let kept = deletion.kept {
+                        uvar(UInt64(kept.name.utf8.count))
+                        write(kept.name)
+                        stamp(kept.version.modified)
+                        writer.write(UInt8(kept.version.conflict ? 1 : 0))
+                        write(kept.version.fields)
+                    }
                 }
                 precondition(writer.offset == size, "the body's size was computed wrong")
                 // The rest is zero padding (the guarded region starts zeroed? not promised: write it).
@@ -164,9 +196,11 @@ enum DocumentBody {
         var entries: [DocumentID: VaultDocument.Entry] = [:]
         var idsByName: [String: DocumentID] = [:]
         var tombstones: [DocumentID: HybridTimestamp] = [:]
+        let v3 = header.version >= 3
+        var sync = VaultDocument.SyncState()
         try plaintext.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws in
             var reader = ByteReader(bytes)
-            guard reader.remaining >= 32 + 1 else { throw corrupt(.plaintextTooShort) }
+            guard reader.remaining >= 32 + (v3 ? 8 : 0) + 1 else { throw corrupt(.plaintextTooShort) }
             let stored = reader.readBytes(32)
             guard stored.withUnsafeBytes({ a in binding.withUnsafeBytes { Sodium.constantTimeEqual(a, $0) } }) else {
                 throw corrupt(.bodyBindingMismatch)
@@ -197,17 +231,20 @@ enum DocumentBody {
                 let value = try uvar(index)
                 return value > UInt64(limit) ? limit + 1 : Int(value)
             }
+            if v3 { sync.horizon = reader.readUInt64() }
             let replicaCount = try number(0, limit: reader.remaining)
-            guard replicaCount <= reader.remaining / 16 else { throw corrupt(.entryCountExceedsData(count: replicaCount)) }
+            guard replicaCount <= reader.remaining / (v3 ? Self.smallestReplicaV3 : 16) else { throw corrupt(.entryCountExceedsData(count: replicaCount)) }
             var table: [ReplicaID] = []
             table.reserveCapacity(replicaCount)
             var previous: UInt64?
             for _ in 0..<replicaCount {
                 let id = reader.readUInt64()
                 let packed = reader.readUInt64()
+                let seen = v3 ? reader.readUInt64() : 0
                 if let previous, id <= previous { throw corrupt(.badClock) }  // sorted, unique
                 previous = id
                 let replica = ReplicaID(rawValue: id)
+                if seen > 0 { sync.seen[replica] = seen }
                 table.append(replica)
                 replicas[replica] = HybridTimestamp(packed: packed, replica: replica)
             }
@@ -259,13 +296,8 @@ enum DocumentBody {
                 }
                 return out
             }
-            let entryCount = try number(0, limit: reader.remaining)
-            guard entryCount <= reader.remaining / Self.smallestEntry else { throw corrupt(.entryCountExceedsData(count: entryCount)) }
-            entries.reserveCapacity(entryCount)
-            idsByName.reserveCapacity(entryCount)
-            for index in 0..<entryCount {
-                try need(16, index)
-                let id = DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
+            /// An entry's name (1 to 4,096 bytes of UTF-8 without control characters), of entry `index`.
+            func name(_ index: Int) throws -> String {
                 let nameLength = try number(index, limit: VaultFormat.maximumNameByteCount)
                 guard nameLength >= 1, nameLength <= VaultFormat.maximumNameByteCount else {
                     throw corrupt(.badNameLength(index: index))
@@ -277,6 +309,16 @@ enum DocumentBody {
                     throw corrupt(.badName(index: index))
                 }
                 reader.skip(nameLength)
+                return name
+            }
+            let entryCount = try number(0, limit: reader.remaining)
+            guard entryCount <= reader.remaining / Self.smallestEntry else { throw corrupt(.entryCountExceedsData(count: entryCount)) }
+            entries.reserveCapacity(entryCount)
+            idsByName.reserveCapacity(entryCount)
+            for index in 0..<entryCount {
+                try need(16, index)
+                let id = DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
+                let name = try name(index)
                 guard idsByName.updateValue(id, forKey: name) == nil else { throw corrupt(.duplicateName) }
                 let modified = try stamp(index)
                 let age = try uvar(index)
@@ -302,12 +344,33 @@ enum DocumentBody {
                 entries[id] = VaultDocument.Entry(id: id, name: name, fields: current, created: created, modified: modified, history: history)
             }
             let tombstoneCount = try number(entryCount, limit: reader.remaining)
-            guard tombstoneCount <= reader.remaining / Self.smallestTombstone else { throw corrupt(.entryCountExceedsData(count: tombstoneCount)) }
+            guard tombstoneCount <= reader.remaining / (v3 ? Self.smallestTombstoneV3 : Self.smallestTombstone) else {
+                throw corrupt(.entryCountExceedsData(count: tombstoneCount))
+            }
             for _ in 0..<tombstoneCount {
                 try need(16, entryCount)
                 let id = DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
                 let time = try stamp(entryCount)
                 guard entries[id] == nil, tombstones[id] == nil else { throw corrupt(.duplicateID) }
+                if v3 {
+                    let of = try stamp(entryCount)
+                    guard of <= time else { throw corrupt(.badClock) }
+                    try need(1, entryCount)
+                    let flag = reader.readUInt8()
+                    guard flag <= 1 else { throw corrupt(.badTombstone) }
+                    var kept: VaultDocument.Kept?
+                    if flag == 1 {
+                        let name = try name(entryCount)
+                        let modified = try stamp(entryCount)
+                        guard modified > of, modified < time else { throw corrupt(.badClock) }
+                        try need(1, entryCount)
+                        let flags = reader.readUInt8()
+                        guard flags & ~1 == 0 else { throw corrupt(.badHistory(entry: entryCount)) }
+                        let keptFields = try fields(entry: entryCount)
+                        kept = VaultDocument.Kept(name: name, version: .init(fields: keptFields, modified: modified, conflict: flags & 1 == 1))
+                    }
+                    if of != time || kept != nil { sync.deletions[id] = VaultDocument.Deletion(of: of, kept: kept) }
+                }
                 tombstones[id] = time
             }
             // Padding: what is left is zero, and less than one quantum (a writer pads to the next multiple).
@@ -317,6 +380,7 @@ enum DocumentBody {
         }
         return VaultDocument(
             vaultID: header.vaultID, generation: header.generation, dataKeyID: header.dataKeyID, stanzas: header.stanzas,
-            replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName, values: arena, label: label)
+            replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName, values: arena, label: label,
+            formatVersion: header.version, sync: sync)
     }
 }

@@ -22,7 +22,9 @@ import VaultSodium
 /// tombstone = id (16) || deleted timestamp
 /// ```
 public enum DocumentFormat {
-    static let version: UInt16 = 2
+    /// The versions read (2 and 3: docs/FORMAT.md), and the one a new vault is made in.
+    static let versions: ClosedRange<UInt16> = 2...3
+    public static let currentVersion: UInt16 = 3
     /// magic, version, header length, vault id, generation, data key id, stanza count.
     static let fixedHeaderByteCount = 8 + 2 + 4 + 16 + 8 + 16 + 2
     static let maximumHeaderByteCount = 1 << 16
@@ -230,6 +232,8 @@ public struct DocumentHeader: Sendable {
     public let vaultID: DocumentID
     public let generation: UInt64
     public let dataKeyID: DocumentID
+    /// 2 or 3.
+    public let version: UInt16
     let stanzas: [KeyStanza]
     /// The header's bytes as read, which its MAC covers.
     let bytes: [UInt8]
@@ -273,7 +277,7 @@ public struct DocumentHeader: Sendable {
 
     /// Whether `file` starts as a version-2 vault does (magic and version), whatever follows.
     public static func isVersion2(_ file: [UInt8]) -> Bool {
-        file.count >= 10 && file.prefix(8).elementsEqual(VaultFormat.magic) && file[8] == 2 && file[9] == 0
+        file.count >= 10 && file.prefix(8).elementsEqual(VaultFormat.magic) && DocumentFormat.versions.contains(UInt16(file[8])) && file[9] == 0
     }
 
     /// How many leading bytes of `file` name its content, when it is shaped as a version-2 vault: the header, its
@@ -307,7 +311,7 @@ public struct DocumentHeader: Sendable {
             var reader = ByteReader(file)
             reader.skip(VaultFormat.magic.count)
             let version = reader.readUInt16()
-            guard version == DocumentFormat.version else {
+            guard DocumentFormat.versions.contains(version) else {
                 throw VaultError.unsupportedVersion(path: label, version: Int(version))
             }
             let headerLength = Int(reader.readUInt32())
@@ -352,18 +356,18 @@ public struct DocumentHeader: Sendable {
             // A short header leaves room for more than 1 GiB of plaintext within the file bound: not for a vault.
             guard boxed <= VaultFormat.maximumPlaintextByteCount else { throw corrupt(.tooLarge(byteCount: file.count)) }
             return DocumentHeader(
-                vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas,
+                vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, version: version, stanzas: stanzas,
                 bytes: Array(file[0..<headerLength]))
         }
     }
 
     /// The header's bytes for `vaultID`, `generation`, `dataKeyID` and `stanzas`.
-    static func encode(vaultID: DocumentID, generation: UInt64, dataKeyID: DocumentID, stanzas: [KeyStanza]) -> [UInt8] {
+    static func encode(vaultID: DocumentID, generation: UInt64, dataKeyID: DocumentID, version: UInt16, stanzas: [KeyStanza]) -> [UInt8] {
         let length = DocumentFormat.fixedHeaderByteCount + stanzas.reduce(0) { $0 + 6 + $1.body.count }
         var out = [UInt8]()
         out.reserveCapacity(length)
         out += VaultFormat.magic
-        out.appendLittleEndian(DocumentFormat.version)
+        out.appendLittleEndian(version)
         out.appendLittleEndian(UInt32(length))
         out += vaultID.bytes
         out.appendLittleEndian(generation)
@@ -404,12 +408,14 @@ extension VaultDocument {
 
     /// A new, empty vault whose data key is wrapped for `passphrase`: the document and the data key.
     public static func create(
-        passphrase: SecureBytes, parameters: Argon2id.Parameters, label: String
+        passphrase: SecureBytes, parameters: Argon2id.Parameters, label: String, formatVersion: UInt16 = DocumentFormat.currentVersion
     ) throws -> (document: VaultDocument, dataKey: SecureBytes) {
+        precondition(DocumentFormat.versions.contains(formatVersion), "a document is version 2 or 3")
         let dataKey = SecureBytes(count: VaultFormat.dataKeyByteCount) { Sodium.fillRandom($0) }
         let stanza = try Argon2idStanza.wrap(dataKey, passphrase: passphrase, parameters: parameters)
         let document = VaultDocument(
-            vaultID: .random(), generation: 0, dataKeyID: .random(), stanzas: [stanza.stanza], label: label)
+            vaultID: .random(), generation: 0, dataKeyID: .random(), stanzas: [stanza.stanza], label: label,
+            formatVersion: formatVersion)
         return (document, dataKey)
     }
 
@@ -488,7 +494,8 @@ extension VaultDocument {
     ///   for a header past 65,536 bytes: too many recipient stanzas).
     public func seal(dataKey: SecureBytes) throws -> [UInt8] {
         guard generation < UInt64.max else { throw VaultError.generationExhausted(path: label) }
-        let header = DocumentHeader.encode(vaultID: vaultID, generation: generation + 1, dataKeyID: dataKeyID, stanzas: stanzas)
+        let header = DocumentHeader.encode(
+            vaultID: vaultID, generation: generation + 1, dataKeyID: dataKeyID, version: formatVersion, stanzas: stanzas)
         // A header past its bound (18 mlkem768x25519 stanzas, or 218 x25519 ones) would be refused by every reader.
         guard header.count <= DocumentFormat.maximumHeaderByteCount else {
             throw VaultError.vaultTooLarge(path: label, byteCount: header.count)

@@ -12,6 +12,9 @@ public struct MergeReport: Sendable, Equatable {
     public var conflicts: [String] = []
     /// Entries renamed because two ids ended up with one name: (the name they had, the name they have now).
     public var renamed: [Renamed] = []
+    /// Entries deleted on one side after the other side changed them (concurrently): the deletion won, and the
+    /// change is kept with it (``VaultDocument/deleted``; `vault restore --deleted NAME` brings it back).
+    public var keptDeleted: [String] = []
     /// Replicas whose clock is more than ``VaultDocument/maximumClockLead`` ahead of now: their entries are kept,
     /// their clock is not adopted for this replica's next changes.
     public var replicasAhead: [ReplicaID] = []
@@ -37,6 +40,7 @@ public struct MergeReport: Sendable, Equatable {
     /// Whether the merge changed nothing of ours.
     public var isEmpty: Bool {
         added.isEmpty && updated.isEmpty && deleted.isEmpty && resurrected.isEmpty && conflicts.isEmpty && renamed.isEmpty
+            && keptDeleted.isEmpty
     }
 }
 
@@ -59,9 +63,13 @@ extension VaultDocument {
     /// here).
     ///
     /// - Parameter now: wall-clock milliseconds, to tell replicas whose clock is far ahead (the report names them).
-    /// - Throws: ``VaultError/notTheSameVault(path:)`` when the vault ids differ (nothing is merged).
+    /// - Throws: ``VaultError/notTheSameVault(path:)`` when the vault ids differ (nothing is merged);
+    ///   ``VaultError/behindHorizon(path:)`` naming the copy that has not seen what the other's tombstone horizon
+    ///   dropped (merging it would bring deleted entries back).
     public static func merge(_ ours: VaultDocument, _ theirs: VaultDocument, now: UInt64) throws -> (VaultDocument, MergeReport) {
         guard ours.vaultID == theirs.vaultID else { throw VaultError.notTheSameVault(path: theirs.label) }
+        guard theirs.knownBelow >= ours.horizon else { throw VaultError.behindHorizon(path: theirs.label) }
+        guard ours.knownBelow >= theirs.horizon else { throw VaultError.behindHorizon(path: ours.label) }
         let values = GuardedArena()
         var report = MergeReport()
 
@@ -72,8 +80,7 @@ extension VaultDocument {
             return entry
         }
 
-        var tombstones = ours.tombstones
-        for (id, time) in theirs.tombstones where time > tombstones[id] ?? time.lowest { tombstones[id] = time }
+        var (tombstones, deletions) = unitedDeletions(ours, theirs, into: values)
         var entries: [DocumentID: Entry] = [:]
         var conflicted: Set<DocumentID> = []
         var ids = Array(ours.entries.keys)
@@ -95,9 +102,18 @@ extension VaultDocument {
                 }
             }
             if let deletion = tombstones[id] {
-                // A version made after the deletion brings the entry back; else the deletion wins.
-                guard merged.modified > deletion else { continue }
+                // A version made after the deletion brings the entry back; else the deletion wins, and keeps the
+                // version when it was made after the one deleted (a concurrent change).
+                guard merged.modified > deletion else {
+                    let of = deletions[id]?.of ?? deletion
+                    if merged.modified > of, merged.modified < deletion {
+                        let kept = Kept(name: merged.name, version: Version(fields: merged.fields, modified: merged.modified, conflict: true))
+                        deletions[id] = Deletion(of: of, kept: later(deletions[id]?.kept, kept))
+                    }
+                    continue
+                }
                 tombstones[id] = nil
+                deletions[id] = nil
             }
             merged.history = ours.capped(merged.history)
             entries[id] = merged
@@ -152,11 +168,18 @@ extension VaultDocument {
         report.added.sort()
         report.conflicts.sort()
         report.deleted = ours.entries.filter { entries[$0.key] == nil }.map(\.value.name).sorted()
+        report.keptDeleted = deletions.compactMap { id, deletion in
+            guard let kept = deletion.kept, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }
+            return kept.name
+        }.sorted()
+        var seen = ours.seen
+        for (replica, time) in theirs.seen where time > seen[replica] ?? 0 { seen[replica] = time }
 
         let merged = VaultDocument(
             vaultID: ours.vaultID, generation: max(ours.generation, theirs.generation), dataKeyID: ours.dataKeyID,
             stanzas: ours.stanzas(unitedWith: theirs), replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName,
-            values: values, label: ours.label)
+            values: values, label: ours.label, formatVersion: max(ours.formatVersion, theirs.formatVersion),
+            sync: SyncState(seen: seen, horizon: max(ours.horizon, theirs.horizon), deletions: deletions))
         report.otherLacks = !merged.sameContent(as: theirs)
         return (merged, report)
     }
@@ -164,7 +187,11 @@ extension VaultDocument {
     /// Whether `other` holds what this document holds: the same entries (names, clocks, histories and their
     /// marks; a version's clock names its content), tombstones and replica clocks.
     func sameContent(as other: VaultDocument) -> Bool {
-        guard tombstones == other.tombstones, Set(recipients) == Set(other.recipients), replicas == other.replicas, entries.count == other.entries.count else { return false }
+        guard tombstones == other.tombstones, Set(recipients) == Set(other.recipients), replicas == other.replicas, entries.count == other.entries.count,
+              formatVersion == other.formatVersion, seen == other.seen, horizon == other.horizon,
+              tombstones.keys.allSatisfy({ deletion(of: $0).of == other.deletion(of: $0).of
+                  && deletion(of: $0).kept?.version.modified == other.deletion(of: $0).kept?.version.modified })
+        else { return false }
         return entries.allSatisfy { id, entry in
             guard let theirs = other.entries[id] else { return false }
             return entry.isSameVersion(as: theirs)

@@ -48,6 +48,9 @@ public final class DocumentVault: DocumentEntries, Sendable {
             else { return }
             let inFile = document.replicas[replica]?.packed ?? 0
             guard inFile < written else { return }
+            // A replica that wrote nothing for 180 days while others did leaves the table (version 3): not a loss.
+            if inFile == 0, let latest = document.replicas.values.map(\.packed).max(),
+               written < latest &- min(latest, VaultDocument.replicaLifetime << 16) { return }
             guard accept else { throw VaultError.missingOwnWrites(path: path) }
             try ReplicaRegistry.recordLatestWrite(inFile, of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
         }
@@ -136,6 +139,13 @@ public final class DocumentVault: DocumentEntries, Sendable {
         recordWrite()
     }
 
+    /// Rewrites the vault in the current format version when it is older (``DocumentStore/upgradeFormat(to:attempts:)``).
+    public func upgradeFormat() throws -> Bool {
+        let upgraded = try store.upgradeFormat()
+        if upgraded { recordWrite() }
+        return upgraded
+    }
+
     /// The vault's id, as last read.
     public var vaultID: DocumentID? { store.document?.vaultID }
 
@@ -156,6 +166,7 @@ public final class DocumentVault: DocumentEntries, Sendable {
             documents.append(try VaultDocument.open(bytes, with: .dataKey(dataKey), label: label, policy: store.policy).document)
         }
         var (merged, report) = try VaultDocument.merge(documents[0], documents[1], now: now)
+        merged.settle(replica: store.replica, now: now)
         report.written = true
         return (try merged.seal(dataKey: dataKey), report)
     }

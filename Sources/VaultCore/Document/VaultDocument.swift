@@ -55,6 +55,10 @@ public enum DocumentChange: Sendable {
     /// Makes version `version` of `entry`'s history (1 is the newest earlier version) current again, as a new
     /// version.
     case restore(entry: String, version: Int)
+    /// Brings back the version a deletion kept of the entry last named `entry` (a change made on one copy before a
+    /// deletion on another, which the deletion won at a merge: ``VaultDocument/deleted``), as a new version under
+    /// its id, so that every copy takes it back at its next merge. `entry` must be free.
+    case restoreDeleted(entry: String)
     /// Changes nothing; fails the whole batch unless `entry` exists (`exists`) or does not, at this point of it.
     case require(entry: String, exists: Bool)
     /// Changes nothing; fails the whole batch unless `entry` exists and has field `field` (`exists`), or unless it
@@ -227,6 +231,18 @@ public final class VaultDocument: @unchecked Sendable {
     public internal(set) var replicas: [ReplicaID: HybridTimestamp]
     /// The ids of deleted entries, with when and by which replica.
     public internal(set) var tombstones: [DocumentID: HybridTimestamp]
+    /// The format version the document is written in: 2, or 3, which also stores ``seen``, ``horizon`` and
+    /// ``deletions`` (docs/FORMAT.md, "Version 3"). A document keeps its file's version; a merge takes the higher.
+    public internal(set) var formatVersion: UInt16
+    /// Version 3: what each replica had seen when it last wrote (a packed time: every timestamp below it was in
+    /// the document it wrote).
+    public internal(set) var seen: [ReplicaID: UInt64]
+    /// Version 3: every tombstone dropped (here or in a copy this one descends from) was deleted before this packed
+    /// time; 0: none was (``settle(replica:now:)``).
+    public internal(set) var horizon: UInt64
+    /// Version 3: what each tombstone deleted, and a concurrent version it won over (by tombstone id; a tombstone
+    /// without one deleted the version stamped like itself and keeps nothing: ``deletion(of:)``).
+    var deletions: [DocumentID: Deletion]
     /// The key stanzas of the header, as they will be written again (those of unknown types included).
     var stanzas: [KeyStanza]
     var entries: [DocumentID: Entry]
@@ -248,7 +264,7 @@ public final class VaultDocument: @unchecked Sendable {
         vaultID: DocumentID, generation: UInt64, dataKeyID: DocumentID, stanzas: [KeyStanza],
         replicas: [ReplicaID: HybridTimestamp] = [:], tombstones: [DocumentID: HybridTimestamp] = [:],
         entries: [DocumentID: Entry] = [:], idsByName: [String: DocumentID]? = nil, values: GuardedArena = GuardedArena(),
-        label: String
+        label: String, formatVersion: UInt16 = DocumentFormat.currentVersion, sync: SyncState = SyncState()
     ) {
         self.vaultID = vaultID
         self.generation = generation
@@ -256,6 +272,10 @@ public final class VaultDocument: @unchecked Sendable {
         self.stanzas = stanzas
         self.replicas = replicas
         self.tombstones = tombstones
+        self.formatVersion = formatVersion
+        self.seen = sync.seen
+        self.horizon = sync.horizon
+        self.deletions = sync.deletions
         self.entries = entries
         self.values = values
         self.label = label
@@ -280,7 +300,7 @@ public final class VaultDocument: @unchecked Sendable {
             let copy = VaultDocument(
                 vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
                 tombstones: tombstones, entries: entries, idsByName: idsByName, values: values.copy(reserving: extra),
-                label: label)
+                label: label, formatVersion: formatVersion, sync: syncState)
             copy.compactedByteCount = compactedByteCount
             copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
             copy.idOrder.withLock { $0 = idOrder.withLock { $0 } }
@@ -290,12 +310,12 @@ public final class VaultDocument: @unchecked Sendable {
         let arena = GuardedArena()
         let used = entries.values.reduce(0) { total, entry in
             total + entry.fields.reduce(0) { $0 + $1.value.count } + entry.history.reduce(0) { $0 + $1.fields.reduce(0) { $0 + $1.value.count } }
-        }
+        } + deletions.values.reduce(0) { $0 + ($1.kept?.version.fields.reduce(0) { $0 + $1.value.count } ?? 0) }
         arena.reserve(used + extra)
         let copy = VaultDocument(
             vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
             tombstones: tombstones, entries: entries.mapValues { moved($0, into: arena) }, idsByName: idsByName,
-            values: arena, label: label)
+            values: arena, label: label, formatVersion: formatVersion, sync: syncState(movedInto: arena))
         copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
         copy.idOrder.withLock { $0 = idOrder.withLock { $0 } }
         return copy
@@ -323,15 +343,10 @@ public final class VaultDocument: @unchecked Sendable {
 
     /// `entry` (of this document) with its values and its history's copied into `arena`.
     func moved(_ entry: Entry, into arena: GuardedArena) -> Entry {
-        values.withUnsafeBytes { all in
-            func moved(_ fields: [Field]) -> [Field] {
-                fields.map { Field(name: $0.name, value: arena.append(UnsafeRawBufferPointer(rebasing: all[$0.value])), isSecret: $0.isSecret, code: $0.code) }
-            }
-            var entry = entry
-            entry.fields = moved(entry.fields)
-            entry.history = entry.history.map { Version(fields: moved($0.fields), modified: $0.modified, conflict: $0.conflict) }
-            return entry
-        }
+        var entry = entry
+        entry.fields = moved(fields: entry.fields, into: arena)
+        entry.history = entry.history.map { Version(fields: moved(fields: $0.fields, into: arena), modified: $0.modified, conflict: $0.conflict) }
+        return entry
     }
 
     // MARK: - Reading
@@ -462,6 +477,7 @@ public final class VaultDocument: @unchecked Sendable {
         var entries = self.entries
         var idsByName = self.idsByName
         var tombstones = self.tombstones
+        var deletions = self.deletions
         // Later than this replica's own and every clock seen, except one more than a day ahead of the wall clock
         // (a machine set to 2099 must not drag every replica's clock along; its entries are kept as they are).
         let wall = clock.milliseconds()
@@ -475,6 +491,11 @@ public final class VaultDocument: @unchecked Sendable {
             switch change {
             case let .setField(entry, _, _, _), let .removeField(entry, _), let .delete(entry, _), let .restore(entry, _),
                  let .require(entry, _), let .requireField(entry, _, _), let .insert(entry, _, _, _, _):
+                names = [entry]
+            case let .restoreDeleted(entry):
+                // After the deletion it undoes (and the version it brings back).
+                named += deletions.values.compactMap { $0.kept?.name == entry ? $0.kept?.version.modified : nil }
+                named += tombstones.compactMap { deletions[$0.key]?.kept?.name == entry ? $0.value : nil }
                 names = [entry]
             case let .rename(from, to, _), let .copy(from, to, _): names = [from, to]
             case .deleteAll: names = Array(idsByName.keys)
@@ -493,6 +514,14 @@ public final class VaultDocument: @unchecked Sendable {
         func checkFree(_ name: String) throws {
             try SecureKeyValueStore.validate(key: name)
             if idsByName[name] != nil { throw VaultError.entryExists(key: name, path: label) }
+        }
+        /// Deletes entry `id` (named `name`): a tombstone that says which version it deleted.
+        func bury(_ id: DocumentID, _ name: String) {
+            guard let entry = entries[id] else { return }
+            deletions[id] = Deletion(of: entry.modified, kept: nil)
+            entries[id] = nil
+            idsByName[name] = nil
+            tombstones[id] = now
         }
         /// The entry as it was before this batch goes into its history, once per batch.
         func touch(_ id: DocumentID) {
@@ -538,18 +567,11 @@ public final class VaultDocument: @unchecked Sendable {
                 entries[id]!.fields.removeAll { $0.name == field }
             case let .delete(name, ifPresent):
                 if ifPresent, idsByName[name] == nil { continue }
-                let id = try existing(name)
-                entries[id] = nil
-                idsByName[name] = nil
-                tombstones[id] = now
+                bury(try existing(name), name)
             case let .rename(from, to, replacing):
                 let id = try existing(from)
                 guard from != to else { continue }
-                if replacing, let target = idsByName[to] {
-                    entries[target] = nil
-                    idsByName[to] = nil
-                    tombstones[target] = now
-                }
+                if replacing, let target = idsByName[to] { bury(target, to) }
                 try checkFree(to)
                 touch(id)
                 entries[id]!.name = to
@@ -557,11 +579,7 @@ public final class VaultDocument: @unchecked Sendable {
                 idsByName[to] = id
             case let .copy(from, to, replacing):
                 let source = entries[try existing(from)]!
-                if replacing, from != to, let target = idsByName[to] {
-                    entries[target] = nil
-                    idsByName[to] = nil
-                    tombstones[target] = now
-                }
+                if replacing, from != to, let target = idsByName[to] { bury(target, to) }
                 try checkFree(to)
                 let id = DocumentID.random()
                 touched.insert(id)
@@ -579,11 +597,7 @@ public final class VaultDocument: @unchecked Sendable {
                     throw VaultError.noSuchField(key: name, field: field)
                 }
             case .deleteAll:
-                for (name, id) in idsByName {
-                    entries[id] = nil
-                    tombstones[id] = now
-                    idsByName[name] = nil
-                }
+                for (name, id) in idsByName { bury(id, name) }
             case let .restore(name, version):
                 let id = try existing(name)
                 let record = entries[id]!
@@ -593,6 +607,21 @@ public final class VaultDocument: @unchecked Sendable {
                 let fields = record.history[version - 1].fields
                 touch(id)
                 entries[id]!.fields = fields
+            case let .restoreDeleted(name):
+                try checkFree(name)
+                let kept = deletions.compactMap { id, deletion in
+                    deletion.kept.flatMap { $0.name == name && tombstones[id] != nil ? (id, $0) : nil }
+                }
+                guard let (id, found) = kept.max(by: { $0.1.version.modified < $1.1.version.modified }) else {
+                    throw VaultError.noSuchEntry(key: name, path: label)
+                }
+                tombstones[id] = nil
+                deletions[id] = nil
+                touched.insert(id)
+                entries[id] = Entry(
+                    id: id, name: name, fields: found.version.fields, created: found.version.modified, modified: now,
+                    history: [found.version])
+                idsByName[name] = id
             case let .insert(name, current, history, created, given):
                 try checkFree(name)
                 func stored(_ fields: [DocumentField]) throws -> [Field] {
@@ -644,7 +673,9 @@ public final class VaultDocument: @unchecked Sendable {
         self.entries = entries
         self.idsByName = idsByName
         self.tombstones = tombstones
+        self.deletions = deletions
         replicas[replica] = now
+        settle(replica: replica, now: wall)
     }
 
     /// `history` within the caps: at most ``maximumHistoryVersions`` versions and ``maximumHistoryByteCount``

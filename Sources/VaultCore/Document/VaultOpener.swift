@@ -81,14 +81,16 @@ public enum VaultOpener {
     ///
     /// - Throws: ``VaultError/vaultAlreadyExists(path:)``, ``VaultError/kdfParametersOutOfRange(path:opsLimit:memLimitBytes:)``.
     public static func create(
-        path: String, passphrase: SecureBytes, parameters: Argon2id.Parameters? = nil, options: SecureKeyValueStore.Options
+        path: String, passphrase: SecureBytes, parameters: Argon2id.Parameters? = nil, options: SecureKeyValueStore.Options,
+        formatVersion: UInt16 = DocumentFormat.currentVersion
     ) throws -> Created {
         let parameters = parameters ?? options.kdfParametersForNewVaults
         guard options.kdfPolicy.accepts(parameters) else {
             throw VaultError.kdfParametersOutOfRange(path: path, opsLimit: parameters.opsLimit, memLimitBytes: parameters.memLimitBytes)
         }
         if VaultFile.exists(path) { throw VaultError.vaultAlreadyExists(path: path) }
-        let (document, dataKey) = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: path)
+        let (document, dataKey) = try VaultDocument.create(
+            passphrase: passphrase, parameters: parameters, label: path, formatVersion: formatVersion)
         let bytes = try document.seal(dataKey: dataKey)
         let storage = LocalFileStorage(path: path, lockTimeoutSeconds: options.lockTimeoutSeconds)
         do {

@@ -386,6 +386,22 @@ public final class DocumentStore: Sendable {
         }
     }
 
+    /// Rewrites the vault in format version `version` when it is older (from 2 to 3: version 3's bookkeeping
+    /// starts, nothing else changes; docs/FORMAT.md, "Version 3"). Returns whether it wrote.
+    public func upgradeFormat(to version: UInt16 = DocumentFormat.currentVersion, attempts: Int = 5) throws -> Bool {
+        guard let dataKey = state.withLock({ loaded in loaded?.dataKey }) else { throw VaultError.notOpen }
+        var upgraded = false
+        try write(attempts: attempts) { stored in
+            let document = try openHeld(stored, dataKey: dataKey)
+            guard document.formatVersion < version else { return nil }
+            document.formatVersion = version
+            document.settle(replica: replica, now: clock.milliseconds())
+            upgraded = true
+            return (document, dataKey)
+        }
+        return upgraded
+    }
+
     /// Merges `other` (a copy of this vault: the same vault id) into what is stored, conditionally as
     /// ``update(_:attempts:)`` writes (``VaultDocument/merge(_:_:now:)``); nothing is written when the merge changes
     /// nothing, or with `dryRun`.
@@ -441,8 +457,10 @@ public final class DocumentStore: Sendable {
             } else {
                 ours = try openHeld(stored, dataKey: dataKey)
             }
-            let (merged, made) = try VaultDocument.merge(ours, other, now: clock.milliseconds())
+            let now = clock.milliseconds()
+            let (merged, made) = try VaultDocument.merge(ours, other, now: now)
             report = made
+            merged.settle(replica: replica, now: now)
             if let adopted {
                 // The other copy's passphrase change, followed: its stanzas and data key.
                 merged.stanzas = other.stanzas

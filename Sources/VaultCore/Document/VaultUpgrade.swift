@@ -1,9 +1,12 @@
-/// `vault upgrade`: a version-1 vault rewritten as version 2 in one atomic write (issue 18 §3).
+/// `vault upgrade`: a version-1 or version-2 vault rewritten as the current version (3) in one atomic write
+/// (issue 18 §3; docs/FORMAT.md, "Version 3").
 public enum VaultUpgrade {
     /// What an upgrade did.
     public struct Outcome: Sendable, Equatable {
-        /// `false` when the file was already version 2 (nothing was written).
+        /// `false` when the file was already the current version (nothing was written).
         public var upgraded: Bool
+        /// The version the file had.
+        public var fromVersion: Int
         public var entryCount: Int
         public var vaultID: DocumentID
     }
@@ -13,7 +16,8 @@ public enum VaultUpgrade {
     /// field and its creation and modification times, as this user's replica; writes it only over the version-1
     /// bytes it read (a write by another process meanwhile: ``VaultError/storageConflict(path:)``, nothing
     /// written); records the new key in the rollback record, retiring the old one (a version-1 copy put back is
-    /// refused as older). A version-2 file: nothing written.
+    /// refused as older). A version-2 file is rewritten as version 3 with its key (its entries as they are); a
+    /// version-3 file: nothing written.
     public static func upgrade(path: String, passphrase: SecureBytes, options: SecureKeyValueStore.Options) throws -> Outcome {
         let storage = LocalFileStorage(path: path, lockTimeoutSeconds: options.lockTimeoutSeconds)
         guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: path) }
@@ -24,7 +28,8 @@ public enum VaultUpgrade {
                 lockTimeoutSeconds: options.lockTimeoutSeconds, rollbackProtection: options.rollbackProtection,
                 acceptRollback: options.acceptRollback)
             defer { document.close() }
-            return Outcome(upgraded: false, entryCount: try document.keys().count, vaultID: header.vaultID)
+            let upgraded = try document.upgradeFormat()
+            return Outcome(upgraded: upgraded, fromVersion: Int(header.version), entryCount: try document.keys().count, vaultID: header.vaultID)
         }
         let old = SecureKeyValueStore(path: path, options: options)
         try old.open(with: passphrase, createIfMissing: false)
@@ -50,7 +55,7 @@ public enum VaultUpgrade {
             RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: oldKey, protection: protection)
             RollbackGuard.recordVault(document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, protection: protection)
         }
-        return Outcome(upgraded: true, entryCount: count, vaultID: document.vaultID)
+        return Outcome(upgraded: true, fromVersion: 1, entryCount: count, vaultID: document.vaultID)
     }
 }
 

@@ -209,14 +209,18 @@ class Plain:
         n = self.uvar(f"{what}: name length")
         if not 1 <= n <= MAX_NAME:
             corrupt("bad_name_length", f"{what}: name length {n}")
-        raw = self.take(n, f"{what}: name")
-        try:
-            name = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            corrupt("name_not_utf8", f"{what}: name is not UTF-8")
-        if any(map(is_control, name)):
-            corrupt("bad_name", f"{what}: name contains a control character")
-        return name
+        return text(self.take(n, f"{what}: name"), "name_not_utf8", "bad_name", what)
+
+
+def text(raw, not_utf8, control, what):
+    """A name's bytes as a string: valid UTF-8 (else not_utf8) without control characters (else control)."""
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        corrupt(not_utf8, f"{what}: name is not UTF-8")
+    if any(map(is_control, name)):
+        corrupt(control, f"{what}: name contains a control character")
+    return name
 
 
 def show_time(t):
@@ -249,13 +253,7 @@ def read_fields(p, where, history=None):
             n = p.u("<B", f"{at}: name length")
             if n == 0:
                 corrupt("bad_field", f"{at}: empty name")
-            raw = p.take(n, f"{at}: name")
-            try:
-                name = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                corrupt("bad_field", f"{at}: name is not UTF-8")
-            if any(map(is_control, name)):
-                corrupt("bad_field", f"{at}: name contains a control character")
+            name = text(p.take(n, f"{at}: name"), "bad_field", "bad_field", at)
             if unicodedata.normalize("NFC", name) in WELL_KNOWN.values():
                 corrupt("bad_field", f"{at}: well-known name {name!r} spelled out (kind {kind:#04x})")
         elif code in WELL_KNOWN:

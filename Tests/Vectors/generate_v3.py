@@ -191,6 +191,21 @@ def main():
         "header_length + 327 bytes: a plaintext shorter than 256 bytes (too short for the horizon too) is refused "
         "at the file's size, before any key; no sealed plaintext is shorter than 256 bytes")
 
+    # ---- a plaintext of the other version's layout: refused, not misread (here at a count)
+    d = small()
+    d.update(version=3, layout=2)
+    assert v2.payload(d)[8] * MIN_REPLICA > 256 - 32 - 9  # RA's last byte read as the replica count
+    plain_bad("v2-plaintext-under-v3-header.vault", lambda d: d.update(version=3, layout=2),
+              "entry_count_exceeds_data", f"a version-2 plaintext under a version-3 header: the horizon takes the "
+              f"replica count and 7 bytes of RA's id, the id's last byte (0x{v2.payload(d)[8]:02x}) is read as the "
+              f"replica count", base=small)
+    d = small3()
+    p3 = v2.payload(d)
+    assert p3[0] == p3[1] == 0 and p3[2] * 25 > 256 - 32 - 3  # the horizon's bytes read as version 2's counts
+    plain_bad("v3-plaintext-under-v2-header.vault", lambda d: d.update(version=2, layout=3),
+              "entry_count_exceeds_data", f"a version-3 plaintext under a version-2 header: the horizon's first "
+              f"bytes are read as replica count 0, entry count 0 and tombstone count {p3[2]}", base=small3)
+
     # ---- the plaintext, in the order a reader reads it
     rest = 256 - 32 - 8 - 1  # after the horizon and the replica count
     plain_bad("replica-count-exceeds-data.vault", lambda d: d.update(replica_count=rest // MIN_REPLICA + 1),

@@ -26,6 +26,14 @@ kdf_parameters_out_of_range, unsupported_version). VAULT_TESTING_INSECURE_KDF=1 
 minimum to opslimit 1, memlimit 8,192, as for read_vault.py. With VAULT_IDENTITY, the x25519 stanza whose recipient
 is the identity's (`age-keygen -y`) is opened by Debian's `age -d -i` (stock tools: no age code here), else the
 passphrase is tried; no stanza for it and no passphrase: exit 3, wrong_identity.
+
+A version-3 reader reads version 2 as well; a version-2 file prints as it always did. Version 3's reader rules, each
+checked as its field is read: a tombstone's id not repeated (duplicate_id), then of < deleted by time, then replica
+id (bad_clock), the kept byte 0 or 1 (bad_tombstone), a kept name by entry names' rules but not unique
+(bad_name_length, name_not_utf8, bad_name), the kept version's stamp strictly between of and deleted (bad_clock), its
+flags as a history version's (reserved bits: bad_history; the conflict bit is not required), its fields by the field
+rules (bad_field, bad_value_length; history's caps do not apply); a replica counts 24 bytes at the smallest and a
+tombstone 35 (entry_count_exceeds_data); running out inside a tombstone is entry_truncated.
 """
 import base64, hmac, json, os, struct, subprocess, sys, unicodedata
 from nacl import encoding, exceptions, hash, pwhash, secret

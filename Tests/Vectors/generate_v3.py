@@ -10,7 +10,7 @@ data key and passphrase "correct horse battery staple", the test KDF parameters)
 Deterministic, as generate_v2.py. expected.json as v2's: for a valid file the object Tests/Interop/read_vault_v2.py
 prints (computed here from the model), for a malformed one {"exit", "code"}. Each malformed file breaks exactly one
 rule of version 3 (or, for the vectors that pin the order of the checks, the rule checked first); what version 3
-keeps of version 2 is in Tests/Vectors/v2. Tests/Vectors/check_v2.py v3 replays them.
+keeps of version 2 is in Tests/Vectors/v2. Tests/Vectors/check_v2.py replays them (with v2).
 """
 import os, struct, sys
 
@@ -379,6 +379,8 @@ def main():
         "  would be refused. The spec must say which gives way.",
         "- The tombstone's id is checked for repeats as it is read, before `of` (\"each check as its field is",
         "  read\"; `clock-order-duplicate-id-before-of.vault`).",
+        "- Version 1 is refused (`unsupported-version-1.vault`), as in `../v2`, although version 2 lets a reader",
+        "  read version 1 (MAY): these readers do not.",
         "- Not pinned by any vector (the spec names no error): a kept version whose flags lack bit 0 (conflict) or",
         "  set reserved bits (the reader: accepted / `bad_history`, as version 2's versions), a tombstone",
         "  deleted below the horizon, a replica's seen above its time (the reader accepts both).",

@@ -28,9 +28,10 @@ is the identity's (`age-keygen -y`) is opened by Debian's `age -d -i` (stock too
 passphrase is tried; no stanza for it and no passphrase: exit 3, wrong_identity.
 
 A version-3 reader reads version 2 as well; a version-2 file prints as it always did. Version 3's reader rules, each
-checked as its field is read: a tombstone's id not repeated (duplicate_id), then of < deleted by time, then replica
-id (bad_clock), the kept byte 0 or 1 (bad_tombstone), a kept name by entry names' rules but not unique
-(bad_name_length, name_not_utf8, bad_name), the kept version's stamp strictly between of and deleted (bad_clock), its
+checked as its field is read: a tombstone's id not repeated (duplicate_id), then of <= deleted by time, then replica
+id (bad_clock; of = deleted: the version deleted is not known, as in a version-2 tombstone), the kept byte 0 or 1 (bad_tombstone), a kept name by entry names' rules but not unique
+(bad_name_length, name_not_utf8, bad_name), the kept version's stamp strictly between of and deleted (bad_clock: so
+nothing can be kept when of = deleted), its
 flags as a history version's (reserved bits: bad_history; the conflict bit is not required), its fields by the field
 rules (bad_field, bad_value_length; history's caps do not apply); a replica counts 24 bytes at the smallest and a
 tombstone 35 (entry_count_exceeds_data); running out inside a tombstone is entry_truncated.
@@ -352,8 +353,8 @@ def read_plaintext(plain, binding, version=2):
             tombstones[tid.hex()] = show_stamp(deleted)
             continue
         of = p.stamp(table, f"{at}: of")                                # stamps order by time, then replica id
-        if not of < deleted:
-            corrupt("bad_clock", f"{at}: of {show_stamp(of)} not before deleted {show_stamp(deleted)}")
+        if not of <= deleted:                                           # of = deleted: the version deleted unknown
+            corrupt("bad_clock", f"{at}: of {show_stamp(of)} after deleted {show_stamp(deleted)}")
         kept = p.u("<B", f"{at}: kept")
         if kept not in (0, 1):
             corrupt("bad_tombstone", f"{at}: kept byte {kept:#04x} (0 or 1)")

@@ -178,6 +178,11 @@ def main():
           "(history's 65,536-byte cap does not apply), a 4,096-byte kept name (2-byte kept_name_length)")
     valid("valid-v3-tombstones-fill.vault", tombstones_fill3(), "none: tombstone_count 4 with exactly 4 x 35 bytes "
           "left (at the bound), no padding")
+    d = v3(small(), horizon=(T - 1000, 0), seen={RA: (T + 50, 0)})
+    d["tombstones"] = [tombstone("of unknown", stamp(T + 90, 0, RA), stamp(T + 90, 0, RA)),
+                       tombstone("of known", stamp(T + 91, 0, RA), stamp(T + 10, 0, RA))]
+    valid("valid-v3-of-equals-deleted.vault", d, "none: a tombstone whose of equals its deleted stamp (the version "
+          "deleted not known, as a version-2 tombstone is read), nothing kept; beside one whose of is below")
     valid("valid-v3-small.vault", small3(), "none: the base of the malformed plaintexts below (one entry, one "
           "tombstone keeping a version)")
 
@@ -221,8 +226,14 @@ def main():
 
     def of(d, s, **over):
         d["tombstones"][0][2].update(of=s, **over)
-    plain_bad("clock-of-equals-deleted.vault", lambda d: of(d, stamp(T + 90, 0, RA), kept=None), "bad_clock",
-              "of equal to deleted (T+90, counter 0, replica 0), nothing kept", base=small3)
+
+    def kept_at(d, s, **over):
+        kept_of(d)["version"].update(modified=s, **over)
+    plain_bad("clock-of-equals-deleted-kept.vault", lambda d: (of(d, stamp(T + 90, 0, RA)), kept_at(d, stamp(T + 90, 0, RA))),
+              "bad_clock", "of equal to deleted (the version deleted unknown) and a kept version, at that stamp: "
+              "nothing can be kept (its stamp cannot lie between)", base=small3)
+    plain_bad("clock-of-equals-deleted-kept-below.vault", lambda d: of(d, stamp(T + 90, 0, RA)), "bad_clock",
+              "of equal to deleted and a kept version below both (T+50): nothing can be kept", base=small3)
     plain_bad("clock-of-after-deleted.vault", lambda d: of(d, stamp(T + 91, 0, RA), kept=None), "bad_clock",
               "of one millisecond after deleted, nothing kept", base=small3)
     plain_bad("clock-of-after-deleted-counter.vault", lambda d: of(d, stamp(T + 90, 1, RA), kept=None), "bad_clock",
@@ -236,14 +247,13 @@ def main():
               "of at deleted's time and counter by a higher replica id (RB > RA), nothing kept", base=small3)
     plain_bad("clock-of-index-beyond.vault", lambda d: of(d, stamp(T + 10, 0, RA), of_index=1), "bad_clock",
               "of's replica index 1, a table of 1", base=small3)
-    plain_bad("clock-order-of-before-kept-byte.vault", lambda d: of(d, stamp(T + 90, 0, RA), kept=None, kept_byte=2),
-              "bad_clock", "of equal to deleted, checked when of is read, before the kept byte 2", base=small3)
+    plain_bad("clock-order-of-before-kept-byte.vault", lambda d: of(d, stamp(T + 91, 0, RA), kept=None, kept_byte=2),
+              "bad_clock", "of one millisecond after deleted, checked when of is read, before the kept byte 2",
+              base=small3)
     plain_bad("clock-order-duplicate-id-before-of.vault", lambda d: (entry_id(d), of(d, stamp(T + 90, 0, RA))),
               "duplicate_id", "a tombstone with the entry's id and of equal to deleted: the "
         "id is checked first", base=small3)
 
-    def kept_at(d, s, **over):
-        kept_of(d)["version"].update(modified=s, **over)
     for name, s, rule in [
         ("clock-kept-equals-of", stamp(T + 10, 0, RA), "the kept version's stamp equal to of"),
         ("clock-kept-equals-deleted", stamp(T + 90, 0, RA), "the kept version's stamp equal to deleted"),
@@ -374,9 +384,8 @@ def main():
         "  1,024 fields (`valid-v3-kept-large.vault`, `kept-too-many-fields.vault`).",
         "- Running out of plaintext inside a tombstone is `entry_truncated` (version 2's text names entries and",
         "  counts only; version 3 keeps its errors).",
-        "- `of` < `deleted`, as written (`clock-of-equals-deleted.vault`), although version 3 also reads a version-2",
-        "  tombstone as `of` = `deleted`: written back as version 3 (`vault upgrade`, a v2/v3 merge) unchanged, it",
-        "  would be refused. The spec must say which gives way.",
+        "- `of` <= `deleted`, `of` = `deleted` a tombstone whose deleted version is not known: nothing can be kept,",
+        "  and a kept version is refused at its stamp (`bad_clock`), which cannot lie strictly between.",
         "- The tombstone's id is checked for repeats as it is read, before `of` (\"each check as its field is",
         "  read\"; `clock-order-duplicate-id-before-of.vault`).",
         "- Version 1 is refused (`unsupported-version-1.vault`), as in `../v2`, although version 2 lets a reader",

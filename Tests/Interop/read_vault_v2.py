@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""An independent reader of vault format v2, written from docs/FORMAT.md ("version 2") with PyNaCl only.
+"""An independent reader of vault formats 2 and 3, written from docs/FORMAT.md ("version 2", "version 3") with
+PyNaCl only.
 
     VAULT_PASSPHRASE=... python3 read_vault_v2.py VAULT
     VAULT_IDENTITY=key.txt python3 read_vault_v2.py VAULT     (an age identity file: the x25519 stanzas, by `age -d`)
@@ -9,6 +10,11 @@ Prints one JSON object to stdout (sorted keys):
      "entries": {name: {"id": hex, "fields": [{"name", "secret", "value"}], "created", "modified",
                         "history": [{"modified", "conflict", "fields"}]}},
      "tombstones": {id hex: timestamp}, "replicas": {replica hex: "ms.counter"}}
+for a version-2 file; a version-3 file adds "format_version": 3 and "horizon": "ms.counter", and its replicas and
+tombstones say more:
+     "replicas": {replica hex: {"time": "ms.counter", "seen": "ms.counter"}},
+     "tombstones": {id hex: {"deleted": timestamp, "of": timestamp,
+                             "kept": null or {"name", "modified", "conflict", "fields"}}}
 a timestamp as "ms.counter@replica" (replica: the u64 id as 16 lowercase hex digits), a value that is valid
 UTF-8 as a string, any other as {"base64": "..."}; a well-known field (kind 1 to 5) under its name ("password",
 "username", "url", "notes", "otp"), "secret" the kind's bit 7; an entry's "created" is its modified time minus its
@@ -20,6 +26,15 @@ kdf_parameters_out_of_range, unsupported_version). VAULT_TESTING_INSECURE_KDF=1 
 minimum to opslimit 1, memlimit 8,192, as for read_vault.py. With VAULT_IDENTITY, the x25519 stanza whose recipient
 is the identity's (`age-keygen -y`) is opened by Debian's `age -d -i` (stock tools: no age code here), else the
 passphrase is tried; no stanza for it and no passphrase: exit 3, wrong_identity.
+
+A version-3 reader reads version 2 as well; a version-2 file prints as it always did. Version 3's reader rules, each
+checked as its field is read: a tombstone's id not repeated (duplicate_id), then of <= deleted by time, then replica
+id (bad_clock; of = deleted: the version deleted is not known, as in a version-2 tombstone), the kept byte 0 or 1 (bad_tombstone), a kept name by entry names' rules but not unique
+(bad_name_length, name_not_utf8, bad_name), the kept version's stamp strictly between of and deleted (bad_clock: so
+nothing can be kept when of = deleted), its
+flags as a history version's (reserved bits: bad_history; the conflict bit is not required), its fields by the field
+rules (bad_field, bad_value_length; history's caps do not apply); a replica counts 24 bytes at the smallest and a
+tombstone 35 (entry_count_exceeds_data); running out inside a tombstone is entry_truncated.
 """
 import base64, hmac, json, os, struct, subprocess, sys, unicodedata
 from nacl import encoding, exceptions, hash, pwhash, secret
@@ -43,6 +58,9 @@ MAX_VERSIONS, MAX_HISTORY_BYTES = 10, 65536
 # time; an entry its id, name_length (1) and a 1-byte name, a modified stamp (time 8, replica_index 1), age (1),
 # created_replica (1), field_count (1) and version_count (1); a tombstone its id and a stamp.
 MIN_REPLICA, MIN_ENTRY, MIN_TOMBSTONE = 8 + 8, 16 + 1 + 1 + 9 + 1 + 1 + 1 + 1, 16 + 9
+# Version 3: a replica adds its seen (u64); a tombstone its of stamp (9) and the kept byte (1). The entry is unchanged.
+MIN_REPLICA_V3, MIN_TOMBSTONE_V3 = 8 + 8 + 8, 16 + 9 + 9 + 1
+VERSIONS = (2, 3)
 # A field's kind: bit 7 secret, the low seven bits a well-known name (1 to 5), 0 a spelled-out name, 6 to 127 reserved.
 SECRET = 0x80
 WELL_KNOWN = {1: "password", 2: "username", 3: "url", 4: "notes", 5: "otp"}
@@ -79,7 +97,7 @@ def read_header(file, size):
     if size < 14:                                                       # magic, version, header_length
         corrupt("truncated", f"truncated ({size} bytes)")
     (version,) = struct.unpack_from("<H", file, 8)
-    if version != 2:
+    if version not in VERSIONS:
         corrupt("unsupported_version", f"unsupported format version {version}")
     (header_length,) = struct.unpack_from("<I", file, 10)
     if not MIN_HEADER <= header_length <= MAX_HEADER:
@@ -145,7 +163,7 @@ def read_header(file, size):
         corrupt("size_mismatch", f"plaintext of {size - header_length - 72} bytes is not a multiple of 256")
     if size - header_length - 72 > 1 << 30:
         corrupt("too_large", f"plaintext of {size - header_length - 72} bytes exceeds 1 GiB")
-    return header, vault_id, generation, data_key_id, argon, recipients
+    return header, version, vault_id, generation, data_key_id, argon, recipients
 
 
 class Plain:
@@ -195,6 +213,24 @@ class Plain:
         t = self.u("<Q", f"{what} time")
         return t, self.replica(table, f"{what} replica index")
 
+    def name(self, what):
+        """An entry name (name_length uvar || name): 1 to 4,096 bytes of UTF-8 without control characters."""
+        n = self.uvar(f"{what}: name length")
+        if not 1 <= n <= MAX_NAME:
+            corrupt("bad_name_length", f"{what}: name length {n}")
+        return text(self.take(n, f"{what}: name"), "name_not_utf8", "bad_name", what)
+
+
+def text(raw, not_utf8, control, what):
+    """A name's bytes as a string: valid UTF-8 (else not_utf8) without control characters (else control)."""
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        corrupt(not_utf8, f"{what}: name is not UTF-8")
+    if any(map(is_control, name)):
+        corrupt(control, f"{what}: name contains a control character")
+    return name
+
 
 def show_time(t):
     return f"{t >> 16}.{t & 0xFFFF}"
@@ -226,13 +262,7 @@ def read_fields(p, where, history=None):
             n = p.u("<B", f"{at}: name length")
             if n == 0:
                 corrupt("bad_field", f"{at}: empty name")
-            raw = p.take(n, f"{at}: name")
-            try:
-                name = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                corrupt("bad_field", f"{at}: name is not UTF-8")
-            if any(map(is_control, name)):
-                corrupt("bad_field", f"{at}: name contains a control character")
+            name = text(p.take(n, f"{at}: name"), "bad_field", "bad_field", at)
             if unicodedata.normalize("NFC", name) in WELL_KNOWN.values():
                 corrupt("bad_field", f"{at}: well-known name {name!r} spelled out (kind {kind:#04x})")
         elif code in WELL_KNOWN:
@@ -255,19 +285,36 @@ def read_fields(p, where, history=None):
     return fields
 
 
-def read_plaintext(plain, binding):
-    # At least 256 bytes (read_header): the binding hash and the replica count are always there.
+def read_version(p, table, where, history_bytes=None, between=None):
+    """version = modified stamp || flags u8 || field_count uvar || field*. between (version 3's kept version):
+    (of, deleted), the stamps its own must lie strictly between (by time, then replica id), checked once read."""
+    modified = p.stamp(table, f"{where}: modified")
+    if between is not None and not between[0] < modified < between[1]:
+        corrupt("bad_clock", f"{where}: stamp {show_stamp(modified)} not after of {show_stamp(between[0])} and "
+                             f"before deleted {show_stamp(between[1])}")
+    flags = p.u("<B", f"{where}: flags")
+    if flags & ~1:
+        corrupt("bad_history", f"{where}: reserved flag bits set ({flags:#x})")
+    fields = read_fields(p, where, history_bytes)
+    return {"modified": show_stamp(modified), "conflict": bool(flags & 1), "fields": fields}
+
+
+def read_plaintext(plain, binding, version=2):
+    # At least 256 bytes (read_header): the binding hash, version 3's horizon and the replica count are always there.
     if not hmac.compare_digest(plain[:32], binding):
         corrupt("body_binding_mismatch", "the body is not bound to this header (binding hash mismatch)")
     p = Plain(plain, 32)
+    v3 = version == 3
+    horizon = p.u("<Q", "horizon") if v3 else 0
     replicas, table = {}, []
-    for index in range(p.count(MIN_REPLICA, "replica")):
+    for index in range(p.count(MIN_REPLICA_V3 if v3 else MIN_REPLICA, "replica")):
         rid = p.u("<Q", f"replica {index}")
         t = p.u("<Q", f"replica {index}: time")
+        seen = p.u("<Q", f"replica {index}: seen") if v3 else 0
         if table and rid <= table[-1]:                                 # as unsigned 64-bit integers
             corrupt("bad_clock", f"replica table not sorted by id without repeats at {index} ({rid:016x})")
         table.append(rid)
-        replicas[f"{rid:016x}"] = show_time(t)
+        replicas[f"{rid:016x}"] = {"time": show_time(t), "seen": show_time(seen)} if v3 else show_time(t)
     entries, names, ids = {}, set(), set()
     for index in range(p.count(MIN_ENTRY, "entry")):
         at = f"entry {index}"
@@ -275,16 +322,7 @@ def read_plaintext(plain, binding):
         if eid in ids:
             corrupt("duplicate_id", f"{at}: id {eid.hex()} appears twice")
         ids.add(eid)
-        n = p.uvar(f"{at}: name length")
-        if not 1 <= n <= MAX_NAME:
-            corrupt("bad_name_length", f"{at}: name length {n}")
-        raw = p.take(n, f"{at}: name")
-        try:
-            name = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            corrupt("name_not_utf8", f"{at}: name is not UTF-8")
-        if any(map(is_control, name)):
-            corrupt("bad_name", f"{at}: name contains a control character")
+        name = p.name(at)
         key = unicodedata.normalize("NFC", name)
         if key in names:
             corrupt("duplicate_name", f"{at}: duplicate entry name {name!r}")
@@ -300,26 +338,35 @@ def read_plaintext(plain, binding):
             corrupt("bad_history", f"{at}: {count} history versions (at most {MAX_VERSIONS})")
         history, history_bytes = [], [0]
         for v in range(count):
-            vat = f"{at}, version {v}"
-            vmodified = p.stamp(table, f"{vat}: modified")
-            flags = p.u("<B", f"{vat}: flags")
-            if flags & ~1:
-                corrupt("bad_history", f"{vat}: reserved flag bits set ({flags:#x})")
-            vfields = read_fields(p, vat, history_bytes)
-            history.append({"modified": show_stamp(vmodified), "conflict": bool(flags & 1), "fields": vfields})
+            history.append(read_version(p, table, f"{at}, version {v}", history_bytes))
         entries[name] = {"id": eid.hex(), "fields": fields, "created": show_stamp(created),
                          "modified": show_stamp(modified), "history": history}
     tombstones = {}
-    for index in range(p.count(MIN_TOMBSTONE, "tombstone")):
-        tid = p.take(16, f"tombstone {index}: id")
+    for index in range(p.count(MIN_TOMBSTONE_V3 if v3 else MIN_TOMBSTONE, "tombstone")):
+        at = f"tombstone {index}"
+        tid = p.take(16, f"{at}: id")
         if tid in ids:
-            corrupt("duplicate_id", f"tombstone {index}: id {tid.hex()} appears twice")
+            corrupt("duplicate_id", f"{at}: id {tid.hex()} appears twice")
         ids.add(tid)
-        tombstones[tid.hex()] = show_stamp(p.stamp(table, f"tombstone {index}: deleted"))
+        deleted = p.stamp(table, f"{at}: deleted")
+        if not v3:
+            tombstones[tid.hex()] = show_stamp(deleted)
+            continue
+        of = p.stamp(table, f"{at}: of")                                # stamps order by time, then replica id
+        if not of <= deleted:                                           # of = deleted: the version deleted unknown
+            corrupt("bad_clock", f"{at}: of {show_stamp(of)} after deleted {show_stamp(deleted)}")
+        kept = p.u("<B", f"{at}: kept")
+        if kept not in (0, 1):
+            corrupt("bad_tombstone", f"{at}: kept byte {kept:#04x} (0 or 1)")
+        shown = None
+        if kept:                                                        # a name (need not be unique) and a version
+            name = p.name(f"{at}, kept")
+            shown = dict(read_version(p, table, f"{at}, kept version", between=(of, deleted)), name=name)
+        tombstones[tid.hex()] = {"deleted": show_stamp(deleted), "of": show_stamp(of), "kept": shown}
     rest = plain[p.offset:]
     if len(rest) >= 256 or any(rest):
         corrupt("bad_padding", f"{len(rest)} bytes after the tombstones, {'not all zero' if any(rest) else 'not minimal'}")
-    return entries, tombstones, replicas
+    return entries, tombstones, replicas, horizon
 
 
 def unwrap_with_identity(recipients, identity):
@@ -338,7 +385,7 @@ def unwrap_with_identity(recipients, identity):
 
 
 def read(file, size, passphrase, identity=None):
-    header, vault_id, generation, _, argon, recipients = read_header(file, size)
+    header, version, vault_id, generation, _, argon, recipients = read_header(file, size)
     data_key = unwrap_with_identity(recipients, identity) if identity else None
     if data_key is None and passphrase is None:
         fail(3, "wrong_identity", "no x25519 stanza for this identity")
@@ -361,9 +408,12 @@ def read(file, size, passphrase, identity=None):
         plain = secret.SecretBox(body_key).decrypt(file[hl + 56:], file[hl + 32:hl + 56])
     except exceptions.CryptoError:
         corrupt("body_mac_mismatch", "the body does not open (tampered)")
-    entries, tombstones, replicas = read_plaintext(plain, blake(header + mac))
-    return {"vault_id": vault_id.hex(), "generation": generation, "entries": entries,
-            "tombstones": tombstones, "replicas": replicas}
+    entries, tombstones, replicas, horizon = read_plaintext(plain, blake(header + mac), version)
+    out = {"vault_id": vault_id.hex(), "generation": generation, "entries": entries,
+           "tombstones": tombstones, "replicas": replicas}
+    if version == 3:
+        out.update(format_version=3, horizon=show_time(horizon))
+    return out
 
 
 def main():

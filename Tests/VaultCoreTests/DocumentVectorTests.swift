@@ -3,14 +3,16 @@ import Testing
 
 @testable import VaultCore
 
-/// Issue 18: the version-2 vectors of `Tests/Vectors/v2` (made by `Tests/Vectors/generate_v2.py` from
-/// docs/FORMAT.md, one valid file per feature and one malformed file per rule; `README.md` there says which) against
-/// the library, and the independent Python reader (`Tests/Interop/read_vault_v2.py`, written from the spec alone)
-/// against the vectors and against a file the library wrote.
-@Suite("Format v2 vectors and the independent reader")
+/// Issue 18: the version-2 vectors of `Tests/Vectors/v2` and the version-3 ones of `Tests/Vectors/v3` (made by
+/// `Tests/Vectors/generate_v2.py` and `generate_v3.py` from docs/FORMAT.md, one valid file per feature and one malformed
+/// file per rule; `README.md` there says which) against the library, and the independent Python reader
+/// (`Tests/Interop/read_vault_v2.py`, written from the spec alone, versions 2 and 3) against the vectors and against
+/// files the library wrote.
+@Suite("Format v2 and v3 vectors and the independent reader")
 struct DocumentVectorTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    static let directory = root.appendingPathComponent("Vectors/v2").path
+    /// The vector directories, by the name the vectors' arguments start with ("v2/valid-basic.vault").
+    static let directories = ["v2", "v3"]
     static let reader = root.appendingPathComponent("Interop/read_vault_v2.py").path
     static let passphrase = "correct horse battery staple"
     /// The generator's data key, `BLAKE2b-256(key = its seed, "data key")`.
@@ -19,20 +21,28 @@ struct DocumentVectorTests {
         return UInt8(String(decoding: hex[offset..<offset + 2], as: UTF8.self), radix: 16)!
     }
 
+    /// Each vector's outcome, by "DIRECTORY/FILE".
     nonisolated(unsafe) static let expected: [String: [String: Any]] = {
-        guard let data = FileManager.default.contents(atPath: directory + "/expected.json"),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: [String: Any]] else { return [:] }
-        return object
+        var all: [String: [String: Any]] = [:]
+        for directory in directories {
+            let path = root.appendingPathComponent("Vectors/\(directory)/expected.json").path
+            guard let data = FileManager.default.contents(atPath: path),
+                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: [String: Any]] else { continue }
+            for (file, outcome) in object { all["\(directory)/\(file)"] = outcome }
+        }
+        return all
     }()
 
     static var names: [String] { expected.keys.sorted() }
 
-    /// What the reader prints for a document: the same JSON shape, made from the library's public API.
+    /// What the reader prints for a document: the same JSON shape, made from the library's API (version 3 adds
+    /// "format_version", "horizon", each replica's "seen", and each tombstone's "of" and "kept").
     static func json(of document: VaultDocument) -> [String: Any] {
         func value(_ bytes: SecureBytes) -> Any {
             let raw = bytes.unprotectedBytes
             return String(validating: raw, as: UTF8.self) ?? ["base64": Data(raw).base64EncodedString()]
         }
+        func time(_ packed: UInt64) -> String { "\(packed >> 16).\(packed & 0xFFFF)" }
         func fields(_ entry: String, _ names: [(name: String, isSecret: Bool)], version: Int?) -> [[String: Any]] {
             names.map { field in
                 ["name": field.name, "secret": field.isSecret, "value": value(document.value(of: field.name, in: entry, version: version)!)]
@@ -50,11 +60,28 @@ struct DocumentVectorTests {
                 "fields": fields(name, entry.fields, version: nil), "history": history,
             ] as [String: Any]
         }
-        return [
+        var object: [String: Any] = [
             "vault_id": document.vaultID.description, "generation": Int(document.generation), "entries": entries,
             "tombstones": Dictionary(uniqueKeysWithValues: document.tombstones.map { ($0.key.description, $0.value.description) }),
-            "replicas": Dictionary(uniqueKeysWithValues: document.replicas.map { ($0.key.description, "\($0.value.milliseconds).\($0.value.counter)") }),
+            "replicas": Dictionary(uniqueKeysWithValues: document.replicas.map { ($0.key.description, time($0.value.packed)) }),
         ]
+        guard document.formatVersion >= 3 else { return object }
+        object["format_version"] = Int(document.formatVersion)
+        object["horizon"] = time(document.horizon)
+        object["replicas"] = Dictionary(uniqueKeysWithValues: document.replicas.map { replica, clock in
+            (replica.description, ["time": time(clock.packed), "seen": time(document.seen[replica] ?? 0)])
+        })
+        object["tombstones"] = Dictionary(uniqueKeysWithValues: document.tombstones.map { id, deleted in
+            let deletion = document.deletion(of: id)
+            let kept: Any = deletion.kept.map { kept -> [String: Any] in
+                [
+                    "name": kept.name, "modified": kept.version.modified.description, "conflict": kept.version.conflict,
+                    "fields": kept.version.fields.map { ["name": $0.name, "secret": $0.isSecret, "value": value(document.copy($0.value))] },
+                ]
+            } ?? NSNull()
+            return (id.description, ["deleted": deleted.description, "of": deletion.of.description, "kept": kept] as [String: Any])
+        })
+        return object
     }
 
     /// Whether two JSON objects are the same, compared as sorted-key JSON text, each as Foundation's parser reads
@@ -77,12 +104,13 @@ struct DocumentVectorTests {
     }
 
     @Test func theVectorsArePresent() {
-        #expect(Self.names.count >= 140, "Tests/Vectors/v2/expected.json: \(Self.names.count) vectors")
+        #expect(Self.names.filter { $0.hasPrefix("v2/") }.count >= 140, "Tests/Vectors/v2/expected.json")
+        #expect(Self.names.filter { $0.hasPrefix("v3/") }.count >= 70, "Tests/Vectors/v3/expected.json")
     }
 
     @Test(arguments: names)
     func theLibraryGivesEachVectorsOutcome(file: String) throws {
-        let bytes = try #require(FileManager.default.contents(atPath: Self.directory + "/" + file))
+        let bytes = try #require(FileManager.default.contents(atPath: Self.root.appendingPathComponent("Vectors/" + file).path))
         let expected = try #require(Self.expected[file])
         do {
             // A vault with x25519 stanzas only opens with an identity (VaultAgeTests does that); here with the data
@@ -100,11 +128,15 @@ struct DocumentVectorTests {
         }
     }
 
-    /// The reader, written from the spec alone, opens a file the library wrote and sees what the library sees.
-    @Test func theIndependentReaderReadsWhatTheLibraryWrote() throws {
+    /// The reader, written from the spec alone, opens a file the library wrote and sees what the library sees:
+    /// version 2 and version 3.
+    @Test(arguments: [UInt16(2), 3])
+    func theIndependentReaderReadsWhatTheLibraryWrote(formatVersion: UInt16) throws {
         try #require(InteropTests.pythonReady, "python3 with PyNaCl is needed (scripts/install-deps --test)")
         let (document, dataKey) = try VaultDocument.create(
-            passphrase: SecureBytes(string: Self.passphrase), parameters: .insecureForTesting, label: "t")
+            passphrase: SecureBytes(string: Self.passphrase), parameters: .insecureForTesting, label: "t",
+            formatVersion: formatVersion)
+        #expect(document.formatVersion == formatVersion)
         let clock = SettableClock(1_764_000_000_000)
         let replica = ReplicaID(rawValue: 0xFEDC_BA98_7654_3210)
         try document.apply([
@@ -114,9 +146,43 @@ struct DocumentVectorTests {
             .setField(entry: "gone", field: "password", value: SecureBytes(string: "x")),
         ], replica: replica, clock: clock)
         try document.apply([.setField(entry: "github", field: "password", value: SecureBytes(string: "n3w")), .delete(entry: "gone")], replica: replica, clock: clock)
+        try Self.expectTheReaderReads(document, dataKey: dataKey, formatVersion: formatVersion)
+    }
+
+    /// Version 3: a deletion that wins over a concurrent update keeps it. Replica A deletes "gone" while replica B,
+    /// from the same copy, changes it; the merge keeps a tombstone whose `of` is the version A deleted and whose kept
+    /// version is B's change (with the name it had). The reader sees the horizon, every `seen`, `of` and `kept`.
+    @Test func theIndependentReaderReadsAKeptVersionTheLibraryWrote() throws {
+        try #require(InteropTests.pythonReady, "python3 with PyNaCl is needed (scripts/install-deps --test)")
+        let (ours, dataKey) = try VaultDocument.create(
+            passphrase: SecureBytes(string: Self.passphrase), parameters: .insecureForTesting, label: "ours", formatVersion: 3)
+        let a = ReplicaID(rawValue: 0x0A0A_0A0A_0A0A_0A0A), b = ReplicaID(rawValue: 0xB0B0_B0B0_B0B0_B0B0)
+        try ours.apply([
+            .setField(entry: "gone", field: "password", value: SecureBytes(string: "first")),
+            .setField(entry: "stays", field: "username", value: SecureBytes(string: "alice")),
+        ], replica: a, clock: SettableClock(1_764_000_000_000))
+        let (theirs, _) = try VaultDocument.open(
+            try ours.seal(dataKey: dataKey), with: .dataKey(dataKey), label: "theirs", policy: .insecureForTesting)
+        try theirs.apply([
+            .setField(entry: "gone", field: "password", value: SecureBytes(string: "changed on b")),
+            .setField(entry: "gone", field: "pin", value: SecureBytes(string: "1234"), secret: true),
+        ], replica: b, clock: SettableClock(1_764_000_001_000))
+        try ours.apply([.delete(entry: "gone")], replica: a, clock: SettableClock(1_764_000_002_000))
+        let (merged, _) = try VaultDocument.merge(ours, theirs, now: 1_764_000_003_000)
+        #expect(merged.formatVersion == 3)
+        let id = try #require(merged.tombstones.keys.first)
+        let kept = try #require(merged.deletion(of: id).kept, "the merge kept B's change")
+        #expect(kept.name == "gone" && kept.version.conflict)
+        try Self.expectTheReaderReads(merged, dataKey: dataKey, formatVersion: 3)
+    }
+
+    /// Seals `document`, runs the reader on the file and compares what it prints with ``json(of:)``.
+    static func expectTheReaderReads(_ document: VaultDocument, dataKey: SecureBytes, formatVersion: UInt16) throws {
         let directory = TemporaryDirectory()
         let path = directory.file("written.vault")
-        try Data(try document.seal(dataKey: dataKey)).write(to: URL(fileURLWithPath: path))
+        let bytes = try document.seal(dataKey: dataKey)
+        #expect(bytes[8] == UInt8(formatVersion) && bytes[9] == 0, "the header's version")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
         var environment = ProcessInfo.processInfo.environment
         environment["VAULT_PASSPHRASE"] = Self.passphrase
         environment["VAULT_TESTING_INSECURE_KDF"] = "1"
@@ -124,6 +190,7 @@ struct DocumentVectorTests {
         #expect(result.status == 0, "\(result.stderr)")
         let data = Data(result.stdout.utf8)
         let read = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect((read["format_version"] as? Int) == (formatVersion >= 3 ? Int(formatVersion) : nil))
         #expect(try Self.same(read, Self.json(of: document)), "\(read)")
     }
 }

@@ -168,6 +168,10 @@ def x25519(recipient=None, label="recipient", data_key=DATA_KEY, recipient_lengt
 # A document is a dict: vault_id, generation, data_key_id, stanzas, replicas [(replica_id, (ms, counter))] in table
 # order, entries, tombstones [(id, stamp)]. A stamp is (ms, counter, replica): replica a replica id, written as its
 # index in the document's replica table, or Index(n), written as the index n as it is (one beyond the table, say).
+# A version-3 document ("version": 3, generate_v3.py) adds "horizon" (ms, counter), "seen" {replica_id: (ms,
+# counter)} (0 for a replica not in it) and, per tombstone, a third item: {"of": stamp, "kept": None or {"name",
+# "version"}}, with overrides "kept_byte" (the byte written) and, in "kept", "name_length". "layout": the plaintext's
+# version when it is not the header's.
 # Overrides for the malformed vectors: a count or length given as an int is written as its (shortest) uvar, given
 # as bytes is written as those bytes (a malformed uvar).
 
@@ -259,16 +263,38 @@ def enc_entry(e, table):
             + b"".join(enc_version(v, table) for v in e["history"]))
 
 
+def is_v3(doc):
+    return doc.get("layout", doc.get("version", 2)) == 3
+
+
+def enc_tombstone(t, table, v3=False):
+    """id || deleted stamp; version 3: || of stamp || kept u8 || [kept_name_length uvar || kept_name || version]."""
+    out = t[0] + enc_stamp(t[1], table)
+    if not v3:
+        return out
+    more = t[2]
+    kept = more.get("kept")
+    out += enc_stamp(more["of"], table, more.get("of_index")) + struct.pack("<B", more.get("kept_byte", int(kept is not None)))
+    if kept is None:
+        return out
+    name = b(kept["name"])
+    return out + uv(kept.get("name_length", len(name))) + name + enc_version(kept["version"], table)
+
+
 def payload(doc):
     """The plaintext after the binding hash and before the padding (doc["payload"]: these bytes instead)."""
     if "payload" in doc:
         return doc["payload"]
     table = [rid for rid, _ in doc["replicas"]]
-    return (uv(doc.get("replica_count", len(doc["replicas"])))
-            + b"".join(struct.pack("<QQ", rid, time(*t)) for rid, t in doc["replicas"])
+    v3 = is_v3(doc)
+    seen = doc.get("seen", {})
+    return ((struct.pack("<Q", time(*doc.get("horizon", (0, 0)))) if v3 else b"")
+            + uv(doc.get("replica_count", len(doc["replicas"])))
+            + b"".join(struct.pack("<QQ", rid, time(*t)) + (struct.pack("<Q", time(*seen.get(rid, (0, 0)))) if v3 else b"")
+                       for rid, t in doc["replicas"])
             + uv(doc.get("entry_count", len(doc["entries"]))) + b"".join(enc_entry(e, table) for e in doc["entries"])
             + uv(doc.get("tombstone_count", len(doc["tombstones"])))
-            + b"".join(tid + enc_stamp(s, table) for tid, s in doc["tombstones"]))
+            + b"".join(enc_tombstone(t, table, v3) for t in doc["tombstones"]))
 
 
 def enc_header(doc):
@@ -317,7 +343,24 @@ def shown_fields(fields):
             for f in fields]
 
 
+def shown_tombstone(t):
+    """A version-3 tombstone as the reader prints it."""
+    kept = t[2].get("kept")
+    if kept is not None:
+        v = kept["version"]
+        kept = {"name": b(kept["name"]).decode(), "modified": shown_stamp(v["modified"]),
+                "conflict": bool(v["flags"] & 1), "fields": shown_fields(v["fields"])}
+    return {"deleted": shown_stamp(t[1]), "of": shown_stamp(t[2]["of"]), "kept": kept}
+
+
 def shown(doc):
+    if is_v3(doc):
+        seen = doc.get("seen", {})
+        return dict(shown({**doc, "version": 2, "layout": 2, "tombstones": []}), format_version=3,
+                    horizon="{}.{}".format(*doc.get("horizon", (0, 0))),
+                    replicas={f"{rid:016x}": {"time": f"{t[0]}.{t[1]}", "seen": "{}.{}".format(*seen.get(rid, (0, 0)))}
+                              for rid, t in doc["replicas"]},
+                    tombstones={t[0].hex(): shown_tombstone(t) for t in doc["tombstones"]})
     return {"vault_id": doc["vault_id"].hex(), "generation": doc["generation"],
             "entries": {b(e["name"]).decode(): {
                 "id": e["id"].hex(), "fields": shown_fields(e["fields"]), "created": shown_stamp(e["created"]),
@@ -615,10 +658,10 @@ def main():
     bad("bad-magic.vault", b"\x89vault\r\n" + good[8:], 6, "bad_magic", "magic: lowercase")
     bad("truncated-before-version.vault", MAGIC + struct.pack("<H", 3) + b"\0\0", 6, "truncated",
         "at least 14 bytes, checked before the version (3 here)")
-    bad("unsupported-version-short-header.vault", MAGIC + struct.pack("<HI", 3, 5), 6, "unsupported_version",
-        "version 3, checked before header_length (5) and the size (14 bytes)")
-    bad("unsupported-version.vault", good[:8] + struct.pack("<H", 3) + good[10:], 6, "unsupported_version",
-        "version 3")
+    bad("unsupported-version-short-header.vault", MAGIC + struct.pack("<HI", 4, 5), 6, "unsupported_version",
+        "version 4, checked before header_length (5) and the size (14 bytes) (version 3 is read since format v3)")
+    bad("unsupported-version.vault", good[:8] + struct.pack("<H", 4) + good[10:], 6, "unsupported_version",
+        "version 4 (version 3 is read since format v3: docs/FORMAT.md, \"version 3\")")
     bad("version-1.vault", good[:8] + struct.pack("<H", 1) + good[10:], 6, "unsupported_version",
         "version 1 in a version-2 file")
     d = basic(); d["header_length"] = 55
@@ -941,29 +984,36 @@ def main():
     with open(os.path.join(OUT, "identity.txt"), "w") as f:
         f.write(f"# the identity of the x25519 stanzas of these vectors (never use it for anything else)\n"
                 f"# public key: {RECIPIENT}\n{IDENTITY}\n")
-    for old in os.listdir(OUT):
-        if old.endswith(".vault") and old not in VECTORS:
-            os.remove(os.path.join(OUT, old))
-    for name, (data, _, _) in sorted(VECTORS.items()):
-        with open(os.path.join(OUT, name), "wb") as f:
-            f.write(data)
-    expected = {name: outcome for name, (_, outcome, _) in VECTORS.items()}
-    with open(os.path.join(OUT, "expected.json"), "wb") as f:
-        f.write(json.dumps(expected, ensure_ascii=False, sort_keys=True, indent=1).encode() + b"\n")
-    lines = ["# Format v2 test vectors", "",
+    write(OUT, ["# Format v2 test vectors", "",
              "Written by `Tests/Vectors/generate_v2.py` (never edit by hand), replayed by `Tests/Vectors/check_v2.py`;",
              "passphrase \"correct horse battery staple\", test KDF parameters. `expected.json`: the outcome of each",
              "file. One line per file, by name: outcome: the rule it breaks. Not a vector (too big to commit): a",
              "file of 1 GiB + 65,609 bytes with the magic, `too_large` (exit 6), checked right after the magic.",
              "The plaintext is docs/FORMAT.md's: counts and lengths as `uvar` (shortest-form LEB128, else",
              "`bad_varint`), stamps as a time and a replica-table index, an entry's created time as an age, fields by",
-             "`kind` (bit 7 secret; 1 to 5 well-known names, 0 a spelled-out name, 6 to 127 reserved).", ""]
+             "`kind` (bit 7 secret; 1 to 5 well-known names, 0 a spelled-out name, 6 to 127 reserved).", ""])
+
+
+def write(out, intro):
+    """Writes VECTORS to out (removing .vault files that are no longer vectors), expected.json, and README.md: intro
+    (lines), then one line per vector."""
+    os.makedirs(out, exist_ok=True)
+    for old in os.listdir(out):
+        if old.endswith(".vault") and old not in VECTORS:
+            os.remove(os.path.join(out, old))
+    for name, (data, _, _) in sorted(VECTORS.items()):
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    expected = {name: outcome for name, (_, outcome, _) in VECTORS.items()}
+    with open(os.path.join(out, "expected.json"), "wb") as f:
+        f.write(json.dumps(expected, ensure_ascii=False, sort_keys=True, indent=1).encode() + b"\n")
+    lines = list(intro)
     for name, (_, outcome, rule) in sorted(VECTORS.items()):
         what = "valid" if "exit" not in outcome else f"exit {outcome['exit']} {outcome['code']}"
         lines.append(f"- `{name}`: {what}: {rule}")
-    with open(os.path.join(OUT, "README.md"), "wb") as f:
+    with open(os.path.join(out, "README.md"), "wb") as f:
         f.write("\n".join(lines).encode() + b"\n")
-    print(f"wrote {len(VECTORS)} vectors and expected.json to {OUT}")
+    print(f"wrote {len(VECTORS)} vectors and expected.json to {out}")
 
 
 if __name__ == "__main__":

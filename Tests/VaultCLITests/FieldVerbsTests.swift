@@ -14,25 +14,29 @@ import Testing
 
     func fileBytes(_ box: Sandbox) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) }
 
-    @Test func initMakesVersion2AndFormat1StaysAvailable() throws {
+    @Test func initMakesVersion3AndFormats1And2StayAvailable() throws {
         let box = try Sandbox()
         let made = try box.vault(["init", "--json"])
         #expect(made.status == 0, "\(made.stderr)")
         let object = try json(made)
-        #expect(object["format_version"] as? Int == 2)
+        #expect(object["format_version"] as? Int == 3)
         let id = try #require(object["vault_id"] as? String)
         #expect(id.count == 32 && id.allSatisfy { "0123456789abcdef".contains($0) })
         let info = try json(box.vault(["info", "--json"], passphrase: false))
-        #expect(info["format_version"] as? Int == 2 && info["vault_id"] as? String == id)
+        #expect(info["format_version"] as? Int == 3 && info["vault_id"] as? String == id)
+        #expect(try fileBytes(box)[8] == 3)
 
         let older = box.directory + "/vaults/old.vault"
         let one = try box.vault(["init", "--vault", older, "--format", "1"])
         #expect(one.status == 0 && one.stdoutText.contains("(format version 1, "), "\(one.stderr)")
         #expect(try json(box.vault(["info", "--vault", older, "--json"], passphrase: false))["format_version"] as? Int == 1)
 
-        let bad = try box.vault(["init", "--vault", box.directory + "/vaults/x.vault", "--format", "3"])
+        let two = box.directory + "/vaults/two.vault"
+        #expect(try box.vault(["init", "--vault", two, "--format", "2"]).status == 0)
+        #expect(try json(box.vault(["info", "--vault", two, "--json"], passphrase: false))["format_version"] as? Int == 2)
+        let bad = try box.vault(["init", "--vault", box.directory + "/vaults/x.vault", "--format", "4"])
         #expect(bad.status == 64)
-        #expect(bad.stderr.hasPrefix("vault: --format takes 1 or 2 (the format version), not 3\n"), "\(bad.stderr)")
+        #expect(bad.stderr.hasPrefix("vault: --format takes 1, 2 or 3 (the format version), not 4\n"), "\(bad.stderr)")
         #expect(!FileManager.default.fileExists(atPath: box.directory + "/vaults/x.vault"))
     }
 

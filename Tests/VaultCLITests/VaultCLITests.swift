@@ -303,7 +303,7 @@ import VaultTestSupport
         #expect(object?["opslimit"] as? Int == 1)
         #expect(object?["memlimit"] as? Int == 8192)
         #expect(object?["generation"] as? Int == 1)
-        #expect(object?["format_version"] as? Int == 2)
+        #expect(object?["format_version"] as? Int == 3)
     }
 
     @Test func realPresetIsWrittenAndRefusedOutsideTheTestHook() throws {

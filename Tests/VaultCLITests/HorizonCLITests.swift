@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+import VaultCore
+
+/// Issue 19 §1 through the CLI, format version 3: a change that lost to a concurrent deletion is kept, said by the
+/// merge and brought back by `vault restore --deleted` (here and through the agent); a copy behind the tombstone
+/// horizon is refused with nothing written; a version-2 vault stays version 2 until `vault upgrade`.
+@Suite(.processTimeLimit) struct HorizonCLITests {
+    func json(_ data: Data) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(String(decoding: data, as: UTF8.self))")
+    }
+
+    /// A vault where `github` was deleted here after another machine changed it in a copy: returns the copy.
+    func deletedHereChangedThere(_ box: Sandbox) throws -> String {
+        let here = ["XDG_STATE_HOME": box.directory + "/state-a"], there = ["XDG_STATE_HOME": box.directory + "/state-b"]
+        #expect(try box.vault(["init"], extraEnvironment: here).status == 0)
+        #expect(try box.vault(["put", "github"], stdin: Data("v1".utf8), extraEnvironment: here).status == 0)
+        let copy = box.directory + "/vaults/copy.vault"
+        try FileManager.default.copyItem(atPath: box.vaultPath, toPath: copy)
+        #expect(try box.vault(["put", "github", "--force", "--vault", copy], stdin: Data("changed there".utf8), extraEnvironment: there).status == 0)
+        usleep(5_000)
+        #expect(try box.vault(["delete", "github", "--yes"], extraEnvironment: here).status == 0)
+        return copy
+    }
+
+    @Test func aChangeThatLostToADeletionIsKeptSaidAndRestored() throws {
+        let box = try Sandbox()
+        let copy = try deletedHereChangedThere(box)
+        let here = ["XDG_STATE_HOME": box.directory + "/state-a"]
+        let merged = try box.vault(["merge", copy], extraEnvironment: here)
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(merged.stdoutText == """
+            merged '\(copy)' into '\(box.vaultPath)': 0 added, 0 updated, 0 deleted, 0 resurrected, 0 conflicts
+              kept: github (changed before a deletion it lost to; 'vault restore --deleted NAME' brings the change back)
+
+            """)
+        #expect(try box.vault(["list"], extraEnvironment: here).stdoutText == "", "the deletion won")
+        let again = try box.vault(["merge", copy, "--json"], extraEnvironment: here)
+        #expect(try json(again.stdout)["kept_deleted"] as? [String] == [], "kept once")
+
+        let restored = try box.vault(["restore", "github", "--deleted", "--json"], extraEnvironment: here)
+        #expect(restored.status == 0, "\(restored.stderr)")
+        #expect(try json(restored.stdout)["deleted"] as? Bool == true)
+        #expect(try box.vault(["get", "github"], extraEnvironment: here).stdoutText == "changed there")
+        // Nothing is kept any more; the copy that deleted nothing takes the restore as the later version.
+        let none = try box.vault(["restore", "github", "--deleted", "--json"], extraEnvironment: here)
+        #expect(none.status == 7 && none.stderr.contains(#""code":"entry_exists""#), "the name is taken: \(none.stderr)")
+        let missing = try box.vault(["restore", "nothing", "--deleted"], extraEnvironment: here)
+        #expect(missing.status == 2 && missing.stderr.hasPrefix("vault: no deleted entry 'nothing' keeps a change in vault '\(box.vaultPath)'\n"), "\(missing.stderr)")
+        let there = ["XDG_STATE_HOME": box.directory + "/state-b"]
+        #expect(try box.vault(["merge", box.vaultPath, "--vault", copy], extraEnvironment: there).status == 0)
+        #expect(try box.vault(["get", "github", "--vault", copy], extraEnvironment: there).stdoutText == "changed there")
+
+        // Bad arguments: 64, nothing written.
+        let before = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        let both = try box.vault(["restore", "github", "--deleted", "--version", "1"], extraEnvironment: here)
+        #expect(both.status == 64 && both.stderr.contains("give --version N or --deleted, not both"), "\(both.stderr)")
+        let neither = try box.vault(["restore", "github"], extraEnvironment: here)
+        #expect(neither.status == 64 && neither.stderr.contains("give --version N (an earlier version) or --deleted"), "\(neither.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before)
+    }
+
+    @Test func throughTheAgentTheKeptChangeIsRestored() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        #expect(try box.around(["put", "github"], stdin: Data("v1".utf8)).status == 0)
+        let copy = box.directory + "/vaults/copy.vault"
+        try FileManager.default.copyItem(atPath: box.vaultPath, toPath: copy)
+        let otherMachine = ["XDG_STATE_HOME": box.directory + "/state-b", "VAULT_AGENT_SOCK": box.elsewhereSocket]
+        #expect(try box.vault(["put", "github", "--force", "--vault", copy], stdin: Data("changed there".utf8), source: true, environment: otherMachine).status == 0)
+        usleep(5_000)
+        #expect(try box.around(["delete", "github", "--yes"]).status == 0)
+        try box.unlock()
+        let merged = try box.vault(["merge", copy, "--json"])
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(try json(merged.stdout)["kept_deleted"] as? [String] == ["github"])
+        let restored = try box.vault(["restore", "github", "--deleted"])
+        #expect(restored.status == 0, "\(restored.stderr)")
+        #expect(try box.vault(["get", "github"]).stdoutText == "changed there")
+        #expect(try box.around(["get", "github"]).stdoutText == "changed there", "written to the file")
+    }
+
+    /// A fixed wall clock, to write copies whose clocks lie in the past.
+    struct Clock: WallClock {
+        let now: UInt64
+        func milliseconds() -> UInt64 { now }
+    }
+
+    /// Two copies made with the library: one from before a deletion that the other, 200 days and everyone's
+    /// writes later, has dropped. The CLI refuses to merge either into the other, with nothing written.
+    @Test func aCopyBehindTheHorizonIsRefusedWithNothingWritten() throws {
+        let box = try Sandbox()
+        try FileManager.default.createDirectory(atPath: box.directory + "/vaults", withIntermediateDirectories: true)
+        let day: UInt64 = 86_400_000
+        let start = UInt64(Date().timeIntervalSince1970 * 1000) - 400 * day
+        let (document, key) = try VaultDocument.create(
+            passphrase: SecureBytes(string: "correct horse battery staple"), parameters: .insecureForTesting, label: "v")
+        let (a, b) = (ReplicaID(rawValue: 1), ReplicaID(rawValue: 2))
+        func set(_ name: String) -> DocumentChange { .setField(entry: name, field: "password", value: SecureBytes(string: name)) }
+        try document.apply([set("gone"), set("stays")], replica: a, clock: Clock(now: start))
+        try document.apply([set("b")], replica: b, clock: Clock(now: start + 1))
+        let old = try document.seal(dataKey: key)
+        try document.apply([.delete(entry: "gone")], replica: a, clock: Clock(now: start + 10))
+        try document.apply([set("b2")], replica: b, clock: Clock(now: start + 200 * day))
+        try document.apply([set("a2")], replica: a, clock: Clock(now: start + 200 * day + 1))
+        #expect(document.tombstones.isEmpty && document.horizon > 0)
+        let current = try document.seal(dataKey: key)
+        let oldPath = box.directory + "/vaults/old.vault"
+        FileManager.default.createFile(atPath: box.vaultPath, contents: Data(current), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: oldPath, contents: Data(old), attributes: [.posixPermissions: 0o600])
+
+        let refused = try box.vault(["merge", oldPath, "--json"])
+        #expect(refused.status == 6, "\(refused.stderr)")
+        let error = try #require(try json(Data(refused.stderr.utf8))["error"] as? [String: Any])
+        #expect(error["code"] as? String == "behind_horizon")
+        #expect((error["message"] as? String)?.hasPrefix("cannot merge '\(oldPath)': it is older than the deletions") == true)
+        #expect((error["hint"] as? String)?.contains("replace the older copy with the newer one") == true)
+        let text = try box.vault(["merge", box.vaultPath, "--vault", oldPath])
+        #expect(text.status == 6 && text.stderr.hasPrefix("vault: cannot merge '\(oldPath)'"), "\(text.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == Data(current), "nothing written")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: oldPath)) == Data(old), "nothing written")
+        #expect(try box.vault(["list"]).stdoutText == "a2\nb\nb2\nstays\n")
+    }
+
+    @Test func aVersion2VaultStaysVersion2UntilUpgradedThenEveryVerbWorks() throws {
+        let box = try Sandbox()
+        #expect(try box.vault(["init", "--format", "2"]).status == 0)
+        #expect(try box.vault(["put", "github"], stdin: Data("t0k3n".utf8)).status == 0)
+        #expect(try box.vault(["put", "gone"], stdin: Data("x".utf8)).status == 0)
+        #expect(try box.vault(["delete", "gone", "--yes"]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))[8] == 2, "a write keeps version 2")
+        let history = try box.vault(["history", "github", "--json"]).stdout
+
+        let upgraded = try box.vault(["upgrade"])
+        #expect(upgraded.status == 0, "\(upgraded.stderr)")
+        #expect(upgraded.stdoutText == "upgraded vault '\(box.vaultPath)' from format version 2 to 3 (1 entry)\n")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))[8] == 3)
+        #expect(try json(box.vault(["info", "--json"], passphrase: false).stdout)["format_version"] as? Int == 3)
+        #expect(try box.vault(["history", "github", "--json"]).stdout == history, "entries, ids and times kept")
+        #expect(try box.vault(["put", "github", "--force"], stdin: Data("n3w".utf8)).status == 0)
+        #expect(try box.vault(["get", "github"]).stdoutText == "n3w")
+        let again = try box.vault(["upgrade"])
+        #expect(again.status == 0 && again.stdoutText == "vault '\(box.vaultPath)' is already format version 3\n")
+    }
+}

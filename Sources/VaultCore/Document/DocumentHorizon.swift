@@ -127,8 +127,9 @@ extension VaultDocument {
     ) -> (tombstones: [DocumentID: HybridTimestamp], deletions: [DocumentID: Deletion]) {
         var tombstones = ours.tombstones
         var deletions: [DocumentID: Deletion] = [:]
+        /// `kept` with its values in `values`, which starts as a copy of ours's (``merge(_:_:now:)``).
         func moved(_ kept: Kept?, from document: VaultDocument) -> Kept? {
-            guard var kept else { return nil }
+            guard var kept, document !== ours else { return kept }
             kept.version.fields = document.moved(fields: kept.version.fields, into: values)
             return kept
         }

@@ -70,13 +70,17 @@ extension VaultDocument {
         guard ours.vaultID == theirs.vaultID else { throw VaultError.notTheSameVault(path: theirs.label) }
         guard theirs.knownBelow >= ours.horizon else { throw VaultError.behindHorizon(path: theirs.label) }
         guard ours.knownBelow >= theirs.horizon else { throw VaultError.behindHorizon(path: ours.label) }
-        let values = GuardedArena()
+        // The result starts from a copy of ours's values as they are (one copy of the region: every range of ours
+        // stays valid, no entry is rebuilt); only what comes from theirs is moved in.
+        let values = ours.values.copy(reserving: 64 << 10)
         var report = MergeReport()
 
-        /// An entry with its values in the new arena, its history too, under its name before any merge renamed it.
+        /// An entry with its values in the new arena (ours's are there already), its history too, under its name
+        /// before any merge renamed it.
         func copied(_ entry: Entry, from document: VaultDocument) -> Entry {
-            var entry = document.moved(entry, into: values)
-            entry.name = baseName(entry)
+            var entry = document === ours ? entry : document.moved(entry, into: values)
+            let name = baseName(entry)
+            if name != entry.name { entry.name = name }
             return entry
         }
 
@@ -180,6 +184,8 @@ extension VaultDocument {
             stanzas: ours.stanzas(unitedWith: theirs), replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName,
             values: values, label: ours.label, formatVersion: max(ours.formatVersion, theirs.formatVersion),
             sync: SyncState(seen: seen, horizon: max(ours.horizon, theirs.horizon), deletions: deletions))
+        // Live bytes: ours's as they were (its dead values came along in the copy) and everything moved in.
+        merged.compactedByteCount = ours.compactedByteCount + (values.count - ours.values.count)
         report.otherLacks = !merged.sameContent(as: theirs)
         return (merged, report)
     }

@@ -150,6 +150,11 @@ public enum ReplicaRegistry {
     }
 
     /// Records `time` as the latest write of `replica` to `vaultID` (written whole, then renamed).
+    ///
+    /// Not `fsync`ed (every write of the vault records it, and an `fsync` costs milliseconds on a disk: one more per
+    /// put than version 1 pays, Benchmarks/README.md): the record is a lower bound of what the file must hold, read
+    /// by the missing-own-writes check, so a crash that loses the newest record (an older one, or none, or an empty
+    /// file read as none) only makes that check more lenient, never refuses a file that holds every write.
     static func recordLatestWrite(_ time: UInt64, of replica: ReplicaID, to vaultID: DocumentID, stateDirectory: String) throws {
         let path = stateDirectory + "/" + vaultID.description + "." + replica.description + ".written"
         let temporary = stateDirectory + "/." + vaultID.description + "." + ReplicaID.random().description + ".tmp"
@@ -157,7 +162,7 @@ public enum ReplicaRegistry {
         guard fd >= 0 else { throw VaultError.io(operation: "cannot create", path: temporary, errno: errno) }
         let text = Array(Posix.hex(withUnsafeBytes(of: time.bigEndian, Array.init)).utf8)
         let code = text.withUnsafeBytes { Posix.writeAll(fd, $0) }
-        let synced = code == 0 && fsync(fd) == 0
+        let synced = code == 0
         Glibc.close(fd)
         guard synced, rename(temporary, path) == 0 else {
             let failure = errno

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Format version 3 against version 1 through the agent, paired: each run times the v1 command and then the v3
+# command (the same entries: v3 = `vault upgrade` of the v1 fixture), so that drift of a shared machine hits both.
+#
+#     VAULT_BIN=.build-bench-static/release/vault SIZES="1 10000 100000" RUNS=30 Benchmarks/agent-formats.sh
+#
+# Prints, per size and verb (get, put, list), the medians of v1 and v3 and the median of the per-pair ratios
+# (the issue's target: ≤ 1.2), then the agent's CPU time per merge of a 10,000-entry copy with 100 changes
+# (issue 19's target: ≤ 50 ms), read from /proc/PID/stat before and after MERGES merges.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+VAULT_BIN=${VAULT_BIN:?"VAULT_BIN: a release build of vault"}
+SIZES=${SIZES:-"1 10000"}
+RUNS=${RUNS:-30}
+MERGES=${MERGES:-20}
+export BENCH_PASSPHRASE="correct horse battery staple"
+
+WORK=$(mktemp -d /tmp/vault-formats.XXXXXX)
+chmod 700 "$WORK"
+export VAULT_AGENT_SOCK="$WORK/agent/agent.sock" XDG_STATE_HOME="$WORK/state" XDG_CONFIG_HOME="$WORK/config"
+trap '"$VAULT_BIN" lock --all >/dev/null 2>&1 || true; [ -n "${AGENT_PID:-}" ] && kill "$AGENT_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+printf '%s\n' "$BENCH_PASSPHRASE" > "$WORK/passphrase"
+chmod 600 "$WORK/passphrase"
+printf 'pw-999999-abcdefghijklmnopqrstuv' > "$WORK/value"
+
+for n in $SIZES; do
+    mkdir -m 700 "$WORK/v$n" "$WORK/w$n"
+    python3 "$ROOT/Benchmarks/fixtures.py" vault "$WORK/v$n/bench.vault" "$n"
+    cp "$WORK/v$n/bench.vault" "$WORK/w$n/bench.vault"
+    "$VAULT_BIN" upgrade --vault "$WORK/w$n/bench.vault" --passphrase-file "$WORK/passphrase" >/dev/null
+    for store in "v$n" "w$n"; do
+        "$VAULT_BIN" unlock --vault "$WORK/$store/bench.vault" --passphrase-file "$WORK/passphrase" --idle 8h >/dev/null
+    done
+done
+AGENT_PID=$("$VAULT_BIN" agent status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+
+python3 - "$VAULT_BIN" "$WORK" "$RUNS" $SIZES <<'EOF'
+import statistics, subprocess, sys, time
+vault, work, runs, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+def timed(argv, stdin=None):
+    with open(stdin, "rb") if stdin else open("/dev/null", "rb") as source:
+        start = time.perf_counter()
+        subprocess.run(argv, stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        return (time.perf_counter() - start) * 1000
+print(f"{'op':<5} {'entries':>7} | {'v1 ms':>7} | {'v3 ms':>7} | {'v3/v1 (paired median)':>22}")
+for n in sizes:
+    for op in ("get", "put", "list"):
+        def argv(store):
+            path = f"{work}/{store}{n}/bench.vault"
+            return {"get": [vault, "get", "--vault", path, "entry-000000"],
+                    "put": [vault, "put", "--vault", path, "entry-000000"],
+                    "list": [vault, "list", "--vault", path]}[op]
+        stdin = f"{work}/value" if op == "put" else None
+        for _ in range(3):
+            timed(argv("v"), stdin), timed(argv("w"), stdin)
+        ones, threes = [], []
+        for _ in range(runs):
+            ones.append(timed(argv("v"), stdin))
+            threes.append(timed(argv("w"), stdin))
+        ratio = statistics.median(b / a for a, b in zip(ones, threes))
+        print(f"{op:<5} {int(n):>7} | {statistics.median(ones):7.2f} | {statistics.median(threes):7.2f} | {ratio:22.2f}")
+EOF
+
+# Merge: a 10,000-entry copy with 100 changes of its own (another replica: another state directory) merged into
+# the vault the agent holds, which has 100 changes of its own; the agent's CPU per merge.
+if [ -d "$WORK/w10000" ]; then
+    cp "$WORK/w10000/bench.vault" "$WORK/other.vault"
+    for i in $(seq 1 100); do
+        printf 'other-%03d' "$i" | XDG_STATE_HOME="$WORK/state-b" VAULT_AGENT_SOCK="$WORK/none.sock" \
+            "$VAULT_BIN" put --vault "$WORK/other.vault" --passphrase-file "$WORK/passphrase" "entry-$(printf %06d $((i * 7)))" >/dev/null
+        printf 'mine-%03d' "$i" | "$VAULT_BIN" put --vault "$WORK/w10000/bench.vault" "entry-$(printf %06d $((i * 11)))" >/dev/null
+    done
+    "$VAULT_BIN" merge --vault "$WORK/w10000/bench.vault" "$WORK/other.vault" >/dev/null  # the first: writes
+    cpu() { awk '{print $14 + $15}' "/proc/$AGENT_PID/stat"; }
+    before=$(cpu)
+    start=$(date +%s.%N)
+    for _ in $(seq 1 "$MERGES"); do "$VAULT_BIN" merge --vault "$WORK/w10000/bench.vault" "$WORK/other.vault" >/dev/null; done
+    end=$(date +%s.%N)
+    after=$(cpu)
+    ticks=$(getconf CLK_TCK)
+    python3 -c "print(f'merge of a 10,000-entry copy (nothing new after the first): agent CPU {($after - $before) * 1000 / $ticks / $MERGES:.1f} ms per merge, wall {($end - $start) * 1000 / $MERGES:.1f} ms per vault merge')"
+fi

@@ -182,7 +182,7 @@ package struct Restore: ParsableCommand {
         discussion: """
             With --version N, version N of the entry's history becomes current again as a new version (the one it replaces goes into the history); 'vault history NAME' lists the versions and their numbers.
 
-            With --deleted, the entry NAME comes back as it was changed on one copy before another copy deleted it: a merge keeps such a change with the deletion (it says "kept: NAME"), until the deletion is older than 180 days and every copy has seen it. It comes back under its old id, so every copy takes it back at its next merge. NAME must be free.
+            With --deleted, the entry NAME comes back as it was changed on one copy before another copy deleted it: a merge keeps such a change with the deletion (it says "kept: NAME"). It comes back under its old id, so every copy takes it back at its next merge. NAME must be free.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -211,7 +211,8 @@ package struct Restore: ParsableCommand {
                         try document.apply([.restoreDeleted(entry: name)])
                     } catch VaultError.noSuchEntry {
                         throw CLIError.message(
-                            "no deleted entry '\(name)' keeps a change in vault '\(options.resolvedPath)'", exitCode: Exit.notFound)
+                            "no deleted entry '\(TerminalText.escaped(name))' keeps a change in vault '\(TerminalText.escaped(options.resolvedPath))'",
+                            exitCode: Exit.notFound)
                     }
                     return
                 }

@@ -14,7 +14,7 @@ package struct Upgrade: ParsableCommand {
         discussion: """
             From version 1: every entry gets an id, its value becomes its password field, and later changes keep a history. Asks for the passphrase (even when the agent holds the vault: the new file gets a new data key) and locks the vault in the agent first.
 
-            From version 2: the same key and entries; the file then also records what each copy has seen, so that sync can forget deletions every copy has seen (after 180 days) and keep a change that lost to a deletion. A `vault` that reads version 2 but not 3 then refuses the file (unsupported version 3, exit 6): upgrade every machine first. A vault already at version 3 is left as it is.
+            From version 2: the same key and entries; the file then also records what each copy has seen (what sync needs to forget deletions safely one day) and keeps a change that lost to a deletion. A `vault` that reads version 2 but not 3 then refuses the file (unsupported version 3, exit 6): upgrade every machine first. A vault already at version 3 is left as it is.
             """)
 
     @OptionGroup var options: VaultOptions

@@ -171,7 +171,7 @@ extension VaultError: CustomStringConvertible {
         case .notTheSameVault(let path):
             return "cannot merge '\(path)': it is another vault (the vault ids differ)"
         case .behindHorizon(let path):
-            return "cannot merge '\(path)': it is older than the deletions the other copy still records (more than 180 days behind), so merging it could bring deleted entries back"
+            return "cannot merge '\(path)': it has not seen deletions the other copy no longer records, so merging it could bring deleted entries back"
         case .clockExhausted:
             return "the vault's clock is at its largest timestamp: no later change can be recorded"
         }

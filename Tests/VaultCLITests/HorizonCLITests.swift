@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VaultCore
+@testable import VaultCore
 
 /// Issue 19 §1 through the CLI, format version 3: a change that lost to a concurrent deletion is kept, said by the
 /// merge and brought back by `vault restore --deleted` (here and through the agent); a copy behind the tombstone
@@ -87,13 +87,13 @@ import VaultCore
         func milliseconds() -> UInt64 { now }
     }
 
-    /// Two copies made with the library: one from before a deletion that the other, 200 days and everyone's
-    /// writes later, has dropped. The CLI refuses to merge either into the other, with nothing written.
+    /// Two copies made with the library: one whose horizon says it dropped deletions (as a writer that drops
+    /// tombstones would leave it), one that knows less. The CLI refuses to merge either into the other, with
+    /// nothing written.
     @Test func aCopyBehindTheHorizonIsRefusedWithNothingWritten() throws {
         let box = try Sandbox()
         try FileManager.default.createDirectory(atPath: box.directory + "/vaults", withIntermediateDirectories: true)
-        let day: UInt64 = 86_400_000
-        let start = UInt64(Date().timeIntervalSince1970 * 1000) - 400 * day
+        let start = UInt64(Date().timeIntervalSince1970 * 1000) - 86_400_000
         let (document, key) = try VaultDocument.create(
             passphrase: SecureBytes(string: "correct horse battery staple"), parameters: .insecureForTesting, label: "v")
         let (a, b) = (ReplicaID(rawValue: 1), ReplicaID(rawValue: 2))
@@ -101,10 +101,8 @@ import VaultCore
         try document.apply([set("gone"), set("stays")], replica: a, clock: Clock(now: start))
         try document.apply([set("b")], replica: b, clock: Clock(now: start + 1))
         let old = try document.seal(dataKey: key)
-        try document.apply([.delete(entry: "gone")], replica: a, clock: Clock(now: start + 10))
-        try document.apply([set("b2")], replica: b, clock: Clock(now: start + 200 * day))
-        try document.apply([set("a2")], replica: a, clock: Clock(now: start + 200 * day + 1))
-        #expect(document.tombstones.isEmpty && document.horizon > 0)
+        try document.apply([set("a2")], replica: a, clock: Clock(now: start + 1000))
+        document.horizon = (start + 500) << 16
         let current = try document.seal(dataKey: key)
         let oldPath = box.directory + "/vaults/old.vault"
         FileManager.default.createFile(atPath: box.vaultPath, contents: Data(current), attributes: [.posixPermissions: 0o600])
@@ -114,13 +112,13 @@ import VaultCore
         #expect(refused.status == 6, "\(refused.stderr)")
         let error = try #require(try json(Data(refused.stderr.utf8))["error"] as? [String: Any])
         #expect(error["code"] as? String == "behind_horizon")
-        #expect((error["message"] as? String)?.hasPrefix("cannot merge '\(oldPath)': it is older than the deletions") == true)
+        #expect((error["message"] as? String) == "cannot merge '\(oldPath)': it has not seen deletions the other copy no longer records, so merging it could bring deleted entries back")
         #expect((error["hint"] as? String)?.contains("replace the older copy with the newer one") == true)
         let text = try box.vault(["merge", box.vaultPath, "--vault", oldPath])
         #expect(text.status == 6 && text.stderr.hasPrefix("vault: cannot merge '\(oldPath)'"), "\(text.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == Data(current), "nothing written")
         #expect(try Data(contentsOf: URL(fileURLWithPath: oldPath)) == Data(old), "nothing written")
-        #expect(try box.vault(["list"]).stdoutText == "a2\nb\nb2\nstays\n")
+        #expect(try box.vault(["list"]).stdoutText == "a2\nb\ngone\nstays\n")
     }
 
     @Test func aVersion2VaultStaysVersion2UntilUpgradedThenEveryVerbWorks() throws {

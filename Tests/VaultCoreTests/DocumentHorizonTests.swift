@@ -89,84 +89,108 @@ struct DocumentHorizonTests {
         #expect(result.deletion(of: try #require(result.tombstones.first?.key)).of.milliseconds == Self.start)
     }
 
-    // MARK: - The horizon
+    // MARK: - Two deletions, and a deletion undone
 
-    /// Three replicas that sync now and then: a deletion is dropped once every replica has written after seeing it
-    /// and it is older than 180 days; a copy from before it is then refused; the current copies merge and nothing
-    /// comes back.
-    @Test func tombstonesGoOnlyBelowAHorizonEveryReplicaPassedAndAnOlderCopyIsRefused() throws {
-        let (key, replicas) = try copies(3)
-        var (a, b, c) = (replicas[0], replicas[1], replicas[2])
-        func syncAll(_ now: UInt64) throws {
-            let all = try merged(try merged(a, b, now: now).0, c, now: now).0
-            (a, b, c) = (try merged(a, all, now: now).0, try merged(b, all, now: now).0, try merged(c, all, now: now).0)
+    /// Two replicas delete one entry, each having seen another version; a third changed it concurrently. Every
+    /// order of merging gives the same tombstone: the later deletion, the later version deleted, the kept change
+    /// only when it is later than both.
+    @Test func twoDeletionsOfOneEntryMergeTheSameInEveryOrder() throws {
+        let (_, replicas) = try copies(4)
+        let (base, p, q, r) = (replicas[0], replicas[1], replicas[2], replicas[3])
+        let rp = ReplicaID(rawValue: 4)
+        try base.apply([set("e", "e0")], replica: ra, clock: SettableClock(Self.start))
+        let (p0, q0, r0) = (try merged(p, base, now: Self.start).0, try merged(q, base, now: Self.start).0, try merged(r, base, now: Self.start).0)
+        try r0.apply([set("e", "e1")], replica: rc, clock: SettableClock(Self.start + 10))
+        let p1 = try merged(p0, r0, now: Self.start + 11).0  // p saw e1
+        try p1.apply([.delete(entry: "e")], replica: rp, clock: SettableClock(Self.start + 20))
+        try q0.apply([.delete(entry: "e")], replica: rb, clock: SettableClock(Self.start + 30))  // q saw e0 only
+        try r0.apply([set("e", "e2")], replica: rc, clock: SettableClock(Self.start + 15))  // concurrent with both
+        let orders = [
+            try merged(try merged(p1, r0, now: Self.start).0, q0, now: Self.start).0,
+            try merged(try merged(q0, r0, now: Self.start).0, p1, now: Self.start).0,
+            try merged(p1, try merged(q0, r0, now: Self.start).0, now: Self.start).0,
+            try merged(try merged(r0, q0, now: Self.start).0, p1, now: Self.start).0,
+        ]
+        let reference = DocumentMergeTests.content(orders[0])
+        for (index, order) in orders.enumerated() {
+            #expect(DocumentMergeTests.content(order) == reference, "order \(index)")
         }
-        try a.apply([set("gone", "x"), set("stays", "y")], replica: ra, clock: SettableClock(Self.start))
-        try b.apply([set("b", "1")], replica: rb, clock: SettableClock(Self.start + 1))
-        try c.apply([set("c", "1")], replica: rc, clock: SettableClock(Self.start + 2))
-        try syncAll(Self.start + 3)
-        let backup = try reopened(c, key)  // c's copy, before the deletion
-        // a deletes; only b hears of it.
-        try a.apply([.delete(entry: "gone")], replica: ra, clock: SettableClock(Self.start + 10))
-        b = try merged(b, a, now: Self.start + 11).0
-        // c writes on day 150 without having seen the deletion.
-        try c.apply([set("c1", "1")], replica: rc, clock: SettableClock(Self.start + 150 * Self.day))
-        try syncAll(Self.start + 150 * Self.day + 1)
-
-        // Day 200: a and b write, all sync; c has not written since it saw the deletion: the tombstone stays.
-        let later = Self.start + 200 * Self.day
-        try a.apply([set("a2", "1")], replica: ra, clock: SettableClock(later))
-        try b.apply([set("b2", "1")], replica: rb, clock: SettableClock(later + 1))
-        try syncAll(later + 2)
-        try a.apply([set("a3", "1")], replica: ra, clock: SettableClock(later + 3))
-        #expect(a.tombstones.count == 1, "c's seen holds the horizon below the deletion")
-        #expect(!a.names.contains("gone"))
-
-        // c writes (having seen the deletion); then every active replica has: the next write drops it.
-        try c.apply([set("c2", "1")], replica: rc, clock: SettableClock(later + 4))
-        try syncAll(later + 5)
-        try a.apply([set("a4", "1")], replica: ra, clock: SettableClock(later + 6))
-        #expect(a.tombstones.isEmpty, "below the horizon now")
-        #expect(a.horizon > (Self.start + 10) << 16)
-        let stored = try reopened(a, key)
-        #expect(stored.horizon == a.horizon && stored.seen == a.seen && stored.seen.count == 3)
-
-        // The backup from before the deletion is refused both ways; nothing is brought back by current copies.
-        #expect(throws: VaultError.behindHorizon(path: backup.label)) { try merged(a, backup, now: later + 7) }
-        #expect(throws: VaultError.behindHorizon(path: backup.label)) { try merged(backup, a, now: later + 7) }
-        let (fromB, _) = try merged(a, b, now: later + 7)
-        #expect(!fromB.names.contains("gone"))
-        let (fromC, _) = try merged(c, a, now: later + 7)
-        #expect(!fromC.names.contains("gone") && fromC.names.contains("a4"))
+        let id = try #require(orders[0].tombstones.first?.key)
+        let deletion = orders[0].deletion(of: id)
+        #expect(deletion.of.milliseconds == Self.start + 10, "the later version a deleter saw")
+        #expect(deletion.kept?.version.modified.milliseconds == Self.start + 15, "e2: after both deleted versions")
+        #expect(orders[0].tombstones[id]?.milliseconds == Self.start + 30)
     }
 
-    /// A replica that wrote nothing for 180 days while others did stops holding the horizon, and leaves the table
-    /// once no stamp names it.
-    @Test func aReplicaUnseenFor180DaysStopsCountingAndLeavesTheTable() throws {
-        let (_, replicas) = try copies(2)
+    /// A change made after the deletion brings the entry back, and the version the deletion kept joins its
+    /// history: whichever order the three copies meet in.
+    @Test func aLaterChangeBringsTheEntryBackWithTheKeptVersionInItsHistory() throws {
+        let (_, replicas) = try copies(3)
+        let (a, b, c) = (replicas[0], replicas[1], replicas[2])
+        try a.apply([set("e", "e0")], replica: ra, clock: SettableClock(Self.start))
+        let (b0, c0) = (try merged(b, a, now: Self.start).0, try merged(c, a, now: Self.start).0)
+        try a.apply([set("e", "v")], replica: ra, clock: SettableClock(Self.start + 10))  // concurrent with b's deletion
+        try b0.apply([.delete(entry: "e")], replica: rb, clock: SettableClock(Self.start + 20))
+        let bKept = try merged(b0, a, now: Self.start + 21).0
+        #expect(bKept.deleted.map(\.name) == ["e"])
+        try c0.apply([set("e", "later")], replica: rc, clock: SettableClock(Self.start + 30))  // after the deletion
+        let one = try merged(try merged(a, bKept, now: Self.start).0, c0, now: Self.start).0
+        let two = try merged(try merged(bKept, c0, now: Self.start).0, a, now: Self.start).0
+        #expect(DocumentMergeTests.content(one) == DocumentMergeTests.content(two))
+        #expect(value(one, "e") == "later" && one.tombstones.isEmpty)
+        #expect(one.history(of: "e")?.contains { $0.modified.milliseconds == Self.start + 10 } == true, "v is kept in the history")
+    }
+
+    // MARK: - The horizon
+
+    /// This version drops no tombstone, however old; each writer records what it had seen: the smallest clock of
+    /// its whole table (a replica that went quiet still bounds it).
+    @Test func noTombstoneIsDroppedAndSeenIsTheSmallestClockOfTheTable() throws {
+        let (key, replicas) = try copies(2)
         var (a, b) = (replicas[0], replicas[1])
         try b.apply([set("from-b", "1")], replica: rb, clock: SettableClock(Self.start))
         a = try merged(a, b, now: Self.start).0
         try a.apply([set("x", "1")], replica: ra, clock: SettableClock(Self.start + 1))
         try a.apply([.delete(entry: "x")], replica: ra, clock: SettableClock(Self.start + 2))
-        b = try merged(b, a, now: Self.start + 3).0
+        try a.apply([set("y", "1")], replica: ra, clock: SettableClock(Self.start + 400 * Self.day))
+        #expect(a.tombstones.count == 1 && a.horizon == 0)
+        #expect(a.seen[ra] == b.replicas[rb]?.packed, "b, quiet for 400 days, bounds what a has seen")
+        let stored = try reopened(a, key)
+        #expect(stored.seen == a.seen && stored.horizon == 0 && stored.tombstones == a.tombstones)
+        // b merges a: it may still be merged from, and takes the deletion.
+        b = try merged(b, a, now: Self.start + 400 * Self.day + 1).0
+        #expect(b.tombstones.count == 1 && !b.names.contains("x"))
+    }
 
-        let later = Self.start + 181 * Self.day
-        try a.apply([set("y", "1")], replica: ra, clock: SettableClock(later))
-        #expect(a.tombstones.isEmpty, "b, unseen for 181 days, no longer holds the horizon")
-        #expect(a.replicas[rb] != nil, "b's entry still names it")
-        try a.apply([set("from-b", "mine")], replica: ra, clock: SettableClock(later + 1))
-        try a.apply([set("z", "1")], replica: ra, clock: SettableClock(later + 2))
-        // from-b's history still names b: the replica stays while any stamp names it.
-        #expect(a.replicas[rb] != nil)
-        try a.apply([.delete(entry: "from-b")], replica: ra, clock: SettableClock(later + 3))
-        try a.apply([set("w", "1")], replica: ra, clock: SettableClock(later + 4))
-        #expect(a.replicas[rb] == nil && a.seen[rb] == nil, "nothing names b: it left the table")
-        // b comes back with its old copy: it is behind the horizon.
-        #expect(throws: VaultError.behindHorizon(path: b.label)) { try merged(a, b, now: later + 5) }
+    /// A copy that knows less than the other's horizon (as a writer that drops tombstones would leave it) is
+    /// refused both ways, naming the copy that is behind; one that knows enough merges.
+    @Test func aCopyBehindTheOthersHorizonIsRefusedEitherWay() throws {
+        let (_, replicas) = try copies(2)
+        let (a, b) = (replicas[0], replicas[1])
+        try a.apply([set("e", "1")], replica: ra, clock: SettableClock(Self.start))
+        try b.apply([set("f", "1")], replica: rb, clock: SettableClock(Self.start + 1))
+        a.horizon = (Self.start + 100) << 16
+        #expect(b.knownBelow < a.horizon)
+        #expect(throws: VaultError.behindHorizon(path: b.label)) { try merged(a, b, now: Self.start) }
+        #expect(throws: VaultError.behindHorizon(path: b.label)) { try merged(b, a, now: Self.start) }
+        b.seen[rb] = (Self.start + 100) << 16
+        let (result, _) = try merged(a, b, now: Self.start)
+        #expect(result.horizon == a.horizon && result.names == ["e", "f"])
     }
 
     // MARK: - Version 2 files
+
+    /// A version-2 vault keeps nothing with its deletions (its file could not hold it), and a merge says nothing is kept.
+    @Test func aVersion2VaultKeepsNothingAndSaysSo() throws {
+        let (_, replicas) = try copies(2, version: 2)
+        let (a, b) = (replicas[0], replicas[1])
+        try a.apply([set("e", "e0")], replica: ra, clock: SettableClock(Self.start))
+        let b0 = try merged(b, a, now: Self.start).0
+        try b0.apply([set("e", "changed")], replica: rb, clock: SettableClock(Self.start + 10))
+        try a.apply([.delete(entry: "e")], replica: ra, clock: SettableClock(Self.start + 20))
+        let (result, report) = try merged(a, b0, now: Self.start + 30)
+        #expect(result.formatVersion == 2 && report.keptDeleted.isEmpty && result.deleted.isEmpty && result.names.isEmpty)
+    }
 
     @Test func aVersion2DocumentStaysVersion2AndAMergeWithVersion3IsVersion3() throws {
         let (key, old) = try copies(2, version: 2)

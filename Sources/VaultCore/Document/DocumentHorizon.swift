@@ -1,10 +1,6 @@
 /// Format version 3's sync bookkeeping (docs/FORMAT.md, "Version 3"): what each replica has seen, the tombstone
 /// horizon below which deletions are dropped, and what a deletion deleted and kept.
 extension VaultDocument {
-    /// How long a replica that writes nothing still counts (its clock holds the horizon), and how long a tombstone
-    /// is kept at least: 180 days.
-    public static let replicaLifetime: UInt64 = 180 * 86_400_000
-
     /// What a tombstone knows besides when it was made.
     struct Deletion: Sendable {
         /// The `modified` stamp of the version deleted.
@@ -64,98 +60,64 @@ extension VaultDocument {
         }.sorted { ($0.name, $1.kept) < ($1.name, $0.kept) }
     }
 
-    /// The latest time below which this copy holds every timestamp any replica issued (or has dropped it below
-    /// the horizon): what a merge compares with the other copy's ``horizon``.
+    /// The latest time below which this copy holds every timestamp any replica issued (or had them before a
+    /// horizon dropped their tombstones): what a merge compares with the other copy's ``horizon``.
     var knownBelow: UInt64 { max(horizon, seen.values.max() ?? 0) }
 
-    /// The time replicas and tombstones are aged against: the latest clock of the table not more than a day
-    /// ahead of `now`, else `now` (packed).
-    func referenceTime(now: UInt64) -> UInt64 {
-        let limit = min(now &+ Self.maximumClockLead, HybridTimestamp.maximumMilliseconds)
-        let latest = replicas.values.filter { $0.milliseconds <= limit }.map(\.packed).max()
-        return latest ?? min(now, HybridTimestamp.maximumMilliseconds) << 16
-    }
-
-    /// Whether `replica` still counts: its clock within ``replicaLifetime`` of `reference` (packed).
-    func isActive(_ replica: ReplicaID, reference: UInt64) -> Bool {
-        guard let time = replicas[replica] else { return false }
-        return time.packed >= reference &- min(reference, Self.replicaLifetime << 16)
-    }
-
     /// After `replica` changed or merged this document (version 3 only; a version-2 file stores none of this):
-    /// notes what `replica` has seen (the smallest clock of the active replicas), drops the tombstones deleted
-    /// before what every active replica has seen and before ``replicaLifetime`` ago (the horizon then records the
-    /// latest of them), and drops the replicas that no longer count and that no stamp names.
+    /// notes what `replica` has seen, the smallest clock of every replica in its table (whatever that replica's
+    /// age: a replica that went quiet may still hold changes nobody has seen, so it bounds what anyone has seen).
+    ///
+    /// No tombstone is dropped by this version (docs/FORMAT.md, "Version 3": the horizon stays as it is). A review
+    /// found that dropping by "every active replica has seen it and it is 180 days old" with a table that forgets
+    /// quiet replicas lets a deletion come back (a copy that comes back after 180 days and writes once, a deletion
+    /// that arrives late, a clock set far ahead or behind); dropping safely needs what each replica saw of each
+    /// other replica, which this version records only as one number per replica.
     func settle(replica: ReplicaID, now: UInt64) {
-        guard formatVersion >= 3 else { return }
-        let reference = referenceTime(now: now)
-        let active = replicas.keys.filter { isActive($0, reference: reference) }
-        if replicas[replica] != nil, let least = active.compactMap({ replicas[$0]?.packed }).min() {
-            seen[replica] = max(seen[replica] ?? 0, least)
-        }
-        let everySeen = active.map { seen[$0] ?? 0 }.min() ?? 0
-        let bound = min(everySeen, reference &- min(reference, Self.replicaLifetime << 16))
-        for (id, time) in tombstones where time.packed < bound {
-            tombstones[id] = nil
-            deletions[id] = nil
-            horizon = max(horizon, time.packed + 1)
-        }
-        let leaving = replicas.keys.filter { !isActive($0, reference: reference) }
-        guard !leaving.isEmpty else { return }
-        var named = Set<ReplicaID>()
-        for entry in entries.values {
-            named.insert(entry.created.replica)
-            named.insert(entry.modified.replica)
-            for version in entry.history { named.insert(version.modified.replica) }
-        }
-        for (id, time) in tombstones {
-            named.insert(time.replica)
-            let deletion = deletion(of: id)
-            named.insert(deletion.of.replica)
-            if let kept = deletion.kept { named.insert(kept.version.modified.replica) }
-        }
-        for replica in leaving where !named.contains(replica) {
-            replicas[replica] = nil
-            seen[replica] = nil
-        }
+        guard formatVersion >= 3, replicas[replica] != nil, let least = replicas.values.map(\.packed).min() else { return }
+        seen[replica] = max(seen[replica] ?? 0, least)
     }
 
-    /// The tombstones and deletions of two copies united: per id the later deletion with what it deleted, and the
-    /// latest version either kept that is later than what the chosen deletion deleted.
+    /// The tombstones and deletions of two copies united: per id the later deletion; what was deleted, the later
+    /// of what either deletion deleted (a version either deleter saw was deleted on purpose); the latest version
+    /// either kept that is later than that (the same whichever side is ours and in whatever order copies are merged).
     static func unitedDeletions(
         _ ours: VaultDocument, _ theirs: VaultDocument, into values: GuardedArena
     ) -> (tombstones: [DocumentID: HybridTimestamp], deletions: [DocumentID: Deletion]) {
         var tombstones = ours.tombstones
         var deletions: [DocumentID: Deletion] = [:]
-        /// `kept` with its values in `values`, which starts as a copy of ours's (``merge(_:_:now:)``).
-        func moved(_ kept: Kept?, from document: VaultDocument) -> Kept? {
-            guard var kept, document !== ours else { return kept }
-            kept.version.fields = document.moved(fields: kept.version.fields, into: values)
-            return kept
-        }
-        for (id, _) in ours.tombstones {
-            let deletion = ours.deletion(of: id)
-            if ours.deletions[id] != nil { deletions[id] = Deletion(of: deletion.of, kept: moved(deletion.kept, from: ours)) }
-        }
+        for (id, _) in ours.tombstones where ours.deletions[id] != nil { deletions[id] = ours.deletions[id] }
         for (id, time) in theirs.tombstones {
-            let mine = tombstones[id]
             let other = theirs.deletion(of: id)
-            let chosen = mine.map { time > $0 } ?? true
-            let otherKept = moved(other.kept, from: theirs)
-            let best = later(deletions[id]?.kept, otherKept)
-            if chosen {
+            guard let mine = tombstones[id] else {
                 tombstones[id] = time
-                deletions[id] = Deletion(of: other.of, kept: best)
-            } else {
-                deletions[id] = Deletion(of: ours.deletion(of: id).of, kept: best)
+                var moved = other
+                if let kept = other.kept {
+                    moved.kept!.version.fields = theirs.moved(fields: kept.version.fields, into: values)
+                }
+                deletions[id] = moved
+                continue
             }
+            tombstones[id] = max(mine, time)
+            let ours = ours.deletion(of: id)
+            var kept = ours.kept
+            // Theirs's kept version when it is the later one (ours's, already in `values`, when they are the same).
+            if let candidate = other.kept, later(kept, candidate).map({ same($0, candidate) }) == true, kept.map({ same($0, candidate) }) != true {
+                var moved = candidate
+                moved.version.fields = theirs.moved(fields: candidate.version.fields, into: values)
+                kept = moved
+            }
+            deletions[id] = Deletion(of: max(ours.of, other.of), kept: kept)
         }
-        // What the chosen deletion deleted, or anything older, is not kept.
+        // What the deletion deleted, or anything older, is not kept.
         for (id, deletion) in deletions {
             if let kept = deletion.kept, kept.version.modified <= deletion.of { deletions[id]!.kept = nil }
         }
         return (tombstones, deletions)
     }
+
+    /// Whether two kept versions are the same version (a version's clock names its content) under one name.
+    static func same(_ a: Kept, _ b: Kept) -> Bool { a.version.modified == b.version.modified && a.name == b.name }
 
     /// The later of two kept versions (by clock, then name: the same whichever comes first).
     static func later(_ a: Kept?, _ b: Kept?) -> Kept? {

@@ -117,6 +117,13 @@ extension VaultDocument {
                     continue
                 }
                 tombstones[id] = nil
+                // A version the deletion kept goes into the history of the version that brought the entry back
+                // (marked a conflict), so that no order of merging loses it.
+                if let kept = deletions[id]?.kept, kept.version.modified != merged.modified,
+                   !merged.history.contains(where: { $0.modified == kept.version.modified }) {
+                    merged.history.append(kept.version)
+                    merged.history.sort { $0.modified > $1.modified }
+                }
                 deletions[id] = nil
             }
             merged.history = ours.capped(merged.history)
@@ -178,11 +185,17 @@ extension VaultDocument {
         }.sorted()
         var seen = ours.seen
         for (replica, time) in theirs.seen where time > seen[replica] ?? 0 { seen[replica] = time }
+        let formatVersion = max(ours.formatVersion, theirs.formatVersion)
+        if formatVersion < 3 {
+            // Version 2 stores none of it: nothing is kept, and nothing is said to be.
+            deletions = [:]
+            report.keptDeleted = []
+        }
 
         let merged = VaultDocument(
             vaultID: ours.vaultID, generation: max(ours.generation, theirs.generation), dataKeyID: ours.dataKeyID,
             stanzas: ours.stanzas(unitedWith: theirs), replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName,
-            values: values, label: ours.label, formatVersion: max(ours.formatVersion, theirs.formatVersion),
+            values: values, label: ours.label, formatVersion: formatVersion,
             sync: SyncState(seen: seen, horizon: max(ours.horizon, theirs.horizon), deletions: deletions))
         // Live bytes: ours's as they were (its dead values came along in the copy) and everything moved in.
         merged.compactedByteCount = ours.compactedByteCount + (values.count - ours.values.count)

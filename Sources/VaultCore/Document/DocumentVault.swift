@@ -48,9 +48,6 @@ public final class DocumentVault: DocumentEntries, Sendable {
             else { return }
             let inFile = document.replicas[replica]?.packed ?? 0
             guard inFile < written else { return }
-            // A replica that wrote nothing for 180 days while others did leaves the table (version 3): not a loss.
-            if inFile == 0, let latest = document.replicas.values.map(\.packed).max(),
-               written < latest &- min(latest, VaultDocument.replicaLifetime << 16) { return }
             guard accept else { throw VaultError.missingOwnWrites(path: path) }
             try ReplicaRegistry.recordLatestWrite(inFile, of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
         }

@@ -518,7 +518,7 @@ public final class VaultDocument: @unchecked Sendable {
         /// Deletes entry `id` (named `name`): a tombstone that says which version it deleted.
         func bury(_ id: DocumentID, _ name: String) {
             guard let entry = entries[id] else { return }
-            deletions[id] = Deletion(of: entry.modified, kept: nil)
+            if formatVersion >= 3 { deletions[id] = Deletion(of: entry.modified, kept: nil) }
             entries[id] = nil
             idsByName[name] = nil
             tombstones[id] = now

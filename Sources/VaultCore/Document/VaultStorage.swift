@@ -461,6 +461,7 @@ public final class DocumentStore: Sendable {
             let (merged, made) = try VaultDocument.merge(ours, other, now: now)
             report = made
             merged.settle(replica: replica, now: now)
+            report.otherLacks = !merged.sameContent(as: other)
             if let adopted {
                 // The other copy's passphrase change, followed: its stanzas and data key.
                 merged.stanzas = other.stanzas

@@ -30,7 +30,7 @@ for n in $SIZES; do
     cp "$WORK/v$n/bench.vault" "$WORK/w$n/bench.vault"
     "$VAULT_BIN" upgrade --vault "$WORK/w$n/bench.vault" --passphrase-file "$WORK/passphrase" >/dev/null
     for store in "v$n" "w$n"; do
-        "$VAULT_BIN" unlock --vault "$WORK/$store/bench.vault" --passphrase-file "$WORK/passphrase" --idle 8h >/dev/null
+        "$VAULT_BIN" unlock --vault "$WORK/$store/bench.vault" --passphrase-file "$WORK/passphrase" --idle 7h >/dev/null
     done
 done
 AGENT_PID=$("$VAULT_BIN" agent status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')

@@ -35,7 +35,9 @@ enum DocumentBody {
 
     /// The plaintext of `document`, bound to its header by `binding`, padded to a multiple of 256 bytes.
     static func encode(_ document: VaultDocument, binding: [UInt8]) throws -> SecureBytes {
-        let entries = document.entriesInOrder()
+        // In the table's order (a reader does not depend on it; sorting 10,000 ids, or looking each up in an order
+        // kept from the last seal, was a tenth of a put's time), the same in both passes: the table does not change.
+        let entries = document.entries.values
         let tombstones = document.tombstones.sorted { $0.key < $1.key }
         let v3 = document.formatVersion >= 3
         let deletions = v3 ? tombstones.map { document.deletion(of: $0.key) } : []

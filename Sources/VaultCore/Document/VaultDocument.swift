@@ -251,8 +251,6 @@ public final class VaultDocument: @unchecked Sendable {
     }
     /// ``names``, sorted once per change of the names (a list through the agent asks for them on every request).
     private let sortedNames = Mutex<[String]?>(nil)
-    /// The entries' ids in order as the last seal sorted them: a hint only, checked before use (``entriesInOrder()``).
-    private let idOrder = Mutex<[DocumentID]?>(nil)
     /// Where every field value is (removed ones stay until the next open: a seal writes only what is used).
     let values: GuardedArena
     /// How errors name the vault (a path, a remote): the document itself does no I/O.
@@ -303,7 +301,6 @@ public final class VaultDocument: @unchecked Sendable {
                 label: label, formatVersion: formatVersion, sync: syncState)
             copy.compactedByteCount = compactedByteCount
             copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
-            copy.idOrder.withLock { $0 = idOrder.withLock { $0 } }
             return copy
         }
         // Only the values in use (overwritten and deleted ones are left behind, and freed with this document).
@@ -317,28 +314,7 @@ public final class VaultDocument: @unchecked Sendable {
             tombstones: tombstones, entries: entries.mapValues { moved($0, into: arena) }, idsByName: idsByName,
             values: arena, label: label, formatVersion: formatVersion, sync: syncState(movedInto: arena))
         copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
-        copy.idOrder.withLock { $0 = idOrder.withLock { $0 } }
         return copy
-    }
-
-    /// The entries ordered by id, as a writer stores them. The order of the last call is reused when it still
-    /// names exactly these entries (as many ids, all present, none twice: the same set; most writes change values,
-    /// not which entries there are), else the ids are sorted anew.
-    func entriesInOrder() -> ContiguousArray<Entry> {
-        var ordered = ContiguousArray<Entry>()
-        ordered.reserveCapacity(entries.count)
-        if let hint = idOrder.withLock({ $0 }), hint.count == entries.count {
-            for id in hint {
-                guard let entry = entries[id] else { break }
-                ordered.append(entry)
-            }
-            if ordered.count == entries.count { return ordered }
-            ordered.removeAll(keepingCapacity: true)
-        }
-        let ids = entries.keys.sorted()
-        idOrder.withLock { $0 = ids }
-        for id in ids { ordered.append(entries[id]!) }
-        return ordered
     }
 
     /// `entry` (of this document) with its values and its history's copied into `arena`.

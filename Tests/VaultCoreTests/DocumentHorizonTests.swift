@@ -78,6 +78,26 @@ struct DocumentHorizonTests {
         }
     }
 
+    /// To be rid of a kept change (a leaked value, say): restore it and delete the entry again; every copy that
+    /// still keeps it drops it at its next merge.
+    @Test func restoringAndDeletingAgainRidsEveryCopyOfTheKeptChange() throws {
+        let (_, replicas) = try copies(2)
+        let (a, b) = (replicas[0], replicas[1])
+        try a.apply([set("github", "v1")], replica: ra, clock: SettableClock(Self.start))
+        let bCopy = try merged(b, a, now: Self.start).0
+        try bCopy.apply([set("github", "leaked")], replica: rb, clock: SettableClock(Self.start + 10))
+        try a.apply([.delete(entry: "github")], replica: ra, clock: SettableClock(Self.start + 20))
+        let kept = try merged(a, bCopy, now: Self.start + 30).0
+        let other = try merged(bCopy, a, now: Self.start + 30).0  // another copy that keeps it too
+        #expect(kept.deleted.count == 1 && other.deleted.count == 1)
+        try kept.apply([.restoreDeleted(entry: "github")], replica: ra, clock: SettableClock(Self.start + 40))
+        try kept.apply([.delete(entry: "github")], replica: ra, clock: SettableClock(Self.start + 50))
+        #expect(kept.deleted.isEmpty)
+        for result in [try merged(kept, other, now: Self.start + 60).0, try merged(other, kept, now: Self.start + 60).0] {
+            #expect(result.deleted.isEmpty && result.names.isEmpty, "the kept change is gone from every merge")
+        }
+    }
+
     @Test func theVersionADeletionDeletedIsNotKept() throws {
         let (_, replicas) = try copies(2)
         let (a, b) = (replicas[0], replicas[1])

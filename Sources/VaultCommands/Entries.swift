@@ -76,9 +76,9 @@ package struct EntryNameOptions: ParsableArguments {
 /// terminal would print value, value, newline, newline). `get` and `generate --print` print through it.
 package func writeSecret(_ secret: SecureBytes) throws {
     guard isatty(1) == 1 else { return try secret.withUnsafeBytes { try writeToStdout($0) } }
-    let line = SecureBytes(count: secret.count + 1) { line in
-        secret.withUnsafeBytes { if let base = $0.baseAddress { line.baseAddress!.copyMemory(from: base, byteCount: $0.count) } }
-        line[secret.count] = UInt8(ascii: "\n")
+    let line = SecureBytes(capacity: secret.count + 1) { line in
+        line.append(secret)
+        line.append(UInt8(ascii: "\n"))
     }
     try line.withUnsafeBytes { try writeToStdout($0) }
 }

@@ -87,20 +87,11 @@ enum Template {
             case let .entry(name): return total + (values[name]?.count ?? 0)
             }
         }
-        return SecureBytes(count: count) { out in
-            var offset = 0
+        return SecureBytes(capacity: count) { out in
             for piece in pieces {
                 switch piece {
-                case let .text(range):
-                    template[range].withUnsafeBytes {
-                        UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
-                    }
-                    offset += range.count
-                case let .entry(name):
-                    values[name]?.withUnsafeBytes {
-                        UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
-                        offset += $0.count
-                    }
+                case let .text(range): template[range].withUnsafeBytes { out.append($0) }
+                case let .entry(name): if let value = values[name] { out.append(value) }
                 }
             }
         }

@@ -77,29 +77,22 @@ public enum AgentSocket {
     /// stale one: callers make sure nobody listens there). Anything else (a file a typo in `VAULT_AGENT_SOCK`
     /// named, a directory, a socket of another user) is never removed.
     ///
+    /// The files' trust rule (``VaultCore/Posix/distrust(ofFile:accepting:allowRoot:)``) for a socket, on its
+    /// `lstat`: not a link, ours.
+    ///
     /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)`` naming what is there.
     public static func checkReplaceable(_ path: String) throws {
         var existing = stat()
         guard lstat(path, &existing) == 0 else { return }
-        guard (existing.st_mode & S_IFMT) == S_IFSOCK, existing.st_uid == geteuid() else {
-            throw VaultError.unsafePermissions(
-                path: path, reason: "the agent's socket path holds \(kind(of: existing.st_mode)), not a socket of yours",
-                hint: "nothing was changed; give VAULT_AGENT_SOCK the path of a socket, not of a file you keep")
+        let what: String
+        switch Posix.distrust(ofFile: existing, accepting: .socket) {
+        case nil: return
+        case .ownedBy: what = "a socket of another user"
+        default: what = Posix.kind(of: existing.st_mode)
         }
-    }
-
-    /// What `mode` is, in a message: "a regular file", "a directory", ….
-    static func kind(of mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFREG: return "a regular file"
-        case S_IFDIR: return "a directory"
-        case S_IFLNK: return "a symbolic link"
-        case S_IFIFO: return "a FIFO"
-        case S_IFCHR: return "a character device"
-        case S_IFBLK: return "a block device"
-        case S_IFSOCK: return "a socket of another user"
-        default: return "a file of an unknown type"
-        }
+        throw VaultError.unsafePermissions(
+            path: path, reason: "the agent's socket path holds \(what), not a socket of yours",
+            hint: "nothing was changed; give VAULT_AGENT_SOCK the path of a socket, not of a file you keep")
     }
 
     /// Connects to the agent at `path`; `nil` when nobody listens there (no file, a stale socket).

@@ -172,11 +172,7 @@ package enum OutputFile {
             switch info.st_mode & S_IFMT {
             case S_IFREG: break
             case S_IFIFO, S_IFCHR: return try writeThrough(path, bytes)
-            case S_IFLNK: throw Refused(path: path, kind: "a symbolic link")
-            case S_IFDIR: throw Refused(path: path, kind: "a directory")
-            case S_IFSOCK: throw Refused(path: path, kind: "a socket")
-            case S_IFBLK: throw Refused(path: path, kind: "a block device")
-            default: throw Refused(path: path, kind: "a special file")
+            default: throw Refused(path: path, kind: Posix.kind(of: info.st_mode))
             }
         }
         let url = URL(fileURLWithPath: path)

@@ -223,7 +223,12 @@ package enum RollbackGuard {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else { return nil }
+        // The files' trust rule, but for the mode: a record holds no secret (the state directory is private).
+        guard fstat(fd, &info) == 0 else { return nil }
+        switch Posix.distrust(ofFile: info, accepting: .regular) {
+        case nil, .accessibleByOthers: break
+        default: return nil
+        }
         // The whole record (a few KiB at most: 64 retired ids), read until end of file, EINTR retried.
         var buffer = [UInt8](repeating: 0, count: 8192)
         var n = 0

@@ -102,11 +102,7 @@ public final class SecureKeyValueStore: Sendable {
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT { throw VaultError.vaultNotFound(path: path) }
-            if code == ELOOP {
-                throw VaultError.unsafePermissions(
-                    path: path, reason: "the vault is a symbolic link (or not a regular file)",
-                    hint: "pass the real path instead of a link")
-            }
+            if code == ELOOP { throw VaultFile.symlinkError(path, what: "vault") }
             throw VaultError.io(operation: "cannot open", path: path, errno: code)
         }
         defer { Glibc.close(fd) }

@@ -10,15 +10,23 @@ public enum AgentSocket {
     /// `$VAULT_AGENT_SOCK`, else `$XDG_RUNTIME_DIR/vault/agent.sock`, else `/run/user/$UID/vault/agent.sock` when
     /// that directory is the user's, else `$XDG_STATE_HOME/vault/agent/agent.sock` (`~/.local/state/vault/agent/`):
     /// never a directory under /tmp, which another local user could make first.
-    public static var defaultPath: String {
-        if let path = Posix.environment("VAULT_AGENT_SOCK"), !path.isEmpty { return path }
-        if let runtime = Posix.environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") { return runtime + "/vault/agent.sock" }
-        let run = "/run/user/\(geteuid())"
+    public static var defaultPath: String { defaultPath(environment: Posix.environment) }
+
+    /// ``defaultPath`` in `environment` (a lookup of one variable: the process's, or a test's), with
+    /// `userRuntimeDirectory` in place of `/run/user/$UID`: used when it is a real directory of the user's with no
+    /// permission for group or others.
+    package static func defaultPath(
+        environment: (String) -> String?, userRuntimeDirectory: String = "/run/user/\(geteuid())"
+    ) -> String {
+        if let path = environment("VAULT_AGENT_SOCK"), !path.isEmpty { return path }
+        if let runtime = environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") { return runtime + "/vault/agent.sock" }
         var info = stat()
-        if lstat(run, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 {
-            return run + "/vault/agent.sock"
+        if lstat(userRuntimeDirectory, &info) == 0, Posix.distrust(ofDirectory: info, allowRoot: false) == nil,
+            info.st_mode & 0o077 == 0
+        {
+            return userRuntimeDirectory + "/vault/agent.sock"
         }
-        return RollbackProtection.defaultStateDirectory + "/agent/agent.sock"
+        return RollbackProtection.defaultStateDirectory(environment: environment) + "/agent/agent.sock"
     }
 
     /// Checks the socket's directory: a real directory (not a symlink), ours, writable by nobody else. With

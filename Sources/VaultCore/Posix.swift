@@ -15,7 +15,10 @@ package enum Posix {
 
     /// `$HOME` when set and not empty, else the home directory of the user's passwd entry (`getpwuid_r`),
     /// else `/`. The XDG defaults of the store, the state directory and the agent's socket start here.
-    package static var homeDirectory: String {
+    package static var homeDirectory: String { homeDirectory(environment: environment) }
+
+    /// ``homeDirectory`` with `environment` (a lookup of one variable) in place of the process's.
+    package static func homeDirectory(environment: (String) -> String?) -> String {
         if let home = environment("HOME"), !home.isEmpty { return home }
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?

@@ -23,9 +23,12 @@ public struct RollbackProtection: Sendable, Equatable {
     }
 
     /// `$XDG_STATE_HOME/vault`, or `~/.local/state/vault` when `XDG_STATE_HOME` is unset or not absolute.
-    public static var defaultStateDirectory: String {
-        if let state = Posix.environment("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/vault" }
-        return Posix.homeDirectory + "/.local/state/vault"
+    public static var defaultStateDirectory: String { defaultStateDirectory(environment: Posix.environment) }
+
+    /// ``defaultStateDirectory`` in `environment` (a lookup of one variable: the process's, or a test's).
+    package static func defaultStateDirectory(environment: (String) -> String?) -> String {
+        if let state = environment("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/vault" }
+        return Posix.homeDirectory(environment: environment) + "/.local/state/vault"
     }
 
     /// Records in ``defaultStateDirectory`` (what the `vault` CLI uses).

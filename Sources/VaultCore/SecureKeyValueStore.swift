@@ -22,7 +22,8 @@ import Glibc
 /// `docs/FORMAT.md` specifies the file. All methods are thread-safe, and all of them block: reads and writes
 /// of the file, `fsync`, waiting for another process's lock (up to ``Options/lockTimeoutSeconds``) and, in
 /// ``open(with:)-(SecureBytes)`` and ``changePassphrase(to:parameters:)``, Argon2id (up to 1 GiB and seconds).
-/// From `async` code use the ``AsyncSecureKeyValueStore`` face, which runs them off the cooperative pool.
+/// From `async` code call them through ``perform(_:)`` (or ``runBlocking(_:)``), which runs them off the
+/// cooperative pool.
 ///
 /// ```swift
 /// let store = SecureKeyValueStore(path: "/home/me/.local/share/vault/app.vault")

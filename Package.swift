@@ -6,7 +6,7 @@ import PackageDescription
 //   → NetworkCommands → vault-net, DemoApp
 //   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands (+ VaultCredentials: the credential
 //   helpers) → NetworkCommands; VaultCommands → vault
-//   VaultAuth → VaultAuthTesting (test doubles) → the test targets
+//   VaultAuthCore → VaultAuthTesting (test doubles, no networking) → the test targets
 //   VaultCore → VaultAge (age's X25519 recipients, stanza, header and payload) → VaultAgePQ (+ swift-crypto's X-Wing)
 // The emulator depends on nothing of ours but the wire format.
 //
@@ -102,8 +102,9 @@ let package = Package(
         .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth"]),
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
-        // Test doubles of VaultAuth (a counting in-memory credential store), as HummingbirdTesting.
-        .target(name: "VaultAuthTesting", dependencies: ["VaultAuth"]),
+        // Test doubles of the authentication layer (a counting in-memory credential store, a scripted prompt, an
+        // in-memory server), as HummingbirdTesting; no networking, so VaultAuthCore's tests link none.
+        .target(name: "VaultAuthTesting", dependencies: ["VaultAuthCore", "VaultCredentials"]),
 
         // The CLI: `vault` runs the vault's own verbs and the git and docker credential helpers (VaultCredentials:
         // they send no HTTP), and links no networking (SwiftNIO and BoringSSL would cost every start ~3 ms of CPU:
@@ -178,6 +179,14 @@ let package = Package(
         // The agent's unit layer: its key ring on a clock moved by hand, its service called directly, its wire.
         .testTarget(name: "VaultAgentTests", dependencies: ["VaultAgent", "VaultCore", "VaultAge"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
+        // VaultAuthCore's rules without I/O (challenges, KeystoreAuthenticator, SigV4): no networking target among
+        // its dependencies.
+        .testTarget(
+            name: "VaultAuthCoreTests",
+            dependencies: [
+                "VaultAuthCore", "VaultAuthTesting", "VaultCredentials", "VaultCore", "VaultSodium", "VaultTerminal",
+                "VaultTestSupport",
+            ]),
         .testTarget(
             name: "VaultAuthTests",
             dependencies: [

@@ -11,7 +11,8 @@ let projectIdentity = URL(fileURLWithPath: #filePath).deletingLastPathComponent(
 // Run: cd Benchmarks && swift package benchmark     (see README.md)
 let package = Package(
     name: "VaultBenchmarks",
-    platforms: [.macOS(.v14)],
+    // Linux only, as the package it measures or fuzzes: no `platforms` line (a macOS minimum would claim a build that
+    // does not exist).
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),

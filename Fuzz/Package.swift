@@ -11,7 +11,8 @@ let projectIdentity = URL(fileURLWithPath: #filePath).deletingLastPathComponent(
 // Build and run: Fuzz/run.sh [seconds]     (see README.md)
 let package = Package(
     name: "VaultFuzz",
-    platforms: [.macOS(.v14)],
+    // Linux only, as the package it measures or fuzzes: no `platforms` line (a macOS minimum would claim a build that
+    // does not exist).
     dependencies: [.package(path: "..")],
     targets: [
         .executableTarget(

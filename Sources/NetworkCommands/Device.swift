@@ -53,6 +53,16 @@ private func makeDeviceClient(
     }
 }
 
+/// `operation` against the server of `client`, its authentication failure presented with that server (`login`: for
+/// a login, where a rejection means the credentials typed or given).
+private func authenticating<R>(_ client: MobileServicesClient, login: Bool, _ operation: () async throws -> R) async throws -> R {
+    do {
+        return try await operation()
+    } catch let error as AuthenticationError {
+        throw NetworkCLIError.authentication(error, url: client.configuration.server, login: login)
+    }
+}
+
 /// The terminal prompt when there is a terminal; else none, so that a rejected stored password is reported as
 /// such (and kept) instead of as a prompt that cannot open.
 private func terminalPrompt() -> CLICredentialPrompt? {
@@ -93,11 +103,7 @@ struct DeviceRegister: AsyncParsableCommand {
                     server: remembered?.server ?? client.configuration.server,
                     applicationId: remembered?.applicationId ?? client.configuration.applicationId)
             }
-            do {
-                _ = try await client.register()
-            } catch let error as AuthenticationError {
-                throw NetworkCLIError.authentication(error, url: client.configuration.server, login: true)
-            }
+            _ = try await authenticating(client, login: true) { try await client.register() }
             let user = try client.credentials.primaryUsername()
             if options.json {
                 var object: [String: Any] = [
@@ -130,12 +136,7 @@ struct DeviceStatus: AsyncParsableCommand {
             let (store, client) = try makeDeviceClient(options, http, prompt: terminalPrompt())
             defer { store.close() }
             let configuration = client.configuration
-            let status: MobileServicesClient.RegistrationStatus
-            do {
-                status = try await client.verifyRegistration()
-            } catch let error as AuthenticationError {
-                throw NetworkCLIError.authentication(error, url: configuration.server, login: false)
-            }
+            let status = try await authenticating(client, login: false) { try await client.verifyRegistration() }
             switch status {
             case .registered:
                 if options.json {
@@ -169,12 +170,7 @@ struct DeviceUnregister: AsyncParsableCommand {
         try await reportingErrors(json: options.json) {
             let (store, client) = try makeDeviceClient(options, http, prompt: terminalPrompt())
             defer { store.close() }
-            let deletedOnServer: Bool
-            do {
-                deletedOnServer = try await client.unregister()
-            } catch let error as AuthenticationError {
-                throw NetworkCLIError.authentication(error, url: client.configuration.server, login: false)
-            }
+            let deletedOnServer = try await authenticating(client, login: false) { try await client.unregister() }
             if options.json {
                 try writeJSON(["unregistered": true, "deleted_on_server": deletedOnServer])
             } else {

@@ -216,15 +216,10 @@ public final class AgentClient: Sendable {
         path: String, dataKey: SecureBytes, keeping identities: [AgeIdentity] = [], idleSeconds: Int, maxSeconds: Int,
         allowInsecureKDFForTesting: Bool = false, lockTimeoutSeconds: Double? = nil
     ) throws {
-        let kept = identities.isEmpty ? nil : SecureBytes(count: identities.reduce(0) { $0 + $1.encoded().count + 1 }) { out in
-            var offset = 0
+        let kept = identities.isEmpty ? nil : SecureBytes(capacity: identities.reduce(0) { $0 + $1.encoded().count + 1 }) { out in
             for identity in identities {
-                identity.encoded().withUnsafeBytes { key in
-                    UnsafeMutableRawBufferPointer(rebasing: out[offset..<offset + key.count]).copyMemory(from: key)
-                    offset += key.count
-                }
-                out[offset] = UInt8(ascii: "\n")
-                offset += 1
+                out.append(identity.encoded())
+                out.append(UInt8(ascii: "\n"))
             }
         }
         try unlock(path: path, key: .dataKey(dataKey), kept: kept, idleSeconds: idleSeconds, maxSeconds: maxSeconds,

@@ -154,16 +154,9 @@ extension AgentWire {
             total + 13 + version.fields.reduce(0) { $0 + 7 + $1.name.utf8.count + $1.value.count }
         }
         return values.withUnsafeBytes { source in
-            SecureBytes(count: size) { out in
-                var offset = 0
-                func put<T: FixedWidthInteger>(_ number: T) {
-                    withUnsafeBytes(of: number.littleEndian) { out.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-                    offset += MemoryLayout<T>.size
-                }
-                func put(_ bytes: UnsafeRawBufferPointer) {
-                    if bytes.count > 0 { out.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
-                    offset += bytes.count
-                }
+            SecureBytes(capacity: size) { out in
+                func put<T: FixedWidthInteger>(_ number: T) { out.append(littleEndian: number) }
+                func put(_ bytes: UnsafeRawBufferPointer) { out.append(bytes) }
                 put(UInt32(versions.count))
                 for version in versions {
                     put(version.modified ?? UInt64.max)

@@ -10,15 +10,23 @@ public enum AgentSocket {
     /// `$VAULT_AGENT_SOCK`, else `$XDG_RUNTIME_DIR/vault/agent.sock`, else `/run/user/$UID/vault/agent.sock` when
     /// that directory is the user's, else `$XDG_STATE_HOME/vault/agent/agent.sock` (`~/.local/state/vault/agent/`):
     /// never a directory under /tmp, which another local user could make first.
-    public static var defaultPath: String {
-        if let path = Posix.environment("VAULT_AGENT_SOCK"), !path.isEmpty { return path }
-        if let runtime = Posix.environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") { return runtime + "/vault/agent.sock" }
-        let run = "/run/user/\(geteuid())"
+    public static var defaultPath: String { defaultPath(environment: Posix.environment) }
+
+    /// ``defaultPath`` in `environment` (a lookup of one variable: the process's, or a test's), with
+    /// `userRuntimeDirectory` in place of `/run/user/$UID`: used when it is a real directory of the user's with no
+    /// permission for group or others.
+    package static func defaultPath(
+        environment: (String) -> String?, userRuntimeDirectory: String = "/run/user/\(geteuid())"
+    ) -> String {
+        if let path = environment("VAULT_AGENT_SOCK"), !path.isEmpty { return path }
+        if let runtime = environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") { return runtime + "/vault/agent.sock" }
         var info = stat()
-        if lstat(run, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 {
-            return run + "/vault/agent.sock"
+        if lstat(userRuntimeDirectory, &info) == 0, Posix.distrust(ofDirectory: info, allowRoot: false) == nil,
+            info.st_mode & 0o077 == 0
+        {
+            return userRuntimeDirectory + "/vault/agent.sock"
         }
-        return RollbackProtection.defaultStateDirectory + "/agent/agent.sock"
+        return RollbackProtection.defaultStateDirectory(environment: environment) + "/agent/agent.sock"
     }
 
     /// Checks the socket's directory: a real directory (not a symlink), ours, writable by nobody else. With
@@ -77,29 +85,22 @@ public enum AgentSocket {
     /// stale one: callers make sure nobody listens there). Anything else (a file a typo in `VAULT_AGENT_SOCK`
     /// named, a directory, a socket of another user) is never removed.
     ///
+    /// The files' trust rule (``VaultCore/Posix/distrust(ofFile:accepting:allowRoot:)``) for a socket, on its
+    /// `lstat`: not a link, ours.
+    ///
     /// - Throws: ``VaultError/unsafePermissions(path:reason:hint:)`` naming what is there.
     public static func checkReplaceable(_ path: String) throws {
         var existing = stat()
         guard lstat(path, &existing) == 0 else { return }
-        guard (existing.st_mode & S_IFMT) == S_IFSOCK, existing.st_uid == geteuid() else {
-            throw VaultError.unsafePermissions(
-                path: path, reason: "the agent's socket path holds \(kind(of: existing.st_mode)), not a socket of yours",
-                hint: "nothing was changed; give VAULT_AGENT_SOCK the path of a socket, not of a file you keep")
+        let what: String
+        switch Posix.distrust(ofFile: existing, accepting: .socket) {
+        case nil: return
+        case .ownedBy: what = "a socket of another user"
+        default: what = Posix.kind(of: existing.st_mode)
         }
-    }
-
-    /// What `mode` is, in a message: "a regular file", "a directory", ….
-    static func kind(of mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFREG: return "a regular file"
-        case S_IFDIR: return "a directory"
-        case S_IFLNK: return "a symbolic link"
-        case S_IFIFO: return "a FIFO"
-        case S_IFCHR: return "a character device"
-        case S_IFBLK: return "a block device"
-        case S_IFSOCK: return "a socket of another user"
-        default: return "a file of an unknown type"
-        }
+        throw VaultError.unsafePermissions(
+            path: path, reason: "the agent's socket path holds \(what), not a socket of yours",
+            hint: "nothing was changed; give VAULT_AGENT_SOCK the path of a socket, not of a file you keep")
     }
 
     /// Connects to the agent at `path`; `nil` when nobody listens there (no file, a stale socket).

@@ -118,9 +118,9 @@ public struct SigV4Signer: Sendable {
     /// HMAC("AWS4" + secret, date) → region → service → "aws4_request", each step in guarded memory.
     func signingKey(dateStamp: String) -> SecureBytes {
         var key = secretAccessKey.withUnsafeBytes { secret in
-            SecureBytes(count: 4 + secret.count) { out in
-                out.copyBytes(from: Array("AWS4".utf8))
-                if let base = secret.baseAddress { (out.baseAddress! + 4).copyMemory(from: base, byteCount: secret.count) }
+            SecureBytes(capacity: 4 + secret.count) { out in
+                out.append("AWS4")
+                out.append(secret)
             }
         }
         for part in [dateStamp, region, service, "aws4_request"] {

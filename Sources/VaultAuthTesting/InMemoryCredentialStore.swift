@@ -1,7 +1,7 @@
 import Synchronization
-import VaultAuth
+import VaultCredentials
 
-/// A ``VaultAuth/CredentialStoring`` in process memory that counts calls, so tests can check exactly what an
+/// A ``VaultCredentials/CredentialStoring`` in process memory that counts calls, so tests can check exactly what an
 /// authenticator did (as `HummingbirdTesting` ships Hummingbird's test doubles beside, not inside, the library).
 public final class InMemoryCredentialStore: CredentialStoring {
     private struct State {

@@ -268,7 +268,7 @@ package struct AgentCommand: ParsableCommand {
     package struct Status: ParsableCommand {
         package init() {}
         package static let configuration = CommandConfiguration(
-        commandName: "status",
+            commandName: "status",
             abstract: "Show the unlocked vaults and their time left (does not count as use).")
 
         @Flag(help: "Machine-readable output.")

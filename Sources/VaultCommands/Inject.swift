@@ -87,20 +87,11 @@ enum Template {
             case let .entry(name): return total + (values[name]?.count ?? 0)
             }
         }
-        return SecureBytes(count: count) { out in
-            var offset = 0
+        return SecureBytes(capacity: count) { out in
             for piece in pieces {
                 switch piece {
-                case let .text(range):
-                    template[range].withUnsafeBytes {
-                        UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
-                    }
-                    offset += range.count
-                case let .entry(name):
-                    values[name]?.withUnsafeBytes {
-                        UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + $0.count)]).copyMemory(from: $0)
-                        offset += $0.count
-                    }
+                case let .text(range): template[range].withUnsafeBytes { out.append($0) }
+                case let .entry(name): if let value = values[name] { out.append(value) }
                 }
             }
         }
@@ -181,11 +172,7 @@ package enum OutputFile {
             switch info.st_mode & S_IFMT {
             case S_IFREG: break
             case S_IFIFO, S_IFCHR: return try writeThrough(path, bytes)
-            case S_IFLNK: throw Refused(path: path, kind: "a symbolic link")
-            case S_IFDIR: throw Refused(path: path, kind: "a directory")
-            case S_IFSOCK: throw Refused(path: path, kind: "a socket")
-            case S_IFBLK: throw Refused(path: path, kind: "a block device")
-            default: throw Refused(path: path, kind: "a special file")
+            default: throw Refused(path: path, kind: Posix.kind(of: info.st_mode))
             }
         }
         let url = URL(fileURLWithPath: path)

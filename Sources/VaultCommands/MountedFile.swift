@@ -121,31 +121,26 @@ final class MountedFile: Sendable {
             value.withUnsafeBytes { bytes in bytes.reduce(0) { $0 + ([0x5C, 0x22, 0x0A, 0x0D].contains($1) ? 2 : 1) } }
         }
         let total = variables.reduce(0) { $0 + $1.name.utf8.count + 4 + (literal($1.value) ? $1.value.count : escapedCount($1.value)) }
-        return SecureBytes(count: total) { out in
-            var offset = 0
-            func put(_ byte: UInt8) {
-                out[offset] = byte
-                offset += 1
-            }
+        return SecureBytes(capacity: total) { out in
             for (name, value) in variables {
-                for byte in name.utf8 { put(byte) }
-                put(UInt8(ascii: "="))
+                out.append(name)
+                out.append(UInt8(ascii: "="))
                 let single = literal(value)
                 let quote = single ? UInt8(ascii: "'") : UInt8(ascii: "\"")
-                put(quote)
+                out.append(quote)
                 value.withUnsafeBytes { bytes in
                     for byte in bytes {
                         switch byte {
-                        case _ where single: put(byte)
-                        case 0x0A: put(0x5C); put(UInt8(ascii: "n"))
-                        case 0x0D: put(0x5C); put(UInt8(ascii: "r"))
-                        case 0x5C, 0x22: put(0x5C); put(byte)
-                        default: put(byte)
+                        case _ where single: out.append(byte)
+                        case 0x0A: out.append(0x5C); out.append(UInt8(ascii: "n"))
+                        case 0x0D: out.append(0x5C); out.append(UInt8(ascii: "r"))
+                        case 0x5C, 0x22: out.append(0x5C); out.append(byte)
+                        default: out.append(byte)
                         }
                     }
                 }
-                put(quote)
-                put(0x0A)
+                out.append(quote)
+                out.append(0x0A)
             }
         }
     }

@@ -10,10 +10,8 @@ import VaultTerminal
 /// Opens the vault named by `options` (format version 1 or 2, ``VaultOpener``), asking for the passphrase only
 /// once the file is known to exist.
 package func openStore(_ options: VaultOptions) throws -> any KeyValueVault {
-    let store = options.makeStore()
-    guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
     // A file the store would refuse (loose permissions, another owner, a link) is refused before the prompt.
-    try store.checkAccess()
+    let store = try options.existingStore()
     if let identityPath = options.identityPath {
         // An age identity opens the vault's x25519 stanza: no passphrase, no prompt (version 2 only).
         let identities = try loadIdentities(identityPath, passphraseFrom: options)

@@ -99,6 +99,17 @@ package struct VaultOptions: ParsableArguments {
         SecureKeyValueStore(path: resolvedPath, options: storeOptions)
     }
 
+    /// ``makeStore()`` for a vault that must exist, checked as an open checks it (the directory and the file: their
+    /// trust rules) before anyone types a passphrase or waits for the KDF.
+    ///
+    /// - Throws: ``VaultCore/VaultError/vaultNotFound(path:)``, and what ``VaultCore/SecureKeyValueStore/checkAccess()`` throws.
+    package func existingStore() throws -> SecureKeyValueStore {
+        let store = makeStore()
+        guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
+        try store.checkAccess()
+        return store
+    }
+
     /// Who runs `vault`, named in its passphrase prompt when it is not the user at a shell (the credential helpers
     /// set it: under git, a bare "Passphrase:" where git asks for a password got the git token typed into it).
     nonisolated(unsafe) package static var caller: String?

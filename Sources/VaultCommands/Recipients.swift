@@ -96,9 +96,7 @@ package struct Recipients: ParsableCommand {
         package func run() throws {
             try reportingErrors(json: options.json) {
                 let removed = try RecipientArgument.parse(recipient, source: "recipient 1").description
-                let store = options.makeStore()
-                guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
-                try store.checkAccess()
+                let store = try options.existingStore()
                 let header = try VaultOpener.header(path: store.path, options: options.storeOptions)
                 guard header.recipients.contains(removed) else {
                     throw CLIError.message("vault '\(store.path)' has no recipient \(removed)", exitCode: Exit.notFound)
@@ -154,9 +152,7 @@ package struct Recipients: ParsableCommand {
 
         package func run() throws {
             try reportingErrors(json: options.json) {
-                let store = options.makeStore()
-                guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
-                try store.checkAccess()
+                let store = try options.existingStore()
                 let header = try VaultOpener.header(path: store.path, options: options.storeOptions)
                 if options.json {
                     try writeJSON(["path": store.path, "passphrase": header.hasPassphraseStanza, "recipients": header.recipients])

@@ -205,17 +205,12 @@ struct ChildCommand {
         // "NAME=value\0" of every secret in one guarded region; the plain ones as C strings.
         let total = secrets.reduce(0) { $0 + $1.name.utf8.count + 2 + $1.value.count }
         var offsets: [Int] = []
-        let block = SecureBytes(count: total) { out in
-            var offset = 0
+        let block = SecureBytes(capacity: total) { out in
             for (name, value) in secrets {
-                offsets.append(offset)
-                for byte in Array((name + "=").utf8) { out[offset] = byte; offset += 1 }
-                value.withUnsafeBytes { bytes in
-                    UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + bytes.count)]).copyMemory(from: bytes)
-                    offset += bytes.count
-                }
-                out[offset] = 0
-                offset += 1
+                offsets.append(out.count)
+                out.append(name + "=")
+                out.append(value)
+                out.append(UInt8(0))
             }
         }
         let plainStrings = plain.map { strdup($0.key + "=" + $0.value) }

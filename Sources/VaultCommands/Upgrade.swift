@@ -21,9 +21,7 @@ package struct Upgrade: ParsableCommand {
 
     package func run() throws {
         try reportingErrors(json: options.json) {
-            let store = options.makeStore()
-            guard store.exists else { throw VaultError.vaultNotFound(path: store.path) }
-            try store.checkAccess()
+            let store = try options.existingStore()
             // The agent would hold the version-1 view of a file that is no longer version 1.
             if let client = try? AgentClient.connect() { _ = try? client.lock(path: store.path) }
             let outcome = try withPassphraseRetries(options) {

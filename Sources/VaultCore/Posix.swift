@@ -15,7 +15,10 @@ package enum Posix {
 
     /// `$HOME` when set and not empty, else the home directory of the user's passwd entry (`getpwuid_r`),
     /// else `/`. The XDG defaults of the store, the state directory and the agent's socket start here.
-    package static var homeDirectory: String {
+    package static var homeDirectory: String { homeDirectory(environment: environment) }
+
+    /// ``homeDirectory`` with `environment` (a lookup of one variable) in place of the process's.
+    package static func homeDirectory(environment: (String) -> String?) -> String {
         if let home = environment("HOME"), !home.isEmpty { return home }
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
@@ -97,6 +100,68 @@ package enum Posix {
         guard info.st_uid == geteuid() || (allowRoot && info.st_uid == 0) else { return .ownedBy(info.st_uid) }
         guard info.st_mode & 0o022 == 0 else { return .writableByOthers(mode: info.st_mode & 0o7777) }
         return nil
+    }
+
+    /// The kinds of file a check accepts (``distrust(ofFile:accepting:allowRoot:)``).
+    package struct FileKinds: OptionSet, Sendable {
+        package let rawValue: UInt8
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// A regular file: no permission at all for group or others.
+        package static let regular = FileKinds(rawValue: 1)
+        /// A FIFO (a named pipe, bash's `<(...)`): group and others may not write it (they could feed it).
+        package static let pipe = FileKinds(rawValue: 2)
+        /// A Unix socket: its mode is not checked (its directory guards it).
+        package static let socket = FileKinds(rawValue: 4)
+    }
+
+    /// Why a file that holds or feeds our secrets may not be trusted (a vault, its lock, a passphrase or identity
+    /// file, the agent's socket): the one trust rule they share, each caller saying it in its own words.
+    package enum FileDistrust: Equatable, Sendable {
+        /// A symbolic link (where the caller does not follow links: an `lstat`, or an `open` with `O_NOFOLLOW`
+        /// that failed with `ELOOP`, ``FileDistrust/symbolicLink``).
+        case symbolicLink
+        /// Not of a kind the caller accepts; `mode`'s file type says what it is (``kind(of:)``).
+        case notAccepted(mode: mode_t)
+        case ownedBy(uid_t)
+        /// A regular file with permissions for group or others.
+        case accessibleByOthers(mode: mode_t)
+        /// A pipe that group or others may write.
+        case writableByOthers(mode: mode_t)
+    }
+
+    /// The trust rule for a file that holds or feeds our secrets, on its `fstat` (or `lstat`): of a kind in `kinds`
+    /// (not a symbolic link), ours (or root's when `allowRoot`: a passphrase or identity file root keeps for us,
+    /// never the vault, its lock or the agent's socket), and closed to group and others as its kind needs (a regular
+    /// file: no permission at all; a pipe: not writable; a socket: not checked). `nil` when it may be trusted.
+    package static func distrust(ofFile info: stat, accepting kinds: FileKinds, allowRoot: Bool = false) -> FileDistrust? {
+        let type = info.st_mode & S_IFMT
+        if type == S_IFLNK { return .symbolicLink }
+        let kind: FileKinds? = switch type {
+        case S_IFREG: .regular
+        case S_IFIFO: .pipe
+        case S_IFSOCK: .socket
+        default: nil
+        }
+        guard let kind, kinds.contains(kind) else { return .notAccepted(mode: info.st_mode) }
+        guard info.st_uid == geteuid() || (allowRoot && info.st_uid == 0) else { return .ownedBy(info.st_uid) }
+        let mode = info.st_mode & 0o7777
+        if kind == .regular && mode & 0o077 != 0 { return .accessibleByOthers(mode: mode) }
+        if kind == .pipe && mode & 0o022 != 0 { return .writableByOthers(mode: mode) }
+        return nil
+    }
+
+    /// What the file type of `mode` is, in a message: "a regular file", "a directory", "a symbolic link", ….
+    package static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFREG: return "a regular file"
+        case S_IFDIR: return "a directory"
+        case S_IFLNK: return "a symbolic link"
+        case S_IFIFO: return "a FIFO"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "a file of an unknown type"
+        }
     }
 
     /// Seconds on `CLOCK_MONOTONIC` (for timeouts: never goes back, stops during suspend).

@@ -23,9 +23,12 @@ public struct RollbackProtection: Sendable, Equatable {
     }
 
     /// `$XDG_STATE_HOME/vault`, or `~/.local/state/vault` when `XDG_STATE_HOME` is unset or not absolute.
-    public static var defaultStateDirectory: String {
-        if let state = Posix.environment("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/vault" }
-        return Posix.homeDirectory + "/.local/state/vault"
+    public static var defaultStateDirectory: String { defaultStateDirectory(environment: Posix.environment) }
+
+    /// ``defaultStateDirectory`` in `environment` (a lookup of one variable: the process's, or a test's).
+    package static func defaultStateDirectory(environment: (String) -> String?) -> String {
+        if let state = environment("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/vault" }
+        return Posix.homeDirectory(environment: environment) + "/.local/state/vault"
     }
 
     /// Records in ``defaultStateDirectory`` (what the `vault` CLI uses).
@@ -223,7 +226,12 @@ package enum RollbackGuard {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else { return nil }
+        // The files' trust rule, but for the mode: a record holds no secret (the state directory is private).
+        guard fstat(fd, &info) == 0 else { return nil }
+        switch Posix.distrust(ofFile: info, accepting: .regular) {
+        case nil, .accessibleByOthers: break
+        default: return nil
+        }
         // The whole record (a few KiB at most: 64 retired ids), read until end of file, EINTR retried.
         var buffer = [UInt8](repeating: 0, count: 8192)
         var n = 0

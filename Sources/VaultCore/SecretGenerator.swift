@@ -1,4 +1,7 @@
 import VaultSodium
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// New random secrets, built in guarded memory: characters drawn from an alphabet, or words from a list, each
 /// drawn with libsodium's `randombytes_uniform` (uniform: no modulo bias).
@@ -20,24 +23,13 @@ public enum SecretGenerator {
     /// - Precondition: `list` has at least 2 words and `count` is positive.
     public static func words(count: Int, from list: [String], separator: String) -> SecureBytes {
         precondition(count > 0 && list.count >= 2 && list.count <= Int(UInt32.max))
-        // Drawn straight into guarded memory sized for the longest words, then copied to the exact size: the
-        // picks never sit in ordinary memory.
+        // Drawn straight into guarded memory sized for the longest words: the picks never sit in ordinary memory.
         let longest = list.map(\.utf8.count).max() ?? 0
-        var used = 0
-        let draft = SecureBytes(count: count * longest + separator.utf8.count * (count - 1)) { buffer in
-            func append(_ text: String) {
-                for byte in text.utf8 {
-                    buffer[used] = byte
-                    used += 1
-                }
-            }
+        return SecureBytes(capacity: count * longest + separator.utf8.count * (count - 1)) { out in
             for index in 0..<count {
-                if index > 0 { append(separator) }
-                append(list[Int(Sodium.uniformRandom(below: UInt32(list.count)))])
+                if index > 0 { out.append(separator) }
+                out.append(list[Int(Sodium.uniformRandom(below: UInt32(list.count)))])
             }
-        }
-        return draft.withUnsafeBytes { bytes in
-            SecureBytes(count: used) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<used])) }
         }
     }
 
@@ -46,7 +38,3 @@ public enum SecretGenerator {
         Double(count) * log2(Double(choices))
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

@@ -11,9 +11,11 @@ import Darwin
 /// `description` never shows them. Use it for passphrases, keys and decrypted values.
 ///
 /// ``SecureBytes`` is immutable once made; build it with ``init(count:initializer:)`` to write into the
-/// guarded region directly without an intermediate copy.
+/// guarded region directly without an intermediate copy (or, in this package, with `init(capacity:appending:)`
+/// from pieces).
 public final class SecureBytes: @unchecked Sendable {
-    // Immutable after init; the memory is only read afterwards, so sharing across threads is safe.
+    // The bytes are immutable after init and only read afterwards, so sharing across threads is safe (`regionMoved`
+    // changes only on an instance nobody else holds: ``recycling(_:count:slack:initializer:)``).
     private let pointer: UnsafeMutableRawPointer
     /// The number of secret bytes.
     public let count: Int
@@ -115,6 +117,67 @@ public final class SecureBytes: @unchecked Sendable {
     /// A copy of the bytes as an ordinary (unwiped) array. Avoid where you can.
     public var unprotectedBytes: [UInt8] {
         withUnsafeBytes { Array($0) }
+    }
+}
+
+extension SecureBytes {
+    /// Bytes appended front to back by `build` into a new guarded region of `capacity` bytes: the result holds
+    /// what was appended (at most `capacity`: appending more traps). For secrets assembled from pieces (a header
+    /// line, an environment block, a value and its newline): no offsets to keep by hand, and a caller that knows
+    /// only a bound (words of different lengths) gets the exact bytes without a second region.
+    package convenience init<E: Error>(capacity: Int, appending build: (inout Appender) throws(E) -> Void) throws(E) {
+        precondition(capacity >= 0)
+        let region = Sodium.allocate(byteCount: capacity)
+        var appender = Appender(UnsafeMutableRawBufferPointer(start: region, count: capacity))
+        do throws(E) {
+            try build(&appender)
+        } catch {
+            Sodium.free(region)
+            throw error
+        }
+        self.init(region: region, count: appender.count, capacity: capacity)
+    }
+
+    /// Appends to a guarded region front to back (``init(capacity:appending:)``); it lives only inside `build`.
+    package struct Appender: ~Copyable {
+        private let region: UnsafeMutableRawBufferPointer
+        /// The number of bytes appended so far.
+        package private(set) var count = 0
+
+        fileprivate init(_ region: UnsafeMutableRawBufferPointer) {
+            self.region = region
+        }
+
+        /// Copies `bytes` to the end.
+        package mutating func append(_ bytes: UnsafeRawBufferPointer) {
+            precondition(bytes.count <= region.count - count, "appending past the capacity of guarded memory")
+            if let base = bytes.baseAddress, bytes.count > 0 {
+                (region.baseAddress! + count).copyMemory(from: base, byteCount: bytes.count)
+            }
+            count += bytes.count
+        }
+
+        /// Appends one byte.
+        package mutating func append(_ byte: UInt8) {
+            precondition(count < region.count, "appending past the capacity of guarded memory")
+            region[count] = byte
+            count += 1
+        }
+
+        /// Copies the bytes of `secret` to the end.
+        package mutating func append(_ secret: SecureBytes) {
+            secret.withUnsafeBytes { append($0) }
+        }
+
+        /// Appends the UTF-8 bytes of `text` (not a secret: a name, a separator, a key of a format).
+        package mutating func append(_ text: String) {
+            for byte in text.utf8 { append(byte) }
+        }
+
+        /// Appends `number` in little-endian byte order.
+        package mutating func append<T: FixedWidthInteger>(littleEndian number: T) {
+            Swift.withUnsafeBytes(of: number.littleEndian) { append($0) }
+        }
     }
 }
 

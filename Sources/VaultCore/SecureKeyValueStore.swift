@@ -22,7 +22,8 @@ import Glibc
 /// `docs/FORMAT.md` specifies the file. All methods are thread-safe, and all of them block: reads and writes
 /// of the file, `fsync`, waiting for another process's lock (up to ``Options/lockTimeoutSeconds``) and, in
 /// ``open(with:)-(SecureBytes)`` and ``changePassphrase(to:parameters:)``, Argon2id (up to 1 GiB and seconds).
-/// From `async` code use the ``AsyncSecureKeyValueStore`` face, which runs them off the cooperative pool.
+/// From `async` code call them through ``perform(_:)`` (or ``runBlocking(_:)``), which runs them off the
+/// cooperative pool.
 ///
 /// ```swift
 /// let store = SecureKeyValueStore(path: "/home/me/.local/share/vault/app.vault")
@@ -102,11 +103,7 @@ public final class SecureKeyValueStore: Sendable {
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT { throw VaultError.vaultNotFound(path: path) }
-            if code == ELOOP {
-                throw VaultError.unsafePermissions(
-                    path: path, reason: "the vault is a symbolic link (or not a regular file)",
-                    hint: "pass the real path instead of a link")
-            }
+            if code == ELOOP { throw VaultFile.symlinkError(path, what: "vault") }
             throw VaultError.io(operation: "cannot open", path: path, errno: code)
         }
         defer { Glibc.close(fd) }

@@ -1,3 +1,6 @@
+import FoundationEssentials
+import VaultSodium
+
 /// Every failure of the vault library. No case ever carries a passphrase, a key or a value; entry names and
 /// paths do appear (they are not secret to the user who typed them, but SECURITY.md lists names as assets:
 /// an embedder that logs errors should know).
@@ -181,9 +184,6 @@ extension VaultError: CustomStringConvertible {
 private func formatSeconds(_ seconds: Double) -> String {
     seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
 }
-
-import FoundationEssentials
-import VaultSodium
 
 func errnoDescription(_ code: Int32) -> String {
     Posix.describe(errno: code)

@@ -50,28 +50,30 @@ enum VaultFile {
         return fd
     }
 
-    /// Checks an open vault or lock file: a regular file, ours, with no permission for group or others.
+    /// Checks an open vault or lock file by the files' trust rule (``Posix/distrust(ofFile:accepting:allowRoot:)``):
+    /// a regular file, ours (not root's), with no permission for group or others.
     static func checkOwnFile(_ fd: Int32, path: String, what: String) throws {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
+        switch Posix.distrust(ofFile: info, accepting: .regular) {
+        case nil: break
+        case .symbolicLink: throw symlinkError(path, what: what)
+        case .notAccepted:
             throw VaultError.unsafePermissions(
                 path: path, reason: "the \(what) is not a regular file", hint: "move it away and try again")
-        }
-        if info.st_uid != geteuid() {
+        case .ownedBy(let uid):
             throw VaultError.unsafePermissions(
-                path: path, reason: "the \(what) is owned by another user (uid \(info.st_uid))",
+                path: path, reason: "the \(what) is owned by another user (uid \(uid))",
                 hint: "only the vault's owner may use it")
-        }
-        if info.st_mode & 0o077 != 0 {
+        case .accessibleByOthers(let mode), .writableByOthers(let mode):
             throw VaultError.unsafePermissions(
-                path: path,
-                reason: "the \(what) is accessible by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
+                path: path, reason: "the \(what) is accessible by group or others (mode \(Posix.octal(mode)))",
                 hint: "run: chmod 600 '\(path)'")
         }
     }
 
-    private static func symlinkError(_ path: String, what: String) -> VaultError {
+    /// The refusal of a vault reached through a symbolic link (an `O_NOFOLLOW` open that failed with `ELOOP`).
+    static func symlinkError(_ path: String, what: String) -> VaultError {
         .unsafePermissions(
             path: path, reason: "the \(what) is a symbolic link (or not a regular file)",
             hint: "pass the real path instead of a link")

@@ -50,12 +50,10 @@ public struct Credential: Sendable, CustomStringConvertible {
         let user = Array(username.utf8)
         let total = user.count + 1 + password.count
         // The plaintext "user:password" is assembled in guarded memory.
-        let plain = SecureBytes(count: total) { buffer in
-            buffer.copyBytes(from: user)
-            buffer[user.count] = UInt8(ascii: ":")
-            password.withUnsafeBytes { pw in
-                UnsafeMutableRawBufferPointer(rebasing: buffer[(user.count + 1)...]).copyMemory(from: pw)
-            }
+        let plain = SecureBytes(capacity: total) { out in
+            user.withUnsafeBytes { out.append($0) }
+            out.append(UInt8(ascii: ":"))
+            out.append(password)
         }
         return "Basic " + plain.withUnsafeBytes { Base64.encode($0) }
     }

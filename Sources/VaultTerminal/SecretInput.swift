@@ -90,9 +90,11 @@ public enum SecretInput {
     /// Reads the first line of the file at `path` (a passphrase file).
     ///
     /// Accepts a regular file or a FIFO (a named pipe, or bash's `<(...)`, a pipe in `/dev/fd`) owned by the
-    /// user or root. Refuses, with ``VaultCore/VaultError/unsafePermissions(path:reason:hint:)``, one owned
-    /// by another user, a FIFO that group or others may write (they could feed it their passphrase), and a
-    /// regular file with any permission for group or others.
+    /// user or root: the files' trust rule (`Posix.distrust(ofFile:accepting:allowRoot:)`) on what `path` leads to.
+    /// A symbolic link is followed (bash's `/dev/fd/63` is one) and what it leads to is checked. Refuses, with
+    /// ``VaultCore/VaultError/unsafePermissions(path:reason:hint:)``, anything else (a directory, a device, a
+    /// socket), one owned by another user, a FIFO that group or others may write (they could feed it their
+    /// passphrase), and a regular file with any permission for group or others.
     public static func readFirstLine(ofFile path: String) throws -> SecureBytes {
         try read(ofFile: path, what: "passphrase", untilNewline: true)
     }
@@ -110,22 +112,27 @@ public enum SecretInput {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
         let isFIFO = (info.st_mode & S_IFMT) == S_IFIFO
-        guard (info.st_mode & S_IFMT) == S_IFREG || isFIFO else {
-            throw VaultError.io(operation: "cannot read", path: path, errno: EINVAL)
-        }
         let what = secret + (isFIFO ? " pipe" : " file")
-        if info.st_uid != geteuid() && info.st_uid != 0 {
+        switch Posix.distrust(ofFile: info, accepting: [.regular, .pipe], allowRoot: true) {
+        case nil: break
+        case .symbolicLink, .notAccepted:  // fstat never reports a link: what the path leads to is not a file
             throw VaultError.unsafePermissions(
-                path: path, reason: "the \(what) is owned by another user (uid \(info.st_uid))",
+                path: path, reason: "the \(secret) file is \(Posix.kind(of: info.st_mode)), not a regular file or a pipe",
+                hint: "give the path of a regular file of yours (chmod 600 it) or of a pipe")
+        case .ownedBy(let uid):
+            throw VaultError.unsafePermissions(
+                path: path, reason: "the \(what) is owned by another user (uid \(uid))",
                 hint: "use \(secret == "identity" ? "an identity" : "a passphrase") file of your own")
+        case .writableByOthers(let mode):
+            throw VaultError.unsafePermissions(
+                path: path, reason: "the \(what) is writable by group or others (mode \(Posix.octal(mode)))",
+                hint: "run: chmod go-w '\(path)'")
+        case .accessibleByOthers(let mode):
+            throw VaultError.unsafePermissions(
+                path: path, reason: "the \(what) is accessible by group or others (mode \(Posix.octal(mode)))",
+                hint: "run: chmod 600 '\(path)'")
         }
         if isFIFO {
-            if info.st_mode & 0o022 != 0 {
-                throw VaultError.unsafePermissions(
-                    path: path,
-                    reason: "the \(what) is writable by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
-                    hint: "run: chmod go-w '\(path)'")
-            }
             // A named pipe (e.g. bash's <(...)): open it again, blocking, so we wait for its writer
             // (a non-blocking open of a FIFO with no writer yet would read an empty passphrase).
             let blocking = Posix.retryingEINTR { open(path, O_RDONLY | O_CLOEXEC) }
@@ -139,10 +146,6 @@ public enum SecretInput {
             }
             close(fd)
             fd = blocking
-        } else if info.st_mode & 0o077 != 0 {
-            throw VaultError.unsafePermissions(
-                path: path, reason: "the \(what) is accessible by group or others (mode \(Posix.octal(info.st_mode & 0o7777)))",
-                hint: "run: chmod 600 '\(path)'")
         }
         return try read(fd: fd, limit: 64 << 10, untilNewline: untilNewline, name: path)
     }

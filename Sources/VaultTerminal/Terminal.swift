@@ -109,18 +109,7 @@ public final class Terminal {
     /// Echo goes off before the prompt appears, so nothing typed after it is ever echoed; the newline the
     /// user typed is written back afterwards.
     public func readSecret(prompt: String) throws -> SecureBytes? {
-        try exclusively {
-            try Self.secretPrompt.withLock { _ in
-                guard vault_prompt_begin(fd) == 0 else {
-                    throw VaultError.io(operation: "cannot turn off echo on", path: path, errno: errno)
-                }
-                defer { vault_prompt_end() }
-                try write(prompt)
-                let line = try readLine()
-                try write("\n")
-                return line
-            }
-        }
+        try readingWithoutEcho(prompt: prompt, readLine)
     }
 
     /// Like ``readSecret(prompt:)``, for a value of one line: when more input is waiting right after the line (a
@@ -128,22 +117,12 @@ public final class Terminal {
     /// the terminal, echo still off, so the shell never reads it as commands, and
     /// ``SecretInputError/severalLines(source:)`` is thrown.
     public func readSingleLineSecret(prompt: String, settleMilliseconds: Int32 = 60) throws -> SecureBytes? {
-        try exclusively {
-            try Self.secretPrompt.withLock { _ in
-                guard vault_prompt_begin(fd) == 0 else {
-                    throw VaultError.io(operation: "cannot turn off echo on", path: path, errno: errno)
-                }
-                defer { vault_prompt_end() }
-                try write(prompt)
-                let line = try readLine()
-                try write("\n")
-                var pending = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                if line != nil, Posix.retryingEINTR({ poll(&pending, 1, settleMilliseconds) }) > 0 {
-                    // Drain what arrived (a paste may come in several chunks), then drop the queue.
-                    repeat { tcflush(fd, TCIFLUSH) } while Posix.retryingEINTR({ poll(&pending, 1, settleMilliseconds) }) > 0
-                    throw SecretInputError.severalLines(source: path)
-                }
-                return line
+        try readingWithoutEcho(prompt: prompt, readLine) { line in
+            var pending = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if line != nil, Posix.retryingEINTR({ poll(&pending, 1, settleMilliseconds) }) > 0 {
+                // Drain what arrived (a paste may come in several chunks), then drop the queue.
+                repeat { tcflush(fd, TCIFLUSH) } while Posix.retryingEINTR({ poll(&pending, 1, settleMilliseconds) }) > 0
+                throw SecretInputError.severalLines(source: path)
             }
         }
     }
@@ -151,6 +130,17 @@ public final class Terminal {
     /// Shows `prompt` and reads with echo off up to end of input (Ctrl-D at the start of a line), newlines
     /// kept, at most `limit` bytes: a value of several lines typed or pasted (`vault put --multiline`).
     public func readSecretUntilEnd(prompt: String, limit: Int = 1 << 20) throws -> SecureBytes {
+        try readingWithoutEcho(prompt: prompt) { try SecretInput.read(fd: fd, limit: limit, untilNewline: false, name: path) }
+    }
+
+    /// One no-echo prompt at a time in this process (the C guard keeps one saved state).
+    private static let secretPrompt = Mutex(())
+
+    /// Every no-echo prompt: echo goes off before `prompt` appears (nothing typed after it is ever echoed), `read`
+    /// reads, the newline the user typed is written back, and `then` runs on what was read with echo still off.
+    private func readingWithoutEcho<R>(
+        prompt: String, _ read: () throws -> R, then: (R) throws -> Void = { _ in }
+    ) throws -> R {
         try exclusively {
             try Self.secretPrompt.withLock { _ in
                 guard vault_prompt_begin(fd) == 0 else {
@@ -158,22 +148,19 @@ public final class Terminal {
                 }
                 defer { vault_prompt_end() }
                 try write(prompt)
-                let value = try SecretInput.read(fd: fd, limit: limit, untilNewline: false, name: path)
+                let value = try read()
                 try write("\n")
+                try then(value)
                 return value
             }
         }
     }
 
-    /// One no-echo prompt at a time in this process (the C guard keeps one saved state).
-    private static let secretPrompt = Mutex(())
-
     /// Reads up to a newline (dropping `\r`) straight into guarded memory.
     private func readLine() throws -> SecureBytes? {
         let capacity = Self.maximumLineByteCount
-        var count = 0
         var sawAny = false
-        let scratch = try SecureBytes(count: capacity) { buffer in
+        let line = try SecureBytes(capacity: capacity) { (out) throws in
             while true {
                 var byte: UInt8 = 0
                 let n = Posix.retryingEINTR { Glibc.read(fd, &byte, 1) }
@@ -182,16 +169,12 @@ public final class Terminal {
                 sawAny = true
                 if byte == UInt8(ascii: "\n") { break }
                 if byte == UInt8(ascii: "\r") { continue }
-                guard count < capacity else { throw SecretInputError.tooLong(source: path, limit: capacity) }
-                buffer[count] = byte
-                count += 1
+                guard out.count < capacity else { throw SecretInputError.tooLong(source: path, limit: capacity) }
+                out.append(byte)
                 byte = 0
             }
         }
-        guard sawAny else { return nil }
-        return scratch.withUnsafeBytes { bytes in
-            SecureBytes(count: count) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<count])) }
-        }
+        return sawAny ? line : nil
     }
 }
 

@@ -3,6 +3,7 @@ import Testing
 import VaultTestSupport
 import VaultCore
 @testable import VaultAuth
+import VaultAuthTesting
 
 /// The shared nginx fixture (VaultTestSupport), seen from the auth library.
 extension NginxFixture {

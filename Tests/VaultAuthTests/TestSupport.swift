@@ -36,29 +36,6 @@ final class TemporaryDirectory: Sendable {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// A prompt that answers from a list and counts how often it was asked.
-final class ScriptedPrompt: CredentialPrompting, @unchecked Sendable {
-    private let lock = NSLock()
-    private var answers: [Credential?]
-    private var _calls: [(ProtectionSpace, CredentialPromptReason, String?)] = []
-
-    init(_ answers: [Credential?]) { self.answers = answers }
-
-    var count: Int { lock.withLock { _calls.count } }
-    var reasons: [CredentialPromptReason] { lock.withLock { _calls.map(\.1) } }
-    var suggestedUsernames: [String?] { lock.withLock { _calls.map(\.2) } }
-    var spaces: [ProtectionSpace] { lock.withLock { _calls.map(\.0) } }
-
-    func credential(
-        for space: ProtectionSpace, reason: CredentialPromptReason, suggestedUsername: String?
-    ) async throws -> Credential? {
-        lock.withLock {
-            _calls.append((space, reason, suggestedUsername))
-            return answers.isEmpty ? nil : answers.removeFirst()
-        }
-    }
-}
-
 func password(of credential: Credential?) -> String? { credential?.password.stringValue }
 
 /// A vault in a temporary directory with the cheap test KDF.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VaultCore
 @testable import VaultAuth
+import VaultAuthTesting
 
 @Suite("VaultCredentialStore key layout")
 struct VaultCredentialStoreTests {
@@ -151,7 +152,7 @@ struct VaultCredentialStoreTests {
         let store = VaultCredentialStore(store: vault)
         let url = URL(string: "https://hcpms-p1trial.example.com/app")!
         let space = ProtectionSpace(url: url, realm: "fake")!
-        let server = FakeServer(users: ["alice": "pw1"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "pw1"])
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "pw1")])
         _ = try await KeystoreAuthenticator(store: store, prompt: prompt).perform(HTTPRequest(url: url)) { server.respond($0) }
         #expect(try vault.getString("credential/\(space.key)/username") == "alice")

@@ -122,6 +122,22 @@ import Darwin
         }
     }
 
+    @Test("a --passphrase-file or --identity that is neither a regular file nor a pipe is refused (4), saying what it is")
+    func directoryAsPassphraseFileRefused() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        for option in ["--passphrase-file", "--identity"] {
+            let result = try CLI.run(["get", "k", option, box.directory], environment: box.environment)
+            let what = option == "--identity" ? "identity" : "passphrase"
+            #expect(result.status == 4, "\(option): exit \(result.status): \(result.stderr)")
+            #expect(result.stderr == """
+                vault: refusing to use '\(box.directory)': the \(what) file is a directory, not a regular file or a pipe
+                hint: give the path of a regular file of yours (chmod 600 it) or of a pipe
+
+                """, "\(result.stderr)")
+        }
+    }
+
     @Test("bash's <(printf ...) and a 0600 file of ours are still accepted")
     func processSubstitutionAccepted() throws {
         let box = try Sandbox()

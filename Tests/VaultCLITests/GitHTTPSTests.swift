@@ -12,8 +12,9 @@ import VaultTestSupport
     /// git, nginx with TLS and `auth_basic` (one user), and `fcgiwrap` running `git http-backend` on a bare
     /// `repo.git` (branch `main`, one commit, `http.receivepack true`), all in a temporary directory.
     ///
-    /// ``NginxFixture`` serves fixed locations (no FastCGI), so this writes its own small nginx configuration; the
-    /// certificates, ports and tool lookup are those of VaultTestSupport.
+    /// ``NginxFixture`` serves fixed locations (no FastCGI), so this writes its own server block into the fixture's
+    /// configuration (``NginxFixture/configuration(root:logFormat:http:)``); the certificates, ports and tool lookup
+    /// are those of VaultTestSupport.
     final class GitServer: @unchecked Sendable {
         let directory: String
         let port: Int
@@ -99,20 +100,7 @@ import VaultTestSupport
             }
             chmod(socket, 0o666)
 
-            let config = """
-                daemon off;
-                pid \(root)/nginx.pid;
-                error_log \(root)/error.log warn;
-                worker_processes 1;
-                events { worker_connections 64; }
-                http {
-                    log_format git '$status $remote_user $request_method $request_uri';
-                    access_log \(root)/access.log git;
-                    client_body_temp_path \(root)/client_body;
-                    proxy_temp_path \(root)/proxy;
-                    fastcgi_temp_path \(root)/fastcgi;
-                    uwsgi_temp_path \(root)/uwsgi;
-                    scgi_temp_path \(root)/scgi;
+            let config = NginxFixture.configuration(root: root, logFormat: "$status $remote_user $request_method $request_uri", http: """
                     server {
                         listen 127.0.0.1:\(port) ssl;
                         ssl_certificate \(certificates.serverCertificate);
@@ -136,8 +124,7 @@ import VaultTestSupport
                             fastcgi_param GATEWAY_INTERFACE CGI/1.1;
                         }
                     }
-                }
-                """
+                """)
             try config.write(toFile: root + "/nginx.conf", atomically: true, encoding: .utf8)
             nginx.executableURL = URL(fileURLWithPath: tools.nginx)
             nginx.arguments = ["-p", root + "/", "-c", root + "/nginx.conf", "-e", root + "/error.log"]

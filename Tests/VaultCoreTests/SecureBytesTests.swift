@@ -41,6 +41,52 @@ struct SecureBytesTests {
         #expect(filled.withUnsafeBytes { $0.count } == 4)
     }
 
+    @Test("appending builds the bytes front to back: raw bytes, a byte, a secret, text, little-endian integers")
+    func appending() {
+        let secret = SecureBytes(string: "s3cret")
+        let built = SecureBytes(capacity: 64) { out in
+            #expect(out.count == 0)
+            ([0xFF, 0x00] as [UInt8]).withUnsafeBytes { out.append($0) }
+            out.append(UInt8(ascii: "="))
+            out.append(secret)
+            out.append("é\n")
+            out.append(littleEndian: UInt16(0x0102))
+            out.append(littleEndian: UInt32(7))
+            #expect(out.count == 2 + 1 + 6 + 3 + 2 + 4)
+        }
+        #expect(built.unprotectedBytes == [0xFF, 0x00, 0x3D] + Array("s3cret".utf8) + [0xC3, 0xA9, 0x0A, 0x02, 0x01, 7, 0, 0, 0])
+        #expect(built.count == 18)
+        #expect(built == SecureBytes(built.unprotectedBytes))
+    }
+
+    @Test("the result holds what was appended: less than the capacity, exactly the capacity, or nothing")
+    func appendingToCapacity() {
+        #expect(SecureBytes(capacity: 10) { $0.append("abc") }.unprotectedBytes == Array("abc".utf8))
+        #expect(SecureBytes(capacity: 3) { $0.append("abc") }.unprotectedBytes == Array("abc".utf8))
+        #expect(SecureBytes(capacity: 3) { _ in }.count == 0)
+        #expect(SecureBytes(capacity: 0) { out in [UInt8]().withUnsafeBytes { out.append($0) } }.count == 0)
+    }
+
+    @Test("a throwing build propagates its error")
+    func appendingThrows() {
+        #expect(throws: Refused.self) {
+            _ = try SecureBytes(capacity: 8) { (out) throws(Refused) in
+                out.append("abc")
+                throw Refused()
+            }
+        }
+    }
+
+    @Test("appending past the capacity traps")
+    func appendingPastCapacity() async {
+        await #expect(processExitsWith: .failure) {
+            _ = SecureBytes(capacity: 2) { $0.append("abc") }
+        }
+        await #expect(processExitsWith: .failure) {
+            _ = SecureBytes(capacity: 0) { $0.append(UInt8(1)) }
+        }
+    }
+
     struct Refused: Error {}
 
     @Test("a throwing initializer propagates its error")

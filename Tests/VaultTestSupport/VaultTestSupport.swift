@@ -12,6 +12,29 @@ import Foundation
 /// access log is still read over a plain-http port of its own. With `proxyTo`, every path but the barrier goes to
 /// `http://127.0.0.1:proxyTo` (a TLS front of the emulator).
 public final class NginxFixture: @unchecked Sendable {
+    /// An `nginx.conf` for a server a test runs in the foreground from `root`: its pid, its error log and its access
+    /// log (one line a request, in `logFormat`) and every temporary path under `root`, then `http`, the rest of the
+    /// `http` block (its servers).
+    public static func configuration(root: String, logFormat: String, http: String) -> String {
+        """
+        daemon off;
+        pid \(root)/nginx.pid;
+        error_log \(root)/error.log warn;
+        worker_processes 1;
+        events { worker_connections 64; }
+        http {
+            log_format test '\(logFormat)';
+            access_log \(root)/access.log test;
+            client_body_temp_path \(root)/client_body;
+            proxy_temp_path \(root)/proxy;
+            fastcgi_temp_path \(root)/fastcgi;
+            uwsgi_temp_path \(root)/uwsgi;
+            scgi_temp_path \(root)/scgi;
+        \(http)
+        }
+        """
+    }
+
     public static let realm = "Vault Test"
     public let directory: String
     public let port: Int
@@ -72,20 +95,7 @@ public final class NginxFixture: @unchecked Sendable {
                     }
                     location = /boom { return 500; }
             """
-        let config = """
-            daemon off;
-            pid \(root)/nginx.pid;
-            error_log \(root)/error.log warn;
-            worker_processes 1;
-            events { worker_connections 64; }
-            http {
-                log_format counting '$status $remote_user $request_uri';
-                access_log \(root)/access.log counting;
-                client_body_temp_path \(root)/client_body;
-                proxy_temp_path \(root)/proxy;
-                fastcgi_temp_path \(root)/fastcgi;
-                uwsgi_temp_path \(root)/uwsgi;
-                scgi_temp_path \(root)/scgi;
+        let config = Self.configuration(root: root, logFormat: "$status $remote_user $request_uri", http: """
                 default_type text/plain;
                 server {
                     \(listen)
@@ -94,8 +104,7 @@ public final class NginxFixture: @unchecked Sendable {
                     \(locations)
                     location = /_barrier { return 204; }
                 }
-            }
-            """
+            """)
         try config.write(toFile: root + "/nginx.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: nginx)
         process.arguments = ["-p", root + "/", "-c", root + "/nginx.conf", "-e", root + "/error.log"]

@@ -66,12 +66,8 @@ enum JSONStringObject {
             var count = 0
             try walk { _ in count += 1 }
             index = start
-            return try SecureBytes(count: count) { out in
-                var written = 0
-                try walk { byte in
-                    out[written] = byte
-                    written += 1
-                }
+            return try SecureBytes(capacity: count) { out in
+                try walk { out.append($0) }
             }
         }
 
@@ -178,14 +174,11 @@ struct JSONObjectWriter {
         }
         var count = 0
         forEachPiece { piece, escape in count += escape ? Self.escapedCount(piece) : piece.count }
-        return SecureBytes(count: count) { out in
-            var offset = 0
+        return SecureBytes(capacity: count) { out in
             forEachPiece { piece, escape in
+                guard escape else { return out.append(piece) }
                 for byte in piece {
-                    for unit in escape ? Self.escaped(byte) : [byte] {
-                        out[offset] = unit
-                        offset += 1
-                    }
+                    for unit in Self.escaped(byte) { out.append(unit) }
                 }
             }
         }

@@ -121,17 +121,12 @@ struct GitCredentialOutput {
 
     func bytes() -> SecureBytes {
         let count = parts.reduce(0) { $0 + $1.key.utf8.count + 2 + ($1.text?.utf8.count ?? $1.secret?.count ?? 0) }
-        return SecureBytes(count: count) { buffer in
-            var offset = 0
-            func append(_ bytes: UnsafeRawBufferPointer) {
-                UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + bytes.count)]).copyMemory(from: bytes)
-                offset += bytes.count
-            }
+        return SecureBytes(capacity: count) { out in
             for part in parts {
-                Array((part.key + "=").utf8).withUnsafeBytes(append)
-                if let text = part.text { Array(text.utf8).withUnsafeBytes(append) }
-                part.secret?.withUnsafeBytes(append)
-                [UInt8(ascii: "\n")].withUnsafeBytes(append)
+                out.append(part.key + "=")
+                if let text = part.text { out.append(text) }
+                if let secret = part.secret { out.append(secret) }
+                out.append(UInt8(ascii: "\n"))
             }
         }
     }

@@ -205,18 +205,16 @@ struct GitCredentialRequest {
             index += hexValue(bytes, at: index) != nil ? 3 : 1
             count += 1
         }
-        let decoded = SecureBytes(count: count) { out in
+        let decoded = SecureBytes(capacity: count) { out in
             var index = 0
-            var written = 0
             while index < bytes.count {
                 if let byte = hexValue(bytes, at: index) {
-                    out[written] = byte
+                    out.append(byte)
                     index += 3
                 } else {
-                    out[written] = bytes[index]
+                    out.append(bytes[index])
                     index += 1
                 }
-                written += 1
             }
         }
         guard !decoded.withUnsafeBytes({ $0.contains { $0 == 0 || $0 == 0x0A || $0 == 0x0D } }) else {

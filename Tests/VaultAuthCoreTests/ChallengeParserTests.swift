@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import VaultCore
-@testable import VaultAuth
 @testable import VaultAuthCore
+import VaultCredentials
 
 @Suite("WWW-Authenticate parsing")
 struct ChallengeParserTests {

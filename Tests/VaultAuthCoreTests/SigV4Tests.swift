@@ -3,8 +3,8 @@ import Testing
 import VaultCore
 import VaultSodium
 import VaultTestSupport
-@testable import VaultAuth
 @testable import VaultAuthCore
+import VaultCredentials
 
 /// AWS Signature Version 4 (``SigV4Signer``) against: RFC 4231's HMAC-SHA-256 vectors; the worked examples of the AWS
 /// documentation (the IAM guide's signing key and `get-vanilla`, the S3 guide's GET Object, PUT Object, GET bucket

@@ -2,42 +2,9 @@ import Foundation
 import Testing
 import VaultCore
 import VaultTerminal
-@testable import VaultAuth
 @testable import VaultAuthCore
+import VaultCredentials
 import VaultAuthTesting
-
-/// A server simulated in memory (no network): realm `fake`, one user; records every Authorization header.
-final class FakeServer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var users: [String: String]
-    private var _authorizations: [String?] = []
-    /// Status for a request with a valid credential.
-    var acceptedStatus = 200
-    /// The challenge of a 401.
-    var challenge = #"Basic realm="fake", charset="UTF-8""#
-    /// The URL the responses claim to come from (after redirects); nil = the request's.
-    var respondingURL: URL?
-
-    init(users: [String: String]) { self.users = users }
-
-    var authorizations: [String?] { lock.withLock { _authorizations } }
-    var requestCount: Int { lock.withLock { _authorizations.count } }
-
-    func setPassword(_ password: String, for user: String) { lock.withLock { users[user] = password } }
-
-    func respond(_ request: HTTPRequest) -> (Data, HTTPResponse) {
-        let authorization = request.headers["Authorization"]
-        let valid: Bool = lock.withLock {
-            _authorizations.append(authorization)
-            return users.contains { Credential(username: $0.key, password: $0.value).authorizationHeaderValue() == authorization }
-        }
-        let url = respondingURL ?? request.url
-        if valid {
-            return (Data("ok".utf8), HTTPResponse(statusCode: acceptedStatus, url: url))
-        }
-        return (Data(), HTTPResponse(statusCode: 401, url: url, headers: HTTPHeaderFields([("WWW-Authenticate", challenge)])))
-    }
-}
 
 @Suite("KeystoreAuthenticator rules, without network")
 struct KeystoreAuthenticatorTests {
@@ -49,13 +16,13 @@ struct KeystoreAuthenticatorTests {
     }
 
     func perform(
-        _ authenticator: KeystoreAuthenticator, _ server: FakeServer, url: URL = Self.url
+        _ authenticator: KeystoreAuthenticator, _ server: InMemoryBasicAuthServer, url: URL = Self.url
     ) async throws -> (Data, HTTPResponse) {
         try await authenticator.perform(HTTPRequest(url: url)) { server.respond($0) }
     }
 
     @Test func noStoredCredentialPromptsOnceAndStoresOnlyAfterAcceptance() async throws {
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         let store = InMemoryCredentialStore()
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "right")])
         let authenticator = KeystoreAuthenticator(store: store, prompt: prompt)
@@ -78,7 +45,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func storedCredentialIsSentOnceAndAccepted() async throws {
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         let store = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "right")])
         let prompt = ScriptedPrompt([])
         let (_, response) = try await perform(KeystoreAuthenticator(store: store, prompt: prompt), server)
@@ -90,7 +57,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func staleStoredCredentialIsNotResentPromptsOnceAndIsReplacedAfterAcceptance() async throws {
-        let server = FakeServer(users: ["alice": "new"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "new"])
         let store = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "old")])
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "new")])
         let authenticator = KeystoreAuthenticator(store: store, prompt: prompt)
@@ -104,7 +71,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func staleThenRejectedAgainFailsWithCredentialsRejectedAfterOnePrompt() async throws {
-        let server = FakeServer(users: ["alice": "unknown"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "unknown"])
         let store = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "old")])
         let prompt = ScriptedPrompt([Credential(username: "bob", password: "wrong"), Credential(username: "x", password: "y")])
         let authenticator = KeystoreAuthenticator(store: store, prompt: prompt)
@@ -120,7 +87,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func twoEnteredCredentialsRejectedMeansTwoPromptsAndThreeRequests() async throws {
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         let store = InMemoryCredentialStore()
         let prompt = ScriptedPrompt([
             Credential(username: "alice", password: "wrong1"), Credential(username: "alice", password: "wrong2"),
@@ -137,7 +104,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func staleCredentialWithoutPromptIsReportedAndNeverResent() async throws {
-        let server = FakeServer(users: ["alice": "changed"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "changed"])
         let store = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "old")])
         let authenticator = KeystoreAuthenticator(
             store: store, prompt: nil, options: .init(eraseRejectedCredentials: false))
@@ -156,7 +123,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func forbiddenErasesNothingAndStoresNothing() async throws {
-        let server = FakeServer(users: ["alice": "right", "bob": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right", "bob": "right"])
         server.acceptedStatus = 403
         let store = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "right")])
         let authenticator = KeystoreAuthenticator(store: store, prompt: ScriptedPrompt([]))
@@ -174,7 +141,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func noPromptAndNothingStoredFailsAtOnce() async throws {
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         await #expect(throws: AuthenticationError.noPromptAvailable(
             space: Self.space, detail: "no credential is stored and no prompt is configured")) {
             try await perform(KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: nil), server)
@@ -183,7 +150,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func promptThatCannotOpenATerminalFailsAtOnce() async throws {
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         let authenticator = KeystoreAuthenticator(
             store: InMemoryCredentialStore(), prompt: TerminalCredentialPrompt(ttyPath: "/nonexistent/tty"))
         await #expect {
@@ -196,7 +163,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func declinedPromptFailsWithPromptCancelled() async throws {
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         let store = InMemoryCredentialStore()
         await #expect(throws: AuthenticationError.promptCancelled(space: Self.space)) {
             try await perform(KeystoreAuthenticator(store: store, prompt: ScriptedPrompt([nil])), server)
@@ -207,7 +174,7 @@ struct KeystoreAuthenticatorTests {
 
     @Test func decliningAfterARejectionReportsTheRejection() async throws {
         // A script that supplies one credential: the second prompt declines.
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         let store = InMemoryCredentialStore()
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "wrong"), nil])
         await #expect(throws: AuthenticationError.credentialsRejected(space: Self.space, username: "alice")) {
@@ -225,7 +192,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func invalidUsernameFromPromptIsRefusedBeforeSending() async throws {
-        let server = FakeServer(users: [:])
+        let server = InMemoryBasicAuthServer(users: [:])
         let prompt = ScriptedPrompt([Credential(username: "a:b", password: "p")])
         await #expect(throws: AuthenticationError.invalidUsername(.containsColon)) {
             try await perform(KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: prompt), server)
@@ -236,7 +203,7 @@ struct KeystoreAuthenticatorTests {
     @Test func plainHTTPOffLoopbackNeverCarriesCredentials() async throws {
         let url = URL(string: "http://api.example.com/data")!
         let space = ProtectionSpace(origin: Origin(url)!, realm: "fake")
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         let store = InMemoryCredentialStore([space: Credential(username: "alice", password: "right")])
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "right")])
         // Even with the loopback opt-in and a remembered space (which would send preemptively over https).
@@ -252,7 +219,7 @@ struct KeystoreAuthenticatorTests {
 
     @Test func plainHTTPToLoopbackNeedsTheOptIn() async throws {
         let url = URL(string: "http://127.0.0.1:8080/data")!
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "right")])
         await #expect(throws: AuthenticationError.insecureTransport(url: url)) {
             try await perform(KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: prompt), server, url: url)
@@ -266,7 +233,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func challengeFromAnotherOriginAfterARedirectGetsNoCredential() async throws {
-        let server = FakeServer(users: ["alice": "right"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "right"])
         server.respondingURL = URL(string: "https://login.example.net/")!
         let store = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "right")])
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "right")])
@@ -279,7 +246,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func non401StatusesAreDeliveredUntouched() async throws {
-        let server = FakeServer(users: [:])
+        let server = InMemoryBasicAuthServer(users: [:])
         server.challenge = #"Bearer realm="api""#
         await #expect(throws: AuthenticationError.unsupportedChallenge(url: Self.url, schemes: ["Bearer"])) {
             try await perform(KeystoreAuthenticator(store: InMemoryCredentialStore(), prompt: ScriptedPrompt([])), server)
@@ -288,7 +255,7 @@ struct KeystoreAuthenticatorTests {
     }
 
     @Test func useStoredCredentialsFalseGoesStraightToThePrompt() async throws {
-        let server = FakeServer(users: ["alice": "typed"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "typed"])
         let store = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: "old")])
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "typed")])
         let authenticator = KeystoreAuthenticator(store: store, prompt: prompt, options: .init(useStoredCredentials: false))
@@ -339,7 +306,7 @@ struct KeystoreAuthenticatorTests {
 
     @Test func errorMessagesNeverContainThePassword() async throws {
         let secret = "S3cret-Pa55word"
-        let server = FakeServer(users: ["alice": "other"])
+        let server = InMemoryBasicAuthServer(users: ["alice": "other"])
         let store = InMemoryCredentialStore([Self.space: Credential(username: "alice", password: secret)])
         var messages: [String] = []
         for prompt in [nil, ScriptedPrompt([Credential(username: "alice", password: secret)]) as (any CredentialPrompting)?] {

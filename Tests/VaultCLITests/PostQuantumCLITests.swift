@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultCommands
 import VaultCore
 import VaultTestSupport
 
@@ -52,13 +53,24 @@ struct PostQuantumCLITests {
         #expect(try team.owner(["get", "github"]).stdoutText == "t0k3n")
     }
 
-    @Test func aHybridIdentityReadsAndWritesThroughTheAgent() throws {
+    /// A vault of an agent box holding `github` = `t0k3n`, shared with a new hybrid identity (`mine`).
+    static func agentBoxSharedWithAHybridIdentity() throws -> (team: Team, mine: (path: String, recipient: String), box: AgentBox) {
         let team = try Team()
         let mine = try team.identity("pq.txt", postQuantum: true)
         let box = try AgentBox()
         try box.initVault()
         #expect(try box.around(["put", "github"], stdin: Data("t0k3n".utf8)).status == 0)
         #expect(try box.around(["recipients", "add", mine.recipient]).status == 0)
+        return (team, mine, box)
+    }
+
+    /// The executable process `pid` runs.
+    static func executable(of pid: pid_t) throws -> String {
+        try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+    }
+
+    @Test func aHybridIdentityReadsAndWritesThroughTheAgent() throws {
+        let (_, mine, box) = try Self.agentBoxSharedWithAHybridIdentity()
         let unlocked = try box.vault(["unlock", "--identity", mine.path])
         #expect(unlocked.status == 0, "\(unlocked.stderr)")
         _ = try? box.agentPID()
@@ -73,6 +85,112 @@ struct PostQuantumCLITests {
         #expect(try box.around(["recipients", "add", mine.recipient, "--vault", second]).status == 0)
         let viaKept = try box.vault(["get", "db", "--vault", second])
         #expect(viaKept.status == 0 && viaKept.stdoutText == "second", "\(viaKept.stderr)")
+        // The agent that keeps it runs from vault-net (the only program that reads post-quantum keys); `vault`'s
+        // quick path talks to it over the socket unchanged.
+        let pid = try #require(try box.agentPID())
+        #expect(try Self.executable(of: pid).hasSuffix("/vault-net"))
+        let quick = try box.vault(["get", "github"], environment: [QuickPath.requireVariable: "1"])
+        #expect(quick.status == 0 && quick.stdoutText == "t0k3n", "\(quick.stderr)")
+    }
+
+    /// An agent that runs from `vault` (started by a passphrase unlock) cannot keep a post-quantum identity:
+    /// `vault unlock --identity` replaces it with one that runs from vault-net, and says so.
+    @Test func anAgentFromVaultIsReplacedToKeepAHybridIdentity() throws {
+        let (_, mine, box) = try Self.agentBoxSharedWithAHybridIdentity()
+        try box.unlock()
+        let first = try #require(try box.agentPID())
+        #expect(try Self.executable(of: first).hasSuffix("/vault"))
+        let unlocked = try box.vault(["unlock", "--force", "--identity", mine.path])
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
+        #expect(unlocked.stderr.contains("stopped the running agent (pid \(first)), which cannot keep post-quantum identities (1 vault locked)"), "\(unlocked.stderr)")
+        let second = try #require(try box.agentPID())
+        #expect(second != first)
+        #expect(try Self.executable(of: second).hasSuffix("/vault-net"))
+        let read = try box.vault(["get", "github"])
+        #expect(read.status == 0 && read.stdoutText == "t0k3n", "\(read.stderr)")
+    }
+
+    /// `vault` decides before anything is asked or read which command lines need vault-net's post-quantum keys, and
+    /// runs vault-net for those only: a copy of `vault` with no vault-net next to it runs every other one.
+    @Test func vaultRunsVaultNetOnlyForPostQuantumCommandLines() throws {
+        let team = try Team()
+        let pq = try team.identity("pq.txt", postQuantum: true)
+        let classic = try team.identity("x.txt", postQuantum: false)
+        let directory = try NetworkBinaryTests().vaultAlone(in: team.box)
+        let alone = directory + "/vault"
+        let missing = "vault: cannot run '\(directory)/vault-net': No such file or directory\nhint: vault-net must be installed next to vault\n"
+        func run(_ arguments: [String], passphrase: Bool = true, _ extra: [String: String] = [:], stdin: String = "") throws -> CLIResult {
+            try CLI.exec(alone, arguments + (passphrase ? ["--passphrase-file", team.box.passphraseFile] : []), stdin: Data(stdin.utf8),
+                         environment: team.box.environment.merging(team.state.merging(extra) { $1 }) { $1 })
+        }
+        // Nothing post-quantum: vault alone.
+        #expect(try run(["--version"], passphrase: false).status == 0)
+        #expect(try run(["init"]).status == 0)
+        #expect(try run(["put", "k"], stdin: "v").status == 0)
+        #expect(try run(["recipients", "add", classic.recipient]).status == 0)
+        let classicRead = try run(["get", "k", "--identity", classic.path], passphrase: false)
+        #expect(classicRead.status == 0, "\(classicRead.stderr)")
+        let viaEnvironment = try run(["get", "k"], passphrase: false, ["VAULT_IDENTITY": classic.path])
+        #expect(viaEnvironment.status == 0, "\(viaEnvironment.stderr)")
+        #expect(try run(["recipients", "list"]).status == 0)
+        // Post-quantum: vault-net, before anything is read or asked (an age1pq1 argument, even one vault-net
+        // refuses here: mixed with the vault's X25519 recipient).
+        let before = team.bytes
+        let recipientsFile = team.box.directory + "/team.txt"
+        try team.box.write("# team\n\(pq.recipient)\n", to: recipientsFile)
+        for (arguments, environment) in [
+            (["recipients", "add", pq.recipient], [:]),
+            (["identity", "new", "--pq", "--output", team.box.directory + "/new.txt"], [:]),
+            (["recipients", "add", "-R", recipientsFile], [:]),
+            (["recipients", "add", "--recipients-file=" + recipientsFile], [:]),
+            (["get", "k", "--identity", pq.path], [:]),
+            (["get", "k", "--identity=" + pq.path], [:]),
+            (["put", "k2"], ["VAULT_IDENTITY": pq.path]),
+            (["unlock", "--identity", pq.path], [:]),
+            (["identity", "show", "--identity", pq.path], [:]),
+        ] as [([String], [String: String])] {
+            let result = try run(arguments, passphrase: false, environment, stdin: "v2")
+            #expect(result.status == 1 && result.stderr == missing, "\(arguments): \(result.stderr)")
+        }
+        #expect(team.bytes == before)
+        // A vault with post-quantum stanzas: re-wrapping (remove, passwd) and identities are vault-net's; the
+        // passphrase alone is not.
+        #expect(try team.owner(["recipients", "remove", classic.recipient]).status == 0)
+        #expect(try team.owner(["recipients", "add", pq.recipient]).status == 0)
+        #expect(try run(["get", "k"]).status == 0)
+        #expect(try run(["recipients", "list"]).status == 0)
+        for arguments in [["recipients", "remove", pq.recipient], ["passwd"], ["get", "k", "--identity", classic.path]] {
+            let result = try run(arguments)
+            #expect(result.status == 1 && result.stderr == missing, "\(arguments): \(result.stderr)")
+        }
+    }
+
+    /// `vault identity new --pq` sealed in the config directory: identity.pub beside it names the age1pq1 recipient,
+    /// the marker by which vault knows, without the passphrase, to run vault-net for it.
+    @Test func aSealedHybridIdentityIsMarkedByItsRecipientFile() throws {
+        let team = try Team()
+        let config = ["XDG_CONFIG_HOME": team.box.directory + "/config"]
+        let sealed = try team.box.vault(["identity", "new", "--pq"], extraEnvironment: config)
+        #expect(sealed.status == 0, "\(sealed.stderr)")
+        let recipient = sealed.stdoutText.trimmingCharacters(in: .newlines)
+        #expect(recipient.hasPrefix("age1pq1"))
+        let sealedPath = team.box.directory + "/config/vault/identity.vault"
+        let marker = try #require(FileManager.default.contents(atPath: team.box.directory + "/config/vault/identity.pub"))
+        #expect(String(decoding: marker, as: UTF8.self) == recipient + "\n")
+        #expect(try team.owner(["init"]).status == 0)
+        #expect(try team.owner(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        #expect(try team.owner(["recipients", "add", recipient]).status == 0)
+        let opened = try team.box.vault(["get", "k", "--identity", sealedPath], extraEnvironment: team.state)
+        #expect(opened.status == 0 && opened.stdoutText == "v", "\(opened.stderr)")
+        // Decided without the passphrase, by the marker alone (this vault has no post-quantum stanza): vault alone
+        // says vault-net is missing, not that the passphrase file is.
+        let directory = try NetworkBinaryTests().vaultAlone(in: team.box)
+        let other = team.box.directory + "/classic.vault"
+        #expect(try team.owner(["init", "--vault", other]).status == 0)
+        let alone = try CLI.exec(
+            directory + "/vault", ["get", "k", "--vault", other, "--identity", sealedPath, "--passphrase-file", "/nonexistent"],
+            environment: team.box.environment)
+        #expect(alone.status == 1 && alone.stderr.hasPrefix("vault: cannot run '\(directory)/vault-net'"), "\(alone.stderr)")
     }
 
     /// age's rule: a vault's recipients are all post-quantum or all X25519. Either way round, and both kinds in one

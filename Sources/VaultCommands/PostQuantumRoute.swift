@@ -124,7 +124,9 @@ package enum PostQuantumRoute {
         var header = [UInt8](repeating: 0, count: 65_536)
         var count = 0
         while count < header.count {
-            let got = header.withUnsafeMutableBytes { Posix.retryingEINTR { read(fd, $0.baseAddress! + count, $0.count - count) } }
+            let got = header.withUnsafeMutableBytes { buffer in
+                Posix.retryingEINTR { read(fd, buffer.baseAddress! + count, buffer.count - count) }
+            }
             guard got > 0 else { break }
             count += got
         }

@@ -70,7 +70,8 @@ struct PostQuantumCLITests {
     }
 
     @Test func aHybridIdentityReadsAndWritesThroughTheAgent() throws {
-        let (_, mine, box) = try Self.agentBoxSharedWithAHybridIdentity()
+        let (team, mine, box) = try Self.agentBoxSharedWithAHybridIdentity()
+        defer { withExtendedLifetime(team) {} }  // its directory holds the identity file
         let unlocked = try box.vault(["unlock", "--identity", mine.path])
         #expect(unlocked.status == 0, "\(unlocked.stderr)")
         _ = try? box.agentPID()
@@ -96,7 +97,8 @@ struct PostQuantumCLITests {
     /// An agent that runs from `vault` (started by a passphrase unlock) cannot keep a post-quantum identity:
     /// `vault unlock --identity` replaces it with one that runs from vault-net, and says so.
     @Test func anAgentFromVaultIsReplacedToKeepAHybridIdentity() throws {
-        let (_, mine, box) = try Self.agentBoxSharedWithAHybridIdentity()
+        let (team, mine, box) = try Self.agentBoxSharedWithAHybridIdentity()
+        defer { withExtendedLifetime(team) {} }  // its directory holds the identity file
         try box.unlock()
         let first = try #require(try box.agentPID())
         #expect(try Self.executable(of: first).hasSuffix("/vault"))

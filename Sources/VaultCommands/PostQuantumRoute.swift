@@ -28,11 +28,21 @@ package enum PostQuantumRoute {
     /// Whether `arguments` (a full argv, verb first) need `vault-net`: never in a program that has the
     /// post-quantum keys installed (`vault-net` itself).
     package static func needsVaultNet(_ arguments: [String]) -> Bool {
-        guard AgeKeys.postQuantum == nil, arguments.count > 1 else { return false }
+        // The common case first, touching nothing but argv and one environment variable (this runs at every start
+        // of `vault` that the quick path did not serve): no identity, and a verb that never needs the keys.
+        guard arguments.count > 1 else { return false }
+        let verb = arguments[1]
+        var identityGiven = !(Posix.environment("VAULT_IDENTITY") ?? "").isEmpty
+        for word in arguments.dropFirst(2) where !identityGiven {
+            if word == "--" { break }
+            identityGiven = word == "--identity" || word.hasPrefix("--identity=")
+        }
+        guard identityGiven || verb == "identity" || verb == "recipients" || verb == "passwd" else { return false }
+        guard AgeKeys.postQuantum == nil else { return false }
         let words = Array(arguments.dropFirst())
         // After `--` come names (operands), never options.
         let options = Array(words.prefix { $0 != "--" })
-        let verb = words[0], action = words.count > 1 ? words[1] : nil
+        let action = words.count > 1 ? words[1] : nil
         let vaultPath = VaultOptions.resolvedPath(values(of: "--vault", in: options).last)
         if verb == "identity", options.contains("--pq") { return true }
         if verb == "recipients", action == "add" || action == "remove" {

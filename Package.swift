@@ -136,10 +136,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // VaultAgePQ (swift-crypto's X-Wing): age's post-quantum keys, installed at start; `vault` runs vault-net for
+        // a command line that needs them (PostQuantumRoute), so that its own start does not pay for swift-crypto.
         .executableTarget(
             name: "vault-net",
             dependencies: [
-                "NetworkCommands", "VaultCommands", "VaultTerminal",
+                "NetworkCommands", "VaultCommands", "VaultTerminal", "VaultAgePQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

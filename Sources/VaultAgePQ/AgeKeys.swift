@@ -48,3 +48,35 @@ public enum AgeIdentities {
         try contents.withUnsafeBytes { (bytes) throws(AgeError) in try AgeIdentity.parseIdentityLines(bytes, parse) }
     }
 }
+
+extension AgeHybridRecipient: AgeStanzaRecipient {
+    public var isPostQuantum: Bool { true }
+
+    public func wrapStanza(_ dataKey: SecureBytes) throws(AgeError) -> RecipientStanza {
+        try VaultRecipientStanza.wrap(dataKey, for: self)
+    }
+}
+
+/// The post-quantum keys of this library for ``VaultAge/AgeKeys``: a program that links VaultAgePQ calls
+/// ``install()`` once at start (`vault-net`), and from then on every recipient, identity and stanza path of
+/// VaultAge, VaultAgent and the CLI takes `age1pq1…` and `AGE-SECRET-KEY-PQ-1…` too.
+public struct AgePostQuantum: AgePostQuantumKeys {
+    public init() {}
+
+    /// Installs these keys in ``VaultAge/AgeKeys``.
+    public static func install() {
+        AgeKeys.install(postQuantum: AgePostQuantum())
+    }
+
+    public func recipient(parsing string: String) throws(AgeError) -> any AgeStanzaRecipient {
+        try AgeHybridRecipient(parsing: string)
+    }
+
+    public func identity(parsing line: UnsafeRawBufferPointer) throws(AgeError) -> any AgeStanzaIdentity {
+        try AgeHybridIdentity(parsing: line)
+    }
+
+    public func generateIdentity() -> any AgeStanzaIdentity { AgeHybridIdentity.generate() }
+
+    public var stanzaType: String { MLKEM768X25519Stanza.stanzaType }
+}

@@ -104,24 +104,46 @@ public final class AgentClient: Sendable {
             guard agentVersion < protocolVersion else { throw AgentError.versionMismatch(agentVersion: agentVersion) }
             version = agentVersion
         }
+        let pid = try client.stop(socketPath: socketPath, named: "the agent of protocol version \(version)")
+        return (version, pid)
+    }
+
+    /// Stops the agent that answers on `socketPath` when it cannot keep identities of the age stanza type
+    /// `identityType` (an agent started by `vault`, which does not link VaultAgePQ, and a post-quantum identity to
+    /// keep: `vault-net` starts one of its own in its place): it locks every vault first. Its pid and how many
+    /// vaults it held, or `nil` when none runs or it can keep them.
+    ///
+    /// - Throws: ``AgentError/cannotStart(socket:reason:)`` when it does not stop.
+    public static func replaceAgent(
+        unableToKeep identityType: String, socketPath: String = AgentSocket.defaultPath
+    ) throws -> (pid: Int32, locked: Int)? {
+        guard let client = try connect(socketPath: socketPath, timeoutSeconds: 2),
+              !(try client.status().identityTypes.contains(identityType))
+        else { return nil }
+        let locked = try client.lockAll()
+        return (try client.stop(socketPath: socketPath, named: "the agent that cannot keep \(identityType) identities"), locked)
+    }
+
+    /// Stops the agent on the other end (SIGTERM: it forgets its keys and removes its socket; SIGKILL after 2
+    /// seconds) and waits until nothing answers on `socketPath`; its pid.
+    private func stop(socketPath: String, named name: String) throws -> Int32 {
         var pid: Int32 = 0, uid: UInt32 = 0
-        let known = client.connection.withLock { vault_peer_credentials($0, &pid, &uid) } == 0
+        let known = connection.withLock { vault_peer_credentials($0, &pid, &uid) } == 0
         guard known, uid == geteuid(), pid > 0 else {
-            throw AgentError.cannotStart(socket: socketPath, reason: "an agent of protocol version \(version) runs there, and its pid is unknown")
+            throw AgentError.cannotStart(socket: socketPath, reason: "\(name) runs there, and its pid is unknown")
         }
-        // SIGTERM (it forgets its keys and removes its socket), then after 2 seconds SIGKILL.
         for (signal, seconds) in [(SIGTERM, 2.0), (SIGKILL, 1.0)] {
             guard kill(pid, signal) == 0 || errno == ESRCH else {
-                throw AgentError.cannotStart(socket: socketPath, reason: "cannot stop the agent of protocol version \(version) (pid \(pid)): \(Posix.describe(errno: errno))")
+                throw AgentError.cannotStart(socket: socketPath, reason: "cannot stop \(name) (pid \(pid)): \(Posix.describe(errno: errno))")
             }
             let deadline = Posix.monotonicSeconds() + seconds
             while Posix.monotonicSeconds() < deadline {
                 // Gone when nobody answers there any more (its socket removed, or left stale: a new agent replaces that).
-                if (try? connect(socketPath: socketPath, timeoutSeconds: 1)).flatMap({ $0 }) == nil { return (version, pid) }
+                if (try? Self.connect(socketPath: socketPath, timeoutSeconds: 1)).flatMap({ $0 }) == nil { return pid }
                 usleep(20_000)
             }
         }
-        throw AgentError.cannotStart(socket: socketPath, reason: "the agent of protocol version \(version) (pid \(pid)) did not stop")
+        throw AgentError.cannotStart(socket: socketPath, reason: "\(name) (pid \(pid)) did not stop")
     }
 
     // MARK: Requests
@@ -184,6 +206,9 @@ public final class AgentClient: Sendable {
         public var pid: Int
         public var socketPath: String
         public var vaults: [Vault]
+        /// The age stanza types of the identities it can keep (`X25519`, and `mlkem768x25519` when it runs from
+        /// vault-net); an agent that does not say keeps `X25519` ones only.
+        public var identityTypes: [String] = []
     }
 
     /// What is unlocked and the time left (not an activity: it extends no timeout).
@@ -193,9 +218,11 @@ public final class AgentClient: Sendable {
         let idle = answer.numbers(.idleLeft)
         let max = answer.numbers(.maxLeft)
         guard paths.count == idle.count, idle.count == max.count else { throw AgentError.protocolError("a malformed status") }
+        let types = answer.strings(.identityType)
         return Status(
             pid: Int(answer.number(.pid) ?? 0), socketPath: answer.string(.socket) ?? socketPath,
-            vaults: paths.indices.map { Status.Vault(path: paths[$0], idleSecondsLeft: Int(idle[$0]), maxSecondsLeft: Int(max[$0])) })
+            vaults: paths.indices.map { Status.Vault(path: paths[$0], idleSecondsLeft: Int(idle[$0]), maxSecondsLeft: Int(max[$0])) },
+            identityTypes: types.isEmpty ? ["X25519"] : types)
     }
 
     /// Opens the vault at `path` in the agent. `allowInsecureKDFForTesting` is the test hook of
@@ -209,11 +236,11 @@ public final class AgentClient: Sendable {
     }
 
     /// Opens the version-2 vault at `path` in the agent with its data key, unwrapped here from one of its `x25519`
-    /// stanzas with an age identity (`vault unlock --identity`): the agent then holds it as after a passphrase.
+    /// (or `mlkem768x25519`) stanzas with an age identity (`vault unlock --identity`): the agent then holds it as after a passphrase.
     /// With `keeping`, the identities themselves are kept too (until `maxSeconds` or any lock), and every vault
     /// shared with them opens through the agent with no prompt.
     public func unlock(
-        path: String, dataKey: SecureBytes, keeping identities: [AgeIdentity] = [], idleSeconds: Int, maxSeconds: Int,
+        path: String, dataKey: SecureBytes, keeping identities: [any AgeStanzaIdentity] = [], idleSeconds: Int, maxSeconds: Int,
         allowInsecureKDFForTesting: Bool = false, lockTimeoutSeconds: Double? = nil
     ) throws {
         let kept = identities.isEmpty ? nil : SecureBytes(capacity: identities.reduce(0) { $0 + $1.encoded().count + 1 }) { out in

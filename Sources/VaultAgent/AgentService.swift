@@ -177,8 +177,16 @@ final class AgentService: Sendable {
         }
         options.rollbackProtection = configuration.rollbackProtection
         if let kept = request.secret(.value) {
-            // The identities themselves (`vault unlock --identity`), one `AGE-SECRET-KEY-1…` a line.
-            guard let list = try? AgeIdentity.parseIdentityFile(kept) else { throw AgentError.badRequest("malformed identities") }
+            // The identities themselves (`vault unlock --identity`), one `AGE-SECRET-KEY-1…` (or, in an agent that
+            // runs from vault-net, `AGE-SECRET-KEY-PQ-1…`) a line.
+            let list: [any AgeStanzaIdentity]
+            do throws(AgeError) {
+                list = try AgeKeys.parseIdentityFile(kept)
+            } catch .invalidIdentityLine(_, .unsupportedKeyType) {
+                throw AgentError.badRequest("this agent cannot keep post-quantum identities (it runs from vault, not vault-net)")
+            } catch {
+                throw AgentError.badRequest("malformed identities")
+            }
             ring.keep(list, idleSeconds: idle, maxSeconds: max, options: options)
         }
         // Either format version (VaultOpener): version 1's store, or version 2's document.
@@ -198,6 +206,9 @@ final class AgentService: Sendable {
         let reply = ok()
         reply.field(.pid, UInt64(getpid()))
         reply.field(.socket, configuration.socketPath)
+        // The identities it can keep (`vault unlock --identity`), by age stanza type: `mlkem768x25519` only when
+        // it runs from vault-net (VaultAgePQ installed).
+        for type in AgeKeys.identityStanzaTypes { reply.field(.identityType, type) }
         for vault in ring.status() {
             reply.field(.path, vault.path)
             reply.field(.idleLeft, vault.idleSecondsLeft)

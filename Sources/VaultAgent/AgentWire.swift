@@ -31,6 +31,8 @@ enum AgentWire {
         case errorCase, argument
         /// A vault's data key, unwrapped by the client with an age identity (`vault unlock --identity`).
         case dataKey
+        /// The age stanza types of the identities an agent can keep (`X25519`, `mlkem768x25519`), in its status.
+        case identityType
     }
 
     /// A payload being built, in guarded memory.

@@ -36,7 +36,7 @@ final class KeyRing: Sendable {
 
     /// Identities kept until `until`, which open vaults with these timeouts and store options.
     private struct Kept: Sendable {
-        let list: [AgeIdentity]
+        let list: [any AgeStanzaIdentity]
         let idleSeconds: Double
         let maxSeconds: Double
         let until: Double
@@ -78,7 +78,7 @@ final class KeyRing: Sendable {
 
     /// Keeps `list` for `maxSeconds` (or until any lock): from now on a vault asked for by path that one of them
     /// opens is opened with `options` and held with these timeouts.
-    func keep(_ list: [AgeIdentity], idleSeconds: Double, maxSeconds: Double, options: SecureKeyValueStore.Options) {
+    func keep(_ list: [any AgeStanzaIdentity], idleSeconds: Double, maxSeconds: Double, options: SecureKeyValueStore.Options) {
         let kept = Kept(list: list, idleSeconds: idleSeconds, maxSeconds: maxSeconds, until: clock.now + maxSeconds, options: options)
         identities.withLock { $0 = kept }
         changed()

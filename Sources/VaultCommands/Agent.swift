@@ -108,7 +108,14 @@ package struct Unlock: ParsableCommand {
                 let identities = try loadIdentities(identityPath, passphraseFrom: options)
                 let header = try VaultOpener.header(path: path, options: options.storeOptions)
                 let dataKey = try VaultRecipientStanza.dataKey(of: header, identities: identities, label: path)
-                let client = try AgentClient.connectStarting(command: AgentCommand.startCommand, socketPath: socket)
+                // A post-quantum identity is kept by an agent that runs from vault-net (this program: only it reads
+                // them); one that runs from vault cannot, and is replaced, as an older agent is.
+                let postQuantum = identities.contains { $0.isPostQuantum }
+                if postQuantum, let type = AgeKeys.postQuantum?.stanzaType,
+                   let old = try AgentClient.replaceAgent(unableToKeep: type, socketPath: socket), !options.json {
+                    writeToStderr("vault: stopped the running agent (pid \(old.pid)), which cannot keep post-quantum identities (\(old.locked) vault\(old.locked == 1 ? "" : "s") locked); starting one from vault-net\n")
+                }
+                let client = try AgentClient.connectStarting(command: AgentCommand.startCommand(postQuantum: postQuantum), socketPath: socket)
                 try client.unlock(
                     path: path, dataKey: dataKey, keeping: identities, idleSeconds: idle.seconds, maxSeconds: max.seconds,
                     allowInsecureKDFForTesting: testing, lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
@@ -184,9 +191,13 @@ package struct AgentCommand: ParsableCommand {
 
     /// The `vault` executable (the agent runs as `vault agent`, not `vault-net`, which links the network stack).
     package static var executable: String {
-        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let sibling = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("vault").path
-        return FileManager.default.isExecutableFile(atPath: sibling) ? sibling : own
+        let sibling = URL(fileURLWithPath: ownExecutable).deletingLastPathComponent().appendingPathComponent("vault").path
+        return FileManager.default.isExecutableFile(atPath: sibling) ? sibling : ownExecutable
+    }
+
+    /// This program's executable.
+    static var ownExecutable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
     /// How long an agent a client started holds on with nothing unlocked and no client: then it ends (docs/AGENT.md,
@@ -194,7 +205,13 @@ package struct AgentCommand: ParsableCommand {
     package static let backgroundEmptyExit = "60s"
 
     /// The command a client runs to start an agent in the background (``AgentClient/connectStarting(command:socketPath:)``).
-    package static var startCommand: [String] { [executable, "agent", "run", "--exit-when-empty", backgroundEmptyExit] }
+    package static var startCommand: [String] { startCommand(postQuantum: false) }
+
+    /// The command that starts an agent in the background; with `postQuantum`, one that keeps post-quantum
+    /// identities: this program (vault-net, the only one that reads them) rather than `vault`.
+    package static func startCommand(postQuantum: Bool) -> [String] {
+        [postQuantum ? ownExecutable : executable, "agent", "run", "--exit-when-empty", backgroundEmptyExit]
+    }
 
     package struct Run: ParsableCommand {
         package init() {}

@@ -34,13 +34,16 @@ package struct IdentityCommand: ParsableCommand {
         package init() {}
 
         package static let configuration = CommandConfiguration(
-            abstract: "Make a new age identity; print its recipient (age1...) on stdout.",
+            abstract: "Make a new age identity; print its recipient (age1..., or age1pq1... with --pq) on stdout.",
             discussion: """
-                With --output FILE, the identity is written there as age-keygen writes one (mode 0600; never over an existing file): use it with --identity FILE or VAULT_IDENTITY. Without it, it is stored sealed under a passphrase (Argon2id, asked twice, or --passphrase-file/--passphrase-fd/VAULT_PASSPHRASE) in $XDG_CONFIG_HOME/vault/identity.vault, and its recipient in identity.pub beside it; --identity takes that file too, and the passphrase options (or the prompt) then give the identity's passphrase.
+                With --output FILE, the identity is written there as age-keygen writes one (mode 0600; never over an existing file): use it with --identity FILE or VAULT_IDENTITY. Without it, it is stored sealed under a passphrase (Argon2id, asked twice, or --passphrase-file/--passphrase-fd/VAULT_PASSPHRASE) in $XDG_CONFIG_HOME/vault/identity.vault, and its recipient in identity.pub beside it; --identity takes that file too, and the passphrase options (or the prompt) then give the identity's passphrase. With --pq, a post-quantum identity (ML-KEM-768 + X25519, as age-keygen -pq makes it), which vault-net reads (vault runs it for them); identity.pub then names its age1pq1... recipient, which is how vault knows, without the passphrase, that the sealed identity is post-quantum.
                 """)
 
         @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write the identity file here.", valueName: "path"))
         var output: String?
+
+        @Flag(name: .customLong("pq"), help: "A post-quantum identity (ML-KEM-768 + X25519, as age-keygen -pq makes: AGE-SECRET-KEY-PQ-1..., recipient age1pq1...).")
+        var postQuantum = false
 
         @OptionGroup var passphraseSource: SecretSourceOptions<PassphraseSecret>
 
@@ -49,8 +52,15 @@ package struct IdentityCommand: ParsableCommand {
 
         package func run() throws {
             try reportingErrors(json: json) {
-                let identity = AgeIdentity.generate()
-                let recipient = identity.recipient.description
+                let identity: any AgeStanzaIdentity
+                if postQuantum {
+                    // `vault` runs vault-net for --pq before parsing (PostQuantumRoute): only vault-net gets here.
+                    guard let keys = AgeKeys.postQuantum else { PostQuantumRoute.executeVaultNet() }
+                    identity = keys.generateIdentity()
+                } else {
+                    identity = AgeIdentity.generate()
+                }
+                let recipient = identity.recipientEncoding
                 let path: String
                 if let output {
                     path = output
@@ -83,7 +93,7 @@ package struct IdentityCommand: ParsableCommand {
 
         /// Writes `identity` as `age-keygen -o` does (`# created`, `# public key`, the key), mode 0600, never over
         /// an existing file or through a symbolic link.
-        static func writeIdentityFile(_ identity: AgeIdentity, to path: String) throws {
+        static func writeIdentityFile(_ identity: any AgeStanzaIdentity, to path: String) throws {
             let fd = Posix.retryingEINTR { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
             guard fd >= 0 else {
                 let code = errno
@@ -92,7 +102,7 @@ package struct IdentityCommand: ParsableCommand {
             }
             defer { close(fd) }
             let created = UTCTime.iso8601(seconds: Date().timeIntervalSince1970, fractional: false)
-            let head = Array("# created: \(created)\n# public key: \(identity.recipient)\n".utf8)
+            let head = Array("# created: \(created)\n# public key: \(identity.recipientEncoding)\n".utf8)
             let key = identity.encoded()
             var code = head.withUnsafeBytes { Posix.writeAll(fd, $0) }
             if code == 0 { code = key.withUnsafeBytes { Posix.writeAll(fd, $0) } }
@@ -119,7 +129,7 @@ package struct IdentityCommand: ParsableCommand {
             try reportingErrors(json: json) {
                 var recipients: [String]
                 if let path = identityFile ?? Posix.environment("VAULT_IDENTITY").flatMap({ $0.isEmpty ? nil : $0 }) {
-                    recipients = try loadIdentities(path).map(\.recipient.description)
+                    recipients = try loadIdentities(path).map(\.recipientEncoding)
                 } else {
                     guard let bytes = FileManager.default.contents(atPath: IdentityCommand.recipientPath) else {
                         throw CLIError.message(

@@ -106,13 +106,13 @@ package struct Merge: ParsableCommand {
     /// The other copy's bytes (its permissions are not ours to police: it is ciphertext, maybe on a USB stick).
     /// Merges `bytes` into `vault`; with `identities`, a copy under another data key opens with the first of them
     /// that has a stanza there (before `otherPassphrase` is tried). Through the agent, only the passphrase.
-    func merge(_ bytes: [UInt8], into vault: any KeyValueVault, identities: [AgeIdentity], otherPassphrase: SecureBytes?) throws -> MergeReport {
+    func merge(_ bytes: [UInt8], into vault: any KeyValueVault, identities: [any AgeStanzaIdentity], otherPassphrase: SecureBytes?) throws -> MergeReport {
         guard !identities.isEmpty, let local = vault as? DocumentVault else {
             return try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun, otherPassphrase: otherPassphrase)
         }
         let label = other
         return try local.merge(bytes, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: { header in
-            guard header.recipients.contains(where: { recipient in identities.contains { $0.recipient.description == recipient } })
+            guard header.recipients.contains(where: { recipient in identities.contains { $0.recipientEncoding == recipient } })
             else { return nil }
             return .unwrapped(try VaultRecipientStanza.dataKey(of: header, identities: identities, label: label))
         })

@@ -14,9 +14,9 @@ package struct Recipients: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "recipients",
-        abstract: "Share the vault with age recipients (age1... keys, e.g. from age-keygen): add, remove, list.",
+        abstract: "Share the vault with age recipients (age1... keys from age-keygen, or post-quantum age1pq1...): add, remove, list.",
         discussion: """
-            A recipient opens the vault with its identity file (--identity FILE or VAULT_IDENTITY), with no passphrase, and reads and writes it as the owner does. The vault's passphrase keeps working. Removing a recipient makes a new data key and seals the vault again under it: the removed identity opens no later version (what it already copied, it keeps).
+            A recipient opens the vault with its identity file (--identity FILE or VAULT_IDENTITY), with no passphrase, and reads and writes it as the owner does. The vault's passphrase keeps working. Removing a recipient makes a new data key and seals the vault again under it: the removed identity opens no later version (what it already copied, it keeps). Post-quantum recipients (age1pq1..., from age-keygen -pq or 'vault identity new --pq') and X25519 ones (age1...) are never mixed in one vault (age's rule); vault runs vault-net for them.
             """,
         subcommands: [Add.self, Remove.self, List.self])
 
@@ -29,7 +29,7 @@ package struct Recipients: ParsableCommand {
 
         @OptionGroup var options: VaultOptions
 
-        @Argument(help: ArgumentHelp("age recipients (age1...).", valueName: "recipient"))
+        @Argument(help: ArgumentHelp("age recipients (age1..., or post-quantum age1pq1...: never both kinds in one vault).", valueName: "recipient"))
         var recipients: [String] = []
 
         @Option(
@@ -43,6 +43,15 @@ package struct Recipients: ParsableCommand {
             }
         }
 
+        /// The vault's recipients as its header lists them, before it is opened (none when it cannot be read: the
+        /// open reports why).
+        static func recipientsBeforeOpening(_ store: SecureKeyValueStore, _ options: VaultOptions) -> [String] {
+            guard store.exists, (try? store.checkAccess()) != nil,
+                  let header = try? VaultOpener.header(path: store.path, options: options.storeOptions)
+            else { return [] }
+            return header.recipients
+        }
+
         package func run() throws {
             try reportingErrors(json: options.json) {
                 // Every recipient checked before the vault is opened: a bad one writes nothing.
@@ -50,10 +59,15 @@ package struct Recipients: ParsableCommand {
                     try RecipientArgument.parse(text, source: "recipient \(index + 1)")
                 }
                 for file in recipientsFiles { parsed += try RecipientArgument.parseFile(file) }
+                // age's rule, on the header before any key is asked for, and again under the write lock.
+                let store = options.makeStore()
+                try MixedRecipients.check(
+                    adding: parsed.map(\.description), to: Self.recipientsBeforeOpening(store, options), path: store.path)
                 let vault = try openDocumentVault(options)
                 defer { vault.close() }
                 var added: [String] = [], present: [String] = []
                 try vault.setRecipients { current, dataKey in
+                    try MixedRecipients.check(adding: parsed.map(\.description), to: current.map(\.recipient), path: vault.path)
                     var stanzas = current
                     added = []
                     present = []
@@ -63,7 +77,7 @@ package struct Recipients: ParsableCommand {
                             if !present.contains(text) { present.append(text) }
                             continue
                         }
-                        stanzas.append(try VaultRecipientStanza.wrap(dataKey, for: recipient))
+                        stanzas.append(try recipient.wrapStanza(dataKey))
                         added.append(text)
                     }
                     return stanzas
@@ -90,7 +104,7 @@ package struct Recipients: ParsableCommand {
 
         @OptionGroup var options: VaultOptions
 
-        @Argument(help: ArgumentHelp("The recipient to remove (age1...).", valueName: "recipient"))
+        @Argument(help: ArgumentHelp("The recipient to remove (age1... or age1pq1...).", valueName: "recipient"))
         var recipient: String
 
         package func run() throws {
@@ -127,7 +141,7 @@ package struct Recipients: ParsableCommand {
                 defer { vault.close() }
                 try vault.rotateKey(passphrase: passphrase) { current, newKey in
                     try current.filter { $0.recipient != removed }.map { stanza in
-                        try VaultRecipientStanza.wrap(newKey, for: try AgeRecipient(parsing: stanza.recipient))
+                        try AgeKeys.recipient(parsing: stanza.recipient).wrapStanza(newKey)
                     }
                 }
                 // The agent holds the old key, now retired: locked, so the next command opens with the new one.
@@ -176,21 +190,22 @@ func openDocumentVault(_ options: VaultOptions) throws -> DocumentVault {
 
 /// Recipients from the command line and from recipient files, each checked as age checks one.
 enum RecipientArgument {
-    /// `text` as an X25519 recipient; `source` names it in the error ("recipient 2", "'team.txt' line 3").
-    static func parse(_ text: String, source: String) throws -> AgeRecipient {
+    /// `text` as an X25519 (`age1…`) or post-quantum (`age1pq1…`, in vault-net) recipient; `source` names it in the
+    /// error ("recipient 2", "'team.txt' line 3").
+    static func parse(_ text: String, source: String) throws -> any AgeStanzaRecipient {
         do {
-            return try AgeRecipient(parsing: text)
+            return try AgeKeys.recipient(parsing: text)
         } catch {
             throw InvalidRecipient(source: source, text: text, reason: error)
         }
     }
 
     /// The recipients of an age recipients file: one per line, empty lines and lines starting with `#` skipped.
-    static func parseFile(_ path: String) throws -> [AgeRecipient] {
+    static func parseFile(_ path: String) throws -> [any AgeStanzaRecipient] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw VaultError.io(operation: "cannot read", path: path, errno: errno == 0 ? ENOENT : errno)
         }
-        var recipients: [AgeRecipient] = []
+        var recipients: [any AgeStanzaRecipient] = []
         for (number, line) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let text = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
             if text.isEmpty || text.hasPrefix("#") { continue }
@@ -200,7 +215,7 @@ enum RecipientArgument {
     }
 }
 
-/// A recipient that is not an age X25519 recipient: usage (exit code 64), nothing written.
+/// A recipient that is not an age recipient of either kind: usage (exit code 64), nothing written.
 struct InvalidRecipient: Error, CLIReportable, CustomStringConvertible {
     let source: String
     let text: String
@@ -210,5 +225,41 @@ struct InvalidRecipient: Error, CLIReportable, CustomStringConvertible {
     }
     var exitCode: Int32 { Exit.usage }
     var code: String { "invalid_recipient" }
-    var hint: String? { "a recipient is an age1... public key, as 'age-keygen -y key.txt' prints it" }
+    var hint: String? { "a recipient is an age1... (or age1pq1...) public key, as 'age-keygen -y key.txt' prints it" }
+}
+
+/// Post-quantum and X25519 recipients in one vault: refused (age's rule, docs/FORMAT.md "The mlkem768x25519
+/// stanza": a vault also wrapped for a classic key is no stronger than that key). A usage error (exit code 64, as
+/// for any argument the command cannot take), nothing written. Decided on the recipients' prefixes alone, so
+/// `vault` refuses it without vault-net's post-quantum code.
+struct MixedRecipients: Error, CLIReportable, CustomStringConvertible {
+    let path: String
+    /// Whether the recipient refused is post-quantum.
+    let addingPostQuantum: Bool
+    /// Whether the clash is among the recipients given (else with the vault's).
+    let amongArguments: Bool
+
+    /// Refuses `adding` when its recipients are of both kinds, or of the other kind than `existing` (the vault's).
+    static func check(adding: [String], to existing: [String], path: String) throws {
+        let kinds = Set(adding.map { AgeKeys.isPostQuantum(recipient: $0) })
+        if kinds.count > 1 { throw MixedRecipients(path: path, addingPostQuantum: true, amongArguments: true) }
+        guard let addingPostQuantum = kinds.first, let first = existing.first else { return }
+        if addingPostQuantum != AgeKeys.isPostQuantum(recipient: first) {
+            throw MixedRecipients(path: path, addingPostQuantum: addingPostQuantum, amongArguments: false)
+        }
+    }
+
+    var description: String {
+        if amongArguments {
+            return "cannot add post-quantum (age1pq1...) and X25519 (age1...) recipients to vault '\(path)' together"
+        }
+        return addingPostQuantum
+            ? "cannot add a post-quantum recipient (age1pq1...) to vault '\(path)': it has X25519 recipients (age1...)"
+            : "cannot add an X25519 recipient (age1...) to vault '\(path)': it has post-quantum recipients (age1pq1...)"
+    }
+    var exitCode: Int32 { Exit.usage }
+    var code: String { "mixed_recipients" }
+    var hint: String? {
+        "a vault's recipients are all post-quantum or all X25519 (age's rule); remove the other kind first ('vault recipients remove')"
+    }
 }

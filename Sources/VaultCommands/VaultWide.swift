@@ -67,7 +67,7 @@ extension Passwd {
         let secret = try newPassphrase.read() ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
         guard secret.count > 0 else { throw CLIError.emptyPassphrase }
         try vault.rotateKey(passphrase: secret) { current, newKey in
-            try current.map { try VaultRecipientStanza.wrap(newKey, for: try AgeRecipient(parsing: $0.recipient)) }
+            try current.map { try AgeKeys.recipient(parsing: $0.recipient).wrapStanza(newKey) }
         }
         if let client = try? AgentClient.connect() { _ = try? client.lock(path: store.path) }
         if options.json { try writeJSON(["changed": true, "path": store.path]) }

@@ -18,6 +18,8 @@ struct VaultMain {
         if RoutedVerb.forwarded(by: verbFirst) != nil { VaultNetBinary.execute(arguments) }
         // get, put and list on a vault the agent holds, without ArgumentParser's reflection (Benchmarks/README.md).
         QuickPath.runIfAgentHoldsVault(Array(verbFirst.dropFirst()))
+        // Post-quantum keys (age1pq1…, AGE-SECRET-KEY-PQ-1…) are vault-net's: swift-crypto's X-Wing is not linked here.
+        if PostQuantumRoute.needsVaultNet(verbFirst) { VaultNetBinary.execute(arguments) }
         CommandLineRunner.main(Vault.self, arguments: Array(arguments.dropFirst()))
     }
 }

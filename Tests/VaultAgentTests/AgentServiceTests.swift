@@ -75,13 +75,19 @@ import Glibc
             writer.field(.maxSeconds, UInt64(60))
         }
         #expect(ErrorAnswer(shortKey) == .badRequest("a data key of 31 bytes"))
-        let badIdentities = try fixture.ask(.unlock, path: path) { writer in
-            writer.field(.passphrase, AgentFixture.passphrase)
-            writer.field(.value, "AGE-SECRET-KEY-1NOTAKEY\n")
-            writer.field(.idleSeconds, UInt64(60))
-            writer.field(.maxSeconds, UInt64(60))
+        func unlockKeeping(_ identities: String) throws -> AgentWire.Message {
+            try fixture.ask(.unlock, path: path) { writer in
+                writer.field(.passphrase, AgentFixture.passphrase)
+                writer.field(.value, identities)
+                writer.field(.idleSeconds, UInt64(60))
+                writer.field(.maxSeconds, UInt64(60))
+            }
         }
-        #expect(ErrorAnswer(badIdentities) == .badRequest("malformed identities"))
+        #expect(ErrorAnswer(try unlockKeeping("AGE-SECRET-KEY-1NOTAKEY\n")) == .badRequest("malformed identities"))
+        // A post-quantum identity in an agent without VaultAgePQ's keys (one that runs from vault, as this test
+        // process has none installed): refused, and said so; its status says which identities it can keep.
+        #expect(ErrorAnswer(try unlockKeeping("AGE-SECRET-KEY-PQ-1QQQQ\n")) == .badRequest("this agent cannot keep post-quantum identities (it runs from vault, not vault-net)"))
+        #expect(try fixture.ask(.status).strings(.identityType) == ["X25519"])
         #expect(ErrorAnswer(try fixture.ask(.unlock) { $0.field(.passphrase, "p") }) == .badRequest("a request without a required field"))
         #expect(fixture.ring.holdsNothing)
     }

@@ -32,6 +32,18 @@ import VaultTestSupport
         #expect(try containsSymbol(vaultNet, "7NIOCore"))
     }
 
+    /// Issue 20: age's post-quantum keys (VaultAgePQ, on swift-crypto's X-Wing and BoringSSL) are in vault-net only;
+    /// `vault` runs vault-net for the command lines that need them (PostQuantumRoute), so its start does not pay
+    /// for swift-crypto's relocations.
+    @Test func thePostQuantumKeysAreLinkedIntoVaultNetOnly() throws {
+        let vaultNet = CLI.binDirectory.appendingPathComponent("vault-net").path
+        // VaultAgePQ's module name (in every mangled symbol of it), X-Wing's type, swift-crypto's BoringSSL.
+        for name in ["10VaultAgePQ", "XWingMLKEM768X25519", "CCryptoBoringSSL_"] {
+            #expect(!(try containsSymbol(CLI.vault, name)), "vault holds \(name)")
+            #expect(try containsSymbol(vaultNet, name), "vault-net lacks \(name)")
+        }
+    }
+
     /// `vault import`/`export`'s parsers (FoundationXML: libxml2; ZIPFoundation: zlib) are in vault-net only.
     @Test func theImportParsersAreLinkedIntoVaultNetOnly() throws {
         let vaultNet = CLI.binDirectory.appendingPathComponent("vault-net").path

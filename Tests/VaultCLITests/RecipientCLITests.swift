@@ -16,13 +16,12 @@ struct RecipientCLITests {
 
     /// A sandbox whose state directory (rollback records) is its own, a teammate's directory (another machine:
     /// state of its own) and keys made by `age-keygen`.
-    final class Team: @unchecked Sendable {
-        let box: Sandbox
+    final class Team: SharedVaultSandbox, @unchecked Sendable {
         let key: String, other: String, stranger: String
         let recipient: String, otherRecipient: String
 
         init() throws {
-            box = try Sandbox()
+            let box = try Sandbox()
             key = box.directory + "/key.txt"
             other = box.directory + "/other.txt"
             stranger = box.directory + "/stranger.txt"
@@ -32,29 +31,13 @@ struct RecipientCLITests {
             }
             recipient = try Self.recipient(of: key)
             otherRecipient = try Self.recipient(of: other)
+            try super.init(box: box)
         }
 
         static func recipient(of path: String) throws -> String {
             let shown = try runTool(RecipientCLITests.ageKeygen!, ["-y", path]) as (status: Int32, output: String)
             return shown.output.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-
-        var state: [String: String] { ["XDG_STATE_HOME": box.directory + "/state-owner"] }
-
-        /// `vault` as the owner (the passphrase file).
-        @discardableResult
-        func owner(_ arguments: [String], stdin: Data = Data()) throws -> CLIResult {
-            try box.vault(arguments, stdin: stdin, extraEnvironment: state)
-        }
-
-        /// `vault` with an identity file and no passphrase source; `machine` names the state directory.
-        @discardableResult
-        func with(_ identity: String, _ arguments: [String], stdin: Data = Data(), machine: String = "owner") throws -> CLIResult {
-            try box.vault(arguments + ["--identity", identity], stdin: stdin, passphrase: false,
-                          extraEnvironment: ["XDG_STATE_HOME": box.directory + "/state-" + machine])
-        }
-
-        var bytes: [UInt8] { [UInt8](FileManager.default.contents(atPath: box.vaultPath) ?? Data()) }
     }
 
     @Test(.enabled(if: hasAge, needsAge))

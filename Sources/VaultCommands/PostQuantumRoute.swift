@@ -122,7 +122,7 @@ package enum PostQuantumRoute {
         return contents.withUnsafeBytes { AgeKeys.holdsPostQuantumIdentity($0) }
     }
 
-    /// Whether the version-2 vault at `path` has an `mlkem768x25519` stanza, by a scan of its header's stanza
+    /// Whether the version-2 (or 3) vault at `path` has an `mlkem768x25519` stanza, by a scan of its header's stanza
     /// types (docs/FORMAT.md, "File layout"; nothing checked or authenticated: it only chooses the program, and
     /// that program checks the whole file). `false` for a vault that is missing, of version 1 or malformed.
     static func hasPostQuantumStanzas(_ path: String) -> Bool {
@@ -140,7 +140,7 @@ package enum PostQuantumRoute {
             guard got > 0 else { break }
             count += got
         }
-        guard count >= 56, header.starts(with: magic), header[8] == 2, header[9] == 0 else { return false }
+        guard count >= 56, DocumentHeader.isVersion2(header) else { return false }  // version 2 or 3
         func little(_ offset: Int, _ width: Int) -> Int {
             (0..<width).reduce(0) { $0 | Int(header[offset + $1]) << (8 * $1) }
         }

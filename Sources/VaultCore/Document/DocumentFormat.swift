@@ -275,7 +275,7 @@ public struct DocumentHeader: Sendable {
     /// The recipients (`age1…`) of its `x25519` stanzas, in order.
     public var recipients: [String] { recipientStanzas.map(\.recipient) }
 
-    /// Whether `file` starts as a version-2 vault does (magic and version), whatever follows.
+    /// Whether `file` starts as a document vault does (magic and version 2 or 3), whatever follows.
     public static func isVersion2(_ file: [UInt8]) -> Bool {
         file.count >= 10 && file.prefix(8).elementsEqual(VaultFormat.magic) && DocumentFormat.versions.contains(UInt16(file[8])) && file[9] == 0
     }

@@ -88,15 +88,8 @@ enum InputFile {
             throw ImportError.tooLarge(what: "the file (\(Int(info.st_size) >> 20) MiB)", limit: "\(limit >> 20) MiB")
         }
         // A pipe or a file that grew: read at most one byte more than the limit to tell.
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { space in Posix.retryingEINTR { Glibc.read(fd, space.baseAddress, space.count) } }
-            guard count >= 0 else { throw VaultError.io(operation: "reading", path: path, errno: errno) }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-            if bytes.count > limit { throw ImportError.tooLarge(what: "the file", limit: "\(limit >> 20) MiB") }
-        }
+        let bytes = try Posix.readAll(fd, limit: limit + 1, path: path)
+        if bytes.count > limit { throw ImportError.tooLarge(what: "the file", limit: "\(limit >> 20) MiB") }
         return bytes
     }
 }

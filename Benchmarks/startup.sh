@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start-up and size of the installed (static, stripped) `vault`, side by side in one run with the floors it is
+# Start-up and size of the installed (static PIE, stripped) `vault`, side by side in one run with the floors it is
 # judged against: a static Swift hello world that imports Foundation, the same with FoundationEssentials, and a
 # static C program.
 #
@@ -26,9 +26,12 @@ say() { printf '== %s\n' "$*" >&2; }
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null; }
 
 if [ -z "${VAULT_BIN:-}" ]; then
-    say "swift build -c release --static-swift-stdlib --product vault"
-    swift build -c release -q --static-swift-stdlib --package-path "$ROOT" --scratch-path "$ROOT/.build-bench-static" --product vault >&2
-    install -s -m 0755 "$ROOT/.build-bench-static/release/vault" "$work/vault"
+    # As scripts/install builds it: a static PIE (scripts/static-pie.flags).
+    mapfile -t static_pie < <(grep -v '^#' "$ROOT/scripts/static-pie.flags")
+    say "swift build -c release --static-swift-stdlib ${static_pie[*]} --product vault"
+    swift build -c release -q --static-swift-stdlib "${static_pie[@]}" --package-path "$ROOT" \
+        --scratch-path "$ROOT/.build-bench-static-pie" --product vault >&2
+    install -s -m 0755 "$ROOT/.build-bench-static-pie/release/vault" "$work/vault"
     VAULT_BIN="$work/vault"
 fi
 

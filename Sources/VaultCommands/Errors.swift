@@ -166,7 +166,7 @@ extension VaultError: CLIReportable {
         case .noSuchEntry: return "'vault list' shows the names"
         case .noSuchField: return "'vault show NAME' shows the entry's fields"
         case .noSuchVersion: return "'vault history NAME' shows the versions"
-        case .needsVersion2: return "'vault upgrade' converts the vault to format version 2 (an older vault cannot open it then)"
+        case .needsVersion2: return "'vault upgrade' converts the vault to format version 3 (an older vault cannot open it then)"
         case .kdfParametersOutOfRange:
             return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"
         default: return nil

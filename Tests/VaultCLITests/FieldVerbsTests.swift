@@ -177,7 +177,7 @@ import Testing
         let before = try fileBytes(box)
         let expected = """
             vault: vault '\(box.vaultPath)' is format version 1: fields, history and entry ids need format version 2
-            hint: 'vault upgrade' converts the vault to format version 2 (an older vault cannot open it then)
+            hint: 'vault upgrade' converts the vault to format version 3 (an older vault cannot open it then)
 
             """
         for arguments in [["get", "k", "--field", "username"], ["get", "k", "--version", "1"], ["show", "k"], ["history", "k"],

@@ -12,6 +12,14 @@ import PackageDescription
 //
 // Linux only (Glibc, prctl, SO_PEERCRED): no `platforms` line, because SwiftPM cannot say "Linux" there and a
 // macOS minimum would claim a build that does not exist.
+
+// VAULT_STATIC_PIE=1 (scripts/install): `vault` is linked as a static PIE (scripts/static-pie.flags says why and
+// what each flag does; with `swift build --static-swift-stdlib --disable-local-rpath`). As the vault target's linker
+// settings they reach only vault's link, so vault and vault-net share one build of the modules they share.
+let staticPIE: [LinkerSetting] = Context.environment["VAULT_STATIC_PIE"] == "1"
+    ? [.unsafeFlags(["-use-ld=lld", "-Xclang-linker", "-static-pie", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
+    : []
+
 let package = Package(
     name: "vault",
     products: [
@@ -124,7 +132,8 @@ let package = Package(
             dependencies: [
                 "VaultCore", "VaultTerminal", "VaultCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            linkerSettings: staticPIE
         ),
         // The verbs that talk HTTP (login, fetch, logout, device, sync) or link swift-crypto (otp), libxml2 and zlib
         // (import, export), their option groups, prompt and error presentation: shared by vault-net and the DemoApp.

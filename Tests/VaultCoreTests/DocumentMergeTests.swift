@@ -182,7 +182,7 @@ struct DocumentMergeTests {
 
     /// Three replicas change a vault at random, merging with each other now and then; at the end every order of
     /// merging the three gives the same content, merging is idempotent, and merging twice changes nothing.
-    @Test(arguments: 0..<8)
+    @Test(arguments: 0..<20)
     func randomChangesOnThreeReplicasConvergeInEveryOrder(_ block: Int) throws {
         for seed in UInt64(block * 150)..<UInt64(block * 150 + 150) {
             var random = Generator(state: seed)

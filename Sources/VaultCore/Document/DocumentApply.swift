@@ -1,0 +1,243 @@
+/// Changing a document: a batch of changes as one new version per entry (``VaultDocument/apply(_:replica:clock:)``),
+/// the history's caps, and the rule for field names.
+extension VaultDocument {
+    /// Applies `changes` as one batch made by `replica` at wall time from `clock`: one new timestamp for the
+    /// batch, later than every one `replica` issued before (and than every one this document holds). Checks every
+    /// change first; on any error nothing changes.
+    ///
+    /// - Throws: ``VaultError/noSuchEntry(key:path:)``, ``VaultError/entryExists(key:path:)``,
+    ///   ``VaultError/invalidEntryName(reason:)``, ``VaultError/invalidFieldName(_:)``,
+    ///   ``VaultError/valueTooLarge(key:byteCount:)``, ``VaultError/noSuchVersion(key:version:)``.
+    public func apply(_ changes: [DocumentChange], replica: ReplicaID, clock: any WallClock) throws {
+        // A working copy of what changes (the arena only grows: a failed batch leaves unused bytes, no state).
+        var entries = self.entries
+        var idsByName = self.idsByName
+        var tombstones = self.tombstones
+        var deletions = self.deletions
+        // Later than this replica's own and every clock seen, except one more than a day ahead of the wall clock
+        // (a machine set to 2099 must not drag every replica's clock along; its entries are kept as they are).
+        let wall = clock.milliseconds()
+        let seen = replicas.values.filter { $0.milliseconds <= wall &+ Self.maximumClockLead }
+        // And later than every entry the batch names: a new version (or a deletion) must come after the one it
+        // replaces, even when that one came from a replica whose clock is far ahead (else the next merge would
+        // undo this change).
+        var named: [HybridTimestamp] = []
+        for change in changes {
+            let names: [String]
+            switch change {
+            case let .setField(entry, _, _, _), let .removeField(entry, _), let .delete(entry, _), let .restore(entry, _),
+                 let .require(entry, _), let .requireField(entry, _, _), let .insert(entry, _, _, _, _):
+                names = [entry]
+            case let .restoreDeleted(entry):
+                // After the deletion it undoes (and the version it brings back).
+                named += deletions.values.compactMap { $0.kept?.name == entry ? $0.kept?.version.modified : nil }
+                named += tombstones.compactMap { deletions[$0.key]?.kept?.name == entry ? $0.value : nil }
+                names = [entry]
+            case let .rename(from, to, _), let .copy(from, to, _): names = [from, to]
+            case .deleteAll: names = Array(idsByName.keys)
+            }
+            named += names.compactMap { idsByName[$0].flatMap { entries[$0]?.modified } }
+        }
+        let latest = ([replicas[replica], named.max()] + seen.map(Optional.some)).compactMap { $0 }.max()
+        let now = try HybridTimestamp.next(after: latest, replica: replica, now: wall)
+        var touched: Set<DocumentID> = []
+        let before = self.entries
+
+        func existing(_ name: String) throws -> DocumentID {
+            guard let id = idsByName[name] else { throw VaultError.noSuchEntry(key: name, path: label) }
+            return id
+        }
+        func checkFree(_ name: String) throws {
+            try SecureKeyValueStore.validate(key: name)
+            if idsByName[name] != nil { throw VaultError.entryExists(key: name, path: label) }
+        }
+        /// Deletes entry `id` (named `name`): a tombstone that says which version it deleted.
+        func bury(_ id: DocumentID, _ name: String) {
+            guard let entry = entries[id] else { return }
+            if formatVersion >= 3 { deletions[id] = Deletion(of: entry.modified, kept: nil) }
+            entries[id] = nil
+            idsByName[name] = nil
+            tombstones[id] = now
+        }
+        /// The entry as it was before this batch goes into its history, once per batch.
+        func touch(_ id: DocumentID) {
+            guard !touched.contains(id) else { return }
+            touched.insert(id)
+            guard let old = before[id], var entry = entries[id] else { return }
+            entry.history.insert(Version(fields: old.fields, modified: old.modified, conflict: false), at: 0)
+            entries[id] = entry
+        }
+
+        for change in changes {
+            switch change {
+            case let .setField(name, field, value, secret):
+                try Self.validate(field: field)
+                guard value.count <= VaultFormat.maximumValueByteCount else {
+                    throw VaultError.valueTooLarge(key: name, byteCount: value.count)
+                }
+                let range = value.withUnsafeBytes { values.append($0) }
+                if let id = idsByName[name] {
+                    touch(id)
+                    var entry = entries[id]!
+                    if let index = entry.fields.firstIndex(where: { $0.name == field }) {
+                        entry.fields[index].value = range
+                        if let secret { entry.fields[index].isSecret = secret }
+                    } else {
+                        guard entry.fields.count < Self.maximumFieldCount else { throw VaultError.invalidFieldName("an entry has at most \(Self.maximumFieldCount) fields") }
+                        entry.fields.append(Field(name: field, value: range, isSecret: secret ?? Self.isSecretByDefault(field)))
+                    }
+                    entries[id] = entry
+                } else {
+                    try checkFree(name)
+                    let id = DocumentID.random()
+                    touched.insert(id)
+                    entries[id] = Entry(
+                        id: id, name: name, fields: [Field(name: field, value: range, isSecret: secret ?? Self.isSecretByDefault(field))],
+                        created: now, modified: now, history: [])
+                    idsByName[name] = id
+                }
+            case let .removeField(name, field):
+                let id = try existing(name)
+                guard entries[id]!.fields.contains(where: { $0.name == field }) else { continue }
+                touch(id)
+                entries[id]!.fields.removeAll { $0.name == field }
+            case let .delete(name, ifPresent):
+                if ifPresent, idsByName[name] == nil { continue }
+                bury(try existing(name), name)
+            case let .rename(from, to, replacing):
+                let id = try existing(from)
+                guard from != to else { continue }
+                if replacing, let target = idsByName[to] { bury(target, to) }
+                try checkFree(to)
+                touch(id)
+                entries[id]!.name = to
+                idsByName[from] = nil
+                idsByName[to] = id
+            case let .copy(from, to, replacing):
+                let source = entries[try existing(from)]!
+                if replacing, from != to, let target = idsByName[to] { bury(target, to) }
+                try checkFree(to)
+                let id = DocumentID.random()
+                touched.insert(id)
+                entries[id] = Entry(id: id, name: to, fields: source.fields, created: now, modified: now, history: [])
+                idsByName[to] = id
+            case let .require(name, exists):
+                if (idsByName[name] != nil) != exists {
+                    throw exists ? VaultError.noSuchEntry(key: name, path: label) : VaultError.entryExists(key: name, path: label)
+                }
+            case let .requireField(name, field, exists):
+                let has = idsByName[name].map { id in entries[id]!.fields.contains { $0.name == field } } ?? false
+                if has != exists {
+                    if !exists { throw VaultError.fieldExists(key: name, field: field) }
+                    _ = try existing(name)
+                    throw VaultError.noSuchField(key: name, field: field)
+                }
+            case .deleteAll:
+                for (name, id) in idsByName { bury(id, name) }
+            case let .restore(name, version):
+                let id = try existing(name)
+                let record = entries[id]!
+                guard version >= 1, version <= record.history.count else {
+                    throw VaultError.noSuchVersion(key: name, version: version)
+                }
+                let fields = record.history[version - 1].fields
+                touch(id)
+                entries[id]!.fields = fields
+            case let .restoreDeleted(name):
+                try checkFree(name)
+                let kept = deletions.compactMap { id, deletion in
+                    deletion.kept.flatMap { $0.name == name && tombstones[id] != nil ? (id, $0) : nil }
+                }
+                guard let (id, found) = kept.max(by: { $0.1.version.modified < $1.1.version.modified }) else {
+                    throw VaultError.noSuchEntry(key: name, path: label)
+                }
+                tombstones[id] = nil
+                deletions[id] = nil
+                touched.insert(id)
+                entries[id] = Entry(
+                    id: id, name: name, fields: found.version.fields, created: found.version.modified, modified: now,
+                    history: [found.version])
+                idsByName[name] = id
+            case let .insert(name, current, history, created, given):
+                try checkFree(name)
+                func stored(_ fields: [DocumentField]) throws -> [Field] {
+                    guard fields.count <= Self.maximumFieldCount else {
+                        throw VaultError.invalidFieldName("an entry has at most \(Self.maximumFieldCount) fields")
+                    }
+                    var seen: Set<String> = []
+                    return try fields.map { field in
+                        try Self.validate(field: field.name)
+                        guard seen.insert(field.name).inserted else { throw VaultError.invalidFieldName("the field '\(field.name)' is given twice") }
+                        guard field.value.count <= VaultFormat.maximumValueByteCount else {
+                            throw VaultError.valueTooLarge(key: name, byteCount: field.value.count)
+                        }
+                        guard field.value.lowerBound >= 0, field.value.upperBound <= given.count else {
+                            throw VaultError.invalidFieldName("the value of field '\(field.name)' lies outside the values given")
+                        }
+                        let range = given.withUnsafeBytes { values.append(UnsafeRawBufferPointer(rebasing: $0[field.value])) }
+                        return Field(name: field.name, value: range, isSecret: field.isSecret)
+                    }
+                }
+                // Stamps: each version at its own time, strictly before the next newer one, none after the batch.
+                func stamp(_ given: UInt64?, before newer: UInt64) -> UInt64? {
+                    let limit = newer &- 1
+                    guard newer > 0 else { return nil }
+                    guard let given, given <= HybridTimestamp.maximumMilliseconds else { return limit }
+                    return min(given << 16, limit)
+                }
+                let modified = stamp(current.modified, before: now.packed &+ 1)!
+                var versions: [Version] = []
+                var newer = modified
+                for version in history {
+                    guard let packed = stamp(version.modified, before: newer) else { break }
+                    versions.append(Version(fields: try stored(version.fields), modified: HybridTimestamp(packed: packed, replica: replica), conflict: version.conflict))
+                    newer = packed
+                }
+                let born = min(created.map { $0 <= HybridTimestamp.maximumMilliseconds ? $0 << 16 : modified } ?? (versions.last?.modified.packed ?? modified), modified)
+                let id = DocumentID.random()
+                entries[id] = Entry(
+                    id: id, name: name, fields: try stored(current.fields),
+                    created: HybridTimestamp(packed: born, replica: replica), modified: HybridTimestamp(packed: modified, replica: replica),
+                    history: capped(versions))
+                idsByName[name] = id
+            }
+        }
+        for id in touched where entries[id] != nil {
+            entries[id]!.modified = now
+            entries[id]!.history = capped(entries[id]!.history)
+        }
+        self.entries = entries
+        self.idsByName = idsByName
+        self.tombstones = tombstones
+        self.deletions = deletions
+        replicas[replica] = now
+        settle(replica: replica, now: wall)
+    }
+
+    /// `history` within the caps: at most ``maximumHistoryVersions`` versions and ``maximumHistoryByteCount``
+    /// bytes of field names and values, oldest dropped first.
+    func capped(_ history: [Version]) -> [Version] {
+        var kept: [Version] = []
+        var bytes = 0
+        for version in history.prefix(Self.maximumHistoryVersions) {
+            let size = version.fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.count }
+            guard bytes + size <= Self.maximumHistoryByteCount else { break }
+            bytes += size
+            kept.append(version)
+        }
+        return kept
+    }
+
+    /// Checks a field's name: 1 to 255 bytes, no control characters.
+    ///
+    /// - Throws: ``VaultError/invalidFieldName(_:)``.
+    public static func validate(field: String) throws {
+        let count = field.utf8.count
+        guard count >= 1, count <= maximumFieldNameByteCount else {
+            throw VaultError.invalidFieldName("a field name has 1 to \(maximumFieldNameByteCount) bytes")
+        }
+        guard !field.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw VaultError.invalidFieldName("a field name has no control characters")
+        }
+    }
+}

@@ -308,8 +308,10 @@ public final class DocumentStore: Sendable {
             let now = clock.milliseconds()
             let (merged, made) = try VaultDocument.merge(ours, other, now: now)
             report = made
+            let seenBefore = merged.seen[replica]
             merged.settle(replica: replica, now: now)
-            report.otherLacks = !merged.sameContent(as: other)
+            // The merge compared with the other copy; only this replica's `seen` can have changed since.
+            if merged.seen[replica] != seenBefore { report.otherLacks = !merged.sameContent(as: other) }
             if let adopted {
                 // The other copy's passphrase change, followed: its stanzas and data key.
                 merged.stanzas = other.stanzas

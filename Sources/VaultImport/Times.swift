@@ -1,24 +1,27 @@
 import Foundation
+import VaultCore
 
 /// Times as the formats write them, to and from milliseconds since the Unix epoch.
 enum Times {
-    /// `2026-11-26T16:18:03.120Z`: ISO 8601 in UTC with milliseconds.
+    /// `2026-11-26T16:18:03.120Z`: ISO 8601 in UTC with milliseconds. Computed (``UTCTime``), not by Foundation's
+    /// ISO8601DateFormatter: that one builds an ICU date format on each use, 0.5 ms, and an export of 25,000
+    /// entries writes three times for each.
     static func iso8601(milliseconds: UInt64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        UTCTime.iso8601(milliseconds: Int64(clamping: milliseconds), fractional: true)
     }
 
     /// `2026-11-26T16:18:03Z`: ISO 8601 in UTC, whole seconds (KeePass's XML).
     static func iso8601Seconds(milliseconds: UInt64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds / 1000)))
+        UTCTime.iso8601(milliseconds: Int64(clamping: milliseconds), fractional: false)
     }
 
     /// The milliseconds of an ISO 8601 date and time (with or without fractional seconds, `Z` or an offset);
     /// `nil` for anything else, or a time before 1970.
     static func milliseconds(iso8601 text: String) -> UInt64? {
+        // RFC 3339, what every exporter writes, is read here; anything else goes to Foundation's formatter.
+        if let milliseconds = UTCTime.milliseconds(iso8601: text) {
+            return milliseconds >= 0 ? UInt64(milliseconds) : nil
+        }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         var date = formatter.date(from: text)

@@ -82,7 +82,7 @@ import VaultSodium
         let (document, _) = try VaultDocument.open(file, with: .dataKey(key), label: path, policy: .insecureForTesting)
         let again = try VaultDocument.open(try document.seal(dataKey: key), with: .dataKey(key), label: path, policy: .insecureForTesting).document
         precondition(again.names == document.names && again.tombstones == document.tombstones && again.replicas == document.replicas)
-        precondition(again.seen == document.seen && again.horizon == document.horizon && again.deleted == document.deleted)
+        precondition(again.seen == document.seen && again.dropped == document.dropped && again.deleted == document.deleted)
         for name in document.names {
             let entry = document.entry(name)!
             precondition(again.entry(name) == entry)

@@ -87,8 +87,8 @@ import Testing
         func milliseconds() -> UInt64 { now }
     }
 
-    /// Two copies made with the library: one whose horizon says it dropped deletions (as a writer that drops
-    /// tombstones would leave it), one that knows less. The CLI refuses to merge either into the other, with
+    /// Two copies made with the library: one whose mark says it dropped a's deletions up to a time (as a writer
+    /// that drops tombstones leaves it), one made before that time. The CLI refuses to merge either into the other, with
     /// nothing written.
     @Test func aCopyBehindTheHorizonIsRefusedWithNothingWritten() throws {
         let box = try Sandbox()
@@ -102,7 +102,7 @@ import Testing
         try document.apply([set("b")], replica: b, clock: Clock(now: start + 1))
         let old = try document.seal(dataKey: key)
         try document.apply([set("a2")], replica: a, clock: Clock(now: start + 1000))
-        document.horizon = (start + 500) << 16
+        document.dropped = [a: (start + 500) << 16]
         let current = try document.seal(dataKey: key)
         let oldPath = box.directory + "/vaults/old.vault"
         FileManager.default.createFile(atPath: box.vaultPath, contents: Data(current), attributes: [.posixPermissions: 0o600])

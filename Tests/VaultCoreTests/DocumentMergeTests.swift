@@ -43,8 +43,11 @@ struct DocumentMergeTests {
             let kept = deletion.kept.map { " kept \($0.name) \($0.version.modified) \($0.version.conflict) [\(fields($0.version.fields))]" } ?? ""
             return "tombstone \(id) \(time) of \(deletion.of)" + kept
         }
-        lines.append("format \(document.formatVersion) horizon \(document.horizon)")
-        lines += document.seen.sorted { $0.key < $1.key }.map { "seen \($0.key) \($0.value)" }
+        lines.append("format \(document.formatVersion)")
+        lines += document.dropped.sorted { $0.key < $1.key }.map { "dropped \($0.key) \($0.value)" }
+        lines += document.seen.sorted { $0.key < $1.key }.map { replica, view in
+            "seen \(replica) " + view.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+        }
         for entry in document.entries.values.sorted(by: { $0.id < $1.id }) {
             lines.append("entry \(entry.id) \(entry.name) \(entry.created) \(entry.modified) [\(fields(entry.fields))]")
             lines += entry.history.map { "  version \($0.modified) \($0.conflict) [\(fields($0.fields))]" }

@@ -67,9 +67,9 @@ struct DocumentVectorTests {
         ]
         guard document.formatVersion >= 3 else { return object }
         object["format_version"] = Int(document.formatVersion)
-        object["horizon"] = time(document.horizon)
         object["replicas"] = Dictionary(uniqueKeysWithValues: document.replicas.map { replica, clock in
-            (replica.description, ["time": time(clock.packed), "seen": time(document.seen[replica] ?? 0)])
+            let seen = Dictionary(uniqueKeysWithValues: (document.seen[replica] ?? [:]).map { ($0.key.description, time($0.value)) })
+            return (replica.description, ["time": time(clock.packed), "dropped": time(document.dropped[replica] ?? 0), "seen": seen] as [String: Any])
         })
         object["tombstones"] = Dictionary(uniqueKeysWithValues: document.tombstones.map { id, deleted in
             let deletion = document.deletion(of: id)

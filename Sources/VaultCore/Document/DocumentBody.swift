@@ -8,8 +8,8 @@ enum DocumentBody {
     /// allocation.
     static let smallestEntry = 31
     static let smallestTombstone = 25
-    /// Version 3: a replica has a `seen` time, a tombstone an `of` stamp and a `kept` byte.
-    static let smallestReplicaV3 = 24
+    /// Version 3: a replica has a `dropped` time and a `seen` count, a tombstone an `of` stamp and a `kept` byte.
+    static let smallestReplicaV3 = 25
     static let smallestTombstoneV3 = 35
 
     /// The well-known field names, by their code in a field's `kind` (code = index + 1); 0 spells the name out.
@@ -67,6 +67,15 @@ enum DocumentBody {
             UInt64(replicaIDs.firstIndex(of: replica.rawValue)!)
         }
         func stampSize(_ time: HybridTimestamp) -> Int { 8 + uvarSize(index(time.replica)) }
+        // Version 3: each replica's dropped mark and seen row (by table index), kept within the table's times so
+        // that the file is valid whatever the document holds.
+        let sync: [(dropped: UInt64, seen: [(index: UInt64, time: UInt64)])] = v3 ? replicas.map { replica, time in
+            let row = (document.seen[replica] ?? [:]).compactMap { other, seen -> (index: UInt64, time: UInt64)? in
+                guard seen > 0, let at = replicaIDs.firstIndex(of: other.rawValue) else { return nil }
+                return (UInt64(at), min(seen, replicas[at].value.packed))
+            }.sorted { $0.index < $1.index }
+            return (min(document.dropped[replica] ?? 0, time.packed), row)
+        } : []
         func fieldsSize(_ fields: [VaultDocument.Field]) -> Int {
             fields.reduce(uvarSize(UInt64(fields.count))) { size, field in
                 let name = field.code == 0 ? 1 + field.name.utf8.count : 0
@@ -79,7 +88,9 @@ enum DocumentBody {
         var size = 32 + uvarSize(UInt64(replicas.count)) + replicas.count * 16 + uvarSize(UInt64(entries.count))
             + uvarSize(UInt64(tombstones.count))
         if v3 {
-            size += 8 + replicas.count * 8
+            for replica in sync {
+                size += 8 + uvarSize(UInt64(replica.seen.count)) + replica.seen.reduce(0) { $0 + uvarSize($1.index) + 8 }
+            }
             for deletion in deletions {
                 size += stampSize(deletion.of) + 1
                 if let kept = deletion.kept {
@@ -135,12 +146,17 @@ enum DocumentBody {
                         writer.write(UnsafeRawBufferPointer(rebasing: values[field.value]))
                     }
                 }
-                if v3 { writer.write(document.horizon) }
                 uvar(UInt64(replicas.count))
-                for (replica, time) in replicas {
+                for (index, (replica, time)) in replicas.enumerated() {
                     writer.write(replica.rawValue)
                     writer.write(time.packed)
-                    if v3 { writer.write(document.seen[replica] ?? 0) }
+                    guard v3 else { continue }
+                    writer.write(sync[index].dropped)
+                    uvar(UInt64(sync[index].seen.count))
+                    for seen in sync[index].seen {
+                        uvar(seen.index)
+                        writer.write(seen.time)
+                    }
                 }
                 uvar(UInt64(entries.count))
                 for entry in entries {
@@ -202,7 +218,7 @@ enum DocumentBody {
         var sync = VaultDocument.SyncState()
         try plaintext.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws in
             var reader = ByteReader(bytes)
-            guard reader.remaining >= 32 + (v3 ? 8 : 0) + 1 else { throw corrupt(.plaintextTooShort) }
+            guard reader.remaining >= 32 + 1 else { throw corrupt(.plaintextTooShort) }
             let stored = reader.readBytes(32)
             guard stored.withUnsafeBytes({ a in binding.withUnsafeBytes { Sodium.constantTimeEqual(a, $0) } }) else {
                 throw corrupt(.bodyBindingMismatch)
@@ -233,22 +249,47 @@ enum DocumentBody {
                 let value = try uvar(index)
                 return value > UInt64(limit) ? limit + 1 : Int(value)
             }
-            if v3 { sync.horizon = reader.readUInt64() }
             let replicaCount = try number(0, limit: reader.remaining)
             guard replicaCount <= reader.remaining / (v3 ? Self.smallestReplicaV3 : 16) else { throw corrupt(.entryCountExceedsData(count: replicaCount)) }
             var table: [ReplicaID] = []
             table.reserveCapacity(replicaCount)
             var previous: UInt64?
+            var rows: [(ReplicaID, [(index: Int, time: UInt64)])] = []
             for _ in 0..<replicaCount {
+                try need(16, 0)
                 let id = reader.readUInt64()
                 let packed = reader.readUInt64()
-                let seen = v3 ? reader.readUInt64() : 0
                 if let previous, id <= previous { throw corrupt(.badClock) }  // sorted, unique
                 previous = id
                 let replica = ReplicaID(rawValue: id)
-                if seen > 0 { sync.seen[replica] = seen }
                 table.append(replica)
                 replicas[replica] = HybridTimestamp(packed: packed, replica: replica)
+                guard v3 else { continue }
+                try need(8, 0)
+                let dropped = reader.readUInt64()
+                guard dropped <= packed else { throw corrupt(.badClock) }
+                if dropped > 0 { sync.dropped[replica] = dropped }
+                let seenCount = try number(0, limit: replicaCount)
+                guard seenCount <= replicaCount else { throw corrupt(.badClock) }
+                var row: [(index: Int, time: UInt64)] = []
+                for _ in 0..<seenCount {
+                    let at = try uvar(0)
+                    guard at < UInt64(replicaCount), row.last.map({ UInt64($0.index) < at }) ?? true else { throw corrupt(.badClock) }
+                    try need(8, 0)
+                    let time = reader.readUInt64()
+                    guard time > 0 else { throw corrupt(.badClock) }
+                    row.append((Int(at), time))
+                }
+                if !row.isEmpty { rows.append((replica, row)) }
+            }
+            // A replica's view holds no time above the table's (checked once the table is whole).
+            for (replica, row) in rows {
+                var seen: [ReplicaID: UInt64] = [:]
+                for (at, time) in row {
+                    guard time <= replicas[table[at]]!.packed else { throw corrupt(.badClock) }
+                    seen[table[at]] = time
+                }
+                sync.seen[replica] = seen
             }
             /// The replica of a table index, `bad_clock` beyond the table.
             func replica(_ index: Int) throws -> ReplicaID {
@@ -354,6 +395,7 @@ enum DocumentBody {
                 let id = DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
                 let time = try stamp(entryCount)
                 guard entries[id] == nil, tombstones[id] == nil else { throw corrupt(.duplicateID) }
+                guard time.packed > sync.dropped[time.replica] ?? 0 else { throw corrupt(.badTombstone) }  // a writer drops it
                 if v3 {
                     let of = try stamp(entryCount)
                     guard of <= time else { throw corrupt(.badClock) }

@@ -1,5 +1,6 @@
-/// Format version 3's sync bookkeeping (docs/FORMAT.md, "Version 3"): what each replica has seen, the tombstone
-/// horizon below which deletions are dropped, and what a deletion deleted and kept.
+/// Format version 3's sync bookkeeping (docs/FORMAT.md, "Version 3"): what each replica has seen of every other,
+/// the tombstone horizon (per replica, the latest of its deletions dropped), when a writer drops a tombstone and
+/// when a merge refuses a copy, and what a deletion deleted and kept.
 extension VaultDocument {
     /// What a tombstone knows besides when it was made.
     struct Deletion: Sendable {
@@ -18,12 +19,12 @@ extension VaultDocument {
 
     /// The parts of a document that only version 3 stores, as one value (to build a document).
     struct SyncState: Sendable {
-        var seen: [ReplicaID: UInt64] = [:]
-        var horizon: UInt64 = 0
+        var seen: [ReplicaID: [ReplicaID: UInt64]] = [:]
+        var dropped: [ReplicaID: UInt64] = [:]
         var deletions: [DocumentID: Deletion] = [:]
     }
 
-    var syncState: SyncState { SyncState(seen: seen, horizon: horizon, deletions: deletions) }
+    var syncState: SyncState { SyncState(seen: seen, dropped: dropped, deletions: deletions) }
 
     /// ``syncState`` with the kept versions' values copied into `arena`.
     func syncState(movedInto arena: GuardedArena) -> SyncState {
@@ -60,22 +61,75 @@ extension VaultDocument {
         }.sorted { ($0.name, $1.kept) < ($1.name, $0.kept) }
     }
 
-    /// The latest time below which this copy holds every timestamp any replica issued (or had them before a
-    /// horizon dropped their tombstones): what a merge compares with the other copy's ``horizon``.
-    var knownBelow: UInt64 { max(horizon, seen.values.max() ?? 0) }
+    /// How long a tombstone is kept at least (its kept version recoverable), and how long a replica may be quiet
+    /// (its largest `seen` time that far behind now) before a writer stops waiting for it: 180 days.
+    public static let tombstoneRetention: UInt64 = 180 * 86_400_000
 
-    /// After `replica` changed or merged this document (version 3 only; a version-2 file stores none of this):
-    /// notes what `replica` has seen, the smallest clock of every replica in its table (whatever that replica's
-    /// age: a replica that went quiet may still hold changes nobody has seen, so it bounds what anyone has seen).
+    /// Whether this copy has seen every deletion `other` no longer records: for each replica, its clock here is at
+    /// or above `other`'s dropped mark (a table that holds time t for a replica has seen every deletion it stamped
+    /// up to t). Clocks are compared only with clocks of the same replica.
+    func hasSeenDrops(of other: VaultDocument) -> Bool {
+        other.dropped.allSatisfy { replica, mark in (replicas[replica]?.packed ?? 0) >= mark }
+    }
+
+    /// Whether this copy holds everything `other` holds: its clock of every replica of `other`'s table at or above
+    /// `other`'s (a replica's clock rises with each of its writes, so a table at or above it has seen them all).
+    /// An entry `other` has and this copy has neither as an entry nor as a tombstone was then deleted here.
+    func holdsAll(of other: VaultDocument) -> Bool {
+        other.replicas.allSatisfy { replica, time in (replicas[replica]?.packed ?? 0) >= time.packed }
+    }
+
+    /// After `replica` changed or merged this document, when it is about to be written (version 3 only; a
+    /// version-2 file stores none of this), docs/FORMAT.md, "Version 3": `replica`'s `seen` becomes its whole table;
+    /// a replica other than it whose view is more than ``tombstoneRetention`` old is forgotten (it stays in the
+    /// table; a copy it still holds is refused once a deletion it did not see is dropped); then, unless a replica
+    /// active in that time has no known view, every tombstone older than ``tombstoneRetention`` that every known
+    /// view has seen is dropped, with what it kept, and its replica's dropped mark rises to it.
     ///
-    /// No tombstone is dropped by this version (docs/FORMAT.md, "Version 3": the horizon stays as it is). A review
-    /// found that dropping by "every active replica has seen it and it is 180 days old" with a table that forgets
-    /// quiet replicas lets a deletion come back (a copy that comes back after 180 days and writes once, a deletion
-    /// that arrives late, a clock set far ahead or behind); dropping safely needs what each replica saw of each
-    /// other replica, which this version records only as one number per replica.
+    /// `now` (the wall clock) only decides when: a clock set wrong here drops sooner or later, never a deletion
+    /// that a copy which counts has not seen (those views are clocks of the deleting replica, compared with its own).
     func settle(replica: ReplicaID, now: UInt64) {
-        guard formatVersion >= 3, replicas[replica] != nil, let least = replicas.values.map(\.packed).min() else { return }
-        seen[replica] = max(seen[replica] ?? 0, least)
+        guard formatVersion >= 3, replicas[replica] != nil else { return }
+        seen[replica] = replicas.mapValues(\.packed)
+        let since = now >= Self.tombstoneRetention ? now - Self.tombstoneRetention : 0
+        for (other, view) in seen where other != replica {
+            guard let latest = view.values.max(), HybridTimestamp(packed: latest, replica: other).milliseconds < since else { continue }
+            seen[other] = nil
+        }
+        guard !tombstones.isEmpty,
+              !replicas.contains(where: { id, time in seen[id] == nil && time.milliseconds >= since })
+        else { return }
+        for (id, deleted) in tombstones where deleted.milliseconds < since {
+            guard seen.values.allSatisfy({ ($0[deleted.replica] ?? 0) >= deleted.packed }) else { continue }
+            tombstones[id] = nil
+            deletions[id] = nil
+            dropped[deleted.replica] = max(dropped[deleted.replica] ?? 0, deleted.packed)
+        }
+    }
+
+    /// The tombstones a merge keeps of `tombstones`: those above their replica's mark in `dropped` (one copy
+    /// dropped the others, having found that every copy which counts had seen them).
+    static func undropped(
+        _ tombstones: inout [DocumentID: HybridTimestamp], _ deletions: inout [DocumentID: Deletion], dropped: [ReplicaID: UInt64]
+    ) {
+        guard !dropped.isEmpty else { return }
+        for (id, deleted) in tombstones where deleted.packed <= dropped[deleted.replica] ?? 0 {
+            tombstones[id] = nil
+            deletions[id] = nil
+        }
+    }
+
+    /// Two copies' `seen`, united: per replica and replica seen, the larger time (a replica's view only grows).
+    static func unitedSeen(_ a: [ReplicaID: [ReplicaID: UInt64]], _ b: [ReplicaID: [ReplicaID: UInt64]]) -> [ReplicaID: [ReplicaID: UInt64]] {
+        var united = a
+        for (replica, view) in b {
+            guard let mine = united[replica] else {
+                united[replica] = view
+                continue
+            }
+            united[replica] = mine.merging(view, uniquingKeysWith: max)
+        }
+        return united
     }
 
     /// The tombstones and deletions of two copies united: per id the later deletion; what was deleted, the later

@@ -64,12 +64,16 @@ extension VaultDocument {
     ///
     /// - Parameter now: wall-clock milliseconds, to tell replicas whose clock is far ahead (the report names them).
     /// - Throws: ``VaultError/notTheSameVault(path:)`` when the vault ids differ (nothing is merged);
-    ///   ``VaultError/behindHorizon(path:)`` naming the copy that has not seen what the other's tombstone horizon
-    ///   dropped (merging it would bring deleted entries back).
+    ///   ``VaultError/behindHorizon(path:)`` naming the copy that has not seen deletions whose tombstones the other
+    ///   dropped (merging it would bring deleted entries back: ``hasSeenDrops(of:)``).
     public static func merge(_ ours: VaultDocument, _ theirs: VaultDocument, now: UInt64) throws -> (VaultDocument, MergeReport) {
         guard ours.vaultID == theirs.vaultID else { throw VaultError.notTheSameVault(path: theirs.label) }
-        guard theirs.knownBelow >= ours.horizon else { throw VaultError.behindHorizon(path: theirs.label) }
-        guard ours.knownBelow >= theirs.horizon else { throw VaultError.behindHorizon(path: ours.label) }
+        // A copy that has not seen deletions the other dropped is refused, unless the other holds all it holds (a
+        // copy left behind that changed nothing since: the other is what it becomes, and what it alone holds was
+        // deleted).
+        let oursBehind = !ours.hasSeenDrops(of: theirs), theirsBehind = !theirs.hasSeenDrops(of: ours)
+        guard !theirsBehind || ours.holdsAll(of: theirs) else { throw VaultError.behindHorizon(path: theirs.label) }
+        guard !oursBehind || theirs.holdsAll(of: ours) else { throw VaultError.behindHorizon(path: ours.label) }
         // The result starts from a copy of ours's values as they are (one copy of the region: every range of ours
         // stays valid, no entry is rebuilt); only what comes from theirs is moved in.
         let values = ours.values.copy(reserving: 64 << 10)
@@ -85,6 +89,8 @@ extension VaultDocument {
         }
 
         var (tombstones, deletions) = unitedDeletions(ours, theirs, into: values)
+        let dropped = ours.dropped.merging(theirs.dropped, uniquingKeysWith: max)
+        undropped(&tombstones, &deletions, dropped: dropped)
         var entries: [DocumentID: Entry] = [:]
         var conflicted: Set<DocumentID> = []
         var ids = Array(ours.entries.keys)
@@ -100,8 +106,12 @@ extension VaultDocument {
                 let other = theirs.entries[id].map { copied($0, from: theirs) }
                 switch (mine, other) {
                 case let (a?, b?): merged = unite(a, b, conflicted: &conflicted)
-                case let (a?, nil): merged = a
-                case let (nil, b?): merged = b
+                case let (a?, nil):
+                    guard !oursBehind else { continue }
+                    merged = a
+                case let (nil, b?):
+                    guard !theirsBehind else { continue }
+                    merged = b
                 case (nil, nil): continue
                 }
             }
@@ -183,8 +193,7 @@ extension VaultDocument {
             guard let kept = deletion.kept, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }
             return kept.name
         }.sorted()
-        var seen = ours.seen
-        for (replica, time) in theirs.seen where time > seen[replica] ?? 0 { seen[replica] = time }
+        let seen = unitedSeen(ours.seen, theirs.seen)
         let formatVersion = max(ours.formatVersion, theirs.formatVersion)
         if formatVersion < 3 {
             // Version 2 stores none of it: nothing is kept, and nothing is said to be.
@@ -196,7 +205,7 @@ extension VaultDocument {
             vaultID: ours.vaultID, generation: max(ours.generation, theirs.generation), dataKeyID: ours.dataKeyID,
             stanzas: ours.stanzas(unitedWith: theirs), replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName,
             values: values, label: ours.label, formatVersion: formatVersion,
-            sync: SyncState(seen: seen, horizon: max(ours.horizon, theirs.horizon), deletions: deletions))
+            sync: SyncState(seen: seen, dropped: dropped, deletions: deletions))
         // Live bytes: ours's as they were (its dead values came along in the copy) and everything moved in.
         merged.compactedByteCount = ours.compactedByteCount + (values.count - ours.values.count)
         report.otherLacks = !merged.sameContent(as: theirs)
@@ -207,7 +216,7 @@ extension VaultDocument {
     /// marks; a version's clock names its content), tombstones and replica clocks.
     func sameContent(as other: VaultDocument) -> Bool {
         guard tombstones == other.tombstones, Set(recipients) == Set(other.recipients), replicas == other.replicas, entries.count == other.entries.count,
-              formatVersion == other.formatVersion, seen == other.seen, horizon == other.horizon,
+              formatVersion == other.formatVersion, seen == other.seen, dropped == other.dropped,
               tombstones.keys.allSatisfy({ deletion(of: $0).of == other.deletion(of: $0).of
                   && deletion(of: $0).kept?.version.modified == other.deletion(of: $0).kept?.version.modified })
         else { return false }

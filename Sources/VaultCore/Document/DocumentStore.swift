@@ -308,10 +308,12 @@ public final class DocumentStore: Sendable {
             let now = clock.milliseconds()
             let (merged, made) = try VaultDocument.merge(ours, other, now: now)
             report = made
-            let seenBefore = merged.seen[replica]
+            let before = (merged.seen, merged.dropped, merged.tombstones.count)
             merged.settle(replica: replica, now: now)
-            // The merge compared with the other copy; only this replica's `seen` can have changed since.
-            if merged.seen[replica] != seenBefore { report.otherLacks = !merged.sameContent(as: other) }
+            // The merge compared with the other copy; only what settling changes can have changed since.
+            if merged.seen != before.0 || merged.dropped != before.1 || merged.tombstones.count != before.2 {
+                report.otherLacks = !merged.sameContent(as: other)
+            }
             if let adopted {
                 // The other copy's passphrase change, followed: its stanzas and data key.
                 merged.stanzas = other.stanzas

@@ -231,15 +231,15 @@ public final class VaultDocument: @unchecked Sendable {
     public internal(set) var replicas: [ReplicaID: HybridTimestamp]
     /// The ids of deleted entries, with when and by which replica.
     public internal(set) var tombstones: [DocumentID: HybridTimestamp]
-    /// The format version the document is written in: 2, or 3, which also stores ``seen``, ``horizon`` and
+    /// The format version the document is written in: 2, or 3, which also stores ``seen``, ``dropped`` and
     /// ``deletions`` (docs/FORMAT.md, "Version 3"). A document keeps its file's version; a merge takes the higher.
     public internal(set) var formatVersion: UInt16
-    /// Version 3: what each replica had seen when it last wrote (a packed time: every timestamp below it was in
-    /// the document it wrote).
-    public internal(set) var seen: [ReplicaID: UInt64]
-    /// Version 3: every tombstone dropped (here or in a copy this one descends from) was deleted before this packed
-    /// time; 0: none was (``settle(replica:now:)``).
-    public internal(set) var horizon: UInt64
+    /// Version 3: each replica's table as it was when that replica last wrote (replica → packed time); none for a
+    /// replica whose view is not known (``settle(replica:now:)``).
+    public internal(set) var seen: [ReplicaID: [ReplicaID: UInt64]]
+    /// Version 3, the tombstone horizon: per replica, the latest packed time of its deletions whose tombstones were
+    /// dropped (here or in a copy this one descends from); none when none was.
+    public internal(set) var dropped: [ReplicaID: UInt64]
     /// Version 3: what each tombstone deleted, and a concurrent version it won over (by tombstone id; a tombstone
     /// without one deleted the version stamped like itself and keeps nothing: ``deletion(of:)``).
     var deletions: [DocumentID: Deletion]
@@ -272,7 +272,7 @@ public final class VaultDocument: @unchecked Sendable {
         self.tombstones = tombstones
         self.formatVersion = formatVersion
         self.seen = sync.seen
-        self.horizon = sync.horizon
+        self.dropped = sync.dropped
         self.deletions = sync.deletions
         self.entries = entries
         self.values = values

@@ -322,11 +322,11 @@ def main():
         ("clock-dropped-max", lambda d: dropped(d, RB, TOP), "RB's dropped at the largest time, above its time"),
         ("clock-order-dropped-before-seen-count", lambda d: seen(dropped(d, RA, (T + 100, 1)), RA, full, b"\x83\x00"),
          "RA's dropped above its time, checked before its seen_count (3 in two bytes: bad_varint)"),
-        ("clock-order-replica-id-before-dropped", lambda d: (d.update(replicas=[(RA, (T + 100, 0)), (RC, (T + 50, 0)),
-                                                                                (RB, (T + 200, 0))], seen={}),
-                                                             dropped(d, RB, (T + 201, 0))),
+        ("clock-order-replica-id-before-seen-count", lambda d: seen(
+            d.update(replicas=[(RA, (T + 100, 0)), (RC, (T + 50, 0)), (RB, (T + 200, 0))], seen={}) or d, RB, [],
+            b"\x80\x00"),
          "RC before RB in the table (RB's id, read after RC's, not above it; no seen rows), checked as the id is "
-         "read, before RB's dropped (above its time)"),
+         "read, before RB's seen_count (0 in two bytes: bad_varint)"),
         ("clock-seen-index-beyond", lambda d: seen(d, RC, [(RA, (T, 0)), (Index(3), (T, 0))]), "RC's seen names "
          "index 3, a table of 3"),
         ("clock-seen-index-beyond-max-uvar", lambda d: seen(d, RC, [(Index((1 << 64) - 1), (T, 0))]), "RC's seen "
@@ -353,8 +353,6 @@ def main():
         ("clock-order-seen-time-zero-before-later-replica", lambda d: seen(seen(d, RA, [(RA, (0, 0))]), RB, [],
                                                                            b"\x80\x00"),
          "RA's seen time 0, checked as read, before RB's seen_count (0 in two bytes: bad_varint)"),
-        ("clock-order-seen-index-before-time", lambda d: seen(d, RC, [(RA, (T, 0)), (Index(3), (0, 0))]),
-         "RC's seen names index 3 (a table of 3) with time 0: the index is read first (bad_clock either way)"),
         ("seen-count-above-table", lambda d: seen(d, RC, full, 4), "RC's seen_count 4, a table of 3: its three "
          "entries are read, the fourth index (the entry count's byte, 1) is not above 2 (bad_clock)"),
         ("seen-count-max-uvar", lambda d: seen(d, RC, full, (1 << 64) - 1), "RC's seen_count 2^64-1 (not checked "
@@ -602,10 +600,11 @@ def main():
         "- Running out of plaintext inside the replica table is `entry_truncated` (version 2 names entries and counts",
         "  only; a version-2 replica cannot be cut, the count check refuses it first): `replica-truncated-*.vault`.",
         "- \"Each check as its field is read\" orders the new checks: the table's id order at the id, before",
-        "  `dropped` (`clock-order-replica-id-before-dropped.vault`); `dropped` before `seen_count`; a seen index",
-        "  before its time; a seen time 0 as read (`clock-order-seen-time-zero-before-later-replica.vault`), a seen",
-        "  time above its replica's once the whole table is read (`clock-order-seen-above-after-table.vault`), before",
-        "  the entry count (`clock-seen-above-before-entry-count.vault`); a tombstone's `dropped` check when its",
+        "  the rest of the replica (`clock-order-replica-id-before-seen-count.vault`); `dropped` before",
+        "  `seen_count` (`clock-order-dropped-before-seen-count.vault`); a seen index before its time; a seen time 0",
+        "  as read (`clock-order-seen-time-zero-before-later-replica.vault`), a seen time above its replica's once",
+        "  the whole table is read (`clock-order-seen-above-after-table.vault`), before the entry count",
+        "  (`clock-seen-above-before-entry-count.vault`); a tombstone's `dropped` check when its",
         "  deleted stamp is read: after the id and the stamp's index, before `of`",
         "  (`clock-order-duplicate-id-before-dropped.vault`, `clock-order-tombstone-index-before-dropped.vault`,",
         "  `bad-tombstone-order-dropped-before-of.vault`).",

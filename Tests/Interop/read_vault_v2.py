@@ -10,9 +10,9 @@ Prints one JSON object to stdout (sorted keys):
      "entries": {name: {"id": hex, "fields": [{"name", "secret", "value"}], "created", "modified",
                         "history": [{"modified", "conflict", "fields"}]}},
      "tombstones": {id hex: timestamp}, "replicas": {replica hex: "ms.counter"}}
-for a version-2 file; a version-3 file adds "format_version": 3 and "horizon": "ms.counter", and its replicas and
-tombstones say more:
-     "replicas": {replica hex: {"time": "ms.counter", "seen": "ms.counter"}},
+for a version-2 file; a version-3 file adds "format_version": 3, and its replicas and tombstones say more:
+     "replicas": {replica hex: {"time": "ms.counter", "dropped": "ms.counter" ("0.0": none dropped),
+                                "seen": {replica hex: "ms.counter", ...} ({}: seen_count 0, not known)}},
      "tombstones": {id hex: {"deleted": timestamp, "of": timestamp,
                              "kept": null or {"name", "modified", "conflict", "fields"}}}
 a timestamp as "ms.counter@replica" (replica: the u64 id as 16 lowercase hex digits), a value that is valid
@@ -28,13 +28,22 @@ is the identity's (`age-keygen -y`) is opened by Debian's `age -d -i` (stock too
 passphrase is tried; no stanza for it and no passphrase: exit 3, wrong_identity.
 
 A version-3 reader reads version 2 as well; a version-2 file prints as it always did. Version 3's reader rules, each
-checked as its field is read: a tombstone's id not repeated (duplicate_id), then of <= deleted by time, then replica
-id (bad_clock; of = deleted: the version deleted is not known, as in a version-2 tombstone), the kept byte 0 or 1 (bad_tombstone), a kept name by entry names' rules but not unique
+checked as its field is read unless said otherwise. A replica (replica_id u64 || time u64 || dropped u64 ||
+seen_count uvar || seen*, seen = replica_index uvar || time u64): its id above the one before (bad_clock, version 2's
+rule, checked as the id is read), dropped at most its own time (bad_clock, before seen_count), each seen index below
+replica_count and above the index before it in that row (bad_clock), each seen time above 0 (bad_clock); a seen time
+above the time the table holds for the replica its index names (which may come later in the table) is bad_clock too,
+checked once the whole table is read, before the entry count. seen_count above replica_count is bad_clock as read;
+it is not checked against the data (only the replica, entry and tombstone counts are): a row the data cannot hold
+fails at the end of the plaintext (entry_truncated). A tombstone: its id not repeated
+(duplicate_id), its deleted stamp above its replica's dropped when that is above 0 (bad_tombstone, checked as the stamp is read, before
+of), then of <= deleted by time, then replica id (bad_clock; of = deleted: the version deleted is not known, as in a
+version-2 tombstone), the kept byte 0 or 1 (bad_tombstone), a kept name by entry names' rules but not unique
 (bad_name_length, name_not_utf8, bad_name), the kept version's stamp strictly between of and deleted (bad_clock: so
-nothing can be kept when of = deleted), its
-flags as a history version's (reserved bits: bad_history; the conflict bit is not required), its fields by the field
-rules (bad_field, bad_value_length; history's caps do not apply); a replica counts 24 bytes at the smallest and a
-tombstone 35 (entry_count_exceeds_data); running out inside a tombstone is entry_truncated.
+nothing can be kept when of = deleted), its flags as a history version's (reserved bits: bad_history; the conflict
+bit is not required), its fields by the field rules (bad_field, bad_value_length; history's caps do not apply). A
+replica counts 25 bytes at the smallest and a tombstone 35 (entry_count_exceeds_data); running out inside a replica
+or a tombstone is entry_truncated.
 """
 import base64, hmac, json, os, struct, subprocess, sys, unicodedata
 from nacl import encoding, exceptions, hash, pwhash, secret
@@ -58,8 +67,9 @@ MAX_VERSIONS, MAX_HISTORY_BYTES = 10, 65536
 # time; an entry its id, name_length (1) and a 1-byte name, a modified stamp (time 8, replica_index 1), age (1),
 # created_replica (1), field_count (1) and version_count (1); a tombstone its id and a stamp.
 MIN_REPLICA, MIN_ENTRY, MIN_TOMBSTONE = 8 + 8, 16 + 1 + 1 + 9 + 1 + 1 + 1 + 1, 16 + 9
-# Version 3: a replica adds its seen (u64); a tombstone its of stamp (9) and the kept byte (1). The entry is unchanged.
-MIN_REPLICA_V3, MIN_TOMBSTONE_V3 = 8 + 8 + 8, 16 + 9 + 9 + 1
+# Version 3: a replica adds its dropped (u64) and seen_count (1, its seen row empty); a tombstone its of stamp (9) and
+# the kept byte (1). The entry is unchanged.
+MIN_REPLICA_V3, MIN_TOMBSTONE_V3 = 8 + 8 + 8 + 1, 16 + 9 + 9 + 1
 VERSIONS = (2, 3)
 # A field's kind: bit 7 secret, the low seven bits a well-known name (1 to 5), 0 a spelled-out name, 6 to 127 reserved.
 SECRET = 0x80
@@ -300,21 +310,55 @@ def read_version(p, table, where, history_bytes=None, between=None):
 
 
 def read_plaintext(plain, binding, version=2):
-    # At least 256 bytes (read_header): the binding hash, version 3's horizon and the replica count are always there.
+    # At least 256 bytes (read_header): the binding hash and the replica count are always there.
     if not hmac.compare_digest(plain[:32], binding):
         corrupt("body_binding_mismatch", "the body is not bound to this header (binding hash mismatch)")
     p = Plain(plain, 32)
     v3 = version == 3
-    horizon = p.u("<Q", "horizon") if v3 else 0
-    replicas, table = {}, []
-    for index in range(p.count(MIN_REPLICA_V3 if v3 else MIN_REPLICA, "replica")):
+    replica_count = p.count(MIN_REPLICA_V3 if v3 else MIN_REPLICA, "replica")
+    table, times, dropped, rows = [], [], [], []
+    for index in range(replica_count):
         rid = p.u("<Q", f"replica {index}")
-        t = p.u("<Q", f"replica {index}: time")
-        seen = p.u("<Q", f"replica {index}: seen") if v3 else 0
         if table and rid <= table[-1]:                                 # as unsigned 64-bit integers
             corrupt("bad_clock", f"replica table not sorted by id without repeats at {index} ({rid:016x})")
         table.append(rid)
-        replicas[f"{rid:016x}"] = {"time": show_time(t), "seen": show_time(seen)} if v3 else show_time(t)
+        t = p.u("<Q", f"replica {index}: time")
+        times.append(t)
+        if not v3:
+            continue
+        d = p.u("<Q", f"replica {index}: dropped")
+        if d > t:                                                       # its own time only
+            corrupt("bad_clock", f"replica {index}: dropped {show_time(d)} above its time {show_time(t)}")
+        dropped.append(d)
+        row, before = [], -1
+        seen_count = p.uvar(f"replica {index}: seen count")             # not checked against the data (a seen row)
+        if seen_count > replica_count:                                  # but against the table, as read
+            corrupt("bad_clock", f"replica {index}: seen count {seen_count} above the table's {replica_count}")
+        for j in range(seen_count):
+            at = f"replica {index}, seen {j}"
+            i = p.uvar(f"{at}: replica index")
+            if i >= replica_count:                                      # the whole table's size: it may name a later one
+                corrupt("bad_clock", f"{at}: replica index {i} beyond the table of {replica_count}")
+            if i <= before:
+                corrupt("bad_clock", f"{at}: replica index {i} not above the one before ({before})")
+            before = i
+            st = p.u("<Q", f"{at}: time")
+            if st == 0:
+                corrupt("bad_clock", f"{at}: time 0")
+            row.append((i, st))
+        rows.append(row)
+    for index, row in enumerate(rows):                                  # once the whole table is read
+        for i, st in row:
+            if st > times[i]:
+                corrupt("bad_clock", f"replica {index}: seen {show_time(st)} for replica {table[i]:016x}, above its "
+                                     f"time {show_time(times[i])}")
+    dropped_by = dict(zip(table, dropped))                             # version 3: each replica's dropped
+    if v3:
+        replicas = {f"{rid:016x}": {"time": show_time(times[n]), "dropped": show_time(dropped[n]),
+                                    "seen": {f"{table[i]:016x}": show_time(st) for i, st in rows[n]}}
+                    for n, rid in enumerate(table)}
+    else:
+        replicas = {f"{rid:016x}": show_time(times[n]) for n, rid in enumerate(table)}
     entries, names, ids = {}, set(), set()
     for index in range(p.count(MIN_ENTRY, "entry")):
         at = f"entry {index}"
@@ -349,6 +393,9 @@ def read_plaintext(plain, binding, version=2):
             corrupt("duplicate_id", f"{at}: id {tid.hex()} appears twice")
         ids.add(tid)
         deleted = p.stamp(table, f"{at}: deleted")
+        if v3 and 0 < dropped_by[deleted[1]] and deleted[0] <= dropped_by[deleted[1]]:  # its replica's dropped (0: none)
+            corrupt("bad_tombstone", f"{at}: deleted {show_stamp(deleted)} at or below its replica's dropped "
+                                     f"{show_time(dropped_by[deleted[1]])}")
         if not v3:
             tombstones[tid.hex()] = show_stamp(deleted)
             continue
@@ -366,7 +413,7 @@ def read_plaintext(plain, binding, version=2):
     rest = plain[p.offset:]
     if len(rest) >= 256 or any(rest):
         corrupt("bad_padding", f"{len(rest)} bytes after the tombstones, {'not all zero' if any(rest) else 'not minimal'}")
-    return entries, tombstones, replicas, horizon
+    return entries, tombstones, replicas
 
 
 def unwrap_with_identity(recipients, identity):
@@ -408,11 +455,11 @@ def read(file, size, passphrase, identity=None):
         plain = secret.SecretBox(body_key).decrypt(file[hl + 56:], file[hl + 32:hl + 56])
     except exceptions.CryptoError:
         corrupt("body_mac_mismatch", "the body does not open (tampered)")
-    entries, tombstones, replicas, horizon = read_plaintext(plain, blake(header + mac), version)
+    entries, tombstones, replicas = read_plaintext(plain, blake(header + mac), version)
     out = {"vault_id": vault_id.hex(), "generation": generation, "entries": entries,
            "tombstones": tombstones, "replicas": replicas}
     if version == 3:
-        out.update(format_version=3, horizon=show_time(horizon))
+        out.update(format_version=3)
     return out
 
 

@@ -36,7 +36,9 @@ struct DocumentVectorTests {
     static var names: [String] { expected.keys.sorted() }
 
     /// What the reader prints for a document: the same JSON shape, made from the library's API (version 3 adds
-    /// "format_version", "horizon", each replica's "seen", and each tombstone's "of" and "kept").
+    /// "format_version", each replica's "dropped" ("0.0" when none was dropped) and "seen" row (the time it had for
+    /// each replica it knew when it last wrote, by replica; empty when not known), and each tombstone's "of" and
+    /// "kept").
     static func json(of document: VaultDocument) -> [String: Any] {
         func value(_ bytes: SecureBytes) -> Any {
             let raw = bytes.unprotectedBytes
@@ -68,8 +70,12 @@ struct DocumentVectorTests {
         guard document.formatVersion >= 3 else { return object }
         object["format_version"] = Int(document.formatVersion)
         object["replicas"] = Dictionary(uniqueKeysWithValues: document.replicas.map { replica, clock in
-            let seen = Dictionary(uniqueKeysWithValues: (document.seen[replica] ?? [:]).map { ($0.key.description, time($0.value)) })
-            return (replica.description, ["time": time(clock.packed), "dropped": time(document.dropped[replica] ?? 0), "seen": seen] as [String: Any])
+            let seen: [String: String] = Dictionary(uniqueKeysWithValues: (document.seen[replica] ?? [:]).map { other, packed in
+                (other.description, time(packed))
+            })
+            return (replica.description, [
+                "time": time(clock.packed), "dropped": time(document.dropped[replica] ?? 0), "seen": seen,
+            ] as [String: Any])
         })
         object["tombstones"] = Dictionary(uniqueKeysWithValues: document.tombstones.map { id, deleted in
             let deletion = document.deletion(of: id)
@@ -151,7 +157,8 @@ struct DocumentVectorTests {
 
     /// Version 3: a deletion that wins over a concurrent update keeps it. Replica A deletes "gone" while replica B,
     /// from the same copy, changes it; the merge keeps a tombstone whose `of` is the version A deleted and whose kept
-    /// version is B's change (with the name it had). The reader sees the horizon, every `seen`, `of` and `kept`.
+    /// version is B's change (with the name it had). The reader sees every replica's `dropped` and `seen` row, `of` and
+    /// `kept`.
     @Test func theIndependentReaderReadsAKeptVersionTheLibraryWrote() throws {
         try #require(InteropTests.pythonReady, "python3 with PyNaCl is needed (scripts/install-deps --test)")
         let (ours, dataKey) = try VaultDocument.create(

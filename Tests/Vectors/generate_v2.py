@@ -168,10 +168,12 @@ def x25519(recipient=None, label="recipient", data_key=DATA_KEY, recipient_lengt
 # A document is a dict: vault_id, generation, data_key_id, stanzas, replicas [(replica_id, (ms, counter))] in table
 # order, entries, tombstones [(id, stamp)]. A stamp is (ms, counter, replica): replica a replica id, written as its
 # index in the document's replica table, or Index(n), written as the index n as it is (one beyond the table, say).
-# A version-3 document ("version": 3, generate_v3.py) adds "horizon" (ms, counter), "seen" {replica_id: (ms,
-# counter)} (0 for a replica not in it) and, per tombstone, a third item: {"of": stamp, "kept": None or {"name",
-# "version"}}, with overrides "kept_byte" (the byte written) and, in "kept", "name_length". "layout": the plaintext's
-# version when it is not the header's.
+# A version-3 document ("version": 3, generate_v3.py) adds "dropped" {replica_id: (ms, counter)} (0 for a replica
+# not in it), "seen" {replica_id: [(replica, (ms, counter)), ...]} (each replica's seen row in the order written; an
+# empty row for a replica not in it; replica a replica id, written as its index, or Index(n), written as n, or bytes,
+# written as they are: a malformed uvar), with override "seen_counts" {replica_id: count}, and, per tombstone, a third
+# item: {"of": stamp, "kept": None or {"name", "version"}}, with overrides "kept_byte" (the byte written) and, in
+# "kept", "name_length". "layout": the plaintext's version when it is not the header's.
 # Overrides for the malformed vectors: a count or length given as an int is written as its (shortest) uvar, given
 # as bytes is written as those bytes (a malformed uvar).
 
@@ -281,16 +283,24 @@ def enc_tombstone(t, table, v3=False):
     return out + uv(kept.get("name_length", len(name))) + name + enc_version(kept["version"], table)
 
 
+def enc_sync(doc, rid, table):
+    """Version 3's rest of a replica: dropped u64 || seen_count uvar || (replica_index uvar || time u64)*."""
+    row = doc.get("seen", {}).get(rid, [])
+    out = struct.pack("<Q", time(*doc.get("dropped", {}).get(rid, (0, 0))))
+    out += uv(doc.get("seen_counts", {}).get(rid, len(row)))
+    for replica, t in row:
+        out += (replica if isinstance(replica, bytes) else uvar(replica_index(table, replica))) + struct.pack("<Q", time(*t))
+    return out
+
+
 def payload(doc):
     """The plaintext after the binding hash and before the padding (doc["payload"]: these bytes instead)."""
     if "payload" in doc:
         return doc["payload"]
     table = [rid for rid, _ in doc["replicas"]]
     v3 = is_v3(doc)
-    seen = doc.get("seen", {})
-    return ((struct.pack("<Q", time(*doc.get("horizon", (0, 0)))) if v3 else b"")
-            + uv(doc.get("replica_count", len(doc["replicas"])))
-            + b"".join(struct.pack("<QQ", rid, time(*t)) + (struct.pack("<Q", time(*seen.get(rid, (0, 0)))) if v3 else b"")
+    return (uv(doc.get("replica_count", len(doc["replicas"])))
+            + b"".join(struct.pack("<QQ", rid, time(*t)) + (enc_sync(doc, rid, table) if v3 else b"")
                        for rid, t in doc["replicas"])
             + uv(doc.get("entry_count", len(doc["entries"]))) + b"".join(enc_entry(e, table) for e in doc["entries"])
             + uv(doc.get("tombstone_count", len(doc["tombstones"])))
@@ -355,10 +365,10 @@ def shown_tombstone(t):
 
 def shown(doc):
     if is_v3(doc):
-        seen = doc.get("seen", {})
+        seen, dropped = doc.get("seen", {}), doc.get("dropped", {})
         return dict(shown({**doc, "version": 2, "layout": 2, "tombstones": []}), format_version=3,
-                    horizon="{}.{}".format(*doc.get("horizon", (0, 0))),
-                    replicas={f"{rid:016x}": {"time": f"{t[0]}.{t[1]}", "seen": "{}.{}".format(*seen.get(rid, (0, 0)))}
+                    replicas={f"{rid:016x}": {"time": f"{t[0]}.{t[1]}", "dropped": "{}.{}".format(*dropped.get(rid, (0, 0))),
+                                              "seen": {f"{r:016x}": f"{st[0]}.{st[1]}" for r, st in seen.get(rid, [])}}
                               for rid, t in doc["replicas"]},
                     tombstones={t[0].hex(): shown_tombstone(t) for t in doc["tombstones"]})
     return {"vault_id": doc["vault_id"].hex(), "generation": doc["generation"],

@@ -4,9 +4,10 @@
     python3 Tests/Vectors/generate_v3.py          # rewrites Tests/Vectors/v3/*.vault, expected.json and README.md
     python3 Tests/Vectors/generate_v3.py DIR      # writes them to DIR instead
 
-Version 3 is version 2 with a horizon, each replica's seen, and tombstones that say which version they deleted (of)
-and may keep a concurrent version: this generator takes generate_v2.py's model, encoding and sealing (the same seed,
-data key and passphrase "correct horse battery staple", the test KDF parameters) and adds the version-3 documents.
+Version 3 is version 2 with, per replica, a dropped mark and a seen row (its table when it last wrote), and tombstones
+that say which version they deleted (of) and may keep a concurrent version: this generator takes generate_v2.py's
+model, encoding and sealing (the same seed, data key and passphrase "correct horse battery staple", the test KDF
+parameters) and adds the version-3 documents.
 Deterministic, as generate_v2.py. expected.json as v2's: for a valid file the object Tests/Interop/read_vault_v2.py
 prints (computed here from the model), for a malformed one {"exit", "code"}. Each malformed file breaks exactly one
 rule of version 3 (or, for the vectors that pin the order of the checks, the rule checked first); what version 3
@@ -22,7 +23,7 @@ from generate_v2 import (RA, RB, T, Index, bad, det, entry, field, plain_bad, se
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "v3")
 RC = (1 << 64) - 1  # a third replica, above RA and RB
 TOP = ((1 << 48) - 1, 0xFFFF)  # the largest time: 2^48 - 1 ms, counter 65,535
-MIN_REPLICA, MIN_TOMBSTONE = 24, 35
+MIN_REPLICA, MIN_TOMBSTONE = 25, 35
 
 
 def kept(name, modified, fields, **over):
@@ -34,17 +35,28 @@ def tombstone(label, deleted, of, kept_=None, **over):
     return (det(f"v3 tombstone {label}", 16), deleted, dict(of=of, kept=kept_, **over))
 
 
-def v3(doc, horizon=(0, 0), seen=None):
-    doc.update(version=3, horizon=horizon, seen=seen or {})
+def v3(doc, dropped=None, seen=None):
+    """doc in version 3: dropped {replica: (ms, counter)}, seen {replica: [(replica, (ms, counter)), ...]}."""
+    doc.update(version=3, dropped=dict(dropped or {}), seen={r: list(row) for r, row in (seen or {}).items()})
     return doc
 
 
 def small3():
-    """small() in version 3: a horizon, replica RA's seen, and one tombstone with a kept version (the plaintext
-    stays one 256-byte block): deleted at T+90, of T+10, kept at T+50, all by RA."""
-    d = v3(small(), horizon=(T - 1000, 0), seen={RA: (T + 50, 0)})
+    """small() in version 3: RA's dropped below its deletion, RA's seen row (itself, at its time), and one tombstone
+    with a kept version: deleted at T+90, of T+10, kept at T+50, all by RA."""
+    d = v3(small(), dropped={RA: (T - 1000, 0)}, seen={RA: [(RA, (T + 100, 0))]})
     d["tombstones"] = [tombstone("gone", stamp(T + 90, 0, RA), stamp(T + 10, 0, RA),
                                  kept("gone", stamp(T + 50, 0, RA), [field("password", "kept", True)]))]
+    return d
+
+
+def sync3():
+    """small3() with three replicas: RA (T+100) with a full seen row, RB (T+200) with none, RC (T+50) seeing RA only;
+    RB's dropped at T+150. The base of the malformed seen and dropped rules."""
+    d = small3()
+    d["replicas"] = [(RA, (T + 100, 0)), (RB, (T + 200, 0)), (RC, (T + 50, 0))]
+    d["dropped"][RB] = (T + 150, 0)
+    d["seen"] = {RA: [(RA, (T + 100, 0)), (RB, (T + 200, 0)), (RC, (T + 50, 0))], RC: [(RA, (T + 100, 0))]}
     return d
 
 
@@ -54,10 +66,13 @@ def kept_of(d):
 
 
 def basic3():
-    """basic() in version 3: three replicas with seen set, a horizon below every deletion, a tombstone keeping a
-    version with well-known, secret, spelled-out and binary fields, one keeping nothing, one keeping a version under
-    the name a live entry has now."""
-    d = v3(v2.basic(), horizon=(T - 86_400_000, 7), seen={RA: (T + 4000, 2), RB: (T + 3000, 0), RC: (T + 100, 1)})
+    """basic() in version 3: three replicas, RA with a full seen row (at the table's times, as a writer leaves it),
+    RB without one (not known), RC with a row that skips RB; dropped below each replica's deletions (RB's 0); a
+    tombstone keeping a version with well-known, secret, spelled-out and binary fields, one keeping nothing, one
+    keeping a version under the name a live entry has now."""
+    d = v3(v2.basic(), dropped={RA: (T + 1000, 0), RC: (T + 5000, 0)},
+           seen={RA: [(RA, (T + 6000, 0)), (RB, (T + 4000, 2)), (RC, (T + 5500, 3))],
+                 RC: [(RA, (T + 2000, 0)), (RC, (T + 5500, 3))]})
     d["replicas"] = [(RA, (T + 6000, 0)), (RB, (T + 4000, 2)), (RC, (T + 5500, 3))]
     d["tombstones"] = [
         tombstone("with kept", stamp(T + 4500, 0, RA), stamp(T + 1000, 0, RA), kept(
@@ -68,6 +83,44 @@ def basic3():
         tombstone("without kept", stamp(T + 5000, 1, RB), stamp(T + 4999, 0, RA)),
         tombstone("kept name of live", stamp(T + 5500, 3, RC), stamp(T + 700, 0, RB), kept(
             "github", stamp(T + 800, 0, RA), [field("password", "an older github", True)]))]
+    return d
+
+
+def sync_edges():
+    """dropped and seen at their bounds: RA's dropped at its own time; RB's one counter below its tombstone; RC's 0,
+    with a tombstone at RA's dropped and below RB's (only its own replica's dropped counts); RC's seen row above RC's
+    own time, at the times the table holds for RA and RB (a seen time is bounded by the replica it names); RA's row
+    at the smallest time (0.1) and naming a later replica (RC) at its time; RB's row naming the last replica only."""
+    d = v3(small(), dropped={RA: (T + 100, 0), RB: (T + 150, 7)},
+           seen={RA: [(RA, (0, 1)), (RC, (T + 50, 0))], RB: [(RC, (1, 0))],
+                 RC: [(RA, (T + 100, 0)), (RB, (T + 200, 5))]})
+    d["replicas"] = [(RA, (T + 100, 0)), (RB, (T + 200, 5)), (RC, (T + 50, 0))]
+    d["tombstones"] = [tombstone("above dropped", stamp(T + 150, 8, RB), stamp(T + 150, 8, RB)),
+                       tombstone("at another's dropped", stamp(T + 100, 0, RC), stamp(T + 10, 0, RA))]
+    return d
+
+
+def sync_top():
+    """dropped and seen at the largest time (every u64 time is valid): RA at the largest time with its dropped
+    there and a full seen row; RB at the largest time, its dropped one tick below, and its tombstone at the largest
+    time (just above its dropped)."""
+    below = (TOP[0], TOP[1] - 1)
+    d = v3(small(), dropped={RA: TOP, RB: below}, seen={RA: [(RA, TOP), (RB, TOP)], RB: [(RB, TOP)]})
+    d["replicas"] = [(RA, TOP), (RB, TOP)]
+    d["tombstones"] = [tombstone("at the top", stamp(*TOP, RB), stamp(*below, RB))]
+    return d
+
+
+def seen_wide():
+    """Seen rows of 2-byte uvars: 200 replicas, the last with a full row (seen_count 200, indexes 128 to 199 in two
+    bytes), the first with one index (150) in two bytes, the others without a row."""
+    ids = sorted(int.from_bytes(det(f"v3 wide replica {i}", 8), "little") for i in range(200))
+    d = v3(small(), seen={ids[199]: [(r, (T + 1000, i)) for i, r in enumerate(ids)], ids[0]: [(ids[150], (T, 0))]},
+           dropped={ids[150]: (T + 1000, 149)})
+    d["replicas"] = [(rid, (T + 1000, i)) for i, rid in enumerate(ids)]
+    d["entries"] = [entry("wide", "wide", stamp(T, 0, ids[150]), stamp(T + 1000, 150, ids[150]), [])]
+    d["tombstones"] = [tombstone("wide", stamp(T + 1000, 150, ids[150]), stamp(T + 1000, 150, ids[150]))]
+    assert len(uvar(200)) == 2 and len(uvar(150)) == 2
     return d
 
 
@@ -89,9 +142,10 @@ def kept_names():
 def clock_edges3():
     """Stamps ordered by time, then replica id: of, kept and deleted at one time and counter by RA < RB < RC; of one
     counter below deleted (one replica); kept one counter above of and below deleted; of at time 0 and deleted at the
-    largest time, kept at the largest time by a lower replica; a replica whose seen is 0 (unknown) and one at the
-    largest time."""
-    d = v3(small(), horizon=(0, 0), seen={RA: (0, 0), RC: TOP})
+    largest time, kept at the largest time by a lower replica; RA without a seen row, RC with a full one up to the
+    largest time; RB's and RC's dropped one counter below their first deletions."""
+    d = v3(small(), dropped={RB: (T + 2, 2), RC: (T, 4)},
+           seen={RC: [(RA, (T + 100, 0)), (RB, (T + 100, 1)), (RC, TOP)]})
     d["replicas"] = [(RA, (T + 100, 0)), (RB, (T + 100, 1)), (RC, TOP)]
     d["tombstones"] = [
         tombstone("one time", stamp(T, 5, RC), stamp(T, 5, RA), kept("one time", stamp(T, 5, RB), [])),
@@ -101,13 +155,6 @@ def clock_edges3():
         tombstone("whole range", stamp(*TOP, RC), stamp(0, 0, RA),
                   kept("whole range", stamp(*TOP, RB), [field("notes", "at the largest time")])),
         tombstone("of by replica", stamp(T + 3, 0, RB), stamp(T + 3, 0, RA))]
-    return d
-
-
-def horizon_top():
-    """The horizon at the largest time (every u64 time is valid), no tombstone; seen at the largest time."""
-    d = v3(small(), horizon=TOP, seen={RA: TOP})
-    d["replicas"] = [(RA, TOP)]
     return d
 
 
@@ -123,9 +170,10 @@ def kept_large():
 
 def tombstones_fill3(count=4):
     """4 tombstones of 35 bytes (kept 0, 1-byte replica indexes) in exactly the 140 bytes left after their count
-    (the count at its bound): 1 replica, an entry of 49 bytes, no padding."""
-    d = v3(small(), horizon=(T, 0), seen={RA: (T, 0)})
-    d["entries"] = [entry("fill", "f" * 19, stamp(T, 0, RA), stamp(T, 0, RA), [])]
+    (the count at its bound): 1 replica with a one-entry seen row, an entry of 47 bytes, no padding."""
+    d = v3(small(), dropped={RA: (T, 0)}, seen={RA: [(RA, (T, 0))]})
+    d["replicas"] = [(RA, (T, 0))]
+    d["entries"] = [entry("fill", "f" * 17, stamp(T, 0, RA), stamp(T, 0, RA), [])]
     d["tombstones"] = [tombstone(f"fill {i}", stamp(T + 10 + i, 0, RA), stamp(T + i, 0, RA)) for i in range(4)]
     d["tombstone_count"] = count
     assert 32 + len(v2.payload(d)) == 256 and len(v2.payload(d)) - len(v2.payload({**d, "tombstones": []})) == 140
@@ -136,11 +184,10 @@ CUT_FIRST = tombstone("cut first", stamp(T + 90, 0, RA), stamp(T + 10, 0, RA), k
 
 
 def cut(name, tail, rule):
-    """A 256-byte plaintext (no padding) that ends inside the second of two tombstones: one replica, no entry,
-    tombstone_count 2 (70 bytes: passes the count check), a first tombstone whose kept name fills what the tail
-    (the second tombstone's bytes, up to where it ends) leaves."""
-    head = struct.pack("<Q", time(T - 1000, 0)) + uvar(1) + struct.pack("<QQQ", RA, time(T + 100, 0), time(T, 0))
-    head += uvar(0) + uvar(2)
+    """A 256-byte plaintext (no padding) that ends inside the second of two tombstones: one replica (dropped 0, no
+    seen row), no entry, tombstone_count 2 (70 bytes: passes the count check), a first tombstone whose kept name
+    fills what the tail (the second tombstone's bytes, up to where it ends) leaves."""
+    head = uvar(1) + struct.pack("<QQQ", RA, time(T + 100, 0), 0) + uvar(0) + uvar(0) + uvar(2)
     for extra in range(3):  # empty notes fields in the first tombstone's kept version, when no name length fits
         first = dict(CUT_FIRST[2], kept=dict(CUT_FIRST[2]["kept"]))
         first["kept"]["version"] = version(stamp(T + 50, 0, RA), [field("notes", "")] * extra, conflict=True)
@@ -158,33 +205,70 @@ def cut(name, tail, rule):
     raise AssertionError(f"{name}: no filler fits a tail of {len(tail)} bytes")
 
 
+def cut_table(name, tail, rule):
+    """A plaintext of 256 or 512 bytes (no padding) that ends inside the replica table: n replicas (n * 25 bytes fit:
+    the count passes), the first n - 1 whole (times T+100, dropped 0, seen rows of 9-byte entries at time T, indexes
+    below n and increasing) and the last, RC, cut: tail(n) is its bytes up to where the plaintext ends. The seen rows
+    fill what the tail leaves; only the replica count, the ids' order and the rules checked as read come before the
+    end."""
+    for size in (256, 512):
+        for n in range(2, min(127, (size - 32 - 1) // MIN_REPLICA) + 1):
+            ids = sorted(int.from_bytes(det(f"v3 cut replica {i}", 8), "little") for i in range(n - 1))
+            rest = size - 32 - 1 - len(tail(n)) - MIN_REPLICA * (n - 1)  # for the whole replicas' seen entries
+            if rest < 0 or rest % 9 or rest // 9 > (n - 1) * n:
+                continue
+            rows, left = [], rest // 9
+            for _ in ids:
+                rows.append(min(left, n))
+                left -= rows[-1]
+            data = uvar(n) + b"".join(struct.pack("<QQQ", rid, time(T + 100, i), 0) + uvar(k)
+                                      + b"".join(uvar(j) + struct.pack("<Q", time(T, 0)) for j in range(k))
+                                      for i, (rid, k) in enumerate(zip(ids, rows))) + tail(n)
+            assert 32 + len(data) == size and n * MIN_REPLICA <= size - 32 - 1 and max(ids) < RC
+            d = small()
+            d.update(version=3, payload=data)
+            bad(name, seal(d, name, padding=b""), 6, "entry_truncated", rule)
+            return
+    raise AssertionError(f"{name}: no table fits a tail of {len(tail(2))} bytes")
+
+
 def main():
     # ---- valid
-    valid("valid-v3-basic.vault", basic3(), "none: horizon and seen set (3 replicas), a tombstone keeping a version "
-          "with well-known, secret, spelled-out, binary and empty fields, a tombstone keeping nothing, a kept name "
-          "equal to a live entry's (\"github\")")
+    valid("valid-v3-basic.vault", basic3(), "none: 3 replicas: RA with a full seen row, RB without one, RC with a "
+          "row that skips RB; dropped below each replica's deletions (RB's 0); a tombstone keeping a version with "
+          "well-known, secret, spelled-out, binary and empty fields, a tombstone keeping nothing, a kept name equal "
+          "to a live entry's (\"github\")")
     valid("valid-v3-kept-names.vault", kept_names(), "none: kept names need not be unique: \"k\" as the live entry, "
           "\"caf\\u00e9\" canonically equal to the live \"cafe\\u0301\", \"twice\" in two tombstones; kept versions "
           "without fields")
     valid("valid-v3-clock-edges.vault", clock_edges3(), "none: of < kept < deleted at one time and counter by "
           "replica id alone (RA < RB < RC); of one counter below deleted; kept one counter from each; of at 0, "
-          "deleted and kept at the largest time; of below deleted by replica id only; seen 0 and the largest")
-    valid("valid-v3-horizon-top.vault", horizon_top(), "none: horizon and seen at the largest time (2^48-1 ms, "
-          "counter 65,535), no tombstone")
-    d = v3(small(), horizon=(0, 0))
+          "deleted and kept at the largest time; of below deleted by replica id only; no seen row and a full one up "
+          "to the largest time; tombstones one counter above their replica's dropped")
+    valid("valid-v3-sync-edges.vault", sync_edges(), "none: RA's dropped at its own time; a tombstone one counter "
+          "above its replica's (RB's) dropped; a tombstone by RC (dropped 0) at RA's dropped and below RB's (only "
+          "its own replica's counts); RC's seen times above RC's own time, at the times of the replicas they name; "
+          "a seen time of 0.1; a row naming a later replica at its time; a row naming only the last replica")
+    valid("valid-v3-sync-top.vault", sync_top(), "none: a dropped and seen times at the largest time (2^48-1 ms, "
+          "counter 65,535); a tombstone at the largest time one tick above its replica's dropped")
+    valid("valid-v3-seen-wide.vault", seen_wide(), "none: 200 replicas, a full seen row of 200 (seen_count and "
+          "indexes 128 to 199 as 2-byte uvars), a row of one 2-byte index, rows of none")
+    d = v3(small())
     d.update(replicas=[], entries=[], tombstones=[], generation=1)
-    valid("valid-v3-empty.vault", d, "none: horizon 0, no replica, entry or tombstone")
+    valid("valid-v3-empty.vault", d, "none: no replica, entry or tombstone")
     valid("valid-v3-kept-large.vault", kept_large(), "none: a kept version of 70,000 bytes of names and values "
           "(history's 65,536-byte cap does not apply), a 4,096-byte kept name (2-byte kept_name_length)")
     valid("valid-v3-tombstones-fill.vault", tombstones_fill3(), "none: tombstone_count 4 with exactly 4 x 35 bytes "
           "left (at the bound), no padding")
-    d = v3(small(), horizon=(T - 1000, 0), seen={RA: (T + 50, 0)})
+    d = small3()
     d["tombstones"] = [tombstone("of unknown", stamp(T + 90, 0, RA), stamp(T + 90, 0, RA)),
                        tombstone("of known", stamp(T + 91, 0, RA), stamp(T + 10, 0, RA))]
     valid("valid-v3-of-equals-deleted.vault", d, "none: a tombstone whose of equals its deleted stamp (the version "
           "deleted not known, as a version-2 tombstone is read), nothing kept; beside one whose of is below")
-    valid("valid-v3-small.vault", small3(), "none: the base of the malformed plaintexts below (one entry, one "
-          "tombstone keeping a version)")
+    valid("valid-v3-small.vault", small3(), "none: the base of the malformed plaintexts below (one replica with a "
+          "dropped and a seen row, one entry, one tombstone keeping a version)")
+    valid("valid-v3-sync3.vault", sync3(), "none: the base of the malformed seen and dropped rows below (RA with a "
+          "full seen row, RB without one and its dropped at T+150, RC seeing RA)")
 
     # ---- before any key: the version, the size
     good = seal(small3(), "good")
@@ -193,29 +277,149 @@ def main():
         bad(f"unsupported-version-{n}.vault", good[:8] + struct.pack("<H", n) + good[10:], 6, "unsupported_version",
             f"version {n} in a version-3 file (a version-3 reader reads 2 and 3)")
     bad("truncated-body.vault", good[:hl + 32 + 24 + 16 + 255], 6, "truncated",
-        "header_length + 327 bytes: a plaintext shorter than 256 bytes (too short for the horizon too) is refused "
-        "at the file's size, before any key; no sealed plaintext is shorter than 256 bytes")
+        "header_length + 327 bytes: a plaintext shorter than 256 bytes is refused at the file's size, before any "
+        "key; no sealed plaintext is shorter than 256 bytes")
 
-    # ---- a plaintext of the other version's layout: refused, not misread (here at a count)
+    # ---- a plaintext of the other version's layout: refused, not misread
     d = small()
     d.update(version=3, layout=2)
-    assert v2.payload(d)[8] * MIN_REPLICA > 256 - 32 - 9  # RA's last byte read as the replica count
-    plain_bad("v2-plaintext-under-v3-header.vault", lambda d: d.update(version=3, layout=2),
-              "entry_count_exceeds_data", f"a version-2 plaintext under a version-3 header: the horizon takes the "
-              f"replica count and 7 bytes of RA's id, the id's last byte (0x{v2.payload(d)[8]:02x}) is read as the "
-              f"replica count", base=small)
+    p2 = v2.payload(d)
+    dropped2, time2 = struct.unpack_from("<QQ", p2, 1 + 8)[::-1]
+    assert p2[0] == 1 and dropped2 > time2  # RA's time, then the entry count and 7 bytes of its id as dropped
+    plain_bad("v2-plaintext-under-v3-header.vault", lambda d: d.update(version=3, layout=2), "bad_clock",
+              f"a version-2 plaintext under a version-3 header: after RA's id and time, the entry count and 7 bytes "
+              f"of the entry's id are read as RA's dropped (0x{dropped2:016x}), above its time", base=small)
     d = small3()
     p3 = v2.payload(d)
-    assert p3[0] == p3[1] == 0 and p3[2] * 25 > 256 - 32 - 3  # the horizon's bytes read as version 2's counts
-    plain_bad("v3-plaintext-under-v2-header.vault", lambda d: d.update(version=2, layout=3),
-              "entry_count_exceeds_data", f"a version-3 plaintext under a version-2 header: the horizon's first "
-              f"bytes are read as replica count 0, entry count 0 and tombstone count {p3[2]}", base=small3)
+    assert p3[0] == 1 and p3[17] == p3[18] == 0 and any(p3[19:])  # dropped's counter bytes read as two counts of 0
+    plain_bad("v3-plaintext-under-v2-header.vault", lambda d: d.update(version=2, layout=3), "bad_padding",
+              "a version-3 plaintext under a version-2 header: after RA's id and time, the two bytes of its "
+              "dropped's counter are read as entry count 0 and tombstone count 0, and the rest (not zero) as padding",
+              base=small3)
 
     # ---- the plaintext, in the order a reader reads it
-    rest = 256 - 32 - 8 - 1  # after the horizon and the replica count
+    rest = 256 - 32 - 1  # after the replica count
+    assert len(v2.payload(small3())) < rest
     plain_bad("replica-count-exceeds-data.vault", lambda d: d.update(replica_count=rest // MIN_REPLICA + 1),
               "entry_count_exceeds_data", f"replica_count {rest // MIN_REPLICA + 1}: {rest} bytes hold at most "
-              f"{rest // MIN_REPLICA} replicas of 24 bytes (version 2's 16 would allow {rest // 16})", base=small3)
+              f"{rest // MIN_REPLICA} replicas of 25 bytes (version 2's 16 would allow {rest // 16})", base=small3)
+
+    # the replica table: dropped, then the seen row, as read; seen times against the table once it is read
+    def seen(d, replica, row, count=None):
+        d["seen"][replica] = row
+        if count is not None:
+            d.setdefault("seen_counts", {})[replica] = count
+        return d
+
+    def dropped(d, replica, t):
+        d["dropped"][replica] = t
+        return d
+    full = [(RA, (T + 100, 0)), (RB, (T + 200, 0)), (RC, (T + 50, 0))]
+    for name, mutate, rule in [
+        ("clock-dropped-above-time", lambda d: dropped(d, RA, (T + 100, 1)), "RA's dropped one counter above its time"),
+        ("clock-dropped-above-time-ms", lambda d: dropped(d, RC, (T + 51, 0)), "RC's dropped one millisecond above "
+         "its time"),
+        ("clock-dropped-max", lambda d: dropped(d, RB, TOP), "RB's dropped at the largest time, above its time"),
+        ("clock-order-dropped-before-seen-count", lambda d: seen(dropped(d, RA, (T + 100, 1)), RA, full, b"\x83\x00"),
+         "RA's dropped above its time, checked before its seen_count (3 in two bytes: bad_varint)"),
+        ("clock-order-replica-id-before-seen-count", lambda d: seen(
+            d.update(replicas=[(RA, (T + 100, 0)), (RC, (T + 50, 0)), (RB, (T + 200, 0))], seen={}) or d, RB, [],
+            b"\x80\x00"),
+         "RC before RB in the table (RB's id, read after RC's, not above it; no seen rows), checked as the id is "
+         "read, before RB's seen_count (0 in two bytes: bad_varint)"),
+        ("clock-seen-index-beyond", lambda d: seen(d, RC, [(RA, (T, 0)), (Index(3), (T, 0))]), "RC's seen names "
+         "index 3, a table of 3"),
+        ("clock-seen-index-beyond-max-uvar", lambda d: seen(d, RC, [(Index((1 << 64) - 1), (T, 0))]), "RC's seen "
+         "names index 2^64-1 (a well-formed uvar)"),
+        ("clock-seen-index-repeated", lambda d: seen(d, RA, [(RA, (T, 0)), (RA, (T, 0)), (RC, (T, 0))]), "RA's seen "
+         "row names index 0 twice"),
+        ("clock-seen-index-decreasing", lambda d: seen(d, RA, [(RB, (T, 0)), (RA, (T, 0))]), "RA's seen row names "
+         "index 1, then 0"),
+        ("clock-seen-time-zero", lambda d: seen(d, RC, [(RA, (0, 0))]), "RC's seen time for RA is 0"),
+        ("clock-seen-time-zero-last", lambda d: seen(d, RA, full[:2] + [(RC, (0, 0))]), "RA's seen time for RC "
+         "(its row's last) is 0"),
+        ("clock-seen-above-time", lambda d: seen(d, RC, [(RA, (T + 100, 1))]), "RC's seen time for RA (an earlier "
+         "replica) one counter above RA's time"),
+        ("clock-seen-above-time-own", lambda d: seen(d, RB, [(RB, (T + 201, 0))]), "RB's seen time for itself one "
+         "millisecond above its time"),
+        ("clock-seen-above-time-later", lambda d: seen(d, RA, [(RA, (T + 100, 0)), (RB, (T + 200, 1))]), "RA's seen "
+         "time for RB (later in the table: checked once the table is read) one counter above RB's time"),
+        ("clock-seen-above-time-max", lambda d: seen(d, RA, [(RC, TOP)]), "RA's seen time for RC at the largest "
+         "time, above RC's"),
+        ("clock-seen-above-before-entry-count", lambda d: (seen(d, RA, [(RC, (T + 51, 0))]),
+                                                           d.update(entry_count=200)),
+         "RA's seen time for RC above RC's time, checked once the table is read, before the entry count (200: more "
+         "than the data holds)"),
+        ("clock-order-seen-time-zero-before-later-replica", lambda d: seen(seen(d, RA, [(RA, (0, 0))]), RB, [],
+                                                                           b"\x80\x00"),
+         "RA's seen time 0, checked as read, before RB's seen_count (0 in two bytes: bad_varint)"),
+        ("seen-count-above-table", lambda d: seen(d, RC, full, 4), "RC's seen_count 4, a table of 3: its three "
+         "entries are read, the fourth index (the entry count's byte, 1) is not above 2 (bad_clock)"),
+        ("seen-count-max-uvar", lambda d: seen(d, RC, full, (1 << 64) - 1), "RC's seen_count 2^64-1 (not checked "
+         "against the data, as no smallest seen entry is given): its three entries are read, the fourth index (the "
+         "entry count's byte, 1) is not above 2 (bad_clock)"),
+    ]:
+        plain_bad(f"{name}.vault", mutate, "bad_clock", rule, base=sync3)
+    plain_bad("clock-order-seen-above-after-table.vault",
+              lambda d: seen(seen(d, RA, [(RA, (T + 101, 0))]), RB, [], b"\x80\x00"), "bad_varint",
+              "RA's seen time for itself above its time (checked once the whole table is read) and RB's seen_count "
+              "0 in two bytes (as read): the uvar is refused first", base=sync3)
+    plain_bad("seen-count-not-minimal.vault", lambda d: seen(d, RA, full, b"\x83\x00"), "bad_varint",
+              "RA's seen_count 83 00 (3 in two bytes)", base=sync3)
+    plain_bad("seen-index-not-minimal.vault", lambda d: seen(d, RA, [(b"\x80\x00", (T, 0)), (RB, (T, 0))]),
+              "bad_varint", "RA's first seen index 80 00 (0 in two bytes)", base=sync3)
+    plain_bad("seen-index-beyond-64-bits.vault", lambda d: seen(d, RA, [(b"\xff" * 9 + b"\x02", (T, 0))]),
+              "bad_varint", "RA's first seen index a 10-byte uvar whose tenth byte is 2 (beyond 64 bits)", base=sync3)
+
+    # a tombstone at or below its replica's dropped: bad_tombstone, as its deleted stamp is read
+    for name, mutate, rule in [
+        ("bad-tombstone-at-dropped", lambda d: dropped(d, RA, (T + 90, 0)), "RA's tombstone deleted at RA's "
+         "dropped (T+90)"),
+        ("bad-tombstone-below-dropped", lambda d: dropped(d, RA, (T + 90, 1)), "RA's tombstone deleted one counter "
+         "below RA's dropped"),
+        ("bad-tombstone-below-dropped-at-time", lambda d: dropped(d, RA, (T + 100, 0)), "RA's dropped at its own "
+         "time (T+100), RA's tombstone deleted at T+90"),
+        ("bad-tombstone-at-dropped-kept-none", lambda d: (dropped(d, RA, (T + 90, 0)),
+                                                          d["tombstones"][0][2].update(kept=None)),
+         "RA's tombstone deleted at RA's dropped, nothing kept"),
+        ("bad-tombstone-order-dropped-before-of", lambda d: (dropped(d, RA, (T + 90, 0)),
+                                                             d["tombstones"][0][2].update(of=stamp(T + 91, 0, RA),
+                                                                                          kept=None)),
+         "RA's tombstone deleted at RA's dropped and of after deleted: the deleted stamp is read, and checked, "
+         "first"),
+    ]:
+        plain_bad(f"{name}.vault", mutate, "bad_tombstone", rule, base=small3)
+    plain_bad("bad-tombstone-at-dropped-other-replica.vault", lambda d: d["tombstones"].append(
+        tombstone("by rb", stamp(T + 150, 0, RB), stamp(T + 150, 0, RB))), "bad_tombstone",
+        "a second tombstone, by RB, deleted at RB's dropped (T+150; RA's dropped is below it)", base=sync3)
+    plain_bad("clock-order-tombstone-index-before-dropped.vault", lambda d: d["tombstones"].append(
+        tombstone("by index 3", stamp(T + 150, 0, Index(3)), stamp(T + 150, 0, RB))), "bad_clock",
+        "a tombstone whose deleted stamp names index 3 (a table of 3): refused at the index, before any dropped",
+        base=sync3)
+
+    # running out of plaintext inside the replica table (the last of n replicas)
+    rid = struct.pack("<Q", RC)
+    t = struct.pack("<Q", time(T + 100, 0))
+    cut_table("replica-truncated-id.vault", lambda n: rid[:5], "the plaintext ends inside the last replica's id")
+    cut_table("replica-truncated-time.vault", lambda n: rid + t[:5], "the plaintext ends inside the last replica's "
+              "time")
+    cut_table("replica-truncated-dropped.vault", lambda n: rid + t + t[:3], "the plaintext ends inside the last "
+              "replica's dropped")
+    cut_table("replica-truncated-seen-count.vault", lambda n: rid + t + t, "the plaintext ends before the last "
+              "replica's seen_count")
+    cut_table("replica-truncated-seen-count-uvar.vault", lambda n: rid + t + t + b"\x80", "the plaintext ends "
+              "inside the last replica's seen_count (a uvar byte 0x80, more to come)")
+    cut_table("replica-truncated-seen-index.vault", lambda n: rid + t + t + uvar(1), "seen_count 1, the plaintext "
+              "ends before the seen entry's index")
+    cut_table("replica-truncated-seen-index-uvar.vault", lambda n: rid + t + t + uvar(1) + b"\x80",
+              "seen_count 1, the plaintext ends inside the seen entry's index (a uvar byte 0x80, more to come)")
+    cut_table("replica-truncated-seen-time.vault", lambda n: rid + t + t + uvar(1) + uvar(0) + t[:5],
+              "seen_count 1, the plaintext ends inside the seen entry's time")
+    cut_table("replica-truncated-seen-second.vault", lambda n: rid + t + t + uvar(2) + uvar(0) + t,
+              "seen_count 2 (the table has more replicas: within its bound), the plaintext ends after the first seen "
+              "entry")
+
+    # tombstones: their count, their id
     bad("tombstone-count-exceeds-data.vault", seal(tombstones_fill3(5), "tombstone-count-exceeds-data"), 6,
         "entry_count_exceeds_data", "tombstone_count 5 with 140 bytes left (5 x 35 = 175 > 140; version 2's 25 "
         "would allow it)")
@@ -223,6 +427,9 @@ def main():
         d["tombstones"][0] = (d["entries"][0]["id"],) + d["tombstones"][0][1:]
     plain_bad("duplicate-id.vault", entry_id, "duplicate_id", "a tombstone with a kept version has the live entry's "
               "id", base=small3)
+    plain_bad("clock-order-duplicate-id-before-dropped.vault", lambda d: (entry_id(d), dropped(d, RA, (T + 90, 0))),
+              "duplicate_id", "a tombstone with the entry's id, deleted at its replica's dropped: the id is checked "
+              "first", base=small3)
 
     def of(d, s, **over):
         d["tombstones"][0][2].update(of=s, **over)
@@ -371,28 +578,54 @@ def main():
         "Written by `Tests/Vectors/generate_v3.py` (never edit by hand; it shares generate_v2.py's model and sealing),",
         "replayed by `python3 Tests/Vectors/check_v2.py Tests/Vectors/v3`; passphrase \"correct horse battery",
         "staple\", test KDF parameters. `expected.json`: the outcome of each file (a valid file: what",
-        "`Tests/Interop/read_vault_v2.py` prints, with \"format_version\", \"horizon\", replicas' \"time\" and",
-        "\"seen\", tombstones' \"deleted\", \"of\" and \"kept\"). One line per file, by name: outcome: the rule it",
-        "breaks. What version 3 keeps of version 2 is in `../v2`.",
+        "`Tests/Interop/read_vault_v2.py` prints, with \"format_version\", replicas as {\"time\", \"dropped\",",
+        "\"seen\": {replica: time}}, tombstones' \"deleted\", \"of\" and \"kept\"). One line per file, by name: outcome:",
+        "the rule it breaks. What version 3 keeps of version 2 is in `../v2`.",
+        "",
+        "The layout changed (a replica's `dropped` and seen row, no plaintext `horizon`); removed with the horizon:",
+        "`valid-v3-horizon-top.vault` (its place: `valid-v3-sync-top.vault`). Every other file was regenerated in",
+        "the new layout for the same purpose (`v2-plaintext-under-v3-header.vault` now fails at RA's dropped,",
+        "`bad_clock`, and `v3-plaintext-under-v2-header.vault` at the padding, `bad_padding`).",
         "",
         "Readings of docs/FORMAT.md (\"version 3\") these vectors take, where it leaves a choice (see `../README.md`):",
-        "- A plaintext too short for the horizon cannot be sealed: every plaintext is at least 256 bytes, and a",
+        "- A seen time is bounded by the time the table holds for the replica its index names (\"that replica's",
+        "  `time`\"), not by the row's owner's: `valid-v3-sync-edges.vault` has seen times above the owner's time,",
+        "  `clock-seen-above-time-later.vault` one above a later replica's.",
+        "- `seen_count` is not checked against the data: `entry_count_exceeds_data` names the replica, entry and",
+        "  tombstone counts only, and version 3 gives no smallest seen entry. A `seen_count` above the table fails at",
+        "  the first index that cannot follow (`bad_clock`: `seen-count-above-table.vault`,",
+        "  `seen-count-max-uvar.vault`); running out of plaintext inside a seen row is `entry_truncated`",
+        "  (`replica-truncated-seen-second.vault`). (A `seen_count` above `replica_count` refused at once, as",
+        "  `bad_clock`, gives the same outcomes: every truncated row here has `seen_count` within the table.)",
+        "- Running out of plaintext inside the replica table is `entry_truncated` (version 2 names entries and counts",
+        "  only; a version-2 replica cannot be cut, the count check refuses it first): `replica-truncated-*.vault`.",
+        "- \"Each check as its field is read\" orders the new checks: the table's id order at the id, before",
+        "  the rest of the replica (`clock-order-replica-id-before-seen-count.vault`); `dropped` before",
+        "  `seen_count` (`clock-order-dropped-before-seen-count.vault`); a seen index before its time; a seen time 0",
+        "  as read (`clock-order-seen-time-zero-before-later-replica.vault`), a seen time above its replica's once",
+        "  the whole table is read (`clock-order-seen-above-after-table.vault`), before the entry count",
+        "  (`clock-seen-above-before-entry-count.vault`); a tombstone's `dropped` check when its",
+        "  deleted stamp is read: after the id and the stamp's index, before `of`",
+        "  (`clock-order-duplicate-id-before-dropped.vault`, `clock-order-tombstone-index-before-dropped.vault`,",
+        "  `bad-tombstone-order-dropped-before-of.vault`).",
+        "- A tombstone is compared with its own (deleting) replica's `dropped` only, by time",
+        "  (`valid-v3-sync-edges.vault`, `bad-tombstone-at-dropped-other-replica.vault`).",
+        "- A plaintext too short for the replica count cannot be sealed: every plaintext is at least 256 bytes, and a",
         "  shorter body is `truncated` at the file's size, before any key (`truncated-body.vault`).",
-        "- Running out inside a replica (24 fixed bytes) cannot be `entry_truncated`: the count check refuses it",
-        "  first (`replica-count-exceeds-data.vault`).",
         "- \"no cap but the plaintext's\" lifts history's caps (10 versions, 65,536 bytes), not the field rules'",
         "  1,024 fields (`valid-v3-kept-large.vault`, `kept-too-many-fields.vault`).",
-        "- Running out of plaintext inside a tombstone is `entry_truncated` (version 2's text names entries and",
-        "  counts only; version 3 keeps its errors).",
+        "- Running out of plaintext inside a tombstone is `entry_truncated` (version 3 keeps version 2's errors).",
         "- `of` <= `deleted`, `of` = `deleted` a tombstone whose deleted version is not known: nothing can be kept,",
         "  and a kept version is refused at its stamp (`bad_clock`), which cannot lie strictly between.",
         "- The tombstone's id is checked for repeats as it is read, before `of` (\"each check as its field is",
         "  read\"; `clock-order-duplicate-id-before-of.vault`).",
         "- Version 1 is refused (`unsupported-version-1.vault`), as in `../v2`, although version 2 lets a reader",
         "  read version 1 (MAY): these readers do not.",
-        "- Not pinned by any vector (the spec names no error): a kept version whose flags lack bit 0 (conflict) or",
-        "  set reserved bits (the reader: accepted / `bad_history`, as version 2's versions), a tombstone",
-        "  deleted below the horizon, a replica's seen above its time (the reader accepts both).",
+        "- Not pinned by any vector: a kept version whose flags lack bit 0 (conflict) or set reserved bits (the",
+        "  reader: accepted / `bad_history`, as version 2's versions); a tombstone deleted at time 0 by a replica",
+        "  whose `dropped` is 0 (\"at or below its replica's `dropped`\" read literally refuses it, `bad_tombstone`,",
+        "  which the reader does; read as \"0: none dropped\" it is valid); a seen row without its own replica or a",
+        "  writer's row not equal to the table (writer rules, not reader rules).",
         ""]
     v2.write(OUT, ["# Format v3 test vectors", ""] + notes)
 

@@ -395,7 +395,8 @@ enum DocumentBody {
                 let id = DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
                 let time = try stamp(entryCount)
                 guard entries[id] == nil, tombstones[id] == nil else { throw corrupt(.duplicateID) }
-                guard time.packed > sync.dropped[time.replica] ?? 0 else { throw corrupt(.badTombstone) }  // a writer drops it
+                // At or below its replica's dropped mark (when there is one): a writer drops it.
+                if let mark = sync.dropped[time.replica], time.packed <= mark { throw corrupt(.badTombstone) }
                 if v3 {
                     let of = try stamp(entryCount)
                     guard of <= time else { throw corrupt(.badClock) }

@@ -149,7 +149,7 @@ extension VaultError: CLIReportable {
         case .unsafePermissions(_, _, let hint): return hint
         case .vaultNotFound: return "create one with 'vault init', or pass --vault PATH"
         case .behindHorizon:
-            return "replace the older copy with the newer one (copy the file, or clone again) and make its changes again there; nothing was merged"
+            return "the older copy missed deletions and has changes of its own: replace it with the newer one (copy the file, or clone again) and make its changes again there ('vault export' from it shows them); nothing was merged"
         case .wrongPassphrase: return "check the passphrase; a damaged file gives the same error"
         case .wrongIdentity:
             return "'vault recipients list' shows who the vault is shared with; 'vault identity show' prints your recipient (age1...)"

@@ -100,7 +100,11 @@ import Testing
         func set(_ name: String) -> DocumentChange { .setField(entry: name, field: "password", value: SecureBytes(string: name)) }
         try document.apply([set("gone"), set("stays")], replica: a, clock: Clock(now: start))
         try document.apply([set("b")], replica: b, clock: Clock(now: start + 1))
-        let old = try document.seal(dataKey: key)
+        let stale = try document.seal(dataKey: key)
+        // The old copy changed something of its own since (so the current copy does not hold all it holds).
+        let oldDocument = document.copied()
+        try oldDocument.apply([set("only-old")], replica: ReplicaID(rawValue: 3), clock: Clock(now: start + 2))
+        let old = try oldDocument.seal(dataKey: key)
         try document.apply([set("a2")], replica: a, clock: Clock(now: start + 1000))
         document.dropped = [a: (start + 500) << 16]
         let current = try document.seal(dataKey: key)
@@ -113,12 +117,23 @@ import Testing
         let error = try #require(try json(Data(refused.stderr.utf8))["error"] as? [String: Any])
         #expect(error["code"] as? String == "behind_horizon")
         #expect((error["message"] as? String) == "cannot merge '\(oldPath)': it has not seen deletions the other copy no longer records, so merging it could bring deleted entries back")
-        #expect((error["hint"] as? String)?.contains("replace the older copy with the newer one") == true)
+        #expect((error["hint"] as? String)?.contains("has changes of its own: replace it with the newer one") == true)
         let text = try box.vault(["merge", box.vaultPath, "--vault", oldPath])
         #expect(text.status == 6 && text.stderr.hasPrefix("vault: cannot merge '\(oldPath)'"), "\(text.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == Data(current), "nothing written")
         #expect(try Data(contentsOf: URL(fileURLWithPath: oldPath)) == Data(old), "nothing written")
         #expect(try box.vault(["list"]).stdoutText == "a2\nb\ngone\nstays\n")
+
+        // A copy left behind that changed nothing since is not refused: the current copy holds all it holds, so
+        // merging it changes nothing here, and merging the current copy into it brings it up to date.
+        let stalePath = box.directory + "/vaults/stale.vault"
+        FileManager.default.createFile(atPath: stalePath, contents: Data(stale), attributes: [.posixPermissions: 0o600])
+        let caughtUp = try box.vault(["merge", stalePath])
+        #expect(caughtUp.status == 0, "\(caughtUp.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == Data(current), "nothing new: nothing written")
+        let forward = try box.vault(["merge", box.vaultPath, "--vault", stalePath])
+        #expect(forward.status == 0 && forward.stdoutText.contains("1 added"), "\(forward.stdout) \(forward.stderr)")
+        #expect(try box.vault(["list", "--vault", stalePath]).stdoutText == "a2\nb\ngone\nstays\n")
     }
 
     @Test func aVersion2VaultStaysVersion2UntilUpgradedThenEveryVerbWorks() throws {

@@ -99,8 +99,13 @@ extension VaultDocument {
         guard !tombstones.isEmpty,
               !replicas.contains(where: { id, time in seen[id] == nil && time.milliseconds >= since })
         else { return }
+        // Per deleting replica, the least of what every known view has of it: a tombstone at or below it is seen by all.
+        var seenByAll: [ReplicaID: UInt64] = [:]
+        for deleter in replicas.keys {
+            seenByAll[deleter] = seen.values.reduce(UInt64.max) { min($0, $1[deleter] ?? 0) }
+        }
         for (id, deleted) in tombstones where deleted.milliseconds < since {
-            guard seen.values.allSatisfy({ ($0[deleted.replica] ?? 0) >= deleted.packed }) else { continue }
+            guard deleted.packed <= seenByAll[deleted.replica] ?? 0 else { continue }
             tombstones[id] = nil
             deletions[id] = nil
             dropped[deleted.replica] = max(dropped[deleted.replica] ?? 0, deleted.packed)

@@ -155,6 +155,27 @@ struct DocumentVaultTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.hasSuffix(".tmp") }.isEmpty)
     }
 
+    /// A state directory copied to another machine (another machine id or host name) gives that machine a replica
+    /// of its own, so that two machines never stamp as one; a file of an older `vault` (the id alone) keeps its id
+    /// and is given this machine's name.
+    @Test func aReplicaFileMadeOnAnotherMachineGivesANewReplica() throws {
+        let state = directory.file("state-copied")
+        let id = DocumentID.random()
+        let here = try ReplicaRegistry.replica(for: id, stateDirectory: state, machine: "0123456789abcdef")
+        let file = state + "/" + id.description + ".replica"
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == here.description + "\n0123456789abcdef")
+        let there = try ReplicaRegistry.replica(for: id, stateDirectory: state, machine: "fedcba9876543210")
+        #expect(there != here)
+        #expect(try ReplicaRegistry.replica(for: id, stateDirectory: state, machine: "fedcba9876543210") == there)
+        // An older vault's file: kept, and named.
+        try Data("00000000000000ab".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(try ReplicaRegistry.replica(for: id, stateDirectory: state, machine: "0123456789abcdef") == ReplicaID(rawValue: 0xAB))
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "00000000000000ab\n0123456789abcdef")
+        var info = stat()
+        #expect(stat(file, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(ReplicaRegistry.machine.count == 16 && ReplicaRegistry.machine.allSatisfy(\.isHexDigit))
+    }
+
     /// Issue 18 §6, the measured silent loss: machine B's copy (more writes, so a higher generation) put over
     /// machine A's, which had a write of its own since the copies parted. The generation check passes; A's own
     /// latest write is missing from the file's replica table, so A refuses it (exit 6) unless accepted.

@@ -109,37 +109,65 @@ public enum VaultOpener {
 /// This user's replica id for each version-2 vault: 8 random bytes made the first time, kept in the state
 /// directory beside the rollback records (`<vault id>.replica`, mode 0600, directory 0700), so that every
 /// machine and user writes as a replica of its own and never reissues another's timestamps.
+///
+/// The file also names the machine it was made on (``machine``: a hash of `/etc/machine-id` and the host name). A
+/// state directory copied to another machine (a home directory restored or cloned, a container image) would make
+/// two machines one replica: two different changes with one timestamp, which a merge takes for one (a version's
+/// clock names its content), and a clock that no longer says what its replica has seen (docs/FORMAT.md,
+/// "Version 3"). On another machine the file is replaced by a new replica id; a file of an older `vault` (the id
+/// alone) is kept and given this machine's name.
 public enum ReplicaRegistry {
     /// The replica id for `vaultID`; without a state directory (`nil`: no rollback protection, a test), a fresh
-    /// random one.
-    public static func replica(for vaultID: DocumentID, stateDirectory: String?) throws -> ReplicaID {
+    /// random one. `machine`: what names this machine (``machine``; a test gives another).
+    public static func replica(for vaultID: DocumentID, stateDirectory: String?, machine: String = machine) throws -> ReplicaID {
         guard let directory = stateDirectory else { return .random() }
         try VaultFile.createDirectory(for: directory + "/x")
         let path = directory + "/" + vaultID.description + ".replica"
-        func stored() -> ReplicaID? {
-            guard let bytes = try? VaultFile.read(path: path), bytes.count == 16,
-                  let text = String(validating: bytes, as: UTF8.self), let value = UInt64(text, radix: 16) else { return nil }
-            return ReplicaID(rawValue: value)
+        /// The stored id and the machine it names (`nil`: a file of an older `vault`, the id alone).
+        func stored() -> (ReplicaID, String?)? {
+            guard let bytes = try? VaultFile.read(path: path), bytes.count == 16 || bytes.count == 33,
+                  let text = String(validating: bytes, as: UTF8.self), let value = UInt64(text.prefix(16), radix: 16) else { return nil }
+            guard bytes.count == 33 else { return (ReplicaID(rawValue: value), nil) }
+            guard text.utf8.dropFirst(16).first == UInt8(ascii: "\n") else { return nil }
+            return (ReplicaID(rawValue: value), String(text.suffix(16)))
         }
-        if let replica = stored() { return replica }
-        // Written whole to a temporary file, then linked into place (fails if another process got there first:
-        // theirs is used); a file left empty or damaged by a crash is replaced by a rename.
-        let replica = ReplicaID.random()
-        let temporary = directory + "/." + vaultID.description + "." + ReplicaID.random().description + ".tmp"
-        let fd = Posix.retryingEINTR { Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
-        guard fd >= 0 else { throw VaultError.io(operation: "cannot create", path: temporary, errno: errno) }
-        defer { unlink(temporary) }
-        let code = Array(replica.description.utf8).withUnsafeBytes { Posix.writeAll(fd, $0) }
-        let synced = code == 0 && fsync(fd) == 0
-        let failure = code != 0 ? code : errno
-        Glibc.close(fd)
-        guard synced else { throw VaultError.io(operation: "cannot write", path: temporary, errno: failure) }
-        if link(temporary, path) == 0 { return replica }
-        guard errno == EEXIST else { throw VaultError.io(operation: "cannot create", path: path, errno: errno) }
-        if let theirs = stored() { return theirs }
-        guard rename(temporary, path) == 0 else { throw VaultError.io(operation: "cannot replace", path: path, errno: errno) }
-        return replica
+        /// Writes `replica` with this machine's name to a temporary file; links it into place when `exclusive` (fails
+        /// if another process got there first: theirs is used), else renames it over what is there.
+        func write(_ replica: ReplicaID, exclusive: Bool) throws -> ReplicaID {
+            let temporary = directory + "/." + vaultID.description + "." + ReplicaID.random().description + ".tmp"
+            let fd = Posix.retryingEINTR { Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+            guard fd >= 0 else { throw VaultError.io(operation: "cannot create", path: temporary, errno: errno) }
+            defer { unlink(temporary) }
+            let code = Array((replica.description + "\n" + machine).utf8).withUnsafeBytes { Posix.writeAll(fd, $0) }
+            let synced = code == 0 && fsync(fd) == 0
+            let failure = code != 0 ? code : errno
+            Glibc.close(fd)
+            guard synced else { throw VaultError.io(operation: "cannot write", path: temporary, errno: failure) }
+            if exclusive {
+                if link(temporary, path) == 0 { return replica }
+                guard errno == EEXIST else { throw VaultError.io(operation: "cannot create", path: path, errno: errno) }
+                if let (theirs, named) = stored(), named == machine { return theirs }
+            }
+            guard rename(temporary, path) == 0 else { throw VaultError.io(operation: "cannot replace", path: path, errno: errno) }
+            return replica
+        }
+        switch stored() {
+        case let (replica, named)? where named == machine: return replica
+        case let (replica, nil)?: return try write(replica, exclusive: false)  // an older vault's file: named now
+        case _?: return try write(.random(), exclusive: false)  // made on another machine: a replica of our own
+        case nil: return try write(.random(), exclusive: true)  // none yet, or left empty or damaged by a crash
+        }
     }
+
+    /// What names this machine in replica files: the first 8 bytes of BLAKE2b-256 of `/etc/machine-id` and the host
+    /// name, in hex (either may be missing: a container without a machine id has its own host name).
+    public static let machine: String = {
+        let id = (try? VaultFile.read(path: "/etc/machine-id")) ?? []
+        var host = [CChar](repeating: 0, count: 256)
+        let name = gethostname(&host, host.count - 1) == 0 ? Array(host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }) : []
+        let digest = (id + [0] + name).withUnsafeBytes { Sodium.blake2b256($0) }
+        return Posix.hex(Array(digest.prefix(8)))
+    }()
 
     /// The time (`milliseconds << 16 | counter`) of the latest write `replica` made to vault `vaultID`, as recorded
     /// in the state directory (`<vault id>.<replica>.written`), or `nil`.

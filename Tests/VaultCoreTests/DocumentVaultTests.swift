@@ -201,9 +201,13 @@ struct DocumentVaultTests {
         #expect(throws: VaultError.missingOwnWrites(path: path)) { try open(path, stateA, replica: 10) }
         let accepted = try open(path, stateA, replica: 10, accept: true)
         #expect(try accepted.keys() == ["b-0", "b-1", "b-2", "k"])
-        // Accepted once: the next open takes it, and A writes on.
+        // Accepted once: A's history forked (its last write is in another line), so A writes on as a new replica,
+        // the one its state directory now names; the next open takes the file.
+        let renewed = try ReplicaRegistry.replica(for: try #require(accepted.document?.vaultID), stateDirectory: stateA.stateDirectory)
+        #expect(accepted.store.replica == renewed && renewed != ReplicaID(rawValue: 10))
         try accepted.put("again", forKey: "a-only")
-        #expect(try open(path, stateA, replica: 10).keys().contains("a-only"))
+        #expect(accepted.document?.replicas[renewed] != nil && accepted.document?.replicas[ReplicaID(rawValue: 10)] != nil)
+        #expect(try open(path, stateA, replica: renewed.rawValue).keys().contains("a-only"))
     }
 
     /// Another handle changed the passphrase (a new data key): this one says so instead of "wrong passphrase".

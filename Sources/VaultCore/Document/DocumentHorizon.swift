@@ -86,8 +86,9 @@ extension VaultDocument {
     /// active in that time has no known view, every tombstone older than ``tombstoneRetention`` that every known
     /// view has seen is dropped, with what it kept, and its replica's dropped mark rises to it.
     ///
-    /// `now` (the wall clock) only decides when: a clock set wrong here drops sooner or later, never a deletion
-    /// that a copy which counts has not seen (those views are clocks of the deleting replica, compared with its own).
+    /// `now` (the wall clock) decides when, and which views count: a clock set far ahead here forgets every other
+    /// view and drops what only this copy has seen, so that other copies with changes of their own are refused by
+    /// ``hasSeenDrops(of:)``; none brings a deletion back (the check compares a replica's clocks with its own).
     func settle(replica: ReplicaID, now: UInt64) {
         guard formatVersion >= 3, replicas[replica] != nil else { return }
         seen[replica] = replicas.mapValues(\.packed)

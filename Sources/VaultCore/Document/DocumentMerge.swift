@@ -208,7 +208,7 @@ extension VaultDocument {
             sync: SyncState(seen: seen, dropped: dropped, deletions: deletions))
         // Live bytes: ours's as they were (its dead values came along in the copy) and everything moved in.
         merged.compactedByteCount = ours.compactedByteCount + (values.count - ours.values.count)
-        report.otherLacks = !merged.sameContent(as: theirs)
+        report.otherLacks = !merged.isHeld(by: theirs)
         return (merged, report)
     }
 
@@ -224,6 +224,23 @@ extension VaultDocument {
             guard let theirs = other.entries[id] else { return false }
             return entry.isSameVersion(as: theirs)
         }
+    }
+
+    /// Whether `other` holds everything of this document that a copy passes on: every entry as it is here (the same
+    /// version and history), every tombstone with what it deleted and kept, every replica's clock (or a later one),
+    /// every recipient, the format version. The sync bookkeeping alone (the `seen` views, dropped marks, tombstones
+    /// dropped here) is not sent for its own sake: it travels with the next change, so that two copies do not send
+    /// each other their views back and forth.
+    func isHeld(by other: VaultDocument) -> Bool {
+        guard formatVersion <= other.formatVersion, dataKeyID == other.dataKeyID,
+              Set(recipients).isSubset(of: other.recipients),
+              replicas.allSatisfy({ replica, time in other.replicas[replica].map { $0 >= time } ?? false }),
+              tombstones.allSatisfy({ id, time in
+                  other.tombstones[id] == time && deletion(of: id).of == other.deletion(of: id).of
+                      && deletion(of: id).kept?.version.modified == other.deletion(of: id).kept?.version.modified
+              })
+        else { return false }
+        return entries.allSatisfy { id, entry in other.entries[id].map { entry.isSameVersion(as: $0) } ?? false }
     }
 
     /// Our stanzas, and, when `other` has our data key, its recipient stanzas for recipients we do not have, of the

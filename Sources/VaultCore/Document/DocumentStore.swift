@@ -8,7 +8,10 @@ import VaultSodium
 /// agent serves several connections at once).
 public final class DocumentStore: Sendable {
     public let storage: any VaultStorage
-    public let replica: ReplicaID
+    /// The replica this store writes as: the one it was made with, until a load accepted as a fork of its history
+    /// moves it to a new one (``DocumentVault``'s rollback check, ``renewReplica(_:)``).
+    public var replica: ReplicaID { currentReplica.withLock { $0 } }
+    private let currentReplica: Mutex<ReplicaID>
     let clock: any WallClock
     let policy: Argon2id.KDFPolicy
     // The check of every document loaded before it is used or written over (``DocumentVault`` checks the rollback
@@ -28,10 +31,13 @@ public final class DocumentStore: Sendable {
 
     public init(storage: any VaultStorage, replica: ReplicaID, clock: any WallClock = SystemWallClock(), policy: Argon2id.KDFPolicy = .standard) {
         self.storage = storage
-        self.replica = replica
+        self.currentReplica = Mutex(replica)
         self.clock = clock
         self.policy = policy
     }
+
+    /// Writes as `replica` from now on.
+    func renewReplica(_ replica: ReplicaID) { currentReplica.withLock { $0 = replica } }
 
     /// The document as last loaded or written (a document is never changed once held: each load or write makes a
     /// new one).
@@ -308,12 +314,9 @@ public final class DocumentStore: Sendable {
             let now = clock.milliseconds()
             let (merged, made) = try VaultDocument.merge(ours, other, now: now)
             report = made
-            let before = (merged.seen, merged.dropped, merged.tombstones.count)
+            // (Settling changes only the sync bookkeeping, which the other copy need not be sent for its own sake:
+            // ``VaultDocument/isHeld(by:)``.)
             merged.settle(replica: replica, now: now)
-            // The merge compared with the other copy; only what settling changes can have changed since.
-            if merged.seen != before.0 || merged.dropped != before.1 || merged.tombstones.count != before.2 {
-                report.otherLacks = !merged.sameContent(as: other)
-            }
             if let adopted {
                 // The other copy's passphrase change, followed: its stanzas and data key.
                 merged.stanzas = other.stanzas

@@ -36,7 +36,7 @@ public final class DocumentVault: DocumentEntries, Sendable {
     /// here (another machine's copy put over this one: newer by generation, yet it would silently lose them).
     func rollbackCheck(accept: Bool) -> DocumentStore.Verifier? {
         guard let protection = rollbackProtection else { return nil }
-        let path = self.path, replica = store.replica
+        let path = self.path, store = self.store
         return { document, dataKey in
             // Wherever the file is: the record of the vault's id and data key id (issue 18 §6), checked first so that
             // a refused file is recorded nowhere; then the record of this path (another vault put here).
@@ -44,12 +44,19 @@ public final class DocumentVault: DocumentEntries, Sendable {
             try RollbackGuard.checkAndRecord(
                 path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept)
             RollbackGuard.recordVault(document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, protection: protection)
+            let replica = store.replica
             guard let written = ReplicaRegistry.latestWrite(of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
             else { return }
             let inFile = document.replicas[replica]?.packed ?? 0
             guard inFile < written else { return }
             guard accept else { throw VaultError.missingOwnWrites(path: path) }
             try ReplicaRegistry.recordLatestWrite(inFile, of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
+            // Accepted: a fork of this replica's history (a branch checked out, a backup put back). Writing on it
+            // as the same replica would make two lines of changes one replica's: a clock of it in a table would no
+            // longer say what that table has seen, and a merge could bring back a deletion whose tombstone was
+            // dropped, or take one copy for the other's past (docs/FORMAT.md, "Version 3"). From here on this user
+            // writes to the vault as a new replica.
+            store.renewReplica(try ReplicaRegistry.replica(for: document.vaultID, stateDirectory: protection.stateDirectory, renew: true))
         }
     }
 

@@ -118,8 +118,11 @@ public enum VaultOpener {
 /// alone) is kept and given this machine's name.
 public enum ReplicaRegistry {
     /// The replica id for `vaultID`; without a state directory (`nil`: no rollback protection, a test), a fresh
-    /// random one. `machine`: what names this machine (``machine``; a test gives another).
-    public static func replica(for vaultID: DocumentID, stateDirectory: String?, machine: String = machine) throws -> ReplicaID {
+    /// random one. `machine`: what names this machine (``machine``; a test gives another). `renew`: a new one in
+    /// place of the one stored (this replica's history forked: ``DocumentVault``'s rollback check).
+    public static func replica(
+        for vaultID: DocumentID, stateDirectory: String?, machine: String = machine, renew: Bool = false
+    ) throws -> ReplicaID {
         guard let directory = stateDirectory else { return .random() }
         try VaultFile.createDirectory(for: directory + "/x")
         let path = directory + "/" + vaultID.description + ".replica"
@@ -151,6 +154,7 @@ public enum ReplicaRegistry {
             guard rename(temporary, path) == 0 else { throw VaultError.io(operation: "cannot replace", path: path, errno: errno) }
             return replica
         }
+        if renew { return try write(.random(), exclusive: false) }
         switch stored() {
         case let (replica, named)? where named == machine: return replica
         case let (replica, nil)?: return try write(replica, exclusive: false)  // an older vault's file: named now

@@ -318,7 +318,9 @@ struct DocumentHorizonTests {
     /// Whatever happens: a copy never holds, live, a version of an entry older than a deletion of it that the copy
     /// has seen (itself or through a merge, the tombstone dropped since or not); a merge loses no live entry except
     /// to a deletion later than it that one of the two copies had seen; a refused merge changes nothing. Tombstones
-    /// are dropped and merges refused in many histories (the property is not vacuous).
+    /// are dropped and merges refused in many histories (the property is not vacuous). Now and then a copy is put
+    /// back to an older state of itself (a backup, a branch) and written on as a new replica, as `vault` does when it
+    /// accepts such a file (``DocumentVault``'s rollback check): what it had seen is what that older state had seen.
     @Test(arguments: 0..<8)
     func droppingTombstonesBringsNothingBackAndLosesNothing(_ block: Int) throws {
         var drops = 0, refusals = 0
@@ -327,7 +329,9 @@ struct DocumentHorizonTests {
             var documents = try copies(3).copies
             /// Per copy, every deletion it has seen (its tombstones now and before, and those of the copies it merged).
             var seen: [[DocumentID: HybridTimestamp]] = [[:], [:], [:]]
-            let replicas = [ra, rb, rc]
+            var replicas = [ra, rb, rc]
+            var snapshots: [[(VaultDocument, [DocumentID: HybridTimestamp])]] = [[], [], []]
+            var nextReplica: UInt64 = 100
             var now = Self.start
             func noting(_ known: [DocumentID: HybridTimestamp], _ document: VaultDocument) -> [DocumentID: HybridTimestamp] {
                 known.merging(document.tombstones, uniquingKeysWith: max)
@@ -338,6 +342,14 @@ struct DocumentHorizonTests {
                 var index = random.below(3)
                 if index == 2, random.below(10) != 0 { index = random.below(2) }
                 let before = documents[index]
+                if random.below(12) == 0, !snapshots[index].isEmpty {
+                    // Put back to an older state, and written on as a new replica from here.
+                    (documents[index], seen[index]) = snapshots[index][random.below(snapshots[index].count)]
+                    replicas[index] = ReplicaID(rawValue: nextReplica)
+                    nextReplica += 1
+                    continue
+                }
+                if random.below(5) == 0 { snapshots[index].append((before, seen[index])) }
                 if random.below(3) == 0 {
                     let otherIndex = (index + 1 + random.below(2)) % 3
                     let other = documents[otherIndex]

@@ -87,6 +87,54 @@ extension AgentWire {
         return records
     }
 
+    // MARK: Deleted entries
+
+    /// Writes `entries` (``AgentOperation/deleted``): per entry its `entryID`, `name`, `created` and `replica` (the
+    /// deletion), `modified` and `replica` (the change kept).
+    static func encode(_ entries: [VaultDocument.DeletedEntry], into writer: Writer) {
+        for entry in entries {
+            entry.id.bytes.withUnsafeBytes { writer.field(.entryID, $0) }
+            writer.field(.name, entry.name)
+            writer.field(.created, entry.deleted.packed)
+            writer.field(.replica, entry.deleted.replica.rawValue)
+            writer.field(.modified, entry.kept.packed)
+            writer.field(.replica, entry.kept.replica.rawValue)
+        }
+    }
+
+    /// The entries in `answer` (the inverse of the encoding above), in its order.
+    static func deletedEntries(from answer: Message) throws -> [VaultDocument.DeletedEntry] {
+        func malformed() -> AgentError { .protocolError("a malformed deleted entry") }
+        var entries: [VaultDocument.DeletedEntry] = []
+        var id: DocumentID?, name: String?, numbers: [UInt64] = []
+        func finish() throws {
+            guard let current = id else { return }
+            guard let name, numbers.count == 4 else { throw malformed() }
+            entries.append(.init(
+                id: current, name: name, deleted: HybridTimestamp(packed: numbers[0], replica: ReplicaID(rawValue: numbers[1])),
+                kept: HybridTimestamp(packed: numbers[2], replica: ReplicaID(rawValue: numbers[3]))))
+            (id, numbers) = (nil, [])
+        }
+        for field in answer.fields {
+            switch Tag(rawValue: field.tag) {
+            case .entryID:
+                try finish()
+                id = answer.payload.withUnsafeBytes { DocumentID(bytes: Array($0[field.range])) }
+                guard id != nil else { throw malformed() }
+                name = nil
+            case .name:
+                guard id != nil, name == nil, let text = answer.string(field.range) else { throw malformed() }
+                name = text
+            case .created, .replica, .modified:
+                guard id != nil, name != nil, numbers.count < 4, let number = answer.number(field.range) else { throw malformed() }
+                numbers.append(number)
+            default: break
+            }
+        }
+        try finish()
+        return entries
+    }
+
     // MARK: Document changes
 
     /// Writes `changes` as fields: per change a `change` byte (``AgentDocumentChange``) and its fields.

@@ -45,6 +45,10 @@ enum AgentOperation: UInt8 {
     /// What a file of an unlocked version-2 vault holds, by the vault id in its header (git's textconv): `value`
     /// (the file), `source` (its name). Answers `message`* (lines: names, ids, times, field names; never a value).
     case describeFile
+    /// The deleted entries that keep a change (format version 3): path. Answers per entry `entryID`, `name`,
+    /// `created` and `replica` (when it was deleted, by whom), `modified` and `replica` (when the kept change was
+    /// made, by whom) (``AgentWire/encode(_:into:)-deleted``). An older agent refuses the code.
+    case deleted
 }
 
 /// The status of an answer (the second byte of a response payload).

@@ -15,6 +15,9 @@ extension AgentService {
             if let records = try document.records(of: try text(request, .name), which) { AgentWire.encode(records, into: reply) }
         case .apply:
             try document.apply(try AgentWire.documentChanges(from: request))
+        case .deleted:
+            try store.reload()
+            AgentWire.encode(try document.deletedEntries(), into: reply)
         case .merge:
             guard let other = request.first(.value) else { throw AgentError.badRequest("a request without a required field") }
             let bytes = request.payload.withUnsafeBytes { Array($0[other]) }

@@ -77,7 +77,7 @@ final class AgentService: Sendable {
                 return ok()
             case .mergeFiles: return try mergeFiles(request)
             case .describeFile: return try describeFile(request)
-            case .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge:
+            case .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge, .deleted:
                 let path = try text(request, .path)
                 // Names asked with the flag set (shell completion, on every Tab) are not an activity.
                 let touch = !(operation == .names && request.bool(.flags))
@@ -139,7 +139,7 @@ final class AgentService: Sendable {
                 Self.encode(attributes, into: reply)
                 if let value { reply.field(.value, value) }
             }
-        case .records, .apply, .merge:
+        case .records, .apply, .merge, .deleted:
             try performOnDocument(operation, request, on: store, reply: reply)
         case .status, .unlock, .lock, .lockAll, .probe, .mergeFiles, .describeFile:
             throw AgentError.badRequest("not an operation on a vault")

@@ -113,6 +113,10 @@ public final class AgentVault: DocumentEntries {
         _ = try client.request(.apply, path: path) { AgentWire.encode(changes, into: $0) }
     }
 
+    public func deletedEntries() throws -> [VaultDocument.DeletedEntry] {
+        try AgentWire.deletedEntries(from: try client.request(.deleted, path: path) { _ in })
+    }
+
     @discardableResult
     public func remove(_ key: String) throws -> Bool {
         try client.request(.remove, path: path) { $0.field(.name, key) }.bool(.bool)

@@ -17,11 +17,28 @@ package struct List: ParsableCommand {
     @Argument(help: "Only the names that start with this (e.g. 'github/').", completion: NameCompletion.existingEntry)
     var prefix: String?
 
+    @Flag(help: "List deleted entries that keep a change a deletion won over at a merge ('vault restore NAME --deleted' brings it back).")
+    var deleted = false
+
     package func run() throws {
         try reportingErrors(json: options.json) {
             if let prefix { try checkNameArgumentIsUTF8(prefix) }
-            try withVault(options) { try Self.printNames(of: $0, prefix: prefix ?? "", json: options.json) }
+            try withVault(options) { vault in
+                guard deleted else { return try Self.printNames(of: vault, prefix: prefix ?? "", json: options.json) }
+                try Self.printDeleted(of: try documentEntries(vault), prefix: prefix ?? "", json: options.json)
+            }
         }
+    }
+
+    /// `list --deleted`: the names (one a line, as the vault keeps them: by name, newest kept change first), or with
+    /// `--json` each with its id and when it was deleted and the kept change made.
+    static func printDeleted(of vault: any DocumentEntries, prefix: String, json: Bool) throws {
+        let entries = try vault.deletedEntries().filter { $0.name.hasPrefix(prefix) }
+        guard json else { return try writeLines(entries.map(\.name)) }
+        let time = { (stamp: HybridTimestamp) in UTCTime.iso8601(milliseconds: Int64(stamp.milliseconds), fractional: true) }
+        try writeJSON(["deleted": entries.map { entry -> [String: Any] in
+            ["name": entry.name, "id": entry.id.description, "deleted": time(entry.deleted), "kept": time(entry.kept)]
+        }])
     }
 
     /// What `list` prints for `vault`: the names starting with `prefix` (shared with ``QuickPath``).

@@ -109,6 +109,36 @@ import VaultCore
 
     /// Every case of the library's error crosses the wire as itself (protocol version 3), with the vault named as
     /// the client named it; a case this build does not know is left to the agent's presentation.
+    /// `vault list --deleted` through the agent: the deleted entries that keep a change, in order, with both
+    /// stamps; a name before its id, a missing stamp or a fifth number is refused.
+    @Test func deletedEntriesCrossTheWireAndMalformedOnesAreRefused() throws {
+        let entries = [
+            VaultDocument.DeletedEntry(
+                id: DocumentID.random(), name: "github", deleted: HybridTimestamp(packed: 9 << 16 | 2, replica: ReplicaID(rawValue: 1)),
+                kept: HybridTimestamp(packed: 7 << 16, replica: ReplicaID(rawValue: 2))),
+            VaultDocument.DeletedEntry(
+                id: DocumentID.random(), name: "é/x", deleted: HybridTimestamp(packed: .max, replica: ReplicaID(rawValue: .max)),
+                kept: HybridTimestamp(packed: 1, replica: ReplicaID(rawValue: 0))),
+        ]
+        let writer = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+        AgentWire.encode(entries, into: writer)
+        #expect(try AgentWire.deletedEntries(from: message(writer)) == entries)
+        #expect(try AgentWire.deletedEntries(from: message(AgentWire.Writer(kind: AgentStatus.ok.rawValue))).isEmpty)
+
+        let nameFirst = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+        nameFirst.field(.name, "a")
+        let missing = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+        DocumentID.random().bytes.withUnsafeBytes { missing.field(.entryID, $0) }
+        missing.field(.name, "a")
+        missing.field(.created, UInt64(1))
+        let extra = AgentWire.Writer(kind: AgentStatus.ok.rawValue)
+        AgentWire.encode([entries[0]], into: extra)
+        extra.field(.modified, UInt64(5))
+        for malformed in [nameFirst, missing, extra] {
+            #expect(throws: AgentError.protocolError("a malformed deleted entry")) { try AgentWire.deletedEntries(from: message(malformed)) }
+        }
+    }
+
     @Test func everyVaultErrorCrossesTheWireAsItself() {
         let p = "/canonical/v.vault"
         let errors: [VaultError] = [

@@ -35,6 +35,14 @@ import Testing
 
             """)
         #expect(try box.vault(["list"], extraEnvironment: here).stdoutText == "", "the deletion won")
+        #expect(try box.vault(["list", "--deleted"], extraEnvironment: here).stdoutText == "github\n")
+        #expect(try box.vault(["list", "--deleted", "git"], extraEnvironment: here).stdoutText == "github\n")
+        #expect(try box.vault(["list", "--deleted", "gitlab"], extraEnvironment: here).stdoutText == "")
+        let listed = try json(box.vault(["list", "--deleted", "--json"], extraEnvironment: here).stdout)
+        let entry = try #require((listed["deleted"] as? [[String: Any]])?.first)
+        #expect(entry["name"] as? String == "github" && (entry["id"] as? String)?.count == 32)
+        let (deletedAt, keptAt) = (try #require(entry["deleted"] as? String), try #require(entry["kept"] as? String))
+        #expect(deletedAt.hasSuffix("Z") && keptAt < deletedAt, "the change kept was made before the deletion")
         let again = try box.vault(["merge", copy, "--json"], extraEnvironment: here)
         #expect(try json(again.stdout)["kept_deleted"] as? [String] == [], "kept once")
 
@@ -42,6 +50,7 @@ import Testing
         #expect(restored.status == 0, "\(restored.stderr)")
         #expect(try json(restored.stdout)["deleted"] as? Bool == true)
         #expect(try box.vault(["get", "github"], extraEnvironment: here).stdoutText == "changed there")
+        #expect(try box.vault(["list", "--deleted"], extraEnvironment: here).stdoutText == "", "restored: nothing kept")
         // Nothing is kept any more; the copy that deleted nothing takes the restore as the later version.
         let none = try box.vault(["restore", "github", "--deleted", "--json"], extraEnvironment: here)
         #expect(none.status == 7 && none.stderr.contains(#""code":"entry_exists""#), "the name is taken: \(none.stderr)")
@@ -75,6 +84,7 @@ import Testing
         let merged = try box.vault(["merge", copy, "--json"])
         #expect(merged.status == 0, "\(merged.stderr)")
         #expect(try json(merged.stdout)["kept_deleted"] as? [String] == ["github"])
+        #expect(try box.vault(["list", "--deleted"]).stdoutText == "github\n", "through the agent")
         let restored = try box.vault(["restore", "github", "--deleted"])
         #expect(restored.status == 0, "\(restored.stderr)")
         #expect(try box.vault(["get", "github"]).stdoutText == "changed there")

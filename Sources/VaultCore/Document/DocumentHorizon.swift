@@ -51,6 +51,10 @@ extension VaultDocument {
         public let deleted: HybridTimestamp
         /// When the version kept was made.
         public let kept: HybridTimestamp
+
+        public init(id: DocumentID, name: String, deleted: HybridTimestamp, kept: HybridTimestamp) {
+            (self.id, self.name, self.deleted, self.kept) = (id, name, deleted, kept)
+        }
     }
 
     /// The deleted entries with a kept version, by name, then newest kept first.

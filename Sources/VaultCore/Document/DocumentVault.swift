@@ -143,6 +143,8 @@ public final class DocumentVault: DocumentEntries, Sendable {
         recordWrite()
     }
 
+    public func deletedEntries() throws -> [VaultDocument.DeletedEntry] { try current().deleted }
+
     /// Rewrites the vault in the current format version when it is older (``DocumentStore/upgradeFormat(to:attempts:)``).
     public func upgradeFormat() throws -> Bool {
         let upgraded = try store.upgradeFormat()

@@ -65,6 +65,9 @@ public protocol DocumentEntries: KeyValueVault {
     /// (``DocumentStore/merge(_:label:dryRun:otherPassphrase:attempts:)``); with `dryRun` nothing is
     /// written. A copy sealed with another data key (a passphrase change on one side) needs `otherPassphrase`.
     func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport
+    /// The deleted entries that keep a change a deletion won over (format version 3: ``VaultDocument/deleted``),
+    /// what `vault restore NAME --deleted` brings back.
+    func deletedEntries() throws -> [VaultDocument.DeletedEntry]
 }
 
 extension DocumentEntries {

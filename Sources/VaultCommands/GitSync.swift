@@ -100,7 +100,8 @@ package struct GitCommand: ParsableCommand {
             do {
                 let a = try Merge.read(ours), b = try Merge.read(theirs)
                 guard let client = try AgentClient.connect(),
-                      let (merged, report) = try client.mergeFiles(ours: a, theirs: b, labels: (ours, theirs))
+                      // Errors name the sides by the file's path in the repository, not git's temporary files.
+                      let (merged, report) = try client.mergeFiles(ours: a, theirs: b, labels: (shown + " (ours)", shown + " (theirs)"))
                 else {
                     writeToStderr("vault: cannot merge '\(shown)': its vault is not unlocked in the agent; run 'vault unlock', then 'git checkout -m -- \(shown)' (merges it again), 'git add' it and 'git merge --continue'\n")
                     throw ExitCode(1)

@@ -146,6 +146,35 @@ import Testing
         #expect(try box.vault(["list", "--vault", stalePath]).stdoutText == "a2\nb\ngone\nstays\n")
     }
 
+    /// git's merge driver meets a side that has not seen a dropped deletion and has changes of its own: a conflict
+    /// for git (exit 1), ours untouched, and the message names the sides by the path in the repository, not by
+    /// git's temporary files.
+    @Test func theMergeDriverNamesTheSideBehindByItsPathInTheRepository() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try FileManager.default.createDirectory(atPath: box.directory + "/vaults", withIntermediateDirectories: true)
+        let start = UInt64(Date().timeIntervalSince1970 * 1000) - 86_400_000
+        let (document, key) = try VaultDocument.create(
+            passphrase: SecureBytes(string: "correct horse battery staple"), parameters: .insecureForTesting, label: "v")
+        func set(_ name: String) -> DocumentChange { .setField(entry: name, field: "password", value: SecureBytes(string: name)) }
+        try document.apply([set("gone")], replica: ReplicaID(rawValue: 1), clock: Clock(now: start))
+        let behind = document.copied()
+        try behind.apply([set("only-behind")], replica: ReplicaID(rawValue: 3), clock: Clock(now: start + 2))
+        try document.apply([set("a2")], replica: ReplicaID(rawValue: 1), clock: Clock(now: start + 1000))
+        document.dropped = [ReplicaID(rawValue: 1): (start + 500) << 16]
+        let current = try document.seal(dataKey: key)
+        FileManager.default.createFile(atPath: box.vaultPath, contents: Data(current), attributes: [.posixPermissions: 0o600])
+        try box.unlock()
+        let (a, b) = (box.directory + "/vaults/.merge_file_a", box.directory + "/vaults/.merge_file_b")
+        FileManager.default.createFile(atPath: a, contents: Data(current), attributes: [.posixPermissions: 0o644])
+        FileManager.default.createFile(atPath: b, contents: Data(try behind.seal(dataKey: key)), attributes: [.posixPermissions: 0o644])
+        let driver = try box.vault(["git", "merge-driver", a, a, b, "team.vault"])
+        #expect(driver.status == 1, "\(driver.stderr)")
+        #expect(driver.stderr.hasPrefix("vault: cannot merge 'team.vault': cannot merge 'team.vault (theirs)': it has not seen deletions"), "\(driver.stderr)")
+        #expect(!driver.stderr.contains(".merge_file"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: a)) == Data(current), "ours untouched")
+    }
+
     @Test func aVersion2VaultStaysVersion2UntilUpgradedThenEveryVerbWorks() throws {
         let box = try Sandbox()
         #expect(try box.vault(["init", "--format", "2"]).status == 0)

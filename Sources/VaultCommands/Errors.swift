@@ -14,6 +14,8 @@ package enum CLIError: Error, CustomStringConvertible {
     /// `put` read nothing from a pipe or file for an entry that exists.
     case emptyInput(name: String)
     case message(String, exitCode: Int32)
+    /// `restore NAME --deleted`: a deletion keeps a change of `name`, and a live entry has that name now.
+    case deletedNameTaken(name: String, path: String)
 
     package var description: String {
         switch self {
@@ -29,6 +31,8 @@ package enum CLIError: Error, CustomStringConvertible {
             return "the input was empty: '\(name)' keeps its value"
         case .message(let text, _):
             return text
+        case .deletedNameTaken(let name, let path):
+            return "cannot restore '\(name)' as it was before its deletion: an entry '\(name)' exists in vault '\(path)'"
         }
     }
 
@@ -42,6 +46,8 @@ package enum CLIError: Error, CustomStringConvertible {
             return "'vault list' shows the names"
         case .emptyInput:
             return "--allow-empty stores an empty value"
+        case .deletedNameTaken(let name, _):
+            return "rename that entry first ('vault mv \(name) NEW-NAME'), then restore; 'vault list --deleted' lists what deletions kept"
         default:
             return nil
         }
@@ -207,6 +213,7 @@ extension CLIError: CLIReportable {
         case .noSuchEntry: return Exit.notFound
         case .emptyInput: return Exit.failure
         case .message(_, let exitCode): return exitCode
+        case .deletedNameTaken: return Exit.exists
         }
     }
 
@@ -218,6 +225,7 @@ extension CLIError: CLIReportable {
         case .noSuchEntry: return "no_such_entry"
         case .emptyInput: return "empty_input"
         case .message: return "error"
+        case .deletedNameTaken: return "entry_exists"
         }
     }
 }

@@ -209,6 +209,14 @@ package struct Restore: ParsableCommand {
                 if deleted {
                     do {
                         try document.apply([.restoreDeleted(entry: name)])
+                    } catch VaultError.entryExists {
+                        // The name is taken: worth saying only when a deletion keeps a change of it.
+                        guard try document.deletedEntries().contains(where: { $0.name == name }) else {
+                            throw CLIError.message(
+                                "no deleted entry '\(TerminalText.escaped(name))' keeps a change in vault '\(TerminalText.escaped(options.resolvedPath))'",
+                                exitCode: Exit.notFound)
+                        }
+                        throw CLIError.deletedNameTaken(name: TerminalText.escaped(name), path: TerminalText.escaped(options.resolvedPath))
                     } catch VaultError.noSuchEntry {
                         throw CLIError.message(
                             "no deleted entry '\(TerminalText.escaped(name))' keeps a change in vault '\(TerminalText.escaped(options.resolvedPath))'",

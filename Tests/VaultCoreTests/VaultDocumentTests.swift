@@ -151,6 +151,20 @@ struct VaultDocumentTests {
         #expect(document.entry("k")!.modified.replica == other)
     }
 
+    /// The last timestamp there is (a file whose clock a writer pushed to the end): an import stamped with it
+    /// takes it, never a crash (it computed "one after now" and wrapped to 0); the next batch is clock_exhausted.
+    @Test func anInsertAtTheLastTimestampThereIsTakesIt() throws {
+        let (document, _) = try create()
+        document.replicas[replica] = HybridTimestamp(packed: .max - 1, replica: replica)
+        let values = SecureBytes(string: "pw")
+        try document.apply([.insert(entry: "imported", current: DocumentVersion(
+            fields: [DocumentField(name: "password", isSecret: true, value: 0..<2)], modified: 1_700_000_000_000),
+            history: [DocumentVersion(fields: [], modified: nil)], values: values)], replica: replica, clock: SettableClock(5))
+        #expect(document.entry("imported")?.modified.milliseconds == 1_700_000_000_000)
+        #expect(document.replicas[replica]?.packed == .max)
+        #expect(throws: VaultError.clockExhausted) { try document.apply([set("k", "v")], replica: replica, clock: SettableClock(5)) }
+    }
+
     @Test func historyKeepsTheLastTenVersionsAndAtMost64KiB() throws {
         let (document, dataKey) = try create()
         let clock = SettableClock(1)

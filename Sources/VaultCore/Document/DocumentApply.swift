@@ -185,7 +185,9 @@ extension VaultDocument {
                     guard let given, given <= HybridTimestamp.maximumMilliseconds else { return limit }
                     return min(given << 16, limit)
                 }
-                let modified = stamp(current.modified, before: now.packed &+ 1)!
+                // The current version at its own time, none after the batch (`now` may be the last time there is).
+                let modified = current.modified.map { $0 <= HybridTimestamp.maximumMilliseconds ? min($0 << 16, now.packed) : now.packed }
+                    ?? now.packed
                 var versions: [Version] = []
                 var newer = modified
                 for version in history {

@@ -252,6 +252,55 @@ struct VaultDocumentTests {
         }
     }
 
+    /// A seal copies the bytes of the entries unchanged since the last seal (``DocumentBody/Encoded``) instead of
+    /// encoding them again: after any batch (of this replica or another: a new replica changes every index), a
+    /// merge, a compacting copy, the plaintext is byte for byte a fresh encoding of the same document.
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func aSealReusesTheBytesOfUnchangedEntriesOnly(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed)
+        let (document, dataKey) = try create()
+        let clock = SettableClock(1_700_000_000_000)
+        try document.apply((0..<300).map { set("e\($0)", "v\($0)") }, replica: replica, clock: clock)
+        _ = try document.seal(dataKey: dataKey)
+        var held = document
+        var older = [document]
+        let binding = [UInt8](repeating: 9, count: 32)
+        var reusedSome = false
+        for round in 0..<80 {
+            clock.set(clock.milliseconds() + 1)
+            var next = held.copied(reserving: 64)
+            let names = next.names
+            let name = names.randomElement(using: &random)!
+            let writer = Int.random(in: 0..<8, using: &random) == 0 ? ReplicaID(rawValue: UInt64.random(in: 1...UInt64.max, using: &random)) : replica
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<3: try next.apply([set(name, "r\(round)")], replica: writer, clock: clock)
+            case 3: try next.apply([set(name, "notes", String(repeating: "n", count: round))], replica: writer, clock: clock)
+            case 4: try next.apply([.rename(from: name, to: "moved-\(round)")], replica: writer, clock: clock)
+            case 5: try next.apply([.delete(entry: name)], replica: writer, clock: clock)
+            case 6: try next.apply([.copy(from: name, to: "copy-\(round)"), set("new-\(round)", "x")], replica: writer, clock: clock)
+            case 7 where (next.history(of: name)?.count ?? 0) > 0: try next.apply([.restore(entry: name, version: 1)], replica: writer, clock: clock)
+            case 8:
+                // A merge with an older copy changed on its own (another replica).
+                let other = older.randomElement(using: &random)!.copied()
+                try other.apply([set(names.randomElement(using: &random)!, "o\(round)")], replica: ReplicaID(rawValue: 42), clock: clock)
+                next = try VaultDocument.merge(next, other, now: clock.milliseconds()).0
+            default: break
+            }
+            let previous = try #require(next.encoded.withLock { $0 })
+            let reused = try DocumentBody.encode(next, binding: binding, reusing: previous)
+            let fresh = try DocumentBody.encode(next, binding: binding)
+            #expect(reused.plaintext.unprotectedBytes == fresh.plaintext.unprotectedBytes, "seed \(seed) round \(round)")
+            #expect(reused.ranges == fresh.ranges && reused.parts == fresh.parts)
+            reusedSome = reusedSome || reused.replicaIDs == previous.replicaIDs
+            let opened = try reopen(try next.seal(dataKey: dataKey), key: .dataKey(dataKey))
+            #expect(opened.names == next.names)
+            #expect(text(opened, name) == text(next, name))
+            if round % 10 == 0 { older.append(next) }
+            held = next
+        }
+        #expect(reusedSome)
+    }
+
     /// A copy to change (what a writer holding the document makes for each write) shares nothing it changes, and
     /// values overwritten in copy after copy do not pile up: the region is compacted when they outweigh the live ones.
     @Test func copiesToChangeKeepTheHeldDocumentAndStayBounded() throws {

@@ -1,3 +1,4 @@
+import Synchronization
 import VaultSodium
 
 /// The plaintext of a version-2 body (docs/FORMAT.md, "Version 2"): encoded from a document in one guarded
@@ -33,8 +34,37 @@ enum DocumentBody {
         value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 
-    /// The plaintext of `document`, bound to its header by `binding`, padded to a multiple of 256 bytes.
-    static func encode(_ document: VaultDocument, binding: [UInt8]) throws -> SecureBytes {
+    /// What a document was last sealed into: the plaintext, the replica table its stamps index (by id), and
+    /// where each entry's bytes are in it, by the identity of the entry's parts (``VaultDocument/Entry/identity``).
+    /// `entries` keeps those parts alive, so that an identity names the same unchanged parts while this lives: a
+    /// change to an entry shared with it makes new parts (copy on write). A seal copies the bytes of every entry
+    /// whose parts it finds here (under the same replica table) instead of encoding it field by field.
+    final class Encoded: Sendable {
+        let plaintext: SecureBytes
+        let replicaIDs: [UInt64]
+        let entries: [DocumentID: VaultDocument.Entry]
+        let parts: [ObjectIdentifier]
+        let ranges: [Range<Int>]
+        /// Each identity's place in `parts`, made on the first seal whose entries are not in this order.
+        private let places = Mutex<[ObjectIdentifier: Int]?>(nil)
+
+        init(plaintext: SecureBytes, replicaIDs: [UInt64], entries: [DocumentID: VaultDocument.Entry], parts: [ObjectIdentifier], ranges: [Range<Int>]) {
+            (self.plaintext, self.replicaIDs, self.entries, self.parts, self.ranges) = (plaintext, replicaIDs, entries, parts, ranges)
+        }
+
+        /// The place of `identity` in `parts`, `nil` when these bytes do not hold those parts.
+        func place(of identity: ObjectIdentifier) -> Int? {
+            places.withLock { places in
+                if places == nil { places = Dictionary(uniqueKeysWithValues: parts.enumerated().map { ($1, $0) }) }
+                return places![identity]
+            }
+        }
+    }
+
+    /// The plaintext of `document`, bound to its header by `binding`, padded to a multiple of 256 bytes, and where
+    /// each entry's bytes are in it. The bytes of an entry found unchanged in `previous` (the same parts, the same
+    /// replica table) are copied from there: the same bytes a fresh encoding writes.
+    static func encode(_ document: VaultDocument, binding: [UInt8], reusing previous: Encoded? = nil) throws -> Encoded {
         // In the table's order (a reader does not depend on it; sorting 10,000 ids, or looking each up in an order
         // kept from the last seal, was a tenth of a put's time), the same in both passes: the table does not change.
         let entries = document.entries.values
@@ -50,7 +80,29 @@ enum DocumentBody {
             if let latest = table[time.replica], latest >= time { return }
             table[time.replica] = time
         }
-        for entry in entries {
+        // Each entry's place in `previous` (-1: encoded anew). Its stamps' replicas are all in the table it was
+        // encoded with: when that table is known here, noting them would add nothing.
+        var reused: [Int] = []
+        if let previous, previous.replicaIDs.allSatisfy(known.contains) {
+            reused.reserveCapacity(entries.count)
+            var next = 0  // where the next entry is, when the order is the same as before (a document's copy keeps it)
+            for entry in entries {
+                let identity = entry.identity
+                if next < previous.parts.count, previous.parts[next] == identity {
+                    reused.append(next)
+                    next += 1
+                } else if next + 1 < previous.parts.count, previous.parts[next + 1] == identity {
+                    reused.append(next + 1)  // the one before was changed or deleted
+                    next += 2
+                } else if let place = previous.place(of: identity) {
+                    reused.append(place)
+                    next = place + 1
+                } else {
+                    reused.append(-1)
+                }
+            }
+        }
+        for (position, entry) in entries.enumerated() where reused.isEmpty || reused[position] < 0 {
             note(entry.created)
             note(entry.modified)
             for version in entry.history { note(version.modified) }
@@ -62,6 +114,8 @@ enum DocumentBody {
         }
         let replicas = table.sorted { $0.key < $1.key }
         let replicaIDs = replicas.map(\.key.rawValue)
+        // The entries' bytes name replicas by their index in the table: another table, every entry anew.
+        if let previous, previous.replicaIDs != replicaIDs { reused = [] }
         /// A replica's index in the table (a few replicas: a scan beats hashing).
         func index(_ replica: ReplicaID) -> UInt64 {
             UInt64(replicaIDs.firstIndex(of: replica.rawValue)!)
@@ -99,7 +153,11 @@ enum DocumentBody {
                 }
             }
         }
-        for entry in entries {
+        for (position, entry) in entries.enumerated() {
+            if !reused.isEmpty, reused[position] >= 0 {
+                size += previous!.ranges[reused[position]].count
+                continue
+            }
             let name = entry.name.utf8.count
             size += 16 + uvarSize(UInt64(name)) + name + stampSize(entry.modified) + uvarSize(age(entry))
                 + uvarSize(index(entry.created.replica)) + fieldsSize(entry.fields) + 1
@@ -110,7 +168,11 @@ enum DocumentBody {
         guard padded <= VaultFormat.maximumPlaintextByteCount else {
             throw VaultError.vaultTooLarge(path: document.label, byteCount: padded)
         }
-        return document.values.withUnsafeBytes { values in
+        var parts: [ObjectIdentifier] = []
+        var ranges: [Range<Int>] = []
+        parts.reserveCapacity(entries.count)
+        ranges.reserveCapacity(entries.count)
+        let plaintext = document.values.withUnsafeBytes { values in
             SecureBytes(count: padded) { out in
                 var writer = ByteWriter(out)
                 binding.withUnsafeBytes { writer.write($0) }
@@ -159,20 +221,34 @@ enum DocumentBody {
                     }
                 }
                 uvar(UInt64(entries.count))
-                for entry in entries {
-                    id(entry.id)
-                    uvar(UInt64(entry.name.utf8.count))
-                    write(entry.name)
-                    stamp(entry.modified)
-                    uvar(age(entry))
-                    uvar(index(entry.created.replica))
-                    write(entry.fields)
-                    writer.write(UInt8(entry.history.count))
-                    for version in entry.history {
-                        stamp(version.modified)
-                        writer.write(UInt8(version.conflict ? 1 : 0))
-                        write(version.fields)
+                func writeEntries(reusing before: UnsafeRawBufferPointer) {
+                    for (position, entry) in entries.enumerated() {
+                        let start = writer.offset
+                        parts.append(entry.identity)
+                        defer { ranges.append(start..<writer.offset) }
+                        if !reused.isEmpty, reused[position] >= 0 {
+                            writer.write(UnsafeRawBufferPointer(rebasing: before[previous!.ranges[reused[position]]]))
+                            continue
+                        }
+                        id(entry.id)
+                        uvar(UInt64(entry.name.utf8.count))
+                        write(entry.name)
+                        stamp(entry.modified)
+                        uvar(age(entry))
+                        uvar(index(entry.created.replica))
+                        write(entry.fields)
+                        writer.write(UInt8(entry.history.count))
+                        for version in entry.history {
+                            stamp(version.modified)
+                            writer.write(UInt8(version.conflict ? 1 : 0))
+                            write(version.fields)
+                        }
                     }
+                }
+                if let previous, !reused.isEmpty {
+                    previous.plaintext.withUnsafeBytes { writeEntries(reusing: $0) }
+                } else {
+                    writeEntries(reusing: UnsafeRawBufferPointer(start: nil, count: 0))
                 }
                 uvar(UInt64(tombstones.count))
                 for (index, (tombstone, time)) in tombstones.enumerated() {
@@ -196,6 +272,7 @@ enum DocumentBody {
                 if rest > 0 { UnsafeMutableRawBufferPointer(rebasing: out[writer.offset...]).initializeMemory(as: UInt8.self, repeating: 0) }
             }
         }
+        return Encoded(plaintext: plaintext, replicaIDs: replicaIDs, entries: document.entries, parts: parts, ranges: ranges)
     }
 
     /// Whether `bytes` are printable ASCII (no control character, no DEL): such a name passes the name checks

@@ -299,9 +299,10 @@ extension VaultDocument {
         }
         let mac = Self.mac(of: header, dataKey: dataKey)
         let binding = Sodium.blake2b256FromArray(header + mac)
-        let plaintext = try DocumentBody.encode(self, binding: binding)
+        let body = try DocumentBody.encode(self, binding: binding, reusing: encoded.withLock { $0 })
         let file = try VaultEnvelope.seal(
-            prefix: header + mac, plaintext: plaintext, key: Self.subkey(dataKey, DocumentFormat.bodyKeyContext))
+            prefix: header + mac, plaintext: body.plaintext, key: Self.subkey(dataKey, DocumentFormat.bodyKeyContext))
+        encoded.withLock { $0 = body }
         generation += 1
         return file
     }

@@ -91,28 +91,38 @@ extension VaultDocument {
         var (tombstones, deletions) = unitedDeletions(ours, theirs, into: values)
         let dropped = ours.dropped.merging(theirs.dropped, uniquingKeysWith: max)
         undropped(&tombstones, &deletions, dropped: dropped)
-        var entries: [DocumentID: Entry] = [:]
+        // The result starts as ours's table (shared, not copied, until an entry differs: most entries of two copies
+        // are the same version); only the entries that are not ours's as they were are written.
+        var entries = ours.entries
+        var changed: [DocumentID] = []
         var conflicted: Set<DocumentID> = []
-        var ids = Array(ours.entries.keys)
-        for id in theirs.entries.keys where ours.entries[id] == nil { ids.append(id) }
-        entries.reserveCapacity(ids.count)
-        for id in ids {
+        var found = 0
+        /// Entry `id` of the result, from ours's version `mine` and theirs's `their`.
+        func merge(_ id: DocumentID, _ mine: Entry?, _ their: Entry?) {
             var merged: Entry
-            if let a = ours.entries[id], let b = theirs.entries[id], a.isSameVersion(as: b) {
+            var united = false  // a history that may be past the caps (each side's is within them)
+            if let a = mine, let b = their, a.isSameVersion(as: b) {
                 // The same version with the same history on both sides (most entries of two copies): one of them.
                 merged = copied(a, from: ours)
             } else {
-                let mine = ours.entries[id].map { copied($0, from: ours) }
-                let other = theirs.entries[id].map { copied($0, from: theirs) }
-                switch (mine, other) {
-                case let (a?, b?): merged = unite(a, b, conflicted: &conflicted)
+                let a = mine.map { copied($0, from: ours) }
+                let b = their.map { copied($0, from: theirs) }
+                switch (a, b) {
+                case let (a?, b?):
+                    merged = unite(a, b, conflicted: &conflicted)
+                    united = true
                 case let (a?, nil):
-                    guard !oursBehind else { continue }
+                    if oursBehind {
+                        // Theirs holds all ours holds (the check above): an entry only ours has was deleted there.
+                        entries[id] = nil
+                        report.deleted.append(mine!.name)
+                        return
+                    }
                     merged = a
                 case let (nil, b?):
-                    guard !theirsBehind else { continue }
+                    guard !theirsBehind else { return }  // likewise
                     merged = b
-                case (nil, nil): continue
+                case (nil, nil): return
                 }
             }
             if let deletion = tombstones[id] {
@@ -124,7 +134,11 @@ extension VaultDocument {
                         let kept = Kept(name: merged.name, version: Version(fields: merged.fields, modified: merged.modified, conflict: true))
                         deletions[id] = Deletion(of: of, kept: later(deletions[id]?.kept, kept))
                     }
-                    continue
+                    if let mine {
+                        entries[id] = nil
+                        report.deleted.append(mine.name)
+                    }
+                    return
                 }
                 tombstones[id] = nil
                 // A version the deletion kept goes into the history of the version that brought the entry back
@@ -133,22 +147,37 @@ extension VaultDocument {
                    !merged.history.contains(where: { $0.modified == kept.version.modified }) {
                     merged.history.append(kept.version)
                     merged.history.sort { $0.modified > $1.modified }
+                    united = true
                 }
                 deletions[id] = nil
             }
-            merged.history = ours.capped(merged.history)
+            if united { merged.history = ours.capped(merged.history) }
+            // Ours's version as it was (the same parts, or the same version united again): left as it is.
+            if let mine, mine.identity == merged.identity || mine.isSameVersion(as: merged) { return }
             entries[id] = merged
+            changed.append(id)
+        }
+        for (id, mine) in ours.entries {
+            let their = theirs.entries[id]
+            if their != nil { found += 1 }
+            merge(id, mine, their)
+        }
+        if found < theirs.entries.count {
+            for (id, their) in theirs.entries where ours.entries[id] == nil { merge(id, nil, their) }
         }
 
-        // One name, one id.
-        var byName: [String: [DocumentID]] = [:]
-        for (id, entry) in entries { byName[entry.name, default: []].append(id) }
-        var idsByName: [String: DocumentID] = [:]
+        // One name, one id (ours's names as they were while no entry is added, renamed or deleted).
+        var idsByName = ours.idsByName
         var renames: [(DocumentID, String)] = []
-        for (name, ids) in byName {
-            let ordered = ids.sorted { (entries[$0]!.created, $0) < (entries[$1]!.created, $1) }
-            idsByName[name] = ordered[0]
-            for id in ordered.dropFirst() { renames.append((id, name)) }
+        var byName: [String: [DocumentID]] = [:]
+        if !changed.isEmpty || !report.deleted.isEmpty {
+            for (id, entry) in entries { byName[entry.name, default: []].append(id) }
+            idsByName = [:]
+            for (name, ids) in byName {
+                let ordered = ids.sorted { (entries[$0]!.created, $0) < (entries[$1]!.created, $1) }
+                idsByName[name] = ordered[0]
+                for id in ordered.dropFirst() { renames.append((id, name)) }
+            }
         }
         for (id, name) in renames.sorted(by: { $0.0 < $1.0 }) {
             // Within the name's bound: the base shortened (at a character) when the suffix would not fit.
@@ -173,8 +202,10 @@ extension VaultDocument {
         for (replica, time) in theirs.replicas where time > replicas[replica] ?? time.lowest { replicas[replica] = time }
         report.replicasAhead = replicas.filter { $0.value.milliseconds > now &+ maximumClockLead }.map(\.key).sorted()
 
-        // What changed for ours, each list in name order (only the changed entries are sorted).
-        for (id, entry) in entries {
+        // What changed for ours, each list in name order (only the changed entries are sorted; an entry left as
+        // ours had it is none of these).
+        for id in changed {
+            guard let entry = entries[id] else { continue }
             if let before = ours.entries[id] {
                 if entry.modified != before.modified { report.updated.append(entry.name) }
             } else if ours.tombstones[id] != nil {
@@ -188,7 +219,7 @@ extension VaultDocument {
         report.resurrected.sort()
         report.added.sort()
         report.conflicts.sort()
-        report.deleted = ours.entries.filter { entries[$0.key] == nil }.map(\.value.name).sorted()
+        report.deleted.sort()
         report.keptDeleted = deletions.compactMap { id, deletion in
             guard let kept = deletion.kept, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }
             return kept.name
@@ -208,6 +239,8 @@ extension VaultDocument {
             sync: SyncState(seen: seen, dropped: dropped, deletions: deletions))
         // Live bytes: ours's as they were (its dead values came along in the copy) and everything moved in.
         merged.compactedByteCount = ours.compactedByteCount + (values.count - ours.values.count)
+        // Ours's entries kept as they were: their bytes as ours was last sealed, for the next seal.
+        merged.encoded.withLock { $0 = ours.encoded.withLock { $0 } }
         report.otherLacks = !merged.isHeld(by: theirs)
         return (merged, report)
     }
@@ -220,10 +253,19 @@ extension VaultDocument {
               tombstones.keys.allSatisfy({ deletion(of: $0).of == other.deletion(of: $0).of
                   && deletion(of: $0).kept?.version.modified == other.deletion(of: $0).kept?.version.modified })
         else { return false }
-        return entries.allSatisfy { id, entry in
-            guard let theirs = other.entries[id] else { return false }
-            return entry.isSameVersion(as: theirs)
+        // In step while both tables are in one order (a merge's result that kept ours's table, against ours): no
+        // lookups.
+        var others = other.entries.makeIterator()
+        var inStep = true
+        for (id, entry) in entries {
+            if inStep, let (otherID, theirs) = others.next(), otherID == id {
+                guard entry.isSameVersion(as: theirs) else { return false }
+                continue
+            }
+            inStep = false
+            guard let theirs = other.entries[id], entry.isSameVersion(as: theirs) else { return false }
         }
+        return true
     }
 
     /// Whether `other` holds everything of this document that a copy passes on: every entry as it is here (the same

@@ -18,6 +18,9 @@ public struct LocalFileStorage: VaultStorage {
     final class LoadCache: Sendable {
         private let held = Mutex<(identity: FileIdentity, stored: StoredVault)?>(nil)
         func withLock<R>(_ body: (inout (identity: FileIdentity, stored: StoredVault)?) -> R) -> R { held.withLock { body(&$0) } }
+        /// What ``loadForWrite()`` read while the vault's lock is held (``exclusively(_:)`` forgets it when it takes
+        /// the lock): the file's identity and its version.
+        let readForWrite = Mutex<(identity: FileIdentity, version: StorageVersion)?>(nil)
     }
 
     public init(path: String, lockTimeoutSeconds: Double = 10) {
@@ -57,8 +60,11 @@ public struct LocalFileStorage: VaultStorage {
 
     /// Reads the file, always (a writer under the lock: attributes alone may be stale on NFS).
     public func loadForWrite() throws -> StoredVault? {
+        let before = Self.identity(of: path)
         guard let bytes = try VaultFile.read(path: path) else { return nil }
-        return StoredVault(bytes: bytes, version: Self.version(of: bytes))
+        let stored = StoredVault(bytes: bytes, version: Self.version(of: bytes))
+        if let before, Self.identity(of: path) == before { cache.readForWrite.withLock { $0 = (before, stored.version) } }
+        return stored
     }
 
     /// What tells one file at `path` from another: device, inode, size, modification and change times (ns).
@@ -94,9 +100,21 @@ public struct LocalFileStorage: VaultStorage {
         try VaultFile.createDirectory(for: path)
         let lock = try VaultLock(vaultPath: path, timeoutSeconds: lockTimeoutSeconds)
         defer { lock.release() }
+        cache.readForWrite.withLock { $0 = nil }
         return try body { bytes, expected in
-            // Read under the lock, never remembered: file attributes may be cached (NFS) where the bytes are not.
-            let stored = try VaultFile.read(path: path).map(Self.version(of:))
+            // Read under the lock, never remembered from before it (file attributes may be cached, on NFS, where
+            // the bytes are not): what a load under this lock read is the version expected when the file is the
+            // same one, unchanged (the same identity; a writer that takes the lock cannot have written since).
+            // Reading it again (a second read of the whole vault per write) would only catch a writer that ignores
+            // the lock and writes in place within one tick of the file clock at the same size, and such a writer
+            // can as well write after that read.
+            let read = cache.readForWrite.withLock { read in defer { read = nil }; return read }
+            let stored: StorageVersion?
+            if let read, read.version == expected, Self.identity(of: path) == read.identity {
+                stored = read.version
+            } else {
+                stored = try VaultFile.read(path: path).map(Self.version(of:))
+            }
             guard stored == expected else { throw VaultError.storageConflict(path: path) }
             try VaultFile.writeAtomically(bytes, to: path)
             return Self.version(of: bytes)

@@ -210,6 +210,10 @@ public final class VaultDocument: @unchecked Sendable {
             _modify { yield &unique.history }
         }
 
+        /// The identity of the parts: the same for two values that share them (nothing changed since one was
+        /// copied from the other; a change to shared parts makes new ones).
+        var identity: ObjectIdentifier { ObjectIdentifier(parts) }
+
         /// Whether `other` is this very version with the same history (the same clocks and marks; a version's clock
         /// names its content), under the same name: two copies that hold it merge to it.
         func isSameVersion(as other: Entry) -> Bool {
@@ -255,6 +259,9 @@ public final class VaultDocument: @unchecked Sendable {
     let values: GuardedArena
     /// How errors name the vault (a path, a remote): the document itself does no I/O.
     public let label: String
+    /// The plaintext this document was last sealed into, and where each entry is in it (what the next seal of a
+    /// copy reuses: ``DocumentBody/Encoded``).
+    let encoded = Mutex<DocumentBody.Encoded?>(nil)
     /// The bytes of ``values`` when it last held only live values (opened, merged or compacted by ``copied(reserving:)``).
     var compactedByteCount: Int
 
@@ -301,6 +308,7 @@ public final class VaultDocument: @unchecked Sendable {
                 label: label, formatVersion: formatVersion, sync: syncState)
             copy.compactedByteCount = compactedByteCount
             copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
+            copy.encoded.withLock { $0 = encoded.withLock { $0 } }
             return copy
         }
         // Only the values in use (overwritten and deleted ones are left behind, and freed with this document).

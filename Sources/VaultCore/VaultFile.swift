@@ -101,8 +101,9 @@ enum VaultFile {
     }
 
     /// Reads the vault file unless it starts with `prefix` (a non-empty prefix: the header and body nonce
-    /// of the file last read or written, which identify it). With an empty prefix, always reads the file.
-    static func read(path: String, unlessItStartsWith prefix: [UInt8]) throws -> ReadResult {
+    /// of the file last read or written, which identify it) and, when `size` is given, has that many bytes. With an
+    /// empty prefix, always reads the file.
+    static func read(path: String, unlessItStartsWith prefix: [UInt8], size: Int? = nil) throws -> ReadResult {
         // No directory, no vault: `open(with:)` then creates both, `open(with:createIfMissing: false)` reports
         // vaultNotFound. (Without this, a missing directory was an `io` error and the tutorials' behaviour failed.)
         var directoryInfo = stat()
@@ -122,6 +123,7 @@ enum VaultFile {
         try checkOwnFile(fd, path: path, what: "vault")
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw VaultError.io(operation: "cannot stat", path: path, errno: errno) }
+        let prefix = size == nil || size == Int(info.st_size) ? prefix : []
         // A file larger than a vault can be is refused before its body is read (a 1 TiB sparse file must not
         // be allocated): the magic first, as a reader checks it first, then the size.
         // Each format version has its own bound (version 2's header may be longer): the version's bytes decide.

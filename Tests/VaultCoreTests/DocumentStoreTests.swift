@@ -61,6 +61,34 @@ struct DocumentStoreTests {
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
     }
 
+    /// A load reads only the bytes that name the version when the file still starts with those of the bytes last
+    /// read or written and has their size (the agent's reload after its own write): another writer's seal of the same
+    /// size within the same second is read whole, a file of another size too.
+    @Test func aLoadReadsAgainWhateverChangedTheVersion() throws {
+        let storage = LocalFileStorage(path: path, lockTimeoutSeconds: 2)
+        let a = store(storage, replica: 1)
+        try a.create(passphrase: Self.passphrase, parameters: .insecureForTesting)
+        let b = store(LocalFileStorage(path: path, lockTimeoutSeconds: 2), replica: 2)
+        try b.open(with: .passphrase(Self.passphrase))
+        for round in 0..<5 {
+            try a.update([.setField(entry: "github", field: "password", value: SecureBytes(string: "t0k3n-\(round)"))])
+            try b.reload()
+            #expect(text(b, "github") == "t0k3n-\(round)")
+            try b.update([.setField(entry: "github", field: "password", value: SecureBytes(string: "other-\(round)"))])
+            try a.reload()
+            #expect(text(a, "github") == "other-\(round)")
+        }
+        // Written here (in place, as no writer of a vault does), at the same size and with the same first bytes: the
+        // same version, read whole or not; at another size, read whole.
+        let bytes = try #require(try storage.load()).bytes
+        var changed = bytes
+        changed[changed.count - 1] ^= 1
+        try Data(changed).write(to: URL(fileURLWithPath: path))
+        #expect(try storage.load()?.version == LocalFileStorage.version(of: changed))
+        try Data(bytes + [0]).write(to: URL(fileURLWithPath: path))
+        #expect(try storage.load()?.bytes == bytes + [0])
+    }
+
     @Test func createOpenUpdateRoundTrip() throws {
         let storage = LocalFileStorage(path: path, lockTimeoutSeconds: 2)
         let a = store(storage, replica: 1)

@@ -41,6 +41,7 @@ extension VaultDocument {
         let latest = ([replicas[replica], named.max()] + seen.map(Optional.some)).compactMap { $0 }.max()
         let now = try HybridTimestamp.next(after: latest, replica: replica, now: wall)
         var touched: Set<DocumentID> = []
+        var replaced: Set<DocumentID> = []  // deleted or made whole, besides `touched`
         let before = self.entries
 
         func existing(_ name: String) throws -> DocumentID {
@@ -54,6 +55,7 @@ extension VaultDocument {
         /// Deletes entry `id` (named `name`): a tombstone that says which version it deleted.
         func bury(_ id: DocumentID, _ name: String) {
             guard let entry = entries[id] else { return }
+            replaced.insert(id)
             if formatVersion >= 3 { deletions[id] = Deletion(of: entry.modified, kept: nil) }
             entries[id] = nil
             idsByName[name] = nil
@@ -197,6 +199,7 @@ extension VaultDocument {
                 }
                 let born = min(created.map { $0 <= HybridTimestamp.maximumMilliseconds ? $0 << 16 : modified } ?? (versions.last?.modified.packed ?? modified), modified)
                 let id = DocumentID.random()
+                replaced.insert(id)
                 entries[id] = Entry(
                     id: id, name: name, fields: try stored(current.fields),
                     created: HybridTimestamp(packed: born, replica: replica), modified: HybridTimestamp(packed: modified, replica: replica),
@@ -208,7 +211,15 @@ extension VaultDocument {
             entries[id]!.modified = now
             entries[id]!.history = capped(entries[id]!.history)
         }
+        // What a seal encodes anew: the entries this batch changed, with the parts they had at the last seal.
+        var changed = self.changed
+        if changed != nil {
+            for id in touched.union(replaced) where changed!.index(forKey: id) == nil {
+                changed!.updateValue(before[id]?.identity, forKey: id)
+            }
+        }
         self.entries = entries
+        self.changed = changed
         self.idsByName = idsByName
         self.tombstones = tombstones
         self.deletions = deletions

@@ -1,4 +1,3 @@
-import Synchronization
 import VaultSodium
 
 /// The plaintext of a version-2 body (docs/FORMAT.md, "Version 2"): encoded from a document in one guarded
@@ -35,39 +34,115 @@ enum DocumentBody {
     }
 
     /// What a document was last sealed into: the plaintext, the replica table its stamps index (by id), and
-    /// where each entry's bytes are in it, by the identity of the entry's parts (``VaultDocument/Entry/identity``).
-    /// `entries` keeps those parts alive, so that an identity names the same unchanged parts while this lives: a
-    /// change to an entry shared with it makes new parts (copy on write). A seal copies the bytes of every entry
-    /// whose parts it finds here (under the same replica table) instead of encoding it field by field.
+    /// where each entry's bytes are in it (one after another, in `parts`' order), by the identity of the entry's
+    /// parts (``VaultDocument/Entry/identity``). `entries` keeps those parts alive, so that an identity names the
+    /// same unchanged parts while this lives: a change to an entry shared with it makes new parts (copy on write).
+    /// A seal copies the bytes of the entries it finds unchanged here (under the same replica table) instead of
+    /// encoding them field by field.
     final class Encoded: Sendable {
         let plaintext: SecureBytes
         let replicaIDs: [UInt64]
         let entries: [DocumentID: VaultDocument.Entry]
         let parts: [ObjectIdentifier]
         let ranges: [Range<Int>]
-        /// Each identity's place in `parts`, made on the first seal whose entries are not in this order.
-        private let places = Mutex<[ObjectIdentifier: Int]?>(nil)
 
         init(plaintext: SecureBytes, replicaIDs: [UInt64], entries: [DocumentID: VaultDocument.Entry], parts: [ObjectIdentifier], ranges: [Range<Int>]) {
             (self.plaintext, self.replicaIDs, self.entries, self.parts, self.ranges) = (plaintext, replicaIDs, entries, parts, ranges)
         }
 
-        /// The place of `identity` in `parts`, `nil` when these bytes do not hold those parts.
-        func place(of identity: ObjectIdentifier) -> Int? {
-            places.withLock { places in
-                if places == nil { places = Dictionary(uniqueKeysWithValues: parts.enumerated().map { ($1, $0) }) }
-                return places![identity]
+        /// The places in `parts` of `identities` (`nil` when one is not there): a scan per identity for a few, else
+        /// one pass with a set.
+        func places(of identities: [ObjectIdentifier]) -> [Int]? {
+            if identities.count <= 8 {
+                var found: [Int] = []
+                for identity in identities {
+                    guard let place = parts.firstIndex(of: identity) else { return nil }
+                    found.append(place)
+                }
+                return found
             }
+            let wanted = Set(identities)
+            var at: [ObjectIdentifier: Int] = [:]
+            for (place, identity) in parts.enumerated() where wanted.contains(identity) { at[identity] = place }
+            guard at.count == wanted.count else { return nil }
+            return identities.map { at[$0]! }
         }
     }
 
+    /// The entries of a plaintext in the order written: runs of entries copied from the previous plaintext (their
+    /// places in it), and entries encoded anew.
+    private enum Piece {
+        case copied(Range<Int>)
+        case encoded(VaultDocument.Entry)
+    }
+
+    /// The pieces when the document says which entries changed since `previous` was encoded (``VaultDocument/changed``):
+    /// `previous`'s order, a changed entry encoded anew at its place, a deleted one left out, new ones at the end.
+    /// `nil` when `previous` does not hold what the document says was there.
+    private static func pieces(_ document: VaultDocument, changed: [DocumentID: ObjectIdentifier?], previous: Encoded) -> [Piece]? {
+        var replaced: [(place: Int, id: DocumentID)] = []
+        var added: [DocumentID] = []
+        var wereThere: [ObjectIdentifier] = []
+        for (id, before) in changed {
+            if let before {
+                wereThere.append(before)
+                replaced.append((0, id))
+            } else if document.entries[id] != nil {
+                added.append(id)
+            }
+        }
+        guard let places = previous.places(of: wereThere) else { return nil }
+        for index in replaced.indices { replaced[index].place = places[index] }
+        replaced.sort { $0.place < $1.place }
+        var pieces: [Piece] = []
+        var next = 0
+        for (place, id) in replaced {
+            if place > next { pieces.append(.copied(next..<place)) }
+            if let entry = document.entries[id] { pieces.append(.encoded(entry)) }
+            next = place + 1
+        }
+        if next < previous.parts.count { pieces.append(.copied(next..<previous.parts.count)) }
+        for id in added.sorted() { pieces.append(.encoded(document.entries[id]!)) }
+        let count = pieces.reduce(0) { if case .copied(let run) = $1 { $0 + run.count } else { $0 + 1 } }
+        return count == document.entries.count ? pieces : nil
+    }
+
+    /// The pieces when nothing says which entries changed: the table's order, each entry whose parts `previous`
+    /// holds copied (runs of them in `previous`'s order copied at once).
+    private static func pieces(_ document: VaultDocument, scanning previous: Encoded) -> [Piece] {
+        var pieces: [Piece] = []
+        var next = 0  // where the next entry is, when the order is the same as before (a copy of a table keeps it)
+        var run = 0..<0
+        func flush() {
+            if !run.isEmpty { pieces.append(.copied(run)) }
+            run = 0..<0
+        }
+        for entry in document.entries.values {
+            let identity = entry.identity
+            var place: Int?
+            if next < previous.parts.count, previous.parts[next] == identity {
+                place = next
+            } else if next + 1 < previous.parts.count, previous.parts[next + 1] == identity {
+                place = next + 1  // the one before was changed or deleted
+            }
+            guard let place else {
+                flush()
+                pieces.append(.encoded(entry))
+                continue
+            }
+            if run.upperBound == place, !run.isEmpty { run = run.lowerBound..<place + 1 } else { flush(); run = place..<place + 1 }
+            next = place + 1
+        }
+        flush()
+        return pieces
+    }
+
     /// The plaintext of `document`, bound to its header by `binding`, padded to a multiple of 256 bytes, and where
-    /// each entry's bytes are in it. The bytes of an entry found unchanged in `previous` (the same parts, the same
-    /// replica table) are copied from there: the same bytes a fresh encoding writes.
+    /// each entry's bytes are in it. The bytes of the entries unchanged since `previous` (the same parts, the same
+    /// replica table) are copied from there: the bytes a fresh encoding writes for them. Entries are written in the
+    /// table's order, or in `previous`'s order when the document knows which of its entries changed since then
+    /// (the changed ones in their places, new ones last): any order is valid (docs/FORMAT.md).
     static func encode(_ document: VaultDocument, binding: [UInt8], reusing previous: Encoded? = nil) throws -> Encoded {
-        // In the table's order (a reader does not depend on it; sorting 10,000 ids, or looking each up in an order
-        // kept from the last seal, was a tenth of a put's time), the same in both passes: the table does not change.
-        let entries = document.entries.values
         let tombstones = document.tombstones.sorted { $0.key < $1.key }
         let v3 = document.formatVersion >= 3
         let deletions = v3 ? tombstones.map { document.deletion(of: $0.key) } : []
@@ -80,29 +155,20 @@ enum DocumentBody {
             if let latest = table[time.replica], latest >= time { return }
             table[time.replica] = time
         }
-        // Each entry's place in `previous` (-1: encoded anew). Its stamps' replicas are all in the table it was
-        // encoded with: when that table is known here, noting them would add nothing.
-        var reused: [Int] = []
+        // The stamps of a copied entry name only replicas of the table it was encoded with: when that table is
+        // known here, noting them would add nothing.
+        var pieces: [Piece]?
         if let previous, previous.replicaIDs.allSatisfy(known.contains) {
-            reused.reserveCapacity(entries.count)
-            var next = 0  // where the next entry is, when the order is the same as before (a document's copy keeps it)
-            for entry in entries {
-                let identity = entry.identity
-                if next < previous.parts.count, previous.parts[next] == identity {
-                    reused.append(next)
-                    next += 1
-                } else if next + 1 < previous.parts.count, previous.parts[next + 1] == identity {
-                    reused.append(next + 1)  // the one before was changed or deleted
-                    next += 2
-                } else if let place = previous.place(of: identity) {
-                    reused.append(place)
-                    next = place + 1
-                } else {
-                    reused.append(-1)
-                }
+            if let changed = document.changed, let tracked = Self.pieces(document, changed: changed, previous: previous) {
+                pieces = tracked
+            } else {
+                pieces = Self.pieces(document, scanning: previous)
             }
         }
-        for (position, entry) in entries.enumerated() where reused.isEmpty || reused[position] < 0 {
+        // In the table's order (a reader does not depend on it; sorting 10,000 ids, or looking each up in an order
+        // kept from the last seal, was a tenth of a put's time).
+        func fresh() -> [Piece] { document.entries.values.map { .encoded($0) } }
+        for case .encoded(let entry) in pieces ?? fresh() {
             note(entry.created)
             note(entry.modified)
             for version in entry.history { note(version.modified) }
@@ -115,7 +181,8 @@ enum DocumentBody {
         let replicas = table.sorted { $0.key < $1.key }
         let replicaIDs = replicas.map(\.key.rawValue)
         // The entries' bytes name replicas by their index in the table: another table, every entry anew.
-        if let previous, previous.replicaIDs != replicaIDs { reused = [] }
+        if previous?.replicaIDs != replicaIDs { pieces = nil }
+        let entries = pieces ?? fresh()
         /// A replica's index in the table (a few replicas: a scan beats hashing).
         func index(_ replica: ReplicaID) -> UInt64 {
             UInt64(replicaIDs.firstIndex(of: replica.rawValue)!)
@@ -139,8 +206,24 @@ enum DocumentBody {
         func age(_ entry: VaultDocument.Entry) -> UInt64 {
             entry.created.packed <= entry.modified.packed ? entry.modified.packed - entry.created.packed : 0
         }
-        var size = 32 + uvarSize(UInt64(replicas.count)) + replicas.count * 16 + uvarSize(UInt64(entries.count))
-            + uvarSize(UInt64(tombstones.count))
+        var count = 0
+        var entriesSize = 0
+        for piece in entries {
+            switch piece {
+            case .copied(let run):
+                count += run.count
+                entriesSize += previous!.ranges[run.upperBound - 1].upperBound - previous!.ranges[run.lowerBound].lowerBound
+            case .encoded(let entry):
+                count += 1
+                let name = entry.name.utf8.count
+                entriesSize += 16 + uvarSize(UInt64(name)) + name + stampSize(entry.modified) + uvarSize(age(entry))
+                    + uvarSize(index(entry.created.replica)) + fieldsSize(entry.fields) + 1
+                for version in entry.history { entriesSize += stampSize(version.modified) + 1 + fieldsSize(version.fields) }
+            }
+        }
+        precondition(count == document.entries.count, "the entries to seal were counted wrong")
+        var size = 32 + uvarSize(UInt64(replicas.count)) + replicas.count * 16 + uvarSize(UInt64(count))
+            + uvarSize(UInt64(tombstones.count)) + entriesSize
         if v3 {
             for replica in sync {
                 size += 8 + uvarSize(UInt64(replica.seen.count)) + replica.seen.reduce(0) { $0 + uvarSize($1.index) + 8 }
@@ -153,16 +236,6 @@ enum DocumentBody {
                 }
             }
         }
-        for (position, entry) in entries.enumerated() {
-            if !reused.isEmpty, reused[position] >= 0 {
-                size += previous!.ranges[reused[position]].count
-                continue
-            }
-            let name = entry.name.utf8.count
-            size += 16 + uvarSize(UInt64(name)) + name + stampSize(entry.modified) + uvarSize(age(entry))
-                + uvarSize(index(entry.created.replica)) + fieldsSize(entry.fields) + 1
-            for version in entry.history { size += stampSize(version.modified) + 1 + fieldsSize(version.fields) }
-        }
         for (_, time) in tombstones { size += 16 + stampSize(time) }
         let padded = max((size + VaultFormat.paddingQuantum - 1) / VaultFormat.paddingQuantum * VaultFormat.paddingQuantum, VaultFormat.paddingQuantum)
         guard padded <= VaultFormat.maximumPlaintextByteCount else {
@@ -170,8 +243,8 @@ enum DocumentBody {
         }
         var parts: [ObjectIdentifier] = []
         var ranges: [Range<Int>] = []
-        parts.reserveCapacity(entries.count)
-        ranges.reserveCapacity(entries.count)
+        parts.reserveCapacity(count)
+        ranges.reserveCapacity(count)
         let plaintext = document.values.withUnsafeBytes { values in
             SecureBytes(count: padded) { out in
                 var writer = ByteWriter(out)
@@ -220,35 +293,41 @@ enum DocumentBody {
                         writer.write(seen.time)
                     }
                 }
-                uvar(UInt64(entries.count))
-                func writeEntries(reusing before: UnsafeRawBufferPointer) {
-                    for (position, entry) in entries.enumerated() {
-                        let start = writer.offset
-                        parts.append(entry.identity)
-                        defer { ranges.append(start..<writer.offset) }
-                        if !reused.isEmpty, reused[position] >= 0 {
-                            writer.write(UnsafeRawBufferPointer(rebasing: before[previous!.ranges[reused[position]]]))
-                            continue
-                        }
-                        id(entry.id)
-                        uvar(UInt64(entry.name.utf8.count))
-                        write(entry.name)
-                        stamp(entry.modified)
-                        uvar(age(entry))
-                        uvar(index(entry.created.replica))
-                        write(entry.fields)
-                        writer.write(UInt8(entry.history.count))
-                        for version in entry.history {
-                            stamp(version.modified)
-                            writer.write(UInt8(version.conflict ? 1 : 0))
-                            write(version.fields)
+                uvar(UInt64(count))
+                func writeEntries(copyingFrom before: UnsafeRawBufferPointer) {
+                    for piece in entries {
+                        switch piece {
+                        case .copied(let run):
+                            // One copy for the run: its entries' bytes lie one after another.
+                            let from = previous!.ranges[run.lowerBound].lowerBound
+                            let shift = writer.offset - from
+                            writer.write(UnsafeRawBufferPointer(rebasing: before[from..<previous!.ranges[run.upperBound - 1].upperBound]))
+                            parts.append(contentsOf: previous!.parts[run])
+                            ranges.append(contentsOf: previous!.ranges[run].lazy.map { $0.lowerBound + shift..<$0.upperBound + shift })
+                        case .encoded(let entry):
+                            let start = writer.offset
+                            id(entry.id)
+                            uvar(UInt64(entry.name.utf8.count))
+                            write(entry.name)
+                            stamp(entry.modified)
+                            uvar(age(entry))
+                            uvar(index(entry.created.replica))
+                            write(entry.fields)
+                            writer.write(UInt8(entry.history.count))
+                            for version in entry.history {
+                                stamp(version.modified)
+                                writer.write(UInt8(version.conflict ? 1 : 0))
+                                write(version.fields)
+                            }
+                            parts.append(entry.identity)
+                            ranges.append(start..<writer.offset)
                         }
                     }
                 }
-                if let previous, !reused.isEmpty {
-                    previous.plaintext.withUnsafeBytes { writeEntries(reusing: $0) }
+                if let previous, pieces != nil {
+                    previous.plaintext.withUnsafeBytes { writeEntries(copyingFrom: $0) }
                 } else {
-                    writeEntries(reusing: UnsafeRawBufferPointer(start: nil, count: 0))
+                    writeEntries(copyingFrom: UnsafeRawBufferPointer(start: nil, count: 0))
                 }
                 uvar(UInt64(tombstones.count))
                 for (index, (tombstone, time)) in tombstones.enumerated() {

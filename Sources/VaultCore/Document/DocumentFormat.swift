@@ -303,6 +303,7 @@ extension VaultDocument {
         let file = try VaultEnvelope.seal(
             prefix: header + mac, plaintext: body.plaintext, key: Self.subkey(dataKey, DocumentFormat.bodyKeyContext))
         encoded.withLock { $0 = body }
+        changed = [:]
         generation += 1
         return file
     }

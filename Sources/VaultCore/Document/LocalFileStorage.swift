@@ -21,6 +21,8 @@ public struct LocalFileStorage: VaultStorage {
         /// What ``loadForWrite()`` read while the vault's lock is held (``exclusively(_:)`` forgets it when it takes
         /// the lock): the file's identity and its version.
         let readForWrite = Mutex<(identity: FileIdentity, version: StorageVersion)?>(nil)
+        /// The bytes last read or written, whatever their file's times.
+        let lastKnown = Mutex<StoredVault?>(nil)
     }
 
     public init(path: String, lockTimeoutSeconds: Double = 10) {
@@ -47,8 +49,22 @@ public struct LocalFileStorage: VaultStorage {
         // the ctime too.
         let before = Self.identity(of: path)
         if let before, let cached = cache.withLock({ $0?.identity == before ? $0?.stored : nil }) { return cached }
-        guard let bytes = try VaultFile.read(path: path) else { return nil }
-        let stored = StoredVault(bytes: bytes, version: Self.version(of: bytes))
+        // Else the bytes last read or written, when the file still has their size and starts with the bytes that
+        // name their version (the header up to the body's tag): the same version, without reading the body again
+        // (the agent loads before every request, and its own last write is too recent for the cache above).
+        let known = cache.lastKnown.withLock { $0 }
+        let stored: StoredVault
+        if let known, let length = DocumentHeader.identifyingPrefixLength(known.bytes) {
+            switch try VaultFile.read(path: path, unlessItStartsWith: Array(known.bytes[0..<length]), size: known.bytes.count) {
+            case .missing: return nil
+            case .unchanged: return known
+            case .contents(let bytes): stored = StoredVault(bytes: bytes, version: Self.version(of: bytes))
+            }
+        } else {
+            guard let bytes = try VaultFile.read(path: path) else { return nil }
+            stored = StoredVault(bytes: bytes, version: Self.version(of: bytes))
+        }
+        cache.lastKnown.withLock { $0 = stored }
         // Only a file whose change time is a second old is remembered: file times come from a coarse clock (a
         // few ms), so a write in place within the same tick would leave every field of the identity as it was
         // (git's "racily clean" rule).
@@ -117,7 +133,9 @@ public struct LocalFileStorage: VaultStorage {
             }
             guard stored == expected else { throw VaultError.storageConflict(path: path) }
             try VaultFile.writeAtomically(bytes, to: path)
-            return Self.version(of: bytes)
+            let written = StoredVault(bytes: bytes, version: Self.version(of: bytes))
+            cache.lastKnown.withLock { $0 = written }
+            return written.version
         }
     }
 }

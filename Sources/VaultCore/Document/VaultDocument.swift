@@ -249,7 +249,13 @@ public final class VaultDocument: @unchecked Sendable {
     var deletions: [DocumentID: Deletion]
     /// The key stanzas of the header, as they will be written again (those of unknown types included).
     var stanzas: [KeyStanza]
-    var entries: [DocumentID: Entry]
+    var entries: [DocumentID: Entry] {
+        didSet { changed = nil }
+    }
+    /// The entries changed since ``encoded`` was made, each with the identity its parts had then (`nil`: it had
+    /// none): what a seal encodes anew, every other entry's bytes copied. `nil`: not known (a seal compares every
+    /// entry with ``encoded``). Any change of ``entries`` but ``apply(_:replica:clock:)``'s forgets it.
+    var changed: [DocumentID: ObjectIdentifier?]?
     var idsByName: [String: DocumentID] {
         didSet { sortedNames.withLock { $0 = nil } }
     }
@@ -309,6 +315,7 @@ public final class VaultDocument: @unchecked Sendable {
             copy.compactedByteCount = compactedByteCount
             copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
             copy.encoded.withLock { $0 = encoded.withLock { $0 } }
+            copy.changed = changed
             return copy
         }
         // Only the values in use (overwritten and deleted ones are left behind, and freed with this document).

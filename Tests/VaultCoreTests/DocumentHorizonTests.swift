@@ -170,17 +170,23 @@ struct DocumentHorizonTests {
         return result
     }
 
-    /// a and b each wrote, a deleted `x`: the tombstone stays while b (active) has not seen the deletion, however
-    /// old, and while it is younger than 180 days; once b's view (carried back to a by a merge) holds it and it is
-    /// 180 days old, a's next write drops it and records the mark, which the file keeps.
-    @Test func aTombstoneIsDroppedOnceEveryReplicaHasSeenItAndItIs180DaysOld() throws {
-        let (key, copies) = try copies(2)
+    /// a wrote `x`, b wrote `y`, each took the other's, then a deleted `x` (at start + 4): returns a and b.
+    func deletedAfterSyncing(_ copies: [VaultDocument]) throws -> (VaultDocument, VaultDocument) {
         var (a, b) = (copies[0], copies[1])
         try a.apply([set("x", "1")], replica: ra, clock: SettableClock(Self.start))
         try b.apply([set("y", "1")], replica: rb, clock: SettableClock(Self.start + 1))
         b = try synced(b, a, by: rb, at: Self.start + 2)
         a = try synced(a, b, by: ra, at: Self.start + 3)
         try a.apply([.delete(entry: "x")], replica: ra, clock: SettableClock(Self.start + 4))
+        return (a, b)
+    }
+
+    /// a and b each wrote, a deleted `x`: the tombstone stays while b (active) has not seen the deletion, however
+    /// old, and while it is younger than 180 days; once b's view (carried back to a by a merge) holds it and it is
+    /// 180 days old, a's next write drops it and records the mark, which the file keeps.
+    @Test func aTombstoneIsDroppedOnceEveryReplicaHasSeenItAndItIs180DaysOld() throws {
+        let (key, copies) = try copies(2)
+        var (a, b) = try deletedAfterSyncing(copies)
         let deletion = try #require(a.tombstones.first?.value)
         try b.apply([set("w", "1")], replica: rb, clock: SettableClock(Self.start + 150 * Self.day))
         a = try synced(a, b, by: ra, at: Self.start + 190 * Self.day)
@@ -284,13 +290,7 @@ struct DocumentHorizonTests {
     /// a's wall clock is ten years ahead: b looks quiet to it, and a drops a tombstone b has not seen; b's copy is
     /// refused, never merged into one that brings `x` back (the check compares a's clock with a's own marks).
     @Test func aClockFarAheadOnOneMachineMakesCopiesRefuseNeverResurrect() throws {
-        let (_, copies) = try copies(2)
-        var (a, b) = (copies[0], copies[1])
-        try a.apply([set("x", "1")], replica: ra, clock: SettableClock(Self.start))
-        try b.apply([set("y", "1")], replica: rb, clock: SettableClock(Self.start + 1))
-        b = try synced(b, a, by: rb, at: Self.start + 2)
-        a = try synced(a, b, by: ra, at: Self.start + 3)
-        try a.apply([.delete(entry: "x")], replica: ra, clock: SettableClock(Self.start + 4))
+        let (a, b) = try deletedAfterSyncing(try copies(2).copies)
         let ahead = Self.start + 3650 * Self.day
         try a.apply([set("z", "1")], replica: ra, clock: SettableClock(ahead))
         #expect(a.tombstones.isEmpty && a.seen[rb] == nil, "b looked quiet to a's clock")

@@ -46,26 +46,5 @@ EOF
 # the vault the agent holds, which has 100 changes of its own; the agent's CPU per merge.
 if [ -d "$WORK/w10000" ]; then
     prepare_merge
-    cpu() { awk '{print $14 + $15}' "/proc/$AGENT_PID/stat"; }
-    ticks=$(getconf CLK_TCK)
-    # Each merge measured brings 100 changes from the other copy (another replica: another state directory), made
-    # since the last merge, into the vault the agent holds, which has 100 changes of its own since then (100 puts
-    # on each side between merges: not measured).
-    cpu_total=0 wall_total=0
-    for round in $(seq 1 "$FRESH_MERGES"); do
-        for i in $(seq 0 99); do
-            printf 'other-%d-%d' "$round" "$i" | XDG_STATE_HOME="$WORK/state-b" VAULT_AGENT_SOCK="$WORK/none.sock" \
-                "$VAULT_BIN" put --vault "$WORK/other.vault" --passphrase-file "$WORK/passphrase" \
-                "entry-$(printf %06d $(((i * 7 + round * 1000 + 1) % 10000)))" >/dev/null
-            printf 'mine-%d-%d' "$round" "$i" | "$VAULT_BIN" put --vault "$WORK/w10000/bench.vault" \
-                "entry-$(printf %06d $(((i * 11 + round * 1000 + 5) % 10000)))" >/dev/null
-        done
-        before=$(cpu)
-        start=$(date +%s%N)
-        "$VAULT_BIN" merge --vault "$WORK/w10000/bench.vault" "$WORK/other.vault" >/dev/null
-        end=$(date +%s%N)
-        after=$(cpu)
-        cpu_total=$((cpu_total + after - before)) wall_total=$((wall_total + end - start))
-    done
-    python3 -c "print(f'merge of a 10,000-entry copy, 100 new changes on each side each time: agent CPU {$cpu_total * 1000 / $ticks / $FRESH_MERGES:.1f} ms per merge, wall {$wall_total / 1e6 / $FRESH_MERGES:.1f} ms per vault merge ({$FRESH_MERGES} merges)')"
+    fresh_merges
 fi

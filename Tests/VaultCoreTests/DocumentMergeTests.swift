@@ -183,6 +183,63 @@ struct DocumentMergeTests {
         return batch
     }
 
+    /// A copy opened against ours (the entries it holds as ours was last sealed are shared with ours, its arena
+    /// begun as a copy of ours's: what `vault merge`, a sync and git's driver do) is what the same copy opened
+    /// alone is, and merges to the same result with the same report, whether ours was sealed or opened last and
+    /// changed since or not; the result seals to the same content; and it keeps its values when ours is gone.
+    @Test(arguments: 0..<4)
+    func aCopyOpenedAgainstOursMergesAsOneOpenedAlone(_ block: Int) throws {
+        var shared = 0
+        for seed in UInt64(block * 40)..<UInt64(block * 40 + 40) {
+            var random = Generator(state: seed)
+            let (_, key, replicas) = try copies(2)
+            var documents = replicas
+            let clocks = (0..<2).map { _ in SettableClock(Self.start) }
+            func open(_ file: [UInt8], against reference: VaultDocument? = nil) throws -> VaultDocument {
+                try VaultDocument.open(file, with: .dataKey(key), label: "copy", policy: .insecureForTesting, against: reference).document
+            }
+            try documents[0].apply((0..<40).map { set("n\($0)", "v\($0)") }, replica: ReplicaID(rawValue: 1), clock: clocks[0])
+            documents[1] = try merged(documents[1], documents[0])
+            for step in 0..<10 {
+                let index = random.below(2)
+                clocks[index].set(Self.start + UInt64(step * 10 + random.below(25)))
+                if random.below(5) == 0 {
+                    documents[index] = try merged(documents[index], documents[1 - index])
+                } else {
+                    // Now and then a replica the other side has never seen (another table: nothing is shared then).
+                    let writer = ReplicaID(rawValue: random.below(6) == 0 ? UInt64(10 + step) : UInt64(index + 1))
+                    try? documents[index].apply(randomBatch(documents[index], &random), replica: writer, clock: clocks[index])
+                }
+            }
+            let oursFile = try documents[0].seal(dataKey: key)
+            var ours = documents[0]
+            if random.below(2) == 0 { ours = try open(oursFile) }  // what it was last sealed into: the file it opened
+            if random.below(2) == 0 {
+                // Changed since (a batch after the seal: the entries it changed are not the sealed bytes).
+                ours = ours.copied()
+                try? ours.apply(randomBatch(ours, &random), replica: ReplicaID(rawValue: 1), clock: clocks[0])
+            }
+            let theirsFile = try documents[1].seal(dataKey: key)
+            let alone = try open(theirsFile)
+            let against = try open(theirsFile, against: ours)
+            #expect(Self.content(against) == Self.content(alone), "seed \(seed)")
+            shared += against.entries.values.filter { ours.entries[$0.id]?.identity == $0.identity }.count
+            let (expected, expectedReport) = try VaultDocument.merge(ours, alone, now: Self.start + 10_000_000)
+            let (result, report) = try VaultDocument.merge(ours, against, now: Self.start + 10_000_000)
+            #expect(Self.content(result) == Self.content(expected), "seed \(seed)")
+            #expect(report == expectedReport, "seed \(seed)")
+            #expect(Self.content(try open(try result.seal(dataKey: key))) == Self.content(try open(try expected.seal(dataKey: key))), "seed \(seed)")
+            // Ours gone (the copy's basis is weak; the result holds the arena it shares with the copy).
+            func mergedWithoutOurs() throws -> VaultDocument {
+                let ours = try open(oursFile)
+                return try VaultDocument.merge(ours, try open(theirsFile, against: ours), now: Self.start + 10_000_000).0
+            }
+            let detached = try mergedWithoutOurs()
+            #expect(Self.content(detached) == Self.content(try VaultDocument.merge(try open(oursFile), alone, now: Self.start + 10_000_000).0), "seed \(seed)")
+        }
+        #expect(shared > 0, "no entry was shared")
+    }
+
     /// Three replicas change a vault at random, merging with each other now and then; at the end every order of
     /// merging the three gives the same content, merging is idempotent, and merging twice changes nothing.
     @Test(arguments: 0..<20)

@@ -118,12 +118,12 @@ struct DocumentVectorTests {
     func theLibraryGivesEachVectorsOutcome(file: String) throws {
         let bytes = try #require(FileManager.default.contents(atPath: Self.root.appendingPathComponent("Vectors/" + file).path))
         let expected = try #require(Self.expected[file])
+        // A vault with x25519 stanzas only opens with an identity (VaultAgeTests does that); here with the data
+        // key the generator made (its header's structure is checked all the same).
+        let parsed = try? DocumentHeader.parse(Array(bytes), label: file, policy: .insecureForTesting)
+        let key: DocumentKey = parsed.map { !$0.hasPassphraseStanza && !$0.recipients.isEmpty } == true
+            ? .dataKey(SecureBytes(Self.generatorDataKey)) : .passphrase(SecureBytes(string: Self.passphrase))
         do {
-            // A vault with x25519 stanzas only opens with an identity (VaultAgeTests does that); here with the data
-            // key the generator made (its header's structure is checked all the same).
-            let parsed = try? DocumentHeader.parse(Array(bytes), label: file, policy: .insecureForTesting)
-            let key: DocumentKey = parsed.map { !$0.hasPassphraseStanza && !$0.recipients.isEmpty } == true
-                ? .dataKey(SecureBytes(Self.generatorDataKey)) : .passphrase(SecureBytes(string: Self.passphrase))
             let (document, _) = try VaultDocument.open(Array(bytes), with: key, label: file, policy: .insecureForTesting)
             #expect(expected["code"] == nil, "\(file) opened; expected \(expected["code"] ?? "")")
             if expected["code"] == nil {
@@ -132,6 +132,38 @@ struct DocumentVectorTests {
         } catch {
             #expect(Self.code(of: error) == expected["code"] as? String, "\(file)")
         }
+        // Opened against each valid vector of its version (the copy a merge brings, sharing the entries they hold
+        // alike): the same outcome, the same error.
+        for (name, reference) in Self.validDocuments where name.prefix(3) == file.prefix(3) && name != file {
+            do {
+                let document = try VaultDocument.open(Array(bytes), with: key, label: file, policy: .insecureForTesting, against: reference.document).document
+                #expect(expected["code"] == nil, "\(file) opened against \(name); expected \(expected["code"] ?? "")")
+                #expect(try Self.same(Self.json(of: document), expected), "\(file) against \(name)")
+            } catch {
+                #expect(Self.code(of: error) == expected["code"] as? String, "\(file) against \(name)")
+            }
+        }
+    }
+
+    /// The valid vectors opened against each other share entries (so the comparison above tries the sharing parse).
+    @Test func validVectorsOpenedAgainstEachOtherShareEntries() throws {
+        var shared = 0
+        for (file, opened) in Self.validDocuments {
+            let bytes = try #require(FileManager.default.contents(atPath: Self.root.appendingPathComponent("Vectors/" + file).path))
+            for (name, reference) in Self.validDocuments where name != file && reference.document.dataKeyID == opened.document.dataKeyID {
+                let document = try VaultDocument.open(Array(bytes), with: .dataKey(reference.key), label: file, policy: .insecureForTesting, against: reference.document).document
+                shared += document.entries.values.filter { reference.document.entries[$0.id]?.identity == $0.identity }.count
+            }
+        }
+        #expect(shared > 0)
+    }
+
+    /// The vectors that open (with the passphrase), with their data keys.
+    static let validDocuments: [(String, (document: VaultDocument, key: SecureBytes))] = names.compactMap { file in
+        guard expected[file]?["code"] == nil, let bytes = FileManager.default.contents(atPath: root.appendingPathComponent("Vectors/" + file).path),
+              let opened = try? VaultDocument.open(Array(bytes), with: .passphrase(SecureBytes(string: passphrase)), label: file, policy: .insecureForTesting)
+        else { return nil }
+        return (file, (opened.document, opened.dataKey))
     }
 
     /// The reader, written from the spec alone, opens a file the library wrote and sees what the library sees:

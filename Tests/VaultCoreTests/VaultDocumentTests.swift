@@ -280,10 +280,17 @@ struct VaultDocumentTests {
             case 6: try next.apply([.copy(from: name, to: "copy-\(round)"), set("new-\(round)", "x")], replica: writer, clock: clock)
             case 7 where (next.history(of: name)?.count ?? 0) > 0: try next.apply([.restore(entry: name, version: 1)], replica: writer, clock: clock)
             case 8:
-                // A merge with an older copy changed on its own (another replica).
-                let other = older.randomElement(using: &random)!.copied()
+                // A merge with an older copy changed on its own (another replica), given as a document or as its file
+                // opened against this one (sharing the entries it holds as this one was last sealed).
+                var other = older.randomElement(using: &random)!.copied()
                 try other.apply([set(names.randomElement(using: &random)!, "o\(round)")], replica: ReplicaID(rawValue: 42), clock: clock)
+                if Bool.random(using: &random) {
+                    other = try VaultDocument.open(try other.seal(dataKey: dataKey), with: .dataKey(dataKey), label: "other", policy: Self.policy, against: next).document
+                }
                 next = try VaultDocument.merge(next, other, now: clock.milliseconds()).0
+            case 9:
+                // Sealed and opened again: what it was last sealed into is the file it opened.
+                next = try reopen(try next.seal(dataKey: dataKey), key: .dataKey(dataKey))
             default: break
             }
             if round % 5 == 0 {

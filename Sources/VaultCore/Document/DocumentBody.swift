@@ -1,3 +1,4 @@
+import Synchronization
 import VaultSodium
 
 /// The plaintext of a version-2 or -3 body (docs/FORMAT.md, "Version 2", "Version 3"): encoded from a document in
@@ -47,8 +48,34 @@ enum DocumentBody {
         let parts: [ObjectIdentifier]
         let ranges: [Range<Int>]
 
+        /// Each entry's place by id, made on first use (``place(of:)``).
+        private let placesByID = Mutex<[DocumentID: Int]?>(nil)
+
         init(plaintext: SecureBytes, replicaIDs: [UInt64], entries: [DocumentID: VaultDocument.Entry], parts: [ObjectIdentifier], ranges: [Range<Int>]) {
             (self.plaintext, self.replicaIDs, self.entries, self.parts, self.ranges) = (plaintext, replicaIDs, entries, parts, ranges)
+        }
+
+        /// The place of entry `id` in `parts` (`nil` when it is not there): `hint` first, else a table of every
+        /// entry's place (the 16 bytes each entry starts with), made once.
+        func place(of id: DocumentID, hint: Int) -> Int? {
+            if hint < ranges.count, self.id(at: hint) == id { return hint }
+            return placesByID.withLock { table in
+                if table == nil {
+                    var made: [DocumentID: Int] = [:]
+                    made.reserveCapacity(ranges.count)
+                    for place in ranges.indices { made[self.id(at: place)] = place }
+                    table = made
+                }
+                return table![id]
+            }
+        }
+
+        /// The id the entry at `place` starts with.
+        func id(at place: Int) -> DocumentID {
+            plaintext.withUnsafeBytes { bytes in
+                var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[ranges[place].lowerBound..<ranges[place].lowerBound + 16]))
+                return DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
+            }
         }
 
         /// The places in `parts` of `identities` (`nil` when one is not there): a scan per identity for a few, else

@@ -1,3 +1,4 @@
+import Glibc
 import VaultSodium
 
 /// Reading a body (docs/FORMAT.md, "Version 2" and "Version 3"): every rule checked, in the order the format gives
@@ -10,11 +11,37 @@ extension DocumentBody {
     }
 
     /// Parses `plaintext` into a document with `header`'s ids and stanzas. Values are copied once into the
-    /// document's guarded arena.
-    static func parse(_ plaintext: SecureBytes, binding: [UInt8], header: DocumentHeader, label: String) throws -> VaultDocument {
+    /// document's guarded arena. The document remembers `plaintext` as what it was last sealed into
+    /// (``VaultDocument/encoded``: a seal copies the bytes of the entries it does not change).
+    ///
+    /// With `reference` (another copy of the vault: ours, when this is the copy a merge brings), the entries whose
+    /// bytes are those `reference` was last sealed into (under the same replica table, `reference` unchanged since)
+    /// are not parsed again: the document's tables start as `reference`'s (shared, not rebuilt), the entries it does
+    /// not hold as `reference` does are parsed and put in, and its arena starts as a copy of `reference`'s
+    /// (``VaultDocument/ArenaBasis``), so that a merge moves no value. The same bytes pass the same checks; any
+    /// error, or a name or id given twice, is found again by parsing the whole body alone (the error it reports).
+    static func parse(
+        _ plaintext: SecureBytes, binding: [UInt8], header: DocumentHeader, label: String, reference: VaultDocument? = nil
+    ) throws -> VaultDocument {
+        if let reference, reference.changed?.isEmpty == true, reference.encoded.withLock({ $0 }) != nil,
+           let document = try? parse(plaintext, binding: binding, header: header, label: label, sharingWith: reference) {
+            return document
+        }
+        return try parse(plaintext, binding: binding, header: header, label: label, sharingWith: nil)
+    }
+
+    /// What makes a parse that shares a reference's tables give up (the whole body is then parsed alone).
+    private struct CannotShare: Error {}
+
+    private static func parse(
+        _ plaintext: SecureBytes, binding: [UInt8], header: DocumentHeader, label: String, sharingWith reference: VaultDocument?
+    ) throws -> VaultDocument {
         func corrupt(_ reason: Corruption) -> VaultError { .corrupt(path: label, reason: reason) }
-        let arena = GuardedArena()
-        arena.reserve(plaintext.count)
+        var arena = GuardedArena()
+        var basis: VaultDocument.ArenaBasis?
+        var reused: Encoded?
+        var parts: [ObjectIdentifier] = []
+        var ranges: [Range<Int>] = []
         var replicas: [ReplicaID: HybridTimestamp] = [:]
         var entries: [DocumentID: VaultDocument.Entry] = [:]
         var idsByName: [String: DocumentID] = [:]
@@ -86,6 +113,18 @@ extension DocumentBody {
                     row.append((Int(at), time))
                 }
                 if !row.isEmpty { rows.append((replica, row)) }
+            }
+            // The reference's entries are shared under the same table only (their bytes index it).
+            if let reference {
+                guard let previous = reference.encoded.withLock({ $0 }), previous.replicaIDs.elementsEqual(table.lazy.map(\.rawValue))
+                else { throw CannotShare() }
+                basis = VaultDocument.ArenaBasis(arena: reference.values, count: reference.values.count)
+                arena = reference.values.copy(reserving: 64 << 10)
+                reused = previous
+                entries = previous.entries
+                idsByName = reference.idsByName
+            } else {
+                arena.reserve(plaintext.count)
             }
             // A replica's view holds no time above the table's (checked once the table is whole).
             for (replica, row) in rows {
@@ -161,13 +200,41 @@ extension DocumentBody {
             }
             let entryCount = try number(0, limit: reader.remaining)
             guard entryCount <= reader.remaining / Self.smallestEntry else { throw corrupt(.entryCountExceedsData(count: entryCount)) }
-            entries.reserveCapacity(entryCount)
-            idsByName.reserveCapacity(entryCount)
+            if reused == nil {
+                entries.reserveCapacity(entryCount)
+                idsByName.reserveCapacity(entryCount)
+            }
+            parts.reserveCapacity(entryCount)
+            ranges.reserveCapacity(entryCount)
+            // Sharing: which of the reference's entries this body holds as they are there (by place), and the
+            // entries it holds otherwise (put in once every entry is read).
+            var held = [Bool](repeating: false, count: reused?.ranges.count ?? 0)
+            var own: [VaultDocument.Entry] = []
+            var next = 0  // the reference's place expected next (copies of one vault keep its order)
             for index in 0..<entryCount {
+                let start = reader.offset
                 try need(16, index)
                 let id = DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
+                let place = reused?.place(of: id, hint: next)
+                if let reused, let place {
+                    let range = reused.ranges[place]
+                    let same = reader.remaining >= range.count - 16 && reused.plaintext.withUnsafeBytes { before in
+                        memcmp(before.baseAddress! + range.lowerBound, bytes.baseAddress! + start, range.count) == 0
+                    }
+                    if same {
+                        guard !held[place] else { throw CannotShare() }  // given twice
+                        held[place] = true
+                        reader.skip(range.count - 16)
+                        parts.append(reused.parts[place])
+                        ranges.append(start..<reader.offset)
+                        next = place + 1
+                        continue
+                    }
+                }
                 let name = try name(index)
-                guard idsByName.updateValue(id, forKey: name) == nil else { throw corrupt(.duplicateName) }
+                if reused == nil {
+                    guard idsByName.updateValue(id, forKey: name) == nil else { throw corrupt(.duplicateName) }
+                }
                 let modified = try stamp(index)
                 let age = try uvar(index)
                 guard age <= modified.packed else { throw corrupt(.badClock) }
@@ -188,8 +255,37 @@ extension DocumentBody {
                     history.append(VaultDocument.Version(fields: versionFields, modified: time, conflict: flags & 1 == 1))
                 }
                 guard historyBytes <= VaultDocument.maximumHistoryByteCount else { throw corrupt(.badHistory(entry: index)) }
-                guard entries[id] == nil else { throw corrupt(.duplicateID) }
-                entries[id] = VaultDocument.Entry(id: id, name: name, fields: current, created: created, modified: modified, history: history)
+                let entry = VaultDocument.Entry(id: id, name: name, fields: current, created: created, modified: modified, history: history)
+                if reused == nil {
+                    guard entries.updateValue(entry, forKey: id) == nil else { throw corrupt(.duplicateID) }
+                } else {
+                    if let place {
+                        // Another version of one of the reference's entries.
+                        guard !held[place] else { throw CannotShare() }
+                        held[place] = true
+                    }
+                    own.append(entry)
+                }
+                parts.append(entry.identity)
+                ranges.append(start..<reader.offset)
+            }
+            if let reused {
+                // The reference's entries this body does not hold (nor another version of) go, and the names of
+                // those it holds another version of; then its own versions come in, each name and id once.
+                for place in held.indices where !held[place] {
+                    let gone = entries.removeValue(forKey: reused.id(at: place))!
+                    idsByName[gone.name] = nil
+                }
+                for entry in own {
+                    if let before = entries[entry.id], idsByName[before.name] == entry.id { idsByName[before.name] = nil }
+                }
+                var ownIDs = Set<DocumentID>()
+                for entry in own {
+                    guard ownIDs.insert(entry.id).inserted, idsByName.updateValue(entry.id, forKey: entry.name) == nil else {
+                        throw CannotShare()
+                    }
+                    entries[entry.id] = entry
+                }
             }
             let tombstoneCount = try number(entryCount, limit: reader.remaining)
             guard tombstoneCount <= reader.remaining / (v3 ? Self.smallestTombstoneV3 : Self.smallestTombstone) else {
@@ -228,9 +324,16 @@ extension DocumentBody {
             let padding = UnsafeRawBufferPointer(rebasing: bytes[reader.offset...])
             guard padding.allSatisfy({ $0 == 0 }) else { throw corrupt(.badPadding) }
         }
-        return VaultDocument(
+        let document = VaultDocument(
             vaultID: header.vaultID, generation: header.generation, dataKeyID: header.dataKeyID, stanzas: header.stanzas,
             replicas: replicas, tombstones: tombstones, entries: entries, idsByName: idsByName, values: arena, label: label,
             formatVersion: header.version, sync: sync)
+        document.basis = basis
+        let replicaIDs = replicas.keys.map(\.rawValue).sorted()
+        document.encoded.withLock {
+            $0 = Encoded(plaintext: plaintext, replicaIDs: replicaIDs, entries: entries, parts: parts, ranges: ranges)
+        }
+        document.changed = [:]
+        return document
     }
 }

@@ -235,13 +235,15 @@ extension VaultDocument {
     public var hasPassphraseStanza: Bool { stanzas.contains { $0.type == KeyStanza.argon2id } }
 
     /// Opens a version-2 `file` with `key`: the header (``DocumentHeader/parse(_:label:policy:)``), the data key
-    /// (each `argon2id` stanza with a passphrase), the header's MAC, then the body.
+    /// (each `argon2id` stanza with a passphrase), the header's MAC, then the body. With `reference` (another copy
+    /// of the vault, which the result will be merged into), the entries both hold unchanged are shared, not parsed
+    /// again (``DocumentBody/parse(_:binding:header:label:reference:)``).
     ///
     /// - Throws: ``VaultError/wrongPassphrase(path:)`` when no stanza opens with the passphrase, or the data key
     ///   given does not authenticate the header; ``VaultError/corrupt(path:reason:)`` for a header or body that
     ///   does not authenticate or parse.
     public static func open(
-        _ file: [UInt8], with key: DocumentKey, label: String, policy: Argon2id.KDFPolicy
+        _ file: [UInt8], with key: DocumentKey, label: String, policy: Argon2id.KDFPolicy, against reference: VaultDocument? = nil
     ) throws -> (document: VaultDocument, dataKey: SecureBytes) {
         let header = try DocumentHeader.parse(file, label: label, policy: policy)
         let dataKey: SecureBytes
@@ -280,7 +282,7 @@ extension VaultDocument {
             }
         }
         let binding = file.withUnsafeBytes { Sodium.blake2b256(UnsafeRawBufferPointer(rebasing: $0[0..<nonceStart])) }
-        let document = try DocumentBody.parse(plaintext, binding: binding, header: header, label: label)
+        let document = try DocumentBody.parse(plaintext, binding: binding, header: header, label: label, reference: reference)
         return (document, dataKey)
     }
 

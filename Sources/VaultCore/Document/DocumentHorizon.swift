@@ -191,9 +191,11 @@ extension VaultDocument {
         return a.name.utf8.lexicographicallyPrecedes(b.name.utf8) ? b : a
     }
 
-    /// `fields` (of this document) with their values copied into `arena`.
+    /// `fields` (of this document) with their values copied into `arena` (as they are when `arena` is this
+    /// document's).
     func moved(fields: [Field], into arena: GuardedArena) -> [Field] {
-        values.withUnsafeBytes { all in
+        guard arena !== values else { return fields }
+        return values.withUnsafeBytes { all in
             fields.map { Field(name: $0.name, value: arena.append(UnsafeRawBufferPointer(rebasing: all[$0.value])), isSecret: $0.isSecret, code: $0.code) }
         }
     }

@@ -75,8 +75,10 @@ extension VaultDocument {
         guard !theirsBehind || ours.holdsAll(of: theirs) else { throw VaultError.behindHorizon(path: theirs.label) }
         guard !oursBehind || theirs.holdsAll(of: ours) else { throw VaultError.behindHorizon(path: ours.label) }
         // The result starts from a copy of ours's values as they are (one copy of the region: every range of ours
-        // stays valid, no entry is rebuilt); only what comes from theirs is moved in.
-        let values = ours.values.copy(reserving: 64 << 10)
+        // stays valid, no entry is rebuilt); only what comes from theirs is moved in. When theirs was opened against
+        // ours (its arena began as such a copy, and it shares ours's entries it holds unchanged), its arena is that
+        // copy, with theirs's other values: nothing is moved (``moved(_:into:)`` into a document's own arena).
+        let values = theirs.holdsValues(of: ours) ? theirs.values : ours.values.copy(reserving: 64 << 10)
         var report = MergeReport()
 
         /// An entry with its values in the new arena (ours's are there already), its history too, under its name
@@ -95,6 +97,7 @@ extension VaultDocument {
         // are the same version); only the entries that are not ours's as they were are written.
         var entries = ours.entries
         var changed: [DocumentID] = []
+        var removed: [DocumentID] = []
         var conflicted: Set<DocumentID> = []
         var found = 0
         /// Entry `id` of the result, from ours's version `mine` and theirs's `their`.
@@ -115,6 +118,7 @@ extension VaultDocument {
                     if oursBehind {
                         // Theirs holds all ours holds (the check above): an entry only ours has was deleted there.
                         entries[id] = nil
+                        removed.append(id)
                         report.deleted.append(mine!.name)
                         return
                     }
@@ -136,6 +140,7 @@ extension VaultDocument {
                     }
                     if let mine {
                         entries[id] = nil
+                        removed.append(id)
                         report.deleted.append(mine.name)
                     }
                     return
@@ -239,8 +244,15 @@ extension VaultDocument {
             sync: SyncState(seen: seen, dropped: dropped, deletions: deletions))
         // Live bytes: ours's as they were (its dead values came along in the copy) and everything moved in.
         merged.compactedByteCount = ours.compactedByteCount + (values.count - ours.values.count)
-        // Ours's entries kept as they were: their bytes as ours was last sealed, for the next seal.
+        // Ours's entries kept as they were: their bytes as ours was last sealed, for the next seal, which encodes
+        // only the entries changed since (ours's changes and the merge's).
         merged.encoded.withLock { $0 = ours.encoded.withLock { $0 } }
+        if var tracked = ours.changed {
+            for id in changed + removed + renames.map(\.0) where tracked.index(forKey: id) == nil {
+                tracked.updateValue(ours.entries[id]?.identity, forKey: id)
+            }
+            merged.changed = tracked
+        }
         report.otherLacks = !merged.isHeld(by: theirs)
         return (merged, report)
     }

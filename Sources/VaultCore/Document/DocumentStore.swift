@@ -280,7 +280,7 @@ public final class DocumentStore: Sendable {
         let other: VaultDocument
         var adopted: SecureBytes?
         if header.dataKeyID == held.dataKeyID {
-            other = try VaultDocument.open(otherBytes, with: .dataKey(dataKey), label: label, policy: policy).document
+            other = try VaultDocument.open(otherBytes, with: .dataKey(dataKey), label: label, policy: policy, against: held).document
         } else {
             // The other copy's key: from an identity (an `x25519` stanza, above this library), else its passphrase.
             let key: DocumentKey
@@ -291,7 +291,7 @@ public final class DocumentStore: Sendable {
             } else {
                 throw VaultError.otherKey(path: label)
             }
-            let opened = try VaultDocument.open(otherBytes, with: key, label: label, policy: policy)
+            let opened = try VaultDocument.open(otherBytes, with: key, label: label, policy: policy, against: held)
             other = opened.document
             adopted = opened.dataKey
         }

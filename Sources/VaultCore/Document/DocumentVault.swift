@@ -169,7 +169,7 @@ public final class DocumentVault: DocumentEntries, Sendable {
             let header = try DocumentHeader.parse(bytes, label: label, policy: store.policy)
             guard header.vaultID == vaultID else { throw VaultError.notTheSameVault(path: label) }
             guard header.dataKeyID == store.document?.dataKeyID else { throw VaultError.otherKey(path: label) }
-            documents.append(try VaultDocument.open(bytes, with: .dataKey(dataKey), label: label, policy: store.policy).document)
+            documents.append(try VaultDocument.open(bytes, with: .dataKey(dataKey), label: label, policy: store.policy, against: documents.first).document)
         }
         var (merged, report) = try VaultDocument.merge(documents[0], documents[1], now: now)
         merged.settle(replica: store.replica, now: now)

@@ -271,8 +271,11 @@ struct DocumentMergeTests {
             }
             #expect(Self.content(try merged(orders[0], orders[0])) == reference, "seed \(seed): not idempotent")
             #expect(Self.content(try merged(orders[0], x)) == reference, "seed \(seed): merging a part again changed it")
-            // Names stay unique and every live id has one.
-            #expect(orders[0].idsByName.count == orders[0].entries.count)
+            // Names stay unique and every live id has one: its own.
+            for result in orders {
+                #expect(result.idsByName.count == result.entries.count)
+                #expect(result.entries.allSatisfy { result.idsByName[$0.value.name] == $0.key }, "seed \(seed)")
+            }
             #expect(Set(orders[0].entries.keys).isDisjoint(with: orders[0].tombstones.keys))
         }
     }

@@ -171,14 +171,27 @@ extension VaultDocument {
             for (id, their) in theirs.entries where ours.entries[id] == nil { merge(id, nil, their) }
         }
 
-        // One name, one id (ours's names as they were while no entry is added, renamed or deleted).
+        // One name, one id: ours's names, but those that the entries changed or removed had or have now, each of
+        // those given to the ids that carry it (created first, then the lower id, keeps it; the others are renamed).
         var idsByName = ours.idsByName
         var renames: [(DocumentID, String)] = []
-        var byName: [String: [DocumentID]] = [:]
-        if !changed.isEmpty || !report.deleted.isEmpty {
-            for (id, entry) in entries { byName[entry.name, default: []].append(id) }
-            idsByName = [:]
-            for (name, ids) in byName {
+        if !changed.isEmpty || !removed.isEmpty {
+            var carriers: [String: [DocumentID]] = [:]
+            var affected = Set<String>()
+            for id in changed {
+                if let entry = entries[id] { carriers[entry.name, default: []].append(id) }
+                if let before = ours.entries[id] { affected.insert(before.name) }
+            }
+            for id in removed { affected.insert(ours.entries[id]!.name) }
+            affected.formUnion(carriers.keys)
+            let moved = Set(changed + removed)
+            for name in affected {
+                var ids = carriers[name] ?? []
+                if let holder = ours.idsByName[name], !moved.contains(holder) { ids.append(holder) }  // unchanged: still named so
+                guard !ids.isEmpty else {
+                    idsByName[name] = nil
+                    continue
+                }
                 let ordered = ids.sorted { (entries[$0]!.created, $0) < (entries[$1]!.created, $1) }
                 idsByName[name] = ordered[0]
                 for id in ordered.dropFirst() { renames.append((id, name)) }
@@ -192,9 +205,9 @@ extension VaultDocument {
                 return base + suffix
             }
             var candidate = named("~" + id.description.prefix(8))
-            if idsByName[candidate] != nil || byName[candidate] != nil { candidate = named("~" + id.description) }
+            if idsByName[candidate] != nil { candidate = named("~" + id.description) }
             var counter = 2
-            while idsByName[candidate] != nil || byName[candidate] != nil {
+            while idsByName[candidate] != nil {
                 candidate = named("~" + id.description + "-\(counter)")
                 counter += 1
             }

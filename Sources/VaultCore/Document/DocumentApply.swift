@@ -9,6 +9,7 @@ extension VaultDocument {
     ///   ``VaultError/invalidEntryName(reason:)``, ``VaultError/invalidFieldName(_:)``,
     ///   ``VaultError/valueTooLarge(key:byteCount:)``, ``VaultError/noSuchVersion(key:version:)``.
     public func apply(_ changes: [DocumentChange], replica: ReplicaID, clock: any WallClock) throws {
+        ownValues()
         // A working copy of what changes (the arena only grows: a failed batch leaves unused bytes, no state).
         var entries = self.entries
         var idsByName = self.idsByName

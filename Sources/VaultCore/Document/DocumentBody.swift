@@ -239,6 +239,7 @@ enum DocumentBody {
         for piece in entries {
             switch piece {
             case .copied(let run):
+                assert(run.allSatisfy { document.entries[previous!.id(at: $0)]?.identity == previous!.parts[$0] }, "a copied entry is unchanged since the last seal")
                 count += run.count
                 entriesSize += previous!.ranges[run.upperBound - 1].upperBound - previous!.ranges[run.lowerBound].lowerBound
             case .encoded(let entry):

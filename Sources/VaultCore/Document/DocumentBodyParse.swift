@@ -222,6 +222,7 @@ extension DocumentBody {
                         memcmp(before.baseAddress! + range.lowerBound, bytes.baseAddress! + start, range.count) == 0
                     }
                     if same {
+                        assert(reused.entries[id]?.identity == reused.parts[place], "a sealed plaintext names its entries' parts")
                         guard !held[place] else { throw CannotShare() }  // given twice
                         held[place] = true
                         reader.skip(range.count - 16)
@@ -263,6 +264,7 @@ extension DocumentBody {
                         // Another version of one of the reference's entries.
                         guard !held[place] else { throw CannotShare() }
                         held[place] = true
+                        next = place + 1
                     }
                     own.append(entry)
                 }

@@ -193,7 +193,9 @@ extension VaultDocument {
                     continue
                 }
                 let ordered = ids.sorted { (entries[$0]!.created, $0) < (entries[$1]!.created, $1) }
-                idsByName[name] = ordered[0]
+                // Under the spelling of the entry that keeps it (a canonically equivalent key keeps its old bytes).
+                idsByName.removeValue(forKey: name)
+                idsByName[entries[ordered[0]]!.name] = ordered[0]
                 for id in ordered.dropFirst() { renames.append((id, name)) }
             }
         }

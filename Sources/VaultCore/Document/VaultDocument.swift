@@ -32,14 +32,23 @@ public struct DocumentID: Hashable, Comparable, Sendable, CustomStringConvertibl
 
     public static func < (a: DocumentID, b: DocumentID) -> Bool { (a.high, a.low) < (b.high, b.low) }
 
-    /// The hash tables' hash: one multiplication of the halves, mixed with the table's seed (the default runs a
-    /// SipHash per lookup: a merge of two 10,000-entry copies makes ~100,000 lookups, and hashing was a fifth of its
-    /// time). Ids are 16 random bytes; ids that collide here can only be written by someone holding the vault's key,
-    /// who costs the other copies time (a merge, an open), never a secret.
+    /// The hash tables' hash: one multiplication of the halves, each mixed with a key drawn once per process, and
+    /// with the table's seed (the default runs a SipHash per lookup: a merge of two 10,000-entry copies makes
+    /// ~100,000 lookups, and hashing was a fifth of its time). Ids are random, but whoever can seal the vault (a
+    /// passphrase holder, a recipient, a copy we merge) chooses the ids in it: the unknown key keeps them from
+    /// choosing ids that collide (one bucket for all, every open and merge quadratic) in every process.
     public func _rawHashValue(seed: Int) -> Int {
-        let mixed = (high ^ UInt64(UInt(bitPattern: seed)) ^ 0xA076_1D64_78BD_642F).multipliedFullWidth(by: low ^ 0xE703_7ED1_A0B4_28DB)
+        let key = Self.hashKey
+        let mixed = (high ^ key.0 ^ UInt64(UInt(bitPattern: seed))).multipliedFullWidth(by: low ^ key.1)
         return Int(truncatingIfNeeded: mixed.high ^ mixed.low)
     }
+
+    /// Two random words, drawn once per process (``_rawHashValue(seed:)``).
+    private static let hashKey: (UInt64, UInt64) = {
+        var key = (UInt64(0), UInt64(0))
+        withUnsafeMutableBytes(of: &key) { Sodium.fillRandom($0) }
+        return (key.0, key.1 | 1)
+    }()
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(high)
@@ -275,8 +284,10 @@ public final class VaultDocument: @unchecked Sendable {
     }
     /// ``names``, sorted once per change of the names (a list through the agent asks for them on every request).
     let sortedNames = Mutex<[String]?>(nil)
-    /// Where every field value is (removed ones stay until the next open: a seal writes only what is used).
-    let values: GuardedArena
+    /// Where every field value is (removed ones stay until the next open: a seal writes only what is used). A merge's
+    /// result may share it with the copy it was merged from (``merge(_:_:now:)``): a document appends to it only as
+    /// its one holder (``ownValues()``).
+    private(set) var values: GuardedArena
     /// How errors name the vault (a path, a remote): the document itself does no I/O.
     public let label: String
     /// The plaintext this document was last sealed into, and where each entry is in it (what the next seal of a
@@ -285,9 +296,9 @@ public final class VaultDocument: @unchecked Sendable {
     /// The bytes of ``values`` when it last held only live values (opened, merged or compacted by ``copied(reserving:)``).
     var compactedByteCount: Int
 
-    /// The arena another document had when this one's values began as a copy of it (the first `count` bytes), kept
-    /// alive here: the entries this document shares with it have their values at the same places (a copy opened
-    /// against ours for a merge: ``DocumentBody/parse(_:binding:header:label:reference:)``).
+    /// The arena another document had when this one's values began as a copy of it (the first `count` bytes): the
+    /// entries this document shares with it have their values at the same places (a copy opened against ours for a
+    /// merge: ``DocumentBody/parse(_:binding:header:label:reference:)``).
     struct ArenaBasis {
         /// Weak: a document that outlives the other's arena keeps no memory of it (and then holds none of its values).
         weak var arena: GuardedArena?
@@ -295,6 +306,12 @@ public final class VaultDocument: @unchecked Sendable {
     }
     /// `nil`: this document's values are its own.
     var basis: ArenaBasis?
+
+    /// Makes ``values`` this document's alone before it appends to it (a copy, at the same places, while another
+    /// document shares it: a change to one must not change the other, nor move its region under a reader).
+    func ownValues() {
+        if !isKnownUniquelyReferenced(&values) { values = values.copy(reserving: 64 << 10) }
+    }
 
     /// Whether every value of `other` is at its place in this document's arena too (this one began as a copy of its
     /// arena, as it is now).

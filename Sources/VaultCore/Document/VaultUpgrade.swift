@@ -79,6 +79,7 @@ extension VaultDocument {
             if latest.map({ next > $0 }) ?? true { replicas[replica] = next }
             return next
         }
+        ownValues()
         let range = value.withUnsafeBytes { values.append($0) }
         let id = DocumentID.random()
         let createdAt = stamp(created)

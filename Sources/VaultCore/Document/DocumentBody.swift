@@ -43,11 +43,11 @@ enum DocumentBody {
     final class Encoded: Sendable {
         let plaintext: SecureBytes
         let replicaIDs: [UInt64]
-        let entries: [DocumentID: VaultDocument.Entry]
+        let entries: VaultDocument.Entries
         let parts: [ObjectIdentifier]
         let ranges: [Range<Int>]
 
-        init(plaintext: SecureBytes, replicaIDs: [UInt64], entries: [DocumentID: VaultDocument.Entry], parts: [ObjectIdentifier], ranges: [Range<Int>]) {
+        init(plaintext: SecureBytes, replicaIDs: [UInt64], entries: VaultDocument.Entries, parts: [ObjectIdentifier], ranges: [Range<Int>]) {
             (self.plaintext, self.replicaIDs, self.entries, self.parts, self.ranges) = (plaintext, replicaIDs, entries, parts, ranges)
         }
 

@@ -16,7 +16,7 @@ extension DocumentBody {
         let arena = GuardedArena()
         arena.reserve(plaintext.count)
         var replicas: [ReplicaID: HybridTimestamp] = [:]
-        var entries: [DocumentID: VaultDocument.Entry] = [:]
+        var entries: VaultDocument.Entries = [:]
         var idsByName: [String: DocumentID] = [:]
         var tombstones: [DocumentID: HybridTimestamp] = [:]
         let v3 = header.version >= 3

@@ -224,6 +224,9 @@ public final class VaultDocument: @unchecked Sendable {
         }
     }
 
+    /// The live entries, by id.
+    typealias Entries = IDTable<Entry>
+
     /// The vault's id: 16 random bytes fixed for its life.
     public let vaultID: DocumentID
     /// One more on every seal.
@@ -249,7 +252,8 @@ public final class VaultDocument: @unchecked Sendable {
     var deletions: [DocumentID: Deletion]
     /// The key stanzas of the header, as they will be written again (those of unknown types included).
     var stanzas: [KeyStanza]
-    var entries: [DocumentID: Entry] {
+    /// The live entries by id (a table whose copy costs one shard: ``IDTable``).
+    var entries: Entries {
         didSet { changed = nil }
     }
     /// The entries changed since ``encoded`` was made, each with the identity its parts had then (`nil`: it had
@@ -274,7 +278,7 @@ public final class VaultDocument: @unchecked Sendable {
     init(
         vaultID: DocumentID, generation: UInt64, dataKeyID: DocumentID, stanzas: [KeyStanza],
         replicas: [ReplicaID: HybridTimestamp] = [:], tombstones: [DocumentID: HybridTimestamp] = [:],
-        entries: [DocumentID: Entry] = [:], idsByName: [String: DocumentID]? = nil, values: GuardedArena = GuardedArena(),
+        entries: Entries = [:], idsByName: [String: DocumentID]? = nil, values: GuardedArena = GuardedArena(),
         label: String, formatVersion: UInt16 = DocumentFormat.currentVersion, sync: SyncState = SyncState()
     ) {
         self.vaultID = vaultID

@@ -143,7 +143,11 @@ enum DocumentBody {
     /// replica table) are copied from there: the bytes a fresh encoding writes for them. Entries are written in the
     /// table's order, or in `previous`'s order when the document knows which of its entries changed since then
     /// (the changed ones in their places, new ones last): any order is valid (docs/FORMAT.md).
-    static func encode(_ document: VaultDocument, binding: [UInt8], reusing previous: Encoded? = nil) throws -> Encoded {
+    ///
+    /// The plaintext goes into `spare`'s region when it is large enough and nobody else holds it (a zeroed one).
+    static func encode(
+        _ document: VaultDocument, binding: [UInt8], reusing previous: Encoded? = nil, recycling spare: consuming SecureBytes? = nil
+    ) throws -> Encoded {
         let tombstones = document.tombstones.sorted { $0.key < $1.key }
         let v3 = document.formatVersion >= 3
         let deletions = v3 ? tombstones.map { document.deletion(of: $0.key) } : []
@@ -247,7 +251,7 @@ enum DocumentBody {
         parts.reserveCapacity(count)
         ranges.reserveCapacity(count)
         let plaintext = document.values.withUnsafeBytes { values in
-            SecureBytes(count: padded) { out in
+            SecureBytes.recycling(&spare, count: padded, slack: max(4096, padded / 8)) { out in
                 var writer = ByteWriter(out)
                 binding.withUnsafeBytes { writer.write($0) }
                 func uvar(_ value: UInt64) {

@@ -308,7 +308,14 @@ enum DocumentBody {
                             let shift = writer.offset - from
                             writer.write(UnsafeRawBufferPointer(rebasing: before[from..<previous!.ranges[run.upperBound - 1].upperBound]))
                             parts.append(contentsOf: previous!.parts[run])
-                            ranges.append(contentsOf: previous!.ranges[run].lazy.map { $0.lowerBound + shift..<$0.upperBound + shift })
+                            // Copied, then moved in place (a lazy map, element by element, was 5 % of a put at 100,000 entries).
+                            let first = ranges.count
+                            ranges.append(contentsOf: previous!.ranges[run])
+                            ranges.withUnsafeMutableBufferPointer { moved in
+                                for index in first..<moved.count {
+                                    moved[index] = Range(uncheckedBounds: (moved[index].lowerBound + shift, moved[index].upperBound + shift))
+                                }
+                            }
                         case .encoded(let entry):
                             let start = writer.offset
                             id(entry.id)

@@ -49,9 +49,10 @@ struct IDTable<Value>: Sequence, ExpressibleByDictionaryLiteral {
         }
     }
 
-    /// Room for `capacity` values in all, spread evenly (with a margin: random ids do not fill shards exactly).
+    /// Room for `capacity` values in all, spread evenly (with a margin: random ids do not fill shards exactly); none
+    /// below 8 a shard (a small vault's shards grow as they fill, instead of 256 allocations up front).
     mutating func reserveCapacity(_ capacity: Int) {
-        guard capacity > 0 else { return }
+        guard capacity >= 8 * Self.shardCount else { return }
         if shards.isEmpty { shards = Array(repeating: [:], count: Self.shardCount) }
         let each = capacity / Self.shardCount
         let room = each + each / 4 + 4

@@ -262,13 +262,22 @@ final class GuardedArena: @unchecked Sendable {
     }
 
     /// A new arena with the same bytes at the same offsets (so ranges into this one are valid in it), and room for
-    /// `extra` more.
-    func copy(reserving extra: Int) -> GuardedArena {
-        let copy = GuardedArena()
-        copy.reserve(count + extra)
+    /// `extra` more: in `spare` (an empty arena nobody else holds: ``RegionPool``) when its region is large enough,
+    /// else in a new region with room for `slack` more bytes besides, so that a later copy fits in it.
+    func copy(reserving extra: Int, recycling spare: GuardedArena? = nil, slack: Int = 0) -> GuardedArena {
+        let copy = GuardedArena.empty(room: count + extra, recycling: spare, slack: slack)
         if let pointer, count > 0 { copy.pointer!.copyMemory(from: pointer, byteCount: count) }
         copy.count = count
         return copy
+    }
+
+    /// An empty arena with room for `byteCount` bytes: `spare` when it is empty and has the room, else a new one
+    /// with `slack` more.
+    static func empty(room byteCount: Int, recycling spare: GuardedArena?, slack: Int) -> GuardedArena {
+        if let spare, spare.count == 0, spare.capacity >= byteCount { return spare }
+        let arena = GuardedArena()
+        arena.reserve(byteCount + slack)
+        return arena
     }
 
     /// Zeroes the appended bytes and empties the arena, keeping its region.

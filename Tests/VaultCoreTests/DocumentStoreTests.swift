@@ -89,6 +89,32 @@ struct DocumentStoreTests {
         #expect(try storage.load()?.bytes == bytes + [0])
     }
 
+    /// A write keeps the guarded regions of the document it replaced for the next write only when nothing else holds
+    /// that document: one a reader still holds keeps its values and its entries through the writes after it, and
+    /// the writes recycling the regions of the others read and write every value right.
+    @Test func aReplacedDocumentAReaderHoldsKeepsItsValuesThroughLaterWrites() throws {
+        let a = store(LocalFileStorage(path: path, lockTimeoutSeconds: 2), replica: 1)
+        try a.create(passphrase: Self.passphrase, parameters: .insecureForTesting)
+        var held: [(round: Int, document: VaultDocument)] = []
+        for round in 0..<12 {
+            try a.update([
+                .setField(entry: "github", field: "password", value: SecureBytes(string: "t0k3n-\(round)")),
+                .setField(entry: "entry-\(round)", field: "notes", value: SecureBytes(string: String(repeating: "n", count: 100 * round))),
+            ])
+            #expect(text(a, "github") == "t0k3n-\(round)")
+            if round % 3 == 0 { held.append((round, try #require(a.document))) }
+        }
+        for (round, document) in held {
+            #expect(document.value(of: "password", in: "github")?.stringValue == "t0k3n-\(round)")
+            #expect(document.value(of: "notes", in: "entry-\(round)")?.count == 100 * round)
+            #expect(document.count == round + 2)
+        }
+        let reopened = store(LocalFileStorage(path: path, lockTimeoutSeconds: 2), replica: 2)
+        try reopened.open(with: .passphrase(Self.passphrase))
+        #expect(text(reopened, "github") == "t0k3n-11")
+        #expect(reopened.document?.value(of: "notes", in: "entry-11")?.count == 1100)
+    }
+
     @Test func createOpenUpdateRoundTrip() throws {
         let storage = LocalFileStorage(path: path, lockTimeoutSeconds: 2)
         let a = store(storage, replica: 1)

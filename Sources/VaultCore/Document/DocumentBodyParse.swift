@@ -43,7 +43,7 @@ extension DocumentBody {
         var parts: [ObjectIdentifier] = []
         var ranges: [Range<Int>] = []
         var replicas: [ReplicaID: HybridTimestamp] = [:]
-        var entries: [DocumentID: VaultDocument.Entry] = [:]
+        var entries: VaultDocument.Entries = [:]
         var idsByName: [String: DocumentID] = [:]
         var tombstones: [DocumentID: HybridTimestamp] = [:]
         let v3 = header.version >= 3

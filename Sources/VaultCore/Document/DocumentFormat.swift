@@ -292,6 +292,12 @@ extension VaultDocument {
     /// - Throws: ``VaultError/generationExhausted(path:)``; ``VaultError/vaultTooLarge(path:byteCount:)`` (also
     ///   for a header past 65,536 bytes: too many recipient stanzas).
     public func seal(dataKey: SecureBytes) throws -> [UInt8] {
+        try seal(dataKey: dataKey, recycling: nil)
+    }
+
+    /// ``seal(dataKey:)`` with the plaintext in `spare`'s region when it is large enough and nobody else holds it (a
+    /// zeroed one: ``RegionPool``).
+    func seal(dataKey: SecureBytes, recycling spare: consuming SecureBytes?) throws -> [UInt8] {
         guard generation < UInt64.max else { throw VaultError.generationExhausted(path: label) }
         let header = DocumentHeader.encode(
             vaultID: vaultID, generation: generation + 1, dataKeyID: dataKeyID, version: formatVersion, stanzas: stanzas)
@@ -301,7 +307,7 @@ extension VaultDocument {
         }
         let mac = Self.mac(of: header, dataKey: dataKey)
         let binding = Sodium.blake2b256FromArray(header + mac)
-        let body = try DocumentBody.encode(self, binding: binding, reusing: encoded.withLock { $0 })
+        let body = try DocumentBody.encode(self, binding: binding, reusing: encoded.withLock { $0 }, recycling: spare.take())
         let file = try VaultEnvelope.seal(
             prefix: header + mac, plaintext: body.plaintext, key: Self.subkey(dataKey, DocumentFormat.bodyKeyContext))
         encoded.withLock { $0 = body }

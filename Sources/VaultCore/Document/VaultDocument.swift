@@ -247,6 +247,9 @@ public final class VaultDocument: @unchecked Sendable {
         }
     }
 
+    /// The live entries, by id.
+    typealias Entries = IDTable<Entry>
+
     /// The vault's id: 16 random bytes fixed for its life.
     public let vaultID: DocumentID
     /// One more on every seal.
@@ -272,7 +275,8 @@ public final class VaultDocument: @unchecked Sendable {
     var deletions: [DocumentID: Deletion]
     /// The key stanzas of the header, as they will be written again (those of unknown types included).
     var stanzas: [KeyStanza]
-    var entries: [DocumentID: Entry] {
+    /// The live entries by id (a table whose copy costs one shard: ``IDTable``).
+    var entries: Entries {
         didSet { changed = nil }
     }
     /// The entries changed since ``encoded`` was made, each with the identity its parts had then (`nil`: it had
@@ -322,7 +326,7 @@ public final class VaultDocument: @unchecked Sendable {
     init(
         vaultID: DocumentID, generation: UInt64, dataKeyID: DocumentID, stanzas: [KeyStanza],
         replicas: [ReplicaID: HybridTimestamp] = [:], tombstones: [DocumentID: HybridTimestamp] = [:],
-        entries: [DocumentID: Entry] = [:], idsByName: [String: DocumentID]? = nil, values: GuardedArena = GuardedArena(),
+        entries: Entries = [:], idsByName: [String: DocumentID]? = nil, values: GuardedArena = GuardedArena(),
         label: String, formatVersion: UInt16 = DocumentFormat.currentVersion, sync: SyncState = SyncState()
     ) {
         self.vaultID = vaultID
@@ -349,16 +353,19 @@ public final class VaultDocument: @unchecked Sendable {
     }
 
     /// A copy to change (a held document is never changed: readers may be using it): the same entries, their
-    /// values in a new guarded region of their own, with room for `extra` more bytes.
+    /// values in a guarded region of their own, with room for `extra` more bytes: `spare`'s (an empty arena nobody
+    /// else holds, ``RegionPool``) when it has the room, else a new one with room for more (an eighth, at least
+    /// 64 KiB), so that the region of the document this copy replaces can take the copy after it.
     ///
     /// The region is copied as it is (every range stays valid: no entry is rebuilt) while the values left behind
     /// by overwrites and deletions are at most as many bytes as the live ones (plus 64 KiB); beyond that the copy
     /// takes only the live values (every entry rebuilt), so a held document never grows without bound.
-    func copied(reserving extra: Int = 0) -> VaultDocument {
+    func copied(reserving extra: Int = 0, recycling spare: GuardedArena? = nil) -> VaultDocument {
         if values.count <= 2 * compactedByteCount + (64 << 10) {
             let copy = VaultDocument(
                 vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
-                tombstones: tombstones, entries: entries, idsByName: idsByName, values: values.copy(reserving: extra),
+                tombstones: tombstones, entries: entries, idsByName: idsByName,
+                values: values.copy(reserving: extra, recycling: spare, slack: Self.slack(values.count)),
                 label: label, formatVersion: formatVersion, sync: syncState)
             copy.compactedByteCount = compactedByteCount
             copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
@@ -367,11 +374,10 @@ public final class VaultDocument: @unchecked Sendable {
             return copy
         }
         // Only the values in use (overwritten and deleted ones are left behind, and freed with this document).
-        let arena = GuardedArena()
         let used = entries.values.reduce(0) { total, entry in
             total + entry.fields.reduce(0) { $0 + $1.value.count } + entry.history.reduce(0) { $0 + $1.fields.reduce(0) { $0 + $1.value.count } }
         } + deletions.values.reduce(0) { $0 + ($1.kept?.version.fields.reduce(0) { $0 + $1.value.count } ?? 0) }
-        arena.reserve(used + extra)
+        let arena = GuardedArena.empty(room: used + extra, recycling: spare, slack: Self.slack(used))
         let copy = VaultDocument(
             vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
             tombstones: tombstones, entries: entries.mapValues { moved($0, into: arena) }, idsByName: idsByName,
@@ -379,6 +385,9 @@ public final class VaultDocument: @unchecked Sendable {
         copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
         return copy
     }
+
+    /// The room a new region of a copy leaves beyond what it holds (`byteCount`), for the copies after it.
+    static func slack(_ byteCount: Int) -> Int { max(64 << 10, byteCount / 8) }
 
     /// `entry` (of this document) with its values and its history's copied into `arena` (as it is when `arena` is
     /// this document's).

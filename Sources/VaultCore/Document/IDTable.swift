@@ -49,6 +49,23 @@ struct IDTable<Value>: Sequence, ExpressibleByDictionaryLiteral {
         }
     }
 
+    /// Sets the value of `id`, and returns the one it replaced (`nil`: none).
+    @discardableResult
+    mutating func updateValue(_ value: Value, forKey id: DocumentID) -> Value? {
+        if shards.isEmpty { shards = Array(repeating: [:], count: Self.shardCount) }
+        let old = shards[Self.shard(of: id)].updateValue(value, forKey: id)
+        if old == nil { count += 1 }
+        return old
+    }
+
+    /// Removes the value of `id`, and returns it (`nil`: none).
+    @discardableResult
+    mutating func removeValue(forKey id: DocumentID) -> Value? {
+        guard !shards.isEmpty, let old = shards[Self.shard(of: id)].removeValue(forKey: id) else { return nil }
+        count -= 1
+        return old
+    }
+
     /// Room for `capacity` values in all, spread evenly (with a margin: random ids do not fill shards exactly); none
     /// below 8 a shard (a small vault's shards grow as they fill, instead of 256 allocations up front).
     mutating func reserveCapacity(_ capacity: Int) {

@@ -49,20 +49,20 @@ struct IDTable<Value>: Sequence, ExpressibleByDictionaryLiteral {
         }
     }
 
-    /// Sets the value of `id`, and returns the one it replaced (`nil`: none).
+    /// Sets the value of `id` and returns the one it replaces (`nil`: there was none).
     @discardableResult
     mutating func updateValue(_ value: Value, forKey id: DocumentID) -> Value? {
-        if shards.isEmpty { shards = Array(repeating: [:], count: Self.shardCount) }
-        let old = shards[Self.shard(of: id)].updateValue(value, forKey: id)
-        if old == nil { count += 1 }
+        var old: Value? = value
+        swap(&old, &self[id])
         return old
     }
 
-    /// Removes the value of `id`, and returns it (`nil`: none).
+    /// Removes the value of `id` and returns it (`nil`: there was none).
     @discardableResult
     mutating func removeValue(forKey id: DocumentID) -> Value? {
-        guard !shards.isEmpty, let old = shards[Self.shard(of: id)].removeValue(forKey: id) else { return nil }
-        count -= 1
+        guard self[id] != nil else { return nil }
+        var old: Value?
+        swap(&old, &self[id])
         return old
     }
 

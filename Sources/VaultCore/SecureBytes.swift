@@ -206,6 +206,9 @@ final class GuardedArena: @unchecked Sendable {
     private var capacity = 0
     /// The number of bytes appended.
     private(set) var count = 0
+    /// One more each time bytes already appended are removed or zeroed (``removeFirst(_:)``, ``removeLast(_:)``,
+    /// ``wipe()``): while it and ``count`` are unchanged, every byte appended is where it was, as it was.
+    private(set) var generation = 0
 
     /// Copies `bytes` to the end and returns where they are.
     func append(_ bytes: UnsafeRawBufferPointer) -> Range<Int> {
@@ -233,6 +236,7 @@ final class GuardedArena: @unchecked Sendable {
 
     /// Drops the first `n` bytes: the rest moves to the front and the bytes it leaves behind are zeroed.
     func removeFirst(_ n: Int) {
+        generation += 1
         precondition(n <= count)
         guard let pointer, n > 0 else { return }
         memmove(pointer, pointer + n, count - n)  // the regions overlap
@@ -242,6 +246,7 @@ final class GuardedArena: @unchecked Sendable {
 
     /// Zeroes and drops the last `n` bytes.
     func removeLast(_ n: Int) {
+        generation += 1
         precondition(n <= count)
         if let pointer, n > 0 { Sodium.zero(pointer + count - n, byteCount: n) }
         count -= n
@@ -282,6 +287,7 @@ final class GuardedArena: @unchecked Sendable {
 
     /// Zeroes the appended bytes and empties the arena, keeping its region.
     func wipe() {
+        generation += 1
         if let pointer, count > 0 { Sodium.zero(pointer, byteCount: count) }
         count = 0
     }

@@ -82,6 +82,16 @@ struct DocumentBodyParseTests {
             #expect(shared == entries.filter { bytes in e.values.contains(bytes) }.count, "\(what): \(shared) shared")
         }
 
+        // A region a write replaced is zeroed and taken by a later copy: the same arena, as many bytes, other ones.
+        let against = try open(prefix, [e["a"]!, e["b"]!], against: reference)
+        #expect(against.holdsValues(of: reference))
+        let count = reference.values.count
+        reference.values.wipe()
+        _ = [UInt8](repeating: 1, count: count).withUnsafeBytes { reference.values.append($0) }
+        #expect(reference.values.count == count)
+        #expect(!against.holdsValues(of: reference), "a refilled arena taken for the one a copy began from")
+        let fresh = try open(prefix, [e["a"]!, e["b"]!, e["c"]!, e["d"]!])
+
         let invalid: [(String, [[UInt8]])] = [
             ("a shared entry twice", [e["a"]!, e["b"]!, e["a"]!]),
             ("a shared entry and another version of it", [e["a"]!, e["b"]!, changed["b"]!]),
@@ -95,7 +105,7 @@ struct DocumentBodyParseTests {
             do { _ = try open(prefix, entries) } catch { aloneError = error }
             let expected = try #require(aloneError, "\(what): opened alone")
             do {
-                _ = try open(prefix, entries, against: reference)
+                _ = try open(prefix, entries, against: fresh)
                 Issue.record("\(what): opened against the reference")
             } catch {
                 #expect(String(describing: error) == String(describing: expected), "\(what)")

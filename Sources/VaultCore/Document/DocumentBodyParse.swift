@@ -118,7 +118,7 @@ extension DocumentBody {
             if let reference {
                 guard let previous = reference.encoded.withLock({ $0 }), previous.replicaIDs.elementsEqual(table.lazy.map(\.rawValue))
                 else { throw CannotShare() }
-                basis = VaultDocument.ArenaBasis(arena: reference.values, count: reference.values.count)
+                basis = VaultDocument.ArenaBasis(arena: reference.values, count: reference.values.count, generation: reference.values.generation)
                 arena = reference.values.copy(reserving: 64 << 10)
                 reused = previous
                 entries = previous.entries

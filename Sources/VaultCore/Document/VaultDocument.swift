@@ -307,6 +307,9 @@ public final class VaultDocument: @unchecked Sendable {
         /// Weak: a document that outlives the other's arena keeps no memory of it (and then holds none of its values).
         weak var arena: GuardedArena?
         let count: Int
+        /// Its ``GuardedArena/generation`` then: a region a write replaced is zeroed and taken by a later copy (the
+        /// same arena, other bytes), which it tells apart.
+        let generation: Int
     }
     /// `nil`: this document's values are its own.
     var basis: ArenaBasis?
@@ -320,7 +323,7 @@ public final class VaultDocument: @unchecked Sendable {
     /// Whether every value of `other` is at its place in this document's arena too (this one began as a copy of its
     /// arena, as it is now).
     func holdsValues(of other: VaultDocument) -> Bool {
-        basis.map { $0.arena === other.values && $0.count == other.values.count } ?? false
+        basis.map { $0.arena === other.values && $0.count == other.values.count && $0.generation == other.values.generation } ?? false
     }
 
     init(

@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 import VaultCommands
 import VaultTerminal
 
@@ -13,6 +16,12 @@ struct VaultMain {
         // No core dumps, no ptrace by the same user, signals deliverable: secrets stay in this process.
         ProcessHardening.apply()
         let arguments = RoutedVerb.dispatchingOnProgramName(CommandLine.arguments)  // docker-credential-vault
+        // `--version` alone: ArgumentParser's own answer, without building the command tree by reflection (half the
+        // CPU of such a start: Benchmarks/README.md, "Size and start-up").
+        if arguments.dropFirst().elementsEqual(["--version"]) {
+            try? writeToStdout(Root.version + "\n")
+            exit(0)
+        }
         // Options before the verb (`vault --vault X list`) move after it; vault-net does the same with its verbs.
         let verbFirst = [arguments[0]] + CommandLineRunner.verbFirst(Array(arguments.dropFirst()), root: Vault.self)
         if RoutedVerb.forwarded(by: verbFirst) != nil { VaultNetBinary.execute(arguments) }

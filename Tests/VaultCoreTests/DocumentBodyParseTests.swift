@@ -112,4 +112,32 @@ struct DocumentBodyParseTests {
             }
         }
     }
+
+    /// Ids that all hashed alike under a fixed mix (one factor zero, or the other equal to 1 and the high halves
+    /// apart only above the table's bits) spread over the buckets: the mix is keyed per process.
+    @Test func idsCraftedAgainstAFixedMixDoNotCollide() {
+        let fixedFactor: UInt64 = 0xE703_7ED1_A0B4_28DB
+        for low in [fixedFactor, fixedFactor ^ 1] {
+            let buckets = Set((0..<1_000).map { (n: Int) -> Int in DocumentID(high: UInt64(n) << 20, low: low)._rawHashValue(seed: 0) & 1023 })
+            #expect(buckets.count > 500, "\(buckets.count) buckets of 1,024 for 1,000 ids")
+        }
+    }
+
+    /// A merge's result shares its arena with the copy opened against ours; a change to the result leaves that
+    /// copy's arena as it was (``VaultDocument/ownValues()``).
+    @Test func aChangeToAMergeResultLeavesTheCopyItCameFromAsItWas() throws {
+        let (base, _) = try VaultDocument.create(passphrase: SecureBytes(string: "p"), parameters: .insecureForTesting, label: "base")
+        try base.apply(["a", "b"].map { set($0, "v-" + $0) }, replica: replica, clock: clock)
+        let ours = try VaultDocument.open(try base.seal(dataKey: SecureBytes(key)), with: .dataKey(SecureBytes(key)), label: "ours", policy: .insecureForTesting).document
+        let other = base.copied()
+        clock.set(clock.milliseconds() + 10)
+        try other.apply([set("b", "changed")], replica: replica, clock: clock)  // one table: entries shared
+        let theirs = try VaultDocument.open(try other.seal(dataKey: SecureBytes(key)), with: .dataKey(SecureBytes(key)), label: "theirs", policy: .insecureForTesting, against: ours).document
+        let (merged, _) = try VaultDocument.merge(ours, theirs, now: clock.milliseconds())
+        #expect(merged.values === theirs.values)
+        let before = theirs.values.count
+        try merged.apply([set("c", String(repeating: "x", count: 1 << 20))], replica: replica, clock: clock)
+        #expect(theirs.values.count == before && merged.values !== theirs.values)
+        #expect(merged.value(of: "password", in: "b").map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } == "changed")
+    }
 }

@@ -183,6 +183,21 @@ struct DocumentMergeTests {
         return batch
     }
 
+    /// Two canonically equivalent names are one name: when the entry that holds it changes, the name is kept under
+    /// the spelling of the entry that holds it now (a dictionary key keeps the bytes it was first stored with).
+    @Test func aNameTakenOverUnderAnotherSpellingIsListedAsItIsSpelled() throws {
+        let (_, _, replicas) = try copies(2)
+        let (a, b) = (replicas[0], replicas[1])
+        let clock = SettableClock(Self.start)
+        try a.apply([set("\u{E9}", "nfc")], replica: ReplicaID(rawValue: 1), clock: clock)
+        let common = try merged(b, a)
+        clock.set(Self.start + 10)
+        try common.apply([.delete(entry: "\u{E9}"), set("e\u{301}", "nfd")], replica: ReplicaID(rawValue: 2), clock: clock)
+        let result = try merged(a, common)
+        #expect(result.names.map { Array($0.utf8) } == [Array("e\u{301}".utf8)])
+        #expect(value(result, "e\u{301}") == "nfd")
+    }
+
     /// A copy opened against ours (the entries it holds as ours was last sealed are shared with ours, its arena
     /// begun as a copy of ours's: what `vault merge`, a sync and git's driver do) is what the same copy opened
     /// alone is, and merges to the same result with the same report, whether ours was sealed or opened last and

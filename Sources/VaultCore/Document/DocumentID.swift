@@ -31,22 +31,25 @@ public struct DocumentID: Hashable, Comparable, Sendable, CustomStringConvertibl
 
     public static func < (a: DocumentID, b: DocumentID) -> Bool { (a.high, a.low) < (b.high, b.low) }
 
-    /// The hash tables' hash: one multiplication of the halves, each mixed with a key drawn once per process, and
-    /// with the table's seed (the default runs a SipHash per lookup: a merge of two 10,000-entry copies makes
+    /// The hash tables' hash: two multiplications (the halves, each mixed with a key drawn once per process, then
+    /// their fold with the table's seed) (the default runs a SipHash per lookup: a merge of two 10,000-entry copies makes
     /// ~100,000 lookups, and hashing was a fifth of its time). Ids are random, but whoever can seal the vault (a
     /// passphrase holder, a recipient, a copy we merge) chooses the ids in it: the unknown key keeps them from
     /// choosing ids that collide (one bucket for all, every open and merge quadratic) in every process.
     public func _rawHashValue(seed: Int) -> Int {
         let key = Self.hashKey
-        let mixed = (high ^ key.0 ^ UInt64(UInt(bitPattern: seed))).multipliedFullWidth(by: low ^ key.1)
+        // The halves multiplied, each under a key word (wyhash's "mum"), then the fold and the seed multiplied again,
+        // so that every bit of the id reaches the low bits a table uses.
+        let halves = (high ^ key.0).multipliedFullWidth(by: low ^ key.1)
+        let mixed = (halves.high ^ halves.low ^ UInt64(UInt(bitPattern: seed)) ^ key.2).multipliedFullWidth(by: key.3)
         return Int(truncatingIfNeeded: mixed.high ^ mixed.low)
     }
 
-    /// Two random words, drawn once per process (``_rawHashValue(seed:)``).
-    private static let hashKey: (UInt64, UInt64) = {
-        var key = (UInt64(0), UInt64(0))
+    /// Four random words, drawn once per process (``_rawHashValue(seed:)``); the last odd.
+    private static let hashKey: (UInt64, UInt64, UInt64, UInt64) = {
+        var key = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         withUnsafeMutableBytes(of: &key) { Sodium.fillRandom($0) }
-        return (key.0, key.1 | 1)
+        return (key.0, key.1, key.2, key.3 | 1)
     }()
 
     public func hash(into hasher: inout Hasher) {

@@ -44,6 +44,9 @@ enum AgentErrorWire {
         case .notTheSameVault(let path): return ("notTheSameVault", [path])
         case .behindHorizon(let path): return ("behindHorizon", [path])
         case .clockExhausted: return ("clockExhausted", [])
+        case .unauthorizedKey(let path): return ("unauthorizedKey", [path])
+        case .staleKey(let path): return ("staleKey", [path])
+        case .notARecipient(let path): return ("notARecipient", [path])
         }
     }
 
@@ -96,6 +99,9 @@ enum AgentErrorWire {
         case "notTheSameVault" where count(1): return .notTheSameVault(path: path(a[0]))
         case "behindHorizon" where count(1): return .behindHorizon(path: path(a[0]))
         case "clockExhausted" where count(0): return .clockExhausted
+        case "unauthorizedKey" where count(1): return .unauthorizedKey(path: path(a[0]))
+        case "staleKey" where count(1): return .staleKey(path: path(a[0]))
+        case "notARecipient" where count(1): return .notARecipient(path: path(a[0]))
         default: return nil
         }
     }

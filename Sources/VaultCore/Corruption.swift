@@ -66,6 +66,11 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
     case badHistory(entry: Int)
     /// Version 3: a tombstone's `kept` byte other than 0 or 1.
     case badTombstone
+    /// Versions 2 and 3: key stanza `index`, a `key_link`, is malformed (its length or reason), does not continue the
+    /// chain of links before it (or the chain does not end at the header's data key), its signature does not verify
+    /// under the previous link's signing key, or (index of the last link) its signing key is not the data key's
+    /// (docs/FORMAT.md, "Key changes").
+    case badKeyLink(index: Int)
 
     /// A stable snake_case code, for programs (JSON, logs): it does not change when the wording does.
     public var code: String {
@@ -99,6 +104,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badClock: return "bad_clock"
         case .badHistory: return "bad_history"
         case .badTombstone: return "bad_tombstone"
+        case .badKeyLink: return "bad_key_link"
         case .badVarint: return "bad_varint"
         }
     }
@@ -134,6 +140,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badClock: return "malformed clocks (replica table out of order, an unknown replica, or created after modified)"
         case .badHistory(let index): return "entry \(index) has a malformed history"
         case .badTombstone: return "a tombstone is malformed"
+        case .badKeyLink(let index): return "key stanza \(index) is a key link that does not verify"
         case .badVarint: return "a number not in its shortest form"
         }
     }

@@ -36,4 +36,37 @@ import VaultTestSupport
         let stale = try AgentCLI.exec(CLI.vault, ["merge", old, "--vault", m.vaultA, "--passphrase-file", newPassphrase], environment: elsewhere)
         #expect(stale.status == 6 && stale.stderr.contains("ask its machine to run 'vault sync' first"), "\(stale.stdoutText) \(stale.stderr)")
     }
+
+    /// The same through S3 (moto): A, one change behind the object, changes its passphrase and syncs (the object's
+    /// change taken into A's new key, the result PUT); B follows A's change with the new passphrase.
+    @Test func throughS3TheMachineOneChangeBehindSyncsAndTheOtherFollows() throws {
+        let moto = try MotoS3(buckets: ["vault"])
+        defer { moto.stop() }
+        let a = try SyncS3Tests.Machine(moto), b = try SyncS3Tests.Machine(moto)
+        func json(_ result: CLIResult) throws -> [String: Any] {
+            try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any], "\(result.stdoutText) \(result.stderr)")
+        }
+        #expect(try a.vault(["init"]).status == 0)
+        #expect(try json(a.sync())["created"] as? Bool == true)
+        #expect(try json(b.sync())["fetched"] as? Bool == true)
+        #expect(try b.vault(["put", "from-b"], stdin: Data("b".utf8)).status == 0)
+        #expect(try json(b.sync())["pushed"] as? Bool == true)
+        // A, not synced since, writes and changes its passphrase (its passphrase file holds the new one after).
+        #expect(try a.vault(["put", "from-a"], stdin: Data("a".utf8)).status == 0)
+        let newPassphrase = a.box.directory + "/new-passphrase"
+        try a.box.write("a new passphrase\n", to: newPassphrase)
+        let passwd = try a.vault(["passwd", "--new-passphrase-file", newPassphrase])
+        #expect(passwd.status == 0, "\(passwd.stderr)")
+        try a.box.write("a new passphrase\n", to: a.box.passphraseFile)
+        let synced = try a.sync()
+        let report = try json(synced)
+        #expect(synced.status == 0 && report["added"] as? [String] == ["from-b"] && report["pushed"] as? Bool == true, "\(report) \(synced.stderr)")
+        #expect(try a.names() == ["from-a", "from-b"])
+        // B follows A's key with the new passphrase.
+        let followed = try b.sync("s3://vault/team/shared.vault", ["--other-passphrase-file", newPassphrase])
+        let followedReport = try json(followed)
+        #expect(followed.status == 0 && followedReport["added"] as? [String] == ["from-a"], "\(followed.stdoutText) \(followed.stderr)")
+        try b.box.write("a new passphrase\n", to: b.box.passphraseFile)
+        #expect(try b.names() == ["from-a", "from-b"])
+    }
 }

@@ -69,4 +69,46 @@ import VaultTestSupport
         try b.box.write("a new passphrase\n", to: b.box.passphraseFile)
         #expect(try b.names() == ["from-a", "from-b"])
     }
+
+    /// A removal made on A reaches the kept teammate's machine through S3 with its identity alone; the removed
+    /// teammate's `vault sync` says that his identity is no longer a recipient (exit 3) instead of asking for "its
+    /// passphrase", and writes nothing.
+    @Test(.enabled(if: RecipientCLITests.hasAge, RecipientCLITests.needsAge))
+    func throughS3ARemovalReachesTheKeptTeammateAndTheRemovedOneIsToldSo() throws {
+        let moto = try MotoS3(buckets: ["vault"])
+        defer { moto.stop() }
+        let a = try SyncS3Tests.Machine(moto), kept = try SyncS3Tests.Machine(moto), removed = try SyncS3Tests.Machine(moto)
+        var recipients: [String] = []
+        for machine in [kept, removed] {
+            let key = machine.box.directory + "/key.txt"
+            let made = try runTool(RecipientCLITests.ageKeygen!, ["-o", key]) as (status: Int32, output: String)
+            try #require(made.status == 0, "\(made.output)")
+            recipients.append(try RecipientCLITests.Team.recipient(of: key))
+        }
+        func withIdentity(_ machine: SyncS3Tests.Machine, _ arguments: [String]) throws -> CLIResult {
+            try machine.box.vault(arguments + ["--identity", machine.box.directory + "/key.txt"], passphrase: false,
+                                  extraEnvironment: machine.environment)
+        }
+        let remote = ["sync", "s3://vault/team/shared.vault", "--allow-insecure-http"]
+        #expect(try a.vault(["init"]).status == 0)
+        #expect(try a.vault(["recipients", "add"] + recipients).status == 0)
+        #expect(try a.sync().status == 0)
+        for machine in [kept, removed] {
+            let fetched = try withIdentity(machine, remote)
+            #expect(fetched.status == 0, "\(fetched.stderr)")
+        }
+        #expect(try a.vault(["recipients", "remove", recipients[1]]).status == 0)
+        #expect(try a.vault(["put", "after"], stdin: Data("a".utf8)).status == 0)
+        #expect(try a.sync().status == 0)
+
+        let followed = try withIdentity(kept, remote)
+        #expect(followed.status == 0, "\(followed.stdoutText) \(followed.stderr)")
+        #expect(try withIdentity(kept, ["get", "after"]).stdoutText == "a")
+        let before = try Data(contentsOf: URL(fileURLWithPath: removed.box.vaultPath))
+        let told = try withIdentity(removed, remote)
+        #expect(told.status == 3 && told.stderr.contains("this identity is not (or no longer) a recipient of 's3://vault/team/shared.vault'"),
+                "\(told.stderr)")
+        #expect(!told.stderr.contains("passphrase"), "\(told.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: removed.box.vaultPath)) == before)
+    }
 }

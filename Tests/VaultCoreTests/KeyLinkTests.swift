@@ -211,4 +211,19 @@ struct KeyLinkTests {
         let again = try a.merge(bytes(remote), label: "remote", dryRun: false, otherPassphrase: nil)
         #expect(again.added == ["late"] && a.document?.dataKeyID == newKeyID)
     }
+
+    /// The independent reader (written from docs/FORMAT.md alone) checks the links of a file the library wrote after
+    /// two key changes, and reads it as the library does.
+    @Test func theIndependentReaderVerifiesTheLinksTheLibraryWrote() throws {
+        try #require(InteropTests.pythonReady, "python3 with PyNaCl is needed (scripts/install-deps --test)")
+        let owner = store(path)
+        try owner.create(passphrase: SecureBytes(string: "first"), parameters: .insecureForTesting)
+        try owner.update([.setField(entry: "k", field: "password", value: SecureBytes(string: "v"))])
+        try owner.changePassphrase(to: SecureBytes(string: "second"), parameters: .insecureForTesting)
+        try owner.rotateKey(passphrase: SecureBytes(string: DocumentVectorTests.passphrase), parameters: nil, reason: .recipientRemoval) { _, _ in [] }
+        let (document, dataKey) = try VaultDocument.open(
+            bytes(path), with: .passphrase(SecureBytes(string: DocumentVectorTests.passphrase)), label: "t", policy: .insecureForTesting)
+        #expect(KeyLinks.links(in: document.stanzas).count == 2)
+        try DocumentVectorTests.expectTheReaderReads(document, dataKey: dataKey, formatVersion: 3)
+    }
 }

@@ -226,4 +226,28 @@ struct KeyLinkTests {
         #expect(KeyLinks.links(in: document.stanzas).count == 2)
         try DocumentVectorTests.expectTheReaderReads(document, dataKey: dataKey, formatVersion: 3)
     }
+
+    /// A chain from our current key back to a key this vault retired (signed by a holder of the current key): a key
+    /// retired here never authorizes anything, refused as unauthorized, nothing written.
+    @Test func aLinkBackToARetiredKeyIsRefused() throws {
+        let protection = RollbackProtection(stateDirectory: directory.file("state"))
+        try store(path).create(passphrase: Self.passphrase, parameters: .insecureForTesting)
+        let vault = try DocumentVault(path: path, key: .passphrase(Self.passphrase), replica: ReplicaID(rawValue: 1),
+                                      clock: SettableClock(1_764_000_000_000), policy: .insecureForTesting, rollbackProtection: protection)
+        let k0 = try #require(vault.store.dataKey), id0 = try #require(vault.document?.dataKeyID)
+        try vault.changePassphrase(to: SecureBytes(string: "new"), parameters: .insecureForTesting)
+        DocumentVault.keyChangePublished(bytes(path), protection: protection)
+        let k1 = try #require(vault.store.dataKey), id1 = try #require(vault.document?.dataKeyID)
+        let document = try VaultDocument.open(bytes(path), with: .dataKey(k1), label: "t", policy: .insecureForTesting).document
+        let back = KeyLink(vaultID: document.vaultID, from: k1, id: id1, to: k0, id: id0, reason: .other)
+        let stanza = try Argon2idStanza.wrap(k0, passphrase: Self.passphrase, parameters: .insecureForTesting)
+        document.stanzas = [stanza.stanza] + KeyLinks.links(in: document.stanzas).map(\.link.stanza) + [back.stanza]
+        document.dataKeyID = id0
+        let copy = try document.seal(dataKey: k0)
+        let before = bytes(path)
+        #expect(throws: VaultError.unauthorizedKey(path: "back")) {
+            try vault.merge(copy, label: "back", dryRun: false, otherPassphrase: Self.passphrase)
+        }
+        #expect(bytes(path) == before && vault.document?.dataKeyID == id1)
+    }
 }

@@ -242,7 +242,11 @@ public final class DocumentVault: DocumentEntries, Sendable {
             mayFollow: { header in
                 // A key this vault retired is never followed back, whatever links lead to it.
                 guard let protection else { return }
-                try RollbackGuard.checkVault(header.vaultID, dataKeyID: header.dataKeyID, path: label, protection: protection, accept: false)
+                do {
+                    try RollbackGuard.checkVault(header.vaultID, dataKeyID: header.dataKeyID, path: label, protection: protection, accept: false)
+                } catch VaultError.retiredKey {
+                    throw VaultError.unauthorizedKey(path: label)
+                }
             })
         if !dryRun {
             if store.document?.dataKeyID != oldID {

@@ -113,7 +113,7 @@ enum AgentErrorWire {
              .entryTruncated(let count), .badNameLength(let count), .nameNotUTF8(let count), .badValueLength(let count),
              .badHeaderLength(let count), .badStanza(let count), .badName(let count), .badField(let count),
              .badHistory(let count), .tooManyStanzas(let count), .badRecipient(let count), .badAgeFile(let count),
-             .duplicateRecipient(let count):
+             .duplicateRecipient(let count), .badKeyLink(let count):
             return [reason.code, "\(count)"]
         case .unknownFlags(let flags): return [reason.code, "\(flags)"]
         default: return [reason.code]
@@ -132,7 +132,7 @@ enum AgentErrorWire {
             { .entryCountExceedsData(count: $0) }, { .entryTruncated(index: $0) }, { .badNameLength(index: $0) },
             { .nameNotUTF8(index: $0) }, { .badValueLength(index: $0) }, { .badHeaderLength($0) }, { .badStanza(index: $0) },
             { .badName(index: $0) }, { .badField(entry: $0) }, { .badHistory(entry: $0) }, { .tooManyStanzas(count: $0) },
-            { .badRecipient(index: $0) }, { .badAgeFile(index: $0) }, { .duplicateRecipient(index: $0) },
+            { .badRecipient(index: $0) }, { .badAgeFile(index: $0) }, { .duplicateRecipient(index: $0) }, { .badKeyLink(index: $0) },
         ]
         if a[0] == Corruption.unknownFlags(0).code { return UInt8(exactly: number).map { .unknownFlags($0) } }
         return numbered.lazy.map { $0(number) }.first { $0.code == a[0] }

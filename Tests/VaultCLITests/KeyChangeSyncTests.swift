@@ -35,6 +35,9 @@ import VaultTestSupport
         // Published now: B's copy from before A's change (under the key A replaced) is stale for A, and says what works.
         let stale = try AgentCLI.exec(CLI.vault, ["merge", old, "--vault", m.vaultA, "--passphrase-file", newPassphrase], environment: elsewhere)
         #expect(stale.status == 6 && stale.stderr.contains("ask its machine to run 'vault sync' first"), "\(stale.stdoutText) \(stale.stderr)")
+        // What the hint names works: B's copy after its sync (which followed A's change) merges into A.
+        let afterSync = try AgentCLI.exec(CLI.vault, ["merge", m.vaultB, "--vault", m.vaultA, "--passphrase-file", newPassphrase], environment: elsewhere)
+        #expect(afterSync.status == 0, "\(afterSync.stdoutText) \(afterSync.stderr)")
     }
 
     /// The same through S3 (moto): A, one change behind the object, changes its passphrase and syncs (the object's

@@ -90,6 +90,13 @@ extension CLIReportable where Self: CustomStringConvertible {
 }
 
 extension VaultError: CLIReportable {
+    /// A corrupt file's rule (docs/FORMAT.md's name of the check it failed: `bad_clock`, `bad_field`, …) beside
+    /// the code `corrupt`, for programs.
+    package var details: [String: Any] {
+        if case .corrupt(_, let reason) = self { return ["rule": reason.code] }
+        return [:]
+    }
+
     package var exitCode: Int32 {
         switch self {
         case .wrongPassphrase, .wrongIdentity: return Exit.authentication

@@ -216,6 +216,8 @@ package struct Sync: AsyncParsableCommand {
             case .stored(let newETag):
                 outcome.pushed = true
                 outcome.created = creating
+                // A key change made here is in the remote now: other copies follow it; it is no longer pending.
+                if let protection = options.storeOptions.rollbackProtection { DocumentVault.keyChangePublished(merged, protection: protection) }
                 if let newETag {
                     SyncRecord(etag: newETag, localVersion: LocalFileStorage.version(of: merged).description).write(for: merged, path: path, remote: store.label)
                 }

@@ -90,6 +90,25 @@ public enum VaultRecipientStanza {
     ///
     /// - Throws: ``VaultCore/VaultError/wrongIdentity(path:)`` when no stanza names any of them (or the one that
     ///   does does not open); what ``unwrap(_:index:with:label:)`` throws.
+    /// How a merge opens another copy of a vault (one under a key change it may follow: ``DocumentVault/setOtherKey(_:)``)
+    /// with `identities`: the data key of the copy's stanza for one of them; `nil` (then its passphrase) when the copy
+    /// has no recipient stanza. A copy shared with others but not (or no longer) with these identities, or whose stanza
+    /// for them does not open, is ``VaultCore/VaultError/notARecipient(path:)`` (exit code 3), not a question for a
+    /// passphrase they never had.
+    public static func followingKey(_ identities: [any AgeStanzaIdentity]) -> @Sendable (DocumentHeader, String) throws -> DocumentKey? {
+        { header, label in
+            guard header.recipients.contains(where: { recipient in identities.contains { $0.recipientEncoding == recipient } }) else {
+                if header.recipients.isEmpty { return nil }
+                throw VaultError.notARecipient(path: label)
+            }
+            do {
+                return .unwrapped(try dataKey(of: header, identities: identities, label: label))
+            } catch VaultError.wrongIdentity {
+                throw VaultError.notARecipient(path: label)
+            }
+        }
+    }
+
     public static func dataKey(of header: DocumentHeader, identities: [any AgeStanzaIdentity], label: String) throws -> SecureBytes {
         let stanzas = header.indexedRecipientStanzas
         for identity in identities {

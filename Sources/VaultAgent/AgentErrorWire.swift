@@ -44,6 +44,9 @@ enum AgentErrorWire {
         case .notTheSameVault(let path): return ("notTheSameVault", [path])
         case .behindHorizon(let path): return ("behindHorizon", [path])
         case .clockExhausted: return ("clockExhausted", [])
+        case .unauthorizedKey(let path): return ("unauthorizedKey", [path])
+        case .staleKey(let path): return ("staleKey", [path])
+        case .notARecipient(let path): return ("notARecipient", [path])
         }
     }
 
@@ -96,6 +99,9 @@ enum AgentErrorWire {
         case "notTheSameVault" where count(1): return .notTheSameVault(path: path(a[0]))
         case "behindHorizon" where count(1): return .behindHorizon(path: path(a[0]))
         case "clockExhausted" where count(0): return .clockExhausted
+        case "unauthorizedKey" where count(1): return .unauthorizedKey(path: path(a[0]))
+        case "staleKey" where count(1): return .staleKey(path: path(a[0]))
+        case "notARecipient" where count(1): return .notARecipient(path: path(a[0]))
         default: return nil
         }
     }
@@ -107,7 +113,7 @@ enum AgentErrorWire {
              .entryTruncated(let count), .badNameLength(let count), .nameNotUTF8(let count), .badValueLength(let count),
              .badHeaderLength(let count), .badStanza(let count), .badName(let count), .badField(let count),
              .badHistory(let count), .tooManyStanzas(let count), .badRecipient(let count), .badAgeFile(let count),
-             .duplicateRecipient(let count):
+             .duplicateRecipient(let count), .badKeyLink(let count):
             return [reason.code, "\(count)"]
         case .unknownFlags(let flags): return [reason.code, "\(flags)"]
         // The rule's detail and the kept version's place are in the message, which the answer carries besides.
@@ -130,7 +136,7 @@ enum AgentErrorWire {
             { .entryCountExceedsData(count: $0) }, { .entryTruncated(index: $0) }, { .badNameLength(index: $0) },
             { .nameNotUTF8(index: $0) }, { .badValueLength(index: $0) }, { .badHeaderLength($0) }, { .badStanza(index: $0) },
             { .badName(index: $0) }, { .badField(entry: $0) }, { .badHistory(entry: $0) }, { .tooManyStanzas(count: $0) },
-            { .badRecipient(index: $0) }, { .badAgeFile(index: $0) }, { .duplicateRecipient(index: $0) },
+            { .badRecipient(index: $0) }, { .badAgeFile(index: $0) }, { .duplicateRecipient(index: $0) }, { .badKeyLink(index: $0) },
         ]
         if a[0] == Corruption.unknownFlags(0).code { return UInt8(exactly: number).map { .unknownFlags($0) } }
         return numbered.lazy.map { $0(number) }.first { $0.code == a[0] }

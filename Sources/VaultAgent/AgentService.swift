@@ -176,18 +176,20 @@ final class AgentService: Sendable {
             options.lockTimeoutSeconds = Double(milliseconds) / 1000
         }
         options.rollbackProtection = configuration.rollbackProtection
-        if let kept = request.secret(.value) {
+        var kept: [any AgeStanzaIdentity] = []
+        if let keptIdentities = request.secret(.value) {
             // The identities themselves (`vault unlock --identity`), one `AGE-SECRET-KEY-1…` (or, in an agent that
             // runs from vault-net, `AGE-SECRET-KEY-PQ-1…`) a line.
             let list: [any AgeStanzaIdentity]
             do throws(AgeError) {
-                list = try AgeKeys.parseIdentityFile(kept)
+                list = try AgeKeys.parseIdentityFile(keptIdentities)
             } catch .invalidIdentityLine(_, .unsupportedKeyType) {
                 throw AgentError.badRequest("this agent cannot keep post-quantum identities (it runs from vault, not vault-net)")
             } catch {
                 throw AgentError.badRequest("malformed identities")
             }
             ring.keep(list, idleSeconds: idle, maxSeconds: max, options: options)
+            kept = list
         }
         // Either format version (VaultOpener): version 1's store, or version 2's document.
         let store: any KeyValueVault
@@ -197,6 +199,8 @@ final class AgentService: Sendable {
         } else {
             store = try VaultOpener.open(path: path, passphrase: passphrase!, options: options)
         }
+        // A merge (a sync through the agent) follows another copy's key change with the identities kept.
+        if !kept.isEmpty { (store as? DocumentVault)?.setOtherKey(VaultRecipientStanza.followingKey(kept)) }
         ring.hold(store, at: path, idleSeconds: idle, maxSeconds: max)
         log("unlocked \(path) (idle \(Int(idle)) s, max \(Int(max)) s)")
         return ok()

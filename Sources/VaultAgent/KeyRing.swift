@@ -121,6 +121,8 @@ final class KeyRing: Sendable {
               let dataKey = try? VaultRecipientStanza.dataKey(of: header, identities: kept.list, label: path),
               let store = try? VaultOpener.open(path: path, options: kept.options, key: { _ in .unwrapped(dataKey) })
         else { return nil }
+        // A merge (a sync through the agent) follows another copy's key change with the same identities.
+        (store as? DocumentVault)?.setOtherKey(VaultRecipientStanza.followingKey(kept.list))
         hold(store, at: path, idleSeconds: kept.idleSeconds, maxSeconds: Swift.min(kept.maxSeconds, kept.until - now))
         log("unlocked \(path) with a kept identity")
         return store

@@ -101,9 +101,9 @@ extension VaultError: CLIReportable {
         switch self {
         case .wrongPassphrase, .wrongIdentity: return Exit.authentication
         case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
-            .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault, .behindHorizon:
+            .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault, .behindHorizon, .unauthorizedKey, .staleKey:
             return Exit.corrupt
-        case .keyChanged, .otherKey: return Exit.authentication
+        case .keyChanged, .otherKey, .notARecipient: return Exit.authentication
         case .noSuchEntry, .noSuchVersion, .noSuchField: return Exit.notFound
         case .entryExists, .fieldExists: return Exit.exists
         case .needsVersion2: return Exit.usage
@@ -154,6 +154,9 @@ extension VaultError: CLIReportable {
         case .missingOwnWrites: return "missing_own_writes"
         case .notTheSameVault: return "not_the_same_vault"
         case .behindHorizon: return "behind_horizon"
+        case .unauthorizedKey: return "unauthorized_key"
+        case .staleKey: return "stale_key"
+        case .notARecipient: return "not_a_recipient"
         }
     }
 
@@ -176,6 +179,12 @@ extension VaultError: CLIReportable {
         case .otherKey: return "give that copy's passphrase with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result then has that copy's passphrase"
         case .missingOwnWrites:
             return "merge the copy that has them into this one ('vault merge OTHER'); to take this copy as it is, pass --accept-rollback once"
+        case .unauthorizedKey:
+            return "a key change made on another machine carries a link signed with this vault's key; this copy has none: whoever wrote it does not hold the vault's key (check who can write where you sync)"
+        case .staleKey:
+            return "ask its machine to run 'vault sync' first (it follows this vault's key change and writes its changes under the new key), then merge or sync again"
+        case .notARecipient:
+            return "ask someone who holds the vault to add your recipient ('vault recipients add'); 'vault identity show' prints it"
         case .noSuchEntry: return "'vault list' shows the names"
         case .noSuchField: return "'vault show NAME' shows the entry's fields"
         case .noSuchVersion: return "'vault history NAME' shows the versions"

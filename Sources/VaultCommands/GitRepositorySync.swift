@@ -191,6 +191,10 @@ package struct GitRepositorySync {
             let push = try git.run(["push", "--porcelain", remote, "HEAD:\(mergeRef)"])
             if push.status == 0 {
                 outcome.pushed = true
+                // A key change made here is upstream now: other clones follow it; it is no longer pending.
+                if let protection = options.storeOptions.rollbackProtection, let pushed = try? Merge.read(vaultPath) {
+                    DocumentVault.keyChangePublished(pushed, protection: protection)
+                }
                 return outcome
             }
             // Only a rejection because the branch moved (before or while we pushed) is tried again; a hook or a

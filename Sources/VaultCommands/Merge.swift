@@ -110,12 +110,8 @@ package struct Merge: ParsableCommand {
         guard !identities.isEmpty, let local = vault as? DocumentVault else {
             return try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun, otherPassphrase: otherPassphrase)
         }
-        let label = other
-        return try local.merge(bytes, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: { header in
-            guard header.recipients.contains(where: { recipient in identities.contains { $0.recipientEncoding == recipient } })
-            else { return nil }
-            return .unwrapped(try VaultRecipientStanza.dataKey(of: header, identities: identities, label: label))
-        })
+        let label = other, key = VaultRecipientStanza.followingKey(identities)
+        return try local.merge(bytes, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: { try key($0, label) })
     }
 
     static func read(_ path: String) throws -> [UInt8] {

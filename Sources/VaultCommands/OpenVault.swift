@@ -16,9 +16,12 @@ package func openStore(_ options: VaultOptions) throws -> any KeyValueVault {
         // An age identity opens the vault's x25519 (or, in vault-net, mlkem768x25519) stanza: no passphrase, no
         // prompt (version 2 only).
         let identities = try loadIdentities(identityPath, passphraseFrom: options)
-        return try VaultOpener.open(path: store.path, options: options.storeOptions) { header in
+        let vault = try VaultOpener.open(path: store.path, options: options.storeOptions) { header in
             .unwrapped(try VaultRecipientStanza.dataKey(of: header, identities: identities, label: store.path))
         }
+        // A merge (`vault merge`, a sync) follows another copy's key change with the same identity.
+        (vault as? DocumentVault)?.setOtherKey(VaultRecipientStanza.followingKey(identities))
+        return vault
     }
     return try withPassphraseRetries(options) {
         try VaultOpener.open(path: store.path, passphrase: $0, options: options.storeOptions)

@@ -139,7 +139,7 @@ package struct Recipients: ParsableCommand {
                     vault = try openDocumentVault(options)
                 }
                 defer { vault.close() }
-                try vault.rotateKey(passphrase: passphrase) { current, newKey in
+                try vault.rotateKey(passphrase: passphrase, reason: .recipientRemoval) { current, newKey in
                     try current.filter { $0.recipient != removed }.map { stanza in
                         try AgeKeys.recipient(parsing: stanza.recipient).wrapStanza(newKey)
                     }

@@ -66,7 +66,7 @@ extension Passwd {
         guard let vault = opened as? DocumentVault else { throw VaultError.needsVersion2(path: store.path) }
         let secret = try newPassphrase.read() ?? VaultOptions.promptTwiceIfNeeded(prompt: "New passphrase: ", confirm: true)
         guard secret.count > 0 else { throw CLIError.emptyPassphrase }
-        try vault.rotateKey(passphrase: secret) { current, newKey in
+        try vault.rotateKey(passphrase: secret, reason: .passphraseChange) { current, newKey in
             try current.map { try AgeKeys.recipient(parsing: $0.recipient).wrapStanza(newKey) }
         }
         if let client = try? AgentClient.connect() { _ = try? client.lock(path: store.path) }

@@ -67,6 +67,11 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
     case badHistory(entry: Int)
     /// Version 3: a tombstone's `kept` byte other than 0 or 1.
     case badTombstone
+    /// Versions 2 and 3: key stanza `index`, a `key_link`, is malformed (its length or reason), does not continue the
+    /// chain of links before it (or the chain does not end at the header's data key), its signature does not verify
+    /// under the previous link's signing key, or (index of the last link) its signing key is not the data key's
+    /// (docs/FORMAT.md, "Key changes").
+    case badKeyLink(index: Int)
     /// Version 3: `reason` found in the version tombstone `index` keeps (its name, stamp or fields): the code is
     /// `reason`'s, the message names the tombstone rather than an entry.
     indirect case inKeptVersion(tombstone: Int, Corruption)
@@ -104,6 +109,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .inKeptVersion(_, let reason): return reason.code
         case .badHistory: return "bad_history"
         case .badTombstone: return "bad_tombstone"
+        case .badKeyLink: return "bad_key_link"
         case .badVarint: return "bad_varint"
         }
     }
@@ -145,6 +151,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
             return "tombstone \(tombstone)'s kept version: \(text)"
         case .badHistory(let index): return "entry \(index) has a malformed history"
         case .badTombstone: return "a tombstone is malformed"
+        case .badKeyLink(let index): return "key stanza \(index) is a key link that does not verify"
         case .badVarint: return "a number not in its shortest form"
         }
     }

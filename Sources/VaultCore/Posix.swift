@@ -194,6 +194,14 @@ package enum Posix {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The bytes of hexadecimal `text` (two digits a byte), `nil` for an odd length or another character.
+    package static func unhex(_ text: some StringProtocol) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0, digits.allSatisfy({ UInt8(ascii: "0")...UInt8(ascii: "9") ~= $0 || UInt8(ascii: "a")...UInt8(ascii: "f") ~= $0 })
+        else { return nil }
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+    }
+
     /// `strerror(code)`.
     package static func describe(errno code: Int32) -> String {
         String(cString: strerror(code))

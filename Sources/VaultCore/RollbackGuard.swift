@@ -44,6 +44,9 @@ package enum RollbackGuard {
         /// Ids of data keys this vault had before its passphrase changes, most recent last (at most
         /// ``maximumRetiredCount``).
         var retired: [String] = []
+        /// Version 2, the record of a vault id: a key change made here that no other copy has yet (``setPending``):
+        /// `<new key id> <retired key id> <the retired key, sealed under the new one (hex)>`.
+        var pending: String?
     }
 
     /// How many retired ids a record keeps: each passphrase change adds one.
@@ -150,7 +153,45 @@ package enum RollbackGuard {
             if let retiring = retiring?.description, retiring != key, !retired.contains(retiring) { retired.append(retiring) }
             retired = Array(retired.filter { $0 != key }.suffix(maximumRetiredCount))
             if let old, old.path == id, old.vaultID == key, old.retired == retired { return nil }
-            return Record(path: id, vaultID: key, generation: generation, retired: retired)
+            return Record(path: id, vaultID: key, generation: generation, retired: retired, pending: old?.path == id ? old?.pending : nil)
+        }
+    }
+
+    /// A key change made here, from `retiredKeyID` to `keyID`, that no other copy has seen yet: until it is published
+    /// (``clearPending``), a copy under the retired key is merged into the new key as content (docs/SYNC.md). The
+    /// retired key is kept sealed (secretbox) under a key derived from the new one: only a holder of the new key opens it.
+    static func setPending(_ vaultID: DocumentID, keyID: DocumentID, retiredKeyID: DocumentID, sealedKey: [UInt8], protection: RollbackProtection) {
+        try? update(protection: protection, name: vaultID.description + ".vault") { old in
+            guard var record = old, record.path == vaultID.description, record.vaultID == keyID.description else { return nil }
+            record.pending = "\(keyID) \(retiredKeyID) \(Posix.hex(sealedKey))"
+            return record
+        }
+    }
+
+    /// The pending key change to `keyID` (``setPending``): the retired key's id and the sealed key; `nil` when the
+    /// change to `keyID` was published, or not made here.
+    static func pending(_ vaultID: DocumentID, keyID: DocumentID, protection: RollbackProtection) -> (retiredKeyID: DocumentID, sealedKey: [UInt8])? {
+        var found: (DocumentID, [UInt8])?
+        try? update(protection: protection, name: vaultID.description + ".vault") { old in
+            guard let old, old.path == vaultID.description, old.vaultID == keyID.description,
+                  let parts = old.pending?.split(separator: " ").map(String.init), parts.count == 3, parts[0] == keyID.description,
+                  let retired = DocumentID(hex: parts[1]), let sealed = Posix.unhex(parts[2])
+            else { return nil }
+            found = (retired, sealed)
+            return nil
+        }
+        return found
+    }
+
+    /// The key change to `keyID` reached another copy (a sync wrote it to the remote, or a copy under it was merged):
+    /// no longer pending.
+    package static func clearPending(_ vaultID: DocumentID, keyID: DocumentID, protection: RollbackProtection) {
+        try? update(protection: protection, name: vaultID.description + ".vault") { old in
+            guard var record = old, record.path == vaultID.description, let pending = record.pending,
+                  pending.hasPrefix(keyID.description + " ")
+            else { return nil }
+            record.pending = nil
+            return record
         }
     }
 
@@ -178,7 +219,7 @@ package enum RollbackGuard {
         let old = readRecord(dirfd: dirfd, name: name)
         guard let new = try decide(old) else { return }
         let text = "vault-rollback 1\npath \(new.path)\nid \(new.vaultID)\ngeneration \(new.generation)\n"
-            + new.retired.map { "retired \($0)\n" }.joined()
+            + new.retired.map { "retired \($0)\n" }.joined() + (new.pending.map { "pending \($0)\n" } ?? "")
         let tempName = ".\(name).\(Posix.hex(Sodium.randomBytes(count: 8))).tmp"
         let fd = openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
@@ -245,14 +286,15 @@ package enum RollbackGuard {
         guard n > 0 else { return nil }
         var fields = [String: String]()
         var retired = [String]()
+        var pending: String?
         for line in String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n") {
             guard let space = line.firstIndex(of: " ") else { continue }
             let (key, value) = (String(line[..<space]), String(line[line.index(after: space)...]))
-            if key == "retired" { retired.append(value) } else { fields[key] = value }
+            if key == "retired" { retired.append(value) } else if key == "pending" { pending = value } else { fields[key] = value }
         }
         guard fields["vault-rollback"] == "1", let path = fields["path"], let id = fields["id"],
             let generation = fields["generation"].flatMap({ UInt64($0) })
         else { return nil }
-        return Record(path: path, vaultID: id, generation: generation, retired: retired)
+        return Record(path: path, vaultID: id, generation: generation, retired: retired, pending: pending)
     }
 }

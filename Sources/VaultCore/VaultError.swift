@@ -94,6 +94,17 @@ public enum VaultError: Error, Equatable, Sendable {
     case behindHorizon(path: String)
     /// A replica's clock reached the largest timestamp (the year 10889): no later one can be issued.
     case clockExhausted
+    /// A copy to merge (`path`) is sealed under a data key that no key link signed by this vault's current key
+    /// leads to (docs/FORMAT.md, "Key changes"): a stranger's key, a removed recipient's, or a fork from a key this
+    /// vault retired. Nothing was merged or written; the vault's key and stanzas are unchanged.
+    case unauthorizedKey(path: String)
+    /// A copy to merge (`path`) is sealed under the data key this vault replaced at a key change that other copies
+    /// have since been given (published): it was written by a machine that has not followed the change yet. Nothing
+    /// was merged; that machine's next sync follows the change, after which its copy merges.
+    case staleKey(path: String)
+    /// The age identity given has no stanza in `path` (or its stanza does not open), which has recipient stanzas:
+    /// it is not, or no longer, a recipient of that vault.
+    case notARecipient(path: String)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -177,6 +188,12 @@ extension VaultError: CustomStringConvertible {
             return "cannot merge '\(path)': it has not seen deletions the other copy no longer records, so merging it could bring deleted entries back"
         case .clockExhausted:
             return "the vault's clock is at its largest timestamp: no later change can be recorded"
+        case .unauthorizedKey(let path):
+            return "'\(path)' is sealed under a key this vault did not hand over: nothing merged"
+        case .staleKey(let path):
+            return "'\(path)' was written under the key this vault replaced at a key change other copies already have: nothing merged"
+        case .notARecipient(let path):
+            return "this identity is not (or no longer) a recipient of '\(path)'"
         }
     }
 }

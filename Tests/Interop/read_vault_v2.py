@@ -27,6 +27,12 @@ minimum to opslimit 1, memlimit 8,192, as for read_vault.py. With VAULT_IDENTITY
 is the identity's (`age-keygen -y`) is opened by Debian's `age -d -i` (stock tools: no age code here), else the
 passphrase is tried; no stanza for it and no passphrase: exit 3, wrong_identity.
 
+Key links ("Key changes", stanza type 4): each is 129 bytes with a reason 1 to 3 as it is read; after the last
+stanza, each link continues the one before (its old key id the previous new key id) and its Ed25519 signature verifies
+under the previous link's signing key, and the last one leads to the header's data key id; once the data key is
+known and the header MAC matched, the last link's signing key is the data key's (seed BLAKE2b-256(key = data_key,
+"vault key change signing")). Any of these broken: bad_key_link. They are checked, not printed.
+
 A version-3 reader reads version 2 as well; a version-2 file prints as it always did. Version 3's reader rules, each
 checked as its field is read unless said otherwise. A replica (replica_id u64 || time u64 || dropped u64 ||
 seen_count uvar || seen*, seen = replica_index uvar || time u64): its id above the one before (bad_clock, version 2's
@@ -46,12 +52,14 @@ replica counts 25 bytes at the smallest and a tombstone 35 (entry_count_exceeds_
 or a tombstone is entry_truncated.
 """
 import base64, hmac, json, os, struct, subprocess, sys, unicodedata
-from nacl import encoding, exceptions, hash, pwhash, secret
+from nacl import encoding, exceptions, hash, pwhash, secret, signing
 
 MAGIC = b"\x89VAULT\r\n"
 MAX_FILE = (1 << 30) + 65536 + 32 + 24 + 16  # 1 GiB + 65,608: the largest plaintext behind the largest header
 MIN_HEADER, MAX_HEADER = 56, 65536
 ARGON2ID = 1
+KEY_LINK = 4
+KEY_LINK_LENGTH = 16 + 16 + 32 + 1 + 64  # old_key_id, new_key_id, new_signing_key, reason, signature: 129 bytes
 ARGON2ID_LENGTH = 8 + 8 + 16 + 24 + 48  # opslimit, memlimit, salt, key_nonce, wrapped_key: exactly 104 bytes
 X25519 = 2
 X25519_LENGTH = 1 + 62 + 232  # recipient_length (62), recipient "age1...", age file: exactly 295 bytes
@@ -121,7 +129,7 @@ def read_header(file, size):
     low_ops, low_mem = (1, 8192) if os.environ.get("VAULT_TESTING_INSECURE_KDF") == "1" else (2, 64 << 20)
     if stanza_count > MAX_STANZAS:
         corrupt("too_many_stanzas", f"{stanza_count} stanzas (at most {MAX_STANZAS})")
-    argon, recipients, offset = [], {}, 56
+    argon, recipients, links, offset = [], {}, [], 56
     for index in range(stanza_count):                                   # stanza by stanza, in order
         if offset + 6 > header_length:
             corrupt("bad_stanza", f"stanza {index} runs past the header")
@@ -154,6 +162,11 @@ def read_header(file, size):
                 corrupt("duplicate_recipient", f"mlkem768x25519 stanza {index} repeats a recipient")
             recipients[recipient] = body[1961:]
             continue
+        if kind == KEY_LINK:                                            # "Key changes": shape as read
+            if length != KEY_LINK_LENGTH or not 1 <= body[64] <= 3:
+                corrupt("bad_key_link", f"key_link stanza {index} is {length} bytes or has reason {body[64] if length > 64 else None}")
+            links.append((index, body))
+            continue
         if kind != ARGON2ID:
             continue                                                    # unknown: skipped
         if length != ARGON2ID_LENGTH:
@@ -165,6 +178,12 @@ def read_header(file, size):
         argon.append((ops, mem, body[16:32], body[32:56], body[56:104]))
     if offset != header_length:
         corrupt("bad_header_length", f"header length {header_length} but the stanzas end at {offset}")
+    for (_, before), (index, link) in zip(links, links[1:]):            # the links' chain, each signed by the one before
+        message = b"vault key link v1" + vault_id + link[0:65]
+        if link[0:16] != before[16:32] or not verifies(before[32:64], message, link[65:129]):
+            corrupt("bad_key_link", f"key_link stanza {index} does not continue the chain of links before it")
+    if links and links[-1][1][16:32] != data_key_id:
+        corrupt("bad_key_link", f"key_link stanza {links[-1][0]} does not lead to the header's data key")
     if not argon and not recipients:                                    # at least one usable stanza
         corrupt("no_usable_stanza", "no argon2id or x25519 stanza: nothing a passphrase or an identity can open")
     if size < header_length + 32 + 24 + 16 + 256:                       # then the file's size
@@ -173,7 +192,21 @@ def read_header(file, size):
         corrupt("size_mismatch", f"plaintext of {size - header_length - 72} bytes is not a multiple of 256")
     if size - header_length - 72 > 1 << 30:
         corrupt("too_large", f"plaintext of {size - header_length - 72} bytes exceeds 1 GiB")
-    return header, version, vault_id, generation, data_key_id, argon, recipients
+    return header, version, vault_id, generation, data_key_id, argon, recipients, links
+
+
+def verifies(public_key, message, signature):
+    """An Ed25519 signature check (PyNaCl's VerifyKey: libsodium's crypto_sign_verify_detached)."""
+    try:
+        signing.VerifyKey(public_key).verify(message, signature)
+        return True
+    except exceptions.BadSignatureError:
+        return False
+
+
+def signing_public(data_key):
+    """The data key's signing key: Ed25519 of seed BLAKE2b-256(key = data_key, "vault key change signing")."""
+    return bytes(signing.SigningKey(blake(b"vault key change signing", key=data_key)).verify_key)
 
 
 class Plain:
@@ -432,7 +465,7 @@ def unwrap_with_identity(recipients, identity):
 
 
 def read(file, size, passphrase, identity=None):
-    header, version, vault_id, generation, _, argon, recipients = read_header(file, size)
+    header, version, vault_id, generation, _, argon, recipients, links = read_header(file, size)
     data_key = unwrap_with_identity(recipients, identity) if identity else None
     if data_key is None and passphrase is None:
         fail(3, "wrong_identity", "no x25519 stanza for this identity")
@@ -451,6 +484,8 @@ def read(file, size, passphrase, identity=None):
     mac = file[hl:hl + 32]
     if not hmac.compare_digest(mac, blake(header, key=mac_key)):        # step 3
         corrupt("header_mac_mismatch", "the header MAC does not verify (the header was changed)")
+    if links and links[-1][1][32:64] != signing_public(data_key):      # the last link names this key's signing key
+        corrupt("bad_key_link", f"key_link stanza {links[-1][0]}'s signing key is not the data key's")
     try:                                                                 # step 4
         plain = secret.SecretBox(body_key).decrypt(file[hl + 56:], file[hl + 32:hl + 56])
     except exceptions.CryptoError:

@@ -156,7 +156,8 @@ import VaultCore
             .needsVersion2(path: p), .missingOwnWrites(path: p), .storageConflict(path: p), .clockExhausted,
             .wrongIdentity(path: p), .corrupt(path: p, reason: .tooManyStanzas(count: 300)),
             .corrupt(path: p, reason: .badRecipient(index: 1)), .corrupt(path: p, reason: .badAgeFile(index: 2)),
-            .corrupt(path: p, reason: .duplicateRecipient(index: 3)),
+            .corrupt(path: p, reason: .duplicateRecipient(index: 3)), .corrupt(path: p, reason: .badKeyLink(index: 4)),
+            .unauthorizedKey(path: p), .staleKey(path: p), .notARecipient(path: p),
         ]
         for error in errors {
             let (name, arguments) = AgentErrorWire.encode(error)

@@ -251,10 +251,12 @@ struct RecipientCLITests {
         let written = try team.box.vault(["put", "from-b", "--vault", b, "--identity", team.key], stdin: Data("b".utf8),
                                          passphrase: false, extraEnvironment: ["XDG_STATE_HOME": team.box.directory + "/state-b"])
         #expect(written.status == 0, "\(written.stderr)")
-        // A merges B (opened with its passphrase, which its old key's stanza still has): B's key is one A retired,
-        // so B's copy is refused (whoever still holds the old key could have written it); nothing changes on A.
-        let refused = try team.owner(["merge", b, "--other-passphrase-file", team.box.passphraseFile])
-        #expect(refused.status == 6 && refused.stderr.contains("retired"), "\(refused.stderr)")
+        // A merges B: B's key is the one A's removal replaced, and the removal is not published yet (issue 33), so
+        // B's write is merged into A's new key as content; A keeps its key and stanzas (never B's).
+        let before = team.bytes
+        let asContent = try team.owner(["merge", b, "--other-passphrase-file", team.box.passphraseFile])
+        #expect(asContent.status == 0 && asContent.stdoutText.contains("added: from-b"), "\(asContent.stderr)")
+        #expect(Array(team.bytes[38..<54]) == Array(before[38..<54]), "A's data key id")
         // B merges A (with A's passphrase for its new key): B follows the removal and keeps its own write.
         let followed = try team.box.vault(["merge", team.box.vaultPath, "--vault", b, "--other-passphrase-file", team.box.passphraseFile],
                                           extraEnvironment: ["XDG_STATE_HOME": team.box.directory + "/state-b"])

@@ -406,7 +406,7 @@ struct VaultDocumentTests {
         let again = try DocumentHeader.parse(try opened.seal(dataKey: dataKey), label: "t", policy: Self.policy)
         #expect(again.stanzas == header.stanzas)
         // Without any passphrase or recipient stanza, nothing can open it.
-        document.stanzas = [KeyStanza(type: 4, body: [])]
+        document.stanzas = [KeyStanza(type: 5, body: [])]  // (type 4 is key_link: KeyLinkTests)
         #expect(throws: VaultError.corrupt(path: "t", reason: .noUsableStanza)) {
             try DocumentHeader.parse(try document.seal(dataKey: dataKey), label: "t", policy: Self.policy)
         }

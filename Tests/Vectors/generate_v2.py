@@ -615,8 +615,8 @@ def main():
     d["stanzas"] = [(0x7777, det("unknown stanza body", 21))] + d["stanzas"]
     valid("valid-unknown-stanza.vault", d, "none: an unknown stanza type (0x7777) before the argon2id one, skipped")
     d = basic()
-    d["stanzas"] = [(4, det("type 4 stanza", 32)), (4, b""), argon2id()]
-    valid("valid-reserved-stanzas.vault", d, "none: two stanzas of the undefined type 4 (one empty), skipped")
+    d["stanzas"] = [(5, det("type 4 stanza", 32)), (5, b""), argon2id()]
+    valid("valid-reserved-stanzas.vault", d, "none: two stanzas of the undefined type 5 (one empty), skipped (type 4 is key_link)")
     d = basic(); d["stanzas"] = [argon2id(), x25519()]
     valid("valid-recipient.vault", d, "none: an argon2id stanza and an x25519 stanza for identity.txt's recipient "
           "(opens with the passphrase or the identity)")
@@ -716,10 +716,10 @@ def main():
     bad("no-usable-stanza.vault", seal(d, "no-usable-stanza"), 6, "no_usable_stanza", "only an unknown stanza")
     d = basic(); d["stanzas"] = []
     bad("no-stanza.vault", seal(d, "no-stanza"), 6, "no_usable_stanza", "no stanza (header_length 56)")
-    d = basic(); d["stanzas"] = [(4, det("type 4 stanza", 32))]
+    d = basic(); d["stanzas"] = [(5, det("type 4 stanza", 32))]
     nd = seal(d, "no-usable-stanza-truncated-body")
     bad("no-usable-stanza-truncated-body.vault", nd[:struct.unpack_from("<I", nd, 10)[0] + 100], 6, "no_usable_stanza",
-        "only an undefined (type 4) stanza, checked before the file's size (100 bytes after the header)")
+        "only an undefined (type 5) stanza, checked before the file's size (100 bytes after the header)")
     d = basic(); d["stanzas"] = [argon2id(), (3, det("mlkem768x25519 stanza", 32))]
     bad("mlkem768x25519-stanza-short.vault", seal(d, "mlkem768x25519-stanza-short"), 6, "bad_stanza",
         "an mlkem768x25519 stanza of 32 bytes, not 3652 (type 3 is defined now: its shape is checked)")

@@ -15,6 +15,8 @@ keeps of version 2 is in Tests/Vectors/v2. Tests/Vectors/check_v2.py replays the
 """
 import os, struct, sys
 
+from nacl import signing
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import generate_v2 as v2  # noqa: E402  (the shared model, encoding and sealing)
 from generate_v2 import (RA, RB, T, Index, bad, det, entry, field, plain_bad, seal, small, stamp, time, uvar,  # noqa: E402
@@ -230,6 +232,69 @@ def cut_table(name, tail, rule):
             bad(name, seal(d, name, padding=b""), 6, "entry_truncated", rule)
             return
     raise AssertionError(f"{name}: no table fits a tail of {len(tail(2))} bytes")
+
+
+def signing_key(data_key):
+    """The data key's Ed25519 signing key (docs/FORMAT.md, "Key changes"): seed BLAKE2b-256(key = data_key,
+    "vault key change signing")."""
+    return signing.SigningKey(v2.blake(b"vault key change signing", key=data_key))
+
+
+def key_link(vault_id, old_key, old_id, new_key, new_id, reason=1, signer=None, signing_public=None):
+    """A key_link stanza (type 4): old_key_id || new_key_id || new_signing_key || reason || Ed25519 signature by the old
+    key's signing key (signer: another data key's instead; signing_public: another new_signing_key)."""
+    new_signing = signing_public or bytes(signing_key(new_key).verify_key)
+    signed = old_id + new_id + new_signing + bytes([reason])
+    signature = signing_key(signer or old_key).sign(b"vault key link v1" + vault_id + signed).signature
+    return (4, signed + signature)
+
+
+def key_links():
+    """A chain of two key changes, K0 -> K1 -> the generator's data key, and every rule of the links broken once."""
+    k0, id0 = det("link key 0", 32), det("link key id 0", 16)
+    k1, id1 = det("link key 1", 32), det("link key id 1", 16)
+    k2, id2 = v2.DATA_KEY, det("data key id", 16)
+    vid = det("vault id", 16)
+
+    def with_links(*links):
+        d = small3()
+        d["stanzas"] = d["stanzas"] + list(links)
+        return d
+
+    first, second = key_link(vid, k0, id0, k1, id1, 1), key_link(vid, k1, id1, k2, id2, 2)
+    valid("valid-v3-key-links.vault", with_links(first, second), "none: two key links after the argon2id stanza, "
+          "K0 -> K1 (reason 1, signed with K0's signing key) -> the data key (reason 2, signed with K1's): a chain "
+          "that ends at data_key_id, whose last signing key is the data key's")
+    d = small3()
+    d["stanzas"] = [first, second] + d["stanzas"]
+    valid("valid-v3-key-links-first.vault", d, "none: the same two links before the argon2id stanza (links are "
+          "read in stanza order, wherever they are)")
+    bad_signature = bytearray(second[1]); bad_signature[100] ^= 1
+    bad("key-link-bad-signature.vault", seal(with_links(first, (4, bytes(bad_signature))), "kl-sig"), 6, "bad_key_link",
+        "the second link's signature (one bit flipped) does not verify under the first link's new_signing_key")
+    bad("key-link-signed-by-other.vault", seal(with_links(first, key_link(vid, k1, id1, k2, id2, 2, signer=k0)), "kl-signer"),
+        6, "bad_key_link", "the second link is signed with K0's signing key, not with K1's (the first link's new one)")
+    bad("key-link-broken-chain.vault", seal(with_links(second, first), "kl-order"), 6, "bad_key_link",
+        "the links out of order: the second's old_key_id is not the first's new_key_id")
+    bad("key-link-not-to-data-key.vault", seal(with_links(first), "kl-end"), 6, "bad_key_link",
+        "the last link leads to K1, not to the header's data_key_id")
+    wrong = key_link(vid, k1, id1, k2, id2, 2, signing_public=bytes(signing_key(k0).verify_key))
+    bad("key-link-wrong-final-signing-key.vault", seal(with_links(first, wrong), "kl-final"), 6, "bad_key_link",
+        "the chain verifies and ends at data_key_id, but the last new_signing_key is not the data key's (checked "
+        "once the data key is known, after the header MAC)")
+    bad("key-link-length-128.vault", seal(with_links((4, second[1][:128])), "kl-short"), 6, "bad_key_link",
+        "a key_link stanza of 128 bytes (129 required), checked as it is read")
+    bad("key-link-length-130.vault", seal(with_links((4, second[1] + b"\0")), "kl-long"), 6, "bad_key_link",
+        "a key_link stanza of 130 bytes")
+    for reason in (0, 4):
+        link = bytearray(second[1]); link[64] = reason
+        bad(f"key-link-reason-{reason}.vault", seal(with_links((4, bytes(link))), f"kl-reason-{reason}"), 6, "bad_key_link",
+            f"reason {reason} (1 to 3 required), checked as the stanza is read")
+    d = with_links(first)
+    d["stanzas"] = [(4, second[1][:64])] + d["stanzas"]
+    bad("key-link-order-length-before-chain.vault", seal(d, "kl-order-len"), 6, "bad_key_link",
+        "a short link first and a chain not ending at the data key: the length is checked as read (either way "
+        "bad_key_link; the library names the short link's index)")
 
 
 def main():
@@ -573,6 +638,8 @@ def main():
     plain_bad("tombstone-truncated-kept-value-past-end.vault",
               lambda d: kept_of(d)["version"]["fields"][0].update(value_length=1_000_000), "entry_truncated",
               "a kept field's value_length (1,000,000) runs past the end of the plaintext", base=small3)
+
+    key_links()
 
     notes = [
         "Written by `Tests/Vectors/generate_v3.py` (never edit by hand; it shares generate_v2.py's model and sealing),",

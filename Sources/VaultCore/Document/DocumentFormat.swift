@@ -42,6 +42,7 @@ public struct DocumentHeader: Sendable {
             case KeyStanza.argon2id: return "argon2id"
             case KeyStanza.x25519: return "x25519"
             case KeyStanza.mlkem768x25519: return "mlkem768x25519"
+            case KeyStanza.keyLink: return "key_link"
             default: return "unknown(\($0.type))"
             }
         }
@@ -138,10 +139,17 @@ public struct DocumentHeader: Sendable {
                 } else if let kind = RecipientStanza.Kind(stanzaType: type) {
                     let stanza = try RecipientStanza(body: body, kind: kind, index: index, label: label)
                     guard recipients.insert(stanza.recipient).inserted else { throw corrupt(.duplicateRecipient(index: index)) }
+                } else if type == KeyStanza.keyLink {
+                    guard KeyLink(body: body) != nil else { throw corrupt(.badKeyLink(index: index)) }
                 }
                 stanzas.append(KeyStanza(type: type, body: body))
             }
             guard reader.offset == headerLength else { throw corrupt(.badHeaderLength(headerLength)) }
+            // The links chain (each from the key the one before leads to, signed with its signing key) and end at
+            // this header's data key; the first link's signature and the last one's signing key need a key.
+            if let broken = KeyLinks.check(KeyLinks.links(in: stanzas), vaultID: vaultID, dataKeyID: dataKeyID) {
+                throw corrupt(.badKeyLink(index: broken))
+            }
             guard stanzas.contains(where: { $0.type == KeyStanza.argon2id || RecipientStanza.Kind(stanzaType: $0.type) != nil }) else {
                 throw corrupt(.noUsableStanza)
             }
@@ -269,6 +277,10 @@ extension VaultDocument {
             // With a data key given (the agent's), another vault's key: the same answer as a wrong passphrase.
             if case .dataKey = key { throw VaultError.wrongPassphrase(path: label) }
             throw VaultError.corrupt(path: label, reason: .headerMACMismatch)
+        }
+        // The last key link's signing key is this data key's (the links are authenticated now, by the MAC).
+        if let last = KeyLinks.links(in: header.stanzas).last, last.link.newSigningKey != KeySigning.publicKey(of: dataKey) {
+            throw VaultError.corrupt(path: label, reason: .badKeyLink(index: last.index))
         }
         let bodyKey = subkey(dataKey, DocumentFormat.bodyKeyContext)
         let nonceStart = macStart + DocumentFormat.macByteCount

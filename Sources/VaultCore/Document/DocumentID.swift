@@ -59,4 +59,10 @@ public struct DocumentID: Hashable, Comparable, Sendable, CustomStringConvertibl
 
     /// 32 lowercase hex digits.
     public var description: String { Posix.hex(bytes) }
+
+    /// The id of 32 hex digits (``description``), `nil` for anything else.
+    init?(hex: String) {
+        guard let bytes = Posix.unhex(hex) else { return nil }
+        self.init(bytes: bytes)
+    }
 }

@@ -155,8 +155,11 @@ public final class DocumentStore: Sendable {
         let prepared = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: storage.label)
         try write(attempts: attempts) { stored in
             let document = try openHeld(stored, dataKey: held.dataKey)
+            // The change, signed with the key it replaces: every copy that holds that key follows it (KeyLinks).
+            let newID = DocumentID.random()
             document.stanzas = prepared.document.stanzas
-            document.dataKeyID = .random()
+                + KeyLinks.changed(document, from: held.dataKey, to: prepared.dataKey, id: newID, reason: .passphraseChange)
+            document.dataKeyID = newID
             return (document, prepared.dataKey)
         }
     }
@@ -188,7 +191,7 @@ public final class DocumentStore: Sendable {
     ///   (`no_usable_stanza`) when neither a passphrase nor a recipient would open the result; what `recipients`
     ///   throws.
     public func rotateKey(
-        passphrase: SecureBytes?, parameters: Argon2id.Parameters?, attempts: Int = 5,
+        passphrase: SecureBytes?, parameters: Argon2id.Parameters?, reason: KeyChangeReason = .other, attempts: Int = 5,
         recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         guard let held = state.withLock({ loaded in loaded }) else { throw VaultError.notOpen }
@@ -204,8 +207,11 @@ public final class DocumentStore: Sendable {
             guard !passphraseStanzas.isEmpty || !made.isEmpty else {
                 throw VaultError.corrupt(path: storage.label, reason: .noUsableStanza)
             }
+            // The key links the vault has, and this change's, signed with the key it replaces (KeyLinks).
+            let newID = DocumentID.random()
             document.stanzas = passphraseStanzas + made.map(\.stanza)
-            document.dataKeyID = .random()
+                + KeyLinks.changed(document, from: held.dataKey, to: newKey, id: newID, reason: reason.link)
+            document.dataKeyID = newID
             return (document, newKey)
         }
     }
@@ -266,10 +272,13 @@ public final class DocumentStore: Sendable {
     /// ``update(_:attempts:)`` writes (``VaultDocument/merge(_:_:now:)``); nothing is written when the merge changes
     /// nothing, or with `dryRun`.
     ///
-    /// A copy under another data key (its passphrase was changed on one side) opens only with `otherPassphrase`;
-    /// the result then takes the other copy's key stanzas and data key (a passphrase change made elsewhere is
-    /// followed, not undone). Whether that key may be followed at all (one this vault retired may not) is the
-    /// caller's check (``DocumentVault/merge(_:label:dryRun:otherPassphrase:)``).
+    /// A copy under another data key is followed only along its key links from our key (``KeyLinks``: a link signed
+    /// with our key's signing key, then each with the one before, up to its key; else
+    /// ``VaultError/unauthorizedKey(path:)``, or ``VaultError/staleKey(path:)`` for a key our own links retired),
+    /// checked before its key is asked for; it opens then with `otherKey` or `otherPassphrase`, and the result takes
+    /// the other copy's key stanzas and data key (a key change made elsewhere is followed, not undone). `mayFollow`
+    /// is the caller's further check (``DocumentVault``: no key this vault retired). A copy under `previousKey` (the
+    /// key a change made here replaced, not yet published) is merged into our key as content.
     ///
     /// - Throws: ``VaultError/notTheSameVault(path:)``; ``VaultError/needsVersion2(path:)`` for a version-1
     ///   `other`; ``VaultError/otherKey(path:)`` when it is sealed with another data key and no `otherPassphrase`
@@ -277,7 +286,8 @@ public final class DocumentStore: Sendable {
     ///   throws.
     public func merge(
         _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil,
-        otherKey: ((DocumentHeader) throws -> DocumentKey?)? = nil, attempts: Int = 5
+        otherKey: ((DocumentHeader) throws -> DocumentKey?)? = nil, previousKey: (id: DocumentID, key: SecureBytes)? = nil,
+        mayFollow: ((DocumentHeader) throws -> Void)? = nil, attempts: Int = 5
     ) throws -> MergeReport {
         guard let dataKey = state.withLock({ loaded in loaded?.dataKey }), let held = document else { throw VaultError.notOpen }
         guard DocumentHeader.isVersion2(otherBytes) else { throw VaultError.needsVersion2(path: label) }
@@ -287,7 +297,19 @@ public final class DocumentStore: Sendable {
         var adopted: SecureBytes?
         if header.dataKeyID == held.dataKeyID {
             other = try VaultDocument.open(otherBytes, with: .dataKey(dataKey), label: label, policy: policy, against: held).document
+        } else if let previousKey, header.dataKeyID == previousKey.id {
+            // A copy under the key a change made here replaced, before that change reached any other copy: its
+            // content is what a sync made before the change would have brought; merged into our key, never its key.
+            other = try VaultDocument.open(otherBytes, with: .dataKey(previousKey.key), label: label, policy: policy, against: held).document
+        } else if !KeyLinks.authorizes(header, from: held.dataKeyID, signingKey: KeySigning.publicKey(of: dataKey), vaultID: held.vaultID) {
+            // No link signed with our key leads to the copy's: nobody who holds our key handed it over. Refused before
+            // any key of the copy is asked for (a stranger's copy prompts for nothing).
+            if KeyLinks.links(in: held.stanzas).contains(where: { $0.link.oldKeyID == header.dataKeyID }) {
+                throw VaultError.staleKey(path: label)
+            }
+            throw VaultError.unauthorizedKey(path: label)
         } else {
+            try mayFollow?(header)
             // The other copy's key: from an identity (an `x25519` stanza, above this library), else its passphrase.
             let key: DocumentKey
             if let unwrapped = try otherKey?(header) {

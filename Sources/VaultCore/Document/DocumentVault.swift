@@ -1,4 +1,6 @@
 import FoundationEssentials
+import Synchronization
+import VaultSodium
 
 /// A version-2 vault as a ``KeyValueVault``: what the credential store, device registration and the CLI's verbs
 /// use today works on it unchanged, while the document underneath keeps ids, fields, history and tombstones.
@@ -11,6 +13,14 @@ public final class DocumentVault: DocumentEntries, Sendable {
     public let path: String
     let store: DocumentStore
     let rollbackProtection: RollbackProtection?
+    /// How another copy's key is had when a merge follows it, besides its passphrase (``setOtherKey(_:)``).
+    private let otherKeySource = Mutex<(@Sendable (DocumentHeader, String) throws -> DocumentKey?)?>(nil)
+
+    /// How a merge opens a copy under another key that it may follow (an age identity's stanza: the one this vault
+    /// was opened with), given the copy's header and label; `nil` from it: not this way (its passphrase then).
+    public func setOtherKey(_ source: (@Sendable (DocumentHeader, String) throws -> DocumentKey?)?) {
+        otherKeySource.withLock { $0 = source }
+    }
 
     /// Opens the version-2 vault at `path` with `key` (see ``DocumentStore``). With `rollbackProtection`, the
     /// vault is checked against (and recorded in) the same rollback record as version 1 (its generation and its
@@ -60,11 +70,19 @@ public final class DocumentVault: DocumentEntries, Sendable {
         }
     }
 
-    func recordWrite(retiring: SecureBytes? = nil, retiringID: DocumentID? = nil) {
+    /// Records a write in the rollback record; `retiring` (id `retiringID`): the data key a key change replaced. With
+    /// `pending`, that change was made here and no other copy has it yet: the retired key is kept sealed under the
+    /// new one (``RollbackGuard/setPending``) so that a copy under it written before the change can still be merged.
+    func recordWrite(retiring: SecureBytes? = nil, retiringID: DocumentID? = nil, pending: Bool = false) {
         guard let protection = rollbackProtection, let document = store.document, let dataKey = store.dataKey else { return }
         RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: retiring, protection: protection)
         RollbackGuard.recordVault(
             document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, retiring: retiringID, protection: protection)
+        if pending, let retiring, let retiringID {
+            RollbackGuard.setPending(
+                document.vaultID, keyID: document.dataKeyID, retiredKeyID: retiringID, sealedKey: Self.seal(retiring, under: dataKey),
+                protection: protection)
+        }
         if let latest = document.replicas[store.replica] {
             try? ReplicaRegistry.recordLatestWrite(latest.packed, of: store.replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
         }
@@ -210,19 +228,79 @@ public final class DocumentVault: DocumentEntries, Sendable {
     ) throws -> MergeReport {
         let oldKey = store.dataKey, oldID = store.document?.dataKeyID
         let protection = rollbackProtection
-        if otherPassphrase != nil || otherKey != nil, let protection, let vaultID = self.vaultID, DocumentHeader.isVersion2(other),
-           let header = try? DocumentHeader.parse(other, label: label, policy: .insecureForTesting), header.vaultID == vaultID,
-           header.dataKeyID != store.document?.dataKeyID {
-            // A key this vault retired (a copy from before a passphrase change made here, or one made with the old
-            // passphrase by whoever still knows it) is neither followed back nor merged from.
-            try RollbackGuard.checkVault(vaultID, dataKeyID: header.dataKeyID, path: label, protection: protection, accept: false)
+        let source = otherKeySource.withLock { $0 }
+        let otherKey = otherKey ?? source.map { source in { header in try source(header, label) } }
+        // A key change made here and not yet published: a copy under the key it retired is merged into ours as content.
+        var previousKey: (id: DocumentID, key: SecureBytes)?
+        if let protection, let vaultID, let oldID, let oldKey,
+           let pending = RollbackGuard.pending(vaultID, keyID: oldID, protection: protection),
+           let key = Self.open(pending.sealedKey, under: oldKey) {
+            previousKey = (pending.retiredKeyID, key)
         }
-        let report = try store.merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: otherKey)
+        let report = try store.merge(
+            other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: otherKey, previousKey: previousKey,
+            mayFollow: { header in
+                // A key this vault retired is never followed back, whatever links lead to it.
+                guard let protection else { return }
+                do {
+                    try RollbackGuard.checkVault(header.vaultID, dataKeyID: header.dataKeyID, path: label, protection: protection, accept: false)
+                } catch VaultError.retiredKey {
+                    throw VaultError.unauthorizedKey(path: label)
+                }
+            })
         if !dryRun {
-            // The other copy's key followed: this vault's own is retired, so that a copy under it is refused here.
-            if store.document?.dataKeyID != oldID { recordWrite(retiring: oldKey, retiringID: oldID) } else { recordWrite() }
+            if store.document?.dataKeyID != oldID {
+                // The other copy's key followed: this vault's own is retired, so that a copy under it is refused here;
+                // the change was made elsewhere, so nothing of ours is pending.
+                recordWrite(retiring: oldKey, retiringID: oldID)
+            } else {
+                recordWrite()
+                // A copy already under our key: a key change made here has reached another copy.
+                if let protection, let vaultID, let oldID, DocumentHeader.isVersion2(other),
+                   let header = try? DocumentHeader.parse(other, label: label, policy: .insecureForTesting), header.dataKeyID == oldID {
+                    RollbackGuard.clearPending(vaultID, keyID: oldID, protection: protection)
+                }
+            }
         }
         return report
+    }
+
+    /// `key` sealed (secretbox, a fresh nonce before the box) under a key derived from `dataKey`: the key a change
+    /// made here replaced, kept in the rollback record while the change is pending.
+    static func seal(_ key: SecureBytes, under dataKey: SecureBytes) -> [UInt8] {
+        let wrapping = VaultDocument.subkey(dataKey, pendingContext)
+        let nonce = Sodium.randomBytes(count: VaultFormat.nonceByteCount)
+        var box = [UInt8](repeating: 0, count: key.count + VaultFormat.macByteCount)
+        key.withUnsafeBytes { plain in
+            nonce.withUnsafeBytes { nonce in
+                wrapping.withUnsafeBytes { wrapping in
+                    box.withUnsafeMutableBytes { try? Sodium.secretBoxSeal(plain, nonce: nonce, key: wrapping, into: $0) }
+                }
+            }
+        }
+        return nonce + box
+    }
+
+    /// The key ``seal(_:under:)`` sealed, `nil` when it does not open under `dataKey`.
+    static func open(_ sealed: [UInt8], under dataKey: SecureBytes) -> SecureBytes? {
+        guard sealed.count == VaultFormat.nonceByteCount + VaultFormat.dataKeyByteCount + VaultFormat.macByteCount else { return nil }
+        let wrapping = VaultDocument.subkey(dataKey, pendingContext)
+        let nonce = Array(sealed.prefix(VaultFormat.nonceByteCount)), box = Array(sealed.dropFirst(VaultFormat.nonceByteCount))
+        return try? SecureBytes(count: VaultFormat.dataKeyByteCount) { (out) throws in
+            let opened = box.withUnsafeBytes { box in
+                nonce.withUnsafeBytes { nonce in wrapping.withUnsafeBytes { Sodium.secretBoxOpen(box, nonce: nonce, key: $0, into: out) } }
+            }
+            guard opened else { throw VaultError.cryptoFailure(function: "crypto_secretbox_open_easy") }
+        }
+    }
+
+    static let pendingContext = Array("vault pending key".utf8)
+
+    /// A key change made here has reached another copy (`file`, under that key, was written to the remote by a sync):
+    /// a copy under the key it retired is refused from now on (``VaultError/staleKey(path:)``).
+    package static func keyChangePublished(_ file: [UInt8], protection: RollbackProtection) {
+        guard DocumentHeader.isVersion2(file), let header = try? DocumentHeader.parse(file, label: "", policy: .insecureForTesting) else { return }
+        RollbackGuard.clearPending(header.vaultID, keyID: header.dataKeyID, protection: protection)
     }
 
     @discardableResult
@@ -237,7 +315,7 @@ public final class DocumentVault: DocumentEntries, Sendable {
     public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {
         let old = store.dataKey, oldID = store.document?.dataKeyID
         try store.changePassphrase(to: newPassphrase, parameters: parameters)
-        recordWrite(retiring: old, retiringID: oldID)
+        recordWrite(retiring: old, retiringID: oldID, pending: true)
     }
 
     /// The recipients (`age1…`) the vault is shared with, as last read.
@@ -255,12 +333,12 @@ public final class DocumentVault: DocumentEntries, Sendable {
     /// A new data key, the body sealed again under it, and its stanzas (``DocumentStore/rotateKey(passphrase:parameters:attempts:recipients:)``);
     /// the old key is retired in the rollback record, so that a copy under it is refused here.
     public func rotateKey(
-        passphrase: SecureBytes?, parameters: Argon2id.Parameters? = nil,
+        passphrase: SecureBytes?, parameters: Argon2id.Parameters? = nil, reason: KeyChangeReason = .other,
         recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         let old = store.dataKey, oldID = store.document?.dataKeyID
-        try store.rotateKey(passphrase: passphrase, parameters: parameters, recipients: recipients)
-        recordWrite(retiring: old, retiringID: oldID)
+        try store.rotateKey(passphrase: passphrase, parameters: parameters, reason: reason, recipients: recipients)
+        recordWrite(retiring: old, retiringID: oldID, pending: true)
     }
 
     public func reload() throws { try store.reload() }

@@ -9,6 +9,8 @@ public struct KeyStanza: Equatable, Sendable {
     static let x25519: UInt16 = 2
     /// An age ML-KEM-768 + X25519 hybrid recipient (``RecipientStanza``), opened above this library (VaultAgePQ).
     static let mlkem768x25519: UInt16 = 3
+    /// A signed link from the data key a change replaced to the next one (``KeyLink``): no way to open the vault.
+    static let keyLink: UInt16 = 4
 
     public internal(set) var type: UInt16
     public internal(set) var body: [UInt8]

@@ -44,6 +44,9 @@ enum AgentErrorWire {
         case .notTheSameVault(let path): return ("notTheSameVault", [path])
         case .behindHorizon(let path): return ("behindHorizon", [path])
         case .clockExhausted: return ("clockExhausted", [])
+        case .clockAhead(let path, let replica, let milliseconds): return ("clockAhead", [path, "\(replica.rawValue)", "\(milliseconds)"])
+        case .untrustedCopy(let path, let reason): return ("untrustedCopy", [path, reason])
+        case .massDeletion(let path, let names): return ("massDeletion", [path] + names)
         }
     }
 
@@ -96,6 +99,11 @@ enum AgentErrorWire {
         case "notTheSameVault" where count(1): return .notTheSameVault(path: path(a[0]))
         case "behindHorizon" where count(1): return .behindHorizon(path: path(a[0]))
         case "clockExhausted" where count(0): return .clockExhausted
+        case "clockAhead" where count(3):
+            guard let replica: UInt64 = n(1), let milliseconds: UInt64 = n(2) else { return nil }
+            return .clockAhead(path: path(a[0]), replica: ReplicaID(rawValue: replica), milliseconds: milliseconds)
+        case "untrustedCopy" where count(2): return .untrustedCopy(path: path(a[0]), reason: a[1])
+        case "massDeletion" where a.count >= 1: return .massDeletion(path: path(a[0]), names: Array(a[1...]))
         default: return nil
         }
     }

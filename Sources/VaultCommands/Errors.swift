@@ -90,11 +90,17 @@ extension CLIReportable where Self: CustomStringConvertible {
 }
 
 extension VaultError: CLIReportable {
+    /// A mass deletion names every entry it would delete (the message shows five).
+    package var details: [String: Any] {
+        if case .massDeletion(_, let names) = self { return ["names": names] }
+        return [:]
+    }
+
     package var exitCode: Int32 {
         switch self {
         case .wrongPassphrase, .wrongIdentity: return Exit.authentication
         case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
-            .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault, .behindHorizon:
+            .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault, .behindHorizon, .clockAhead, .untrustedCopy:
             return Exit.corrupt
         case .keyChanged, .otherKey: return Exit.authentication
         case .noSuchEntry, .noSuchVersion, .noSuchField: return Exit.notFound
@@ -104,7 +110,7 @@ extension VaultError: CLIReportable {
         case .busy, .storageConflict: return Exit.busy
         case .invalidEntryName, .invalidFileName, .invalidFieldName: return Exit.usage
         case .vaultNotFound, .vaultAlreadyExists, .notOpen, .valueTooLarge, .typeMismatch, .io, .cryptoFailure,
-            .vaultTooLarge, .generationExhausted, .clockExhausted:
+            .vaultTooLarge, .generationExhausted, .clockExhausted, .massDeletion:
             return Exit.failure
         }
     }
@@ -147,6 +153,9 @@ extension VaultError: CLIReportable {
         case .missingOwnWrites: return "missing_own_writes"
         case .notTheSameVault: return "not_the_same_vault"
         case .behindHorizon: return "behind_horizon"
+        case .clockAhead: return "clock_ahead"
+        case .untrustedCopy: return "untrusted_copy"
+        case .massDeletion: return "mass_deletion"
         }
     }
 
@@ -170,6 +179,14 @@ extension VaultError: CLIReportable {
         case .missingOwnWrites:
             return "merge the copy that has them into this one ('vault merge OTHER'); to take this copy as it is, pass --accept-rollback once"
         case .noSuchEntry: return "'vault list' shows the names"
+        case .clockAhead:
+            return "the machine that wrote that copy has (or had) its clock set wrong: set it right, run 'vault repair --clocks' there, and merge again; nothing was merged"
+        case .untrustedCopy:
+            return "a copy that someone altered, or one taken from another vault's history; nothing was merged"
+        case .massDeletion:
+            return "'vault merge --dry-run' lists them; pass --accept-deletions if the other copy deleted them on purpose (each stays listed in its history elsewhere)"
+        case .clockExhausted:
+            return "'vault repair --clocks' brings clocks from the future back to now (values and history kept)"
         case .noSuchField: return "'vault show NAME' shows the entry's fields"
         case .noSuchVersion: return "'vault history NAME' shows the versions"
         case .needsVersion2: return "'vault upgrade' converts the vault to format version 3 (an older vault cannot open it then)"

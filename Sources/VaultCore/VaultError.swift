@@ -94,6 +94,17 @@ public enum VaultError: Error, Equatable, Sendable {
     case behindHorizon(path: String)
     /// A replica's clock reached the largest timestamp (the year 10889): no later one can be issued.
     case clockExhausted
+    /// A copy to merge (`path`) holds a clock (a replica's time, a stamp, a `seen` time or a dropped mark) of
+    /// `replica` at `milliseconds`, more than a day ahead of this machine's wall clock and of every clock of the vault
+    /// it is merged into: taken in, it would hold back (or, at the end of time, stop) every later change. Nothing was
+    /// merged (docs/FORMAT.md, "Merging two copies").
+    case clockAhead(path: String, replica: ReplicaID, milliseconds: UInt64)
+    /// A copy to merge (`path`) claims what no copy of this vault can hold (`reason`): changes of this machine's own
+    /// replica that it never made, or deletions forgotten that cannot be old enough to be. Nothing was merged.
+    case untrustedCopy(path: String, reason: String)
+    /// A merge of `path` would delete `names` at once (more than 10 entries and more than a tenth of the vault):
+    /// nothing was merged; the caller asks, or the user passes `--accept-deletions`.
+    case massDeletion(path: String, names: [String])
 }
 
 extension VaultError: CustomStringConvertible {
@@ -177,6 +188,14 @@ extension VaultError: CustomStringConvertible {
             return "cannot merge '\(path)': it has not seen deletions the other copy no longer records, so merging it could bring deleted entries back"
         case .clockExhausted:
             return "the vault's clock is at its largest timestamp: no later change can be recorded"
+        case .clockAhead(let path, let replica, let milliseconds):
+            let time = UTCTime.iso8601(milliseconds: Int64(clamping: milliseconds), fractional: false)
+            return "cannot merge '\(path)': it holds a clock of replica \(replica) at \(time), more than a day ahead of this machine's clock and of this vault's"
+        case .untrustedCopy(let path, let reason):
+            return "cannot merge '\(path)': \(reason)"
+        case .massDeletion(let path, let names):
+            let shown = names.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (names.count > 5 ? ", ..." : "")
+            return "merging '\(path)' would delete \(names.count) entries (\(shown)): nothing was merged"
         }
     }
 }

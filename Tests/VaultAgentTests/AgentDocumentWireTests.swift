@@ -157,6 +157,8 @@ import VaultCore
             .wrongIdentity(path: p), .corrupt(path: p, reason: .tooManyStanzas(count: 300)),
             .corrupt(path: p, reason: .badRecipient(index: 1)), .corrupt(path: p, reason: .badAgeFile(index: 2)),
             .corrupt(path: p, reason: .duplicateRecipient(index: 3)),
+            .clockAhead(path: p, replica: ReplicaID(rawValue: 0xFEED), milliseconds: (1 << 48) - 1), .untrustedCopy(path: p, reason: "r"),
+            .massDeletion(path: p, names: ["a", "b"]), .massDeletion(path: p, names: []),
         ]
         for error in errors {
             let (name, arguments) = AgentErrorWire.encode(error)

@@ -129,6 +129,37 @@ import Testing
         #expect(try box.vault(["list"], extraEnvironment: here).stdoutText == "e21\n")
     }
 
+    /// Through the agent the merge refuses many deletions alike and takes them with --accept-deletions; git's merge
+    /// driver, which cannot ask, leaves a conflict (ours untouched) and says to run `vault sync`.
+    @Test func throughTheAgentAndGitsDriverManyDeletionsNeedConsent() throws {
+        let box = try AgentBox()
+        defer { box.stopAgents() }
+        try box.initVault()
+        let names = (10..<22).map { "e\($0)" }
+        for name in names { #expect(try box.around(["put", name], stdin: Data("v".utf8)).status == 0) }
+        let copy = box.directory + "/vaults/copy.vault"
+        try FileManager.default.copyItem(atPath: box.vaultPath, toPath: copy)
+        let otherMachine = ["XDG_STATE_HOME": box.directory + "/state-b", "VAULT_AGENT_SOCK": box.elsewhereSocket]
+        #expect(try box.vault(["delete", "--yes", "--vault", copy] + names.dropLast(), source: true, environment: otherMachine).status == 0)
+        try box.unlock()
+        let current = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        let (a, b) = (box.directory + "/vaults/.merge_file_a", box.directory + "/vaults/.merge_file_b")
+        FileManager.default.createFile(atPath: a, contents: current, attributes: [.posixPermissions: 0o644])
+        try FileManager.default.copyItem(atPath: copy, toPath: b)
+        let driver = try box.vault(["git", "merge-driver", a, a, b, "team.vault"])
+        #expect(driver.status == 1, "\(driver.stderr)")
+        #expect(driver.stderr.hasPrefix("vault: cannot merge 'team.vault': theirs deletes 11 entries ('e10', 'e11', 'e12', 'e13', 'e14', ...)"), "\(driver.stderr)")
+        #expect(driver.stderr.contains("run 'vault sync', which asks (or --accept-deletions)"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: a)) == current, "ours untouched")
+
+        let refused = try box.vault(["merge", copy, "--json"])
+        #expect(refused.status == 1 && refused.stderr.contains(#""code":"mass_deletion""#), "\(refused.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == current, "nothing written")
+        let accepted = try box.vault(["merge", copy, "--accept-deletions"])
+        #expect(accepted.status == 0 && accepted.stdoutText.contains("11 deleted"), "\(accepted.stderr)")
+        #expect(try box.vault(["list"]).stdoutText == "e21\n")
+    }
+
     /// Issue 33 §3's last point, as measured: another machine's newer file copied over this one is refused (it lacks
     /// this machine's latest write); put back, this machine's own file opens again, and merging the other works.
     @Test func aRefusedCopyOverDoesNotPoisonTheRollbackRecord() throws {

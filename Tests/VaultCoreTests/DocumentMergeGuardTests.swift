@@ -186,6 +186,31 @@ struct DocumentMergeGuardTests {
         #expect(a.names == ["x", "y"])
     }
 
+    /// A copy whose dropped mark covers a deletion made here a moment ago would drop its tombstone, and the change it
+    /// keeps, without a trace: refused; the deletion stays listed and restorable.
+    @Test func aDroppedMarkOverAYoungTombstoneIsRefused() throws {
+        let (key, copies) = try h.copies(2)
+        let (a, b) = (copies[0], copies[1])
+        try a.apply([h.set("x", "1")], replica: ra, clock: SettableClock(start))
+        let b0 = try h.merged(b, a, now: start).0
+        try b0.apply([h.set("x", "changed on b")], replica: rb, clock: SettableClock(start + 10))
+        try a.apply([.delete(entry: "x")], replica: ra, clock: SettableClock(start + 20))
+        let kept = try h.merged(a, b0, now: start + 30).0
+        #expect(kept.deleted.map(\.name) == ["x"])
+        let forged = kept.copied()
+        forged.tombstones = [:]
+        forged.deletions = [:]
+        forged.dropped = [ra: kept.replicas[ra]!.packed]
+        let stored = try h.reopened(forged, key)
+        do {
+            _ = try h.merged(kept, stored, now: start + 40)
+            Issue.record("merged: the kept change would be gone")
+        } catch VaultError.untrustedCopy(let path, _) {
+            #expect(path == stored.label)
+        }
+        #expect(kept.deleted.map(\.name) == ["x"] && kept.tombstones.count == 1)
+    }
+
     /// After the horizon dropped a tombstone, a copy whose table says it saw the deletion but still holds the entry
     /// brings it back as resurrected, not as added.
     @Test func anEntryBroughtBackAfterItsTombstoneWasDroppedIsReportedResurrected() throws {

@@ -108,6 +108,15 @@ extension VaultDocument {
 
         var (tombstones, deletions) = unitedDeletions(ours, theirs, into: values)
         let dropped = ours.dropped.merging(theirs.dropped, uniquingKeysWith: max)
+        // A deletion is dropped only 180 days after it was made: a mark of theirs over a younger tombstone of ours would
+        // take it (and the change it keeps) without a trace. O(tombstones), only when theirs's marks are above ours's.
+        if theirs.dropped.contains(where: { $0.value > ours.dropped[$0.key] ?? 0 }) {
+            for (_, deleted) in ours.tombstones where deleted.packed <= theirs.dropped[deleted.replica] ?? 0
+                && deleted.milliseconds &+ tombstoneRetention > now &+ maximumClockLead {
+                throw VaultError.untrustedCopy(
+                    path: theirs.label, reason: "it marks as forgotten a deletion made less than 180 days ago (\(deleted)), which this vault still records")
+            }
+        }
         undropped(&tombstones, &deletions, dropped: dropped)
         // The result starts as ours's table (shared, not copied, until an entry differs: most entries of two copies
         // are the same version); only the entries that are not ours's as they were are written.

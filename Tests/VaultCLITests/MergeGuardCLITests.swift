@@ -129,6 +129,33 @@ import Testing
         #expect(try box.vault(["list"], extraEnvironment: here).stdoutText == "e21\n")
     }
 
+    /// On a terminal the merge names the entries it would delete and asks: no keeps the vault as it was (exit 1), yes
+    /// merges.
+    @Test func onATerminalManyDeletionsAreAskedAbout() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let names = (10..<22).map { "e\($0)" }
+        for name in names { #expect(try box.vault(["put", name], stdin: Data("v".utf8)).status == 0) }
+        let copy = box.directory + "/vaults/copy.vault"
+        try FileManager.default.copyItem(atPath: box.vaultPath, toPath: copy)
+        let there = ["XDG_STATE_HOME": box.directory + "/state-b"]
+        #expect(try box.vault(["delete", "--yes", "--vault", copy] + names.dropLast(), extraEnvironment: there).status == 0)
+        func onTerminal(_ keys: String) throws -> CLIResult {
+            let environment = box.environment.merging(["VAULT": CLI.vault, "VAULT_PASSPHRASE": Adversarial.passphrase, "COPY": copy]) { $1 }
+            return try PseudoTerminal.run(
+                "/bin/bash", ["-c", #""$VAULT" merge "$COPY"; echo "[exit $?]""#],
+                playing: [.init(marker: "Delete these 11 entries? [y/N] ", keys: keys)], environment: environment, seconds: 30)
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: box.vaultPath))
+        let declined = try onTerminal("n\n")
+        #expect(declined.stdoutText.contains("deletes 11 entries:") && declined.stdoutText.contains("  e20"), "\(declined.stdoutText)")
+        #expect(declined.stdoutText.contains("nothing merged: the deletions were not accepted") && declined.stdoutText.contains("[exit 1]"), "\(declined.stdoutText)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before, "nothing written")
+        let accepted = try onTerminal("y\n")
+        #expect(accepted.stdoutText.contains("11 deleted") && accepted.stdoutText.contains("[exit 0]"), "\(accepted.stdoutText)")
+        #expect(try box.vault(["list"]).stdoutText == "e21\n")
+    }
+
     /// Through the agent the merge refuses many deletions alike and takes them with --accept-deletions; git's merge
     /// driver, which cannot ask, leaves a conflict (ours untouched) and says to run `vault sync`.
     @Test func throughTheAgentAndGitsDriverManyDeletionsNeedConsent() throws {

@@ -43,9 +43,11 @@ package struct Merge: ParsableCommand {
             let identities = try options.identityPath.map { try loadIdentities($0, passphraseFrom: options) } ?? []
             let report: MergeReport
             let consent = DeletionConsent(accepted: acceptDeletions)
+            var entryCount = 0  // before a dry run: whether the merge would need --accept-deletions
             do {
                 report = try withVault(options) { vault in
-                    try OtherCopyPassphrase(otherPassphrase).merging(label: other) { passphrase in
+                    if dryRun, !acceptDeletions { entryCount = try vault.keys().count }
+                    return try OtherCopyPassphrase(otherPassphrase).merging(label: other) { passphrase in
                         try consent.merging(label: other) {
                             try merge(bytes, into: vault, identities: identities, otherPassphrase: passphrase, acceptDeletions: $0)
                         }
@@ -78,6 +80,9 @@ package struct Merge: ParsableCommand {
                 return
             }
             try writeToStdout(Self.describe(report, other: other, into: options.resolvedPath, dryRun: dryRun))
+            if dryRun, !acceptDeletions, report.isMassDeletion(outOf: entryCount) {
+                writeToStderr("vault: note: the merge would delete \(report.deleted.count) of \(entryCount) entries: it asks on a terminal, else needs --accept-deletions\n")
+            }
             for replica in report.replicasAhead {
                 writeToStderr("vault: warning: replica \(replica)'s clock is more than a day ahead of this machine's; its entries are kept, its clock is not followed\n")
             }

@@ -124,6 +124,7 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before, "nothing written")
         let dry = try box.vault(["merge", copy, "--dry-run"], extraEnvironment: here)
         #expect(dry.status == 0 && dry.stdoutText.contains("11 deleted"), "\(dry.stderr)")
+        #expect(dry.stderr == "vault: note: the merge would delete 11 of 12 entries: it asks on a terminal, else needs --accept-deletions\n")
         let accepted = try box.vault(["merge", copy, "--accept-deletions"], extraEnvironment: here)
         #expect(accepted.status == 0 && accepted.stdoutText.contains("11 deleted"), "\(accepted.stderr)")
         #expect(try box.vault(["list"], extraEnvironment: here).stdoutText == "e21\n")

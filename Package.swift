@@ -20,6 +20,17 @@ let staticPIE: [LinkerSetting] = Context.environment["VAULT_STATIC_PIE"] == "1"
     ? [.unsafeFlags(["-use-ld=lld", "-Xclang-linker", "-static-pie", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
     : []
 
+// VAULT_LIBEXECDIR (scripts/install sets lib/vault): the one build-time setting that lets vault find vault-net
+// outside its own directory: relative to the prefix (PREFIX/bin/vault → PREFIX/lib/vault/vault-net, a package's
+// /usr/lib/vault) or absolute; next to vault stays the fallback. A quote or a backslash would not survive the C
+// string: refused.
+let libexecDirectory: [CSetting] = {
+    guard let directory = Context.environment["VAULT_LIBEXECDIR"], !directory.isEmpty else { return [] }
+    precondition(!directory.contains("\"") && !directory.contains("\\"),
+                 "VAULT_LIBEXECDIR must be a path without quotes or backslashes")
+    return [.define("VAULT_LIBEXECDIR", to: "\"\(directory)\"")]
+}()
+
 let package = Package(
     name: "vault",
     products: [
@@ -54,7 +65,8 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
-        .target(name: "CVaultSystem"),
+        // VAULT_LIBEXECDIR (above): where vault looks for vault-net before its own directory (vault_libexec_directory()).
+        .target(name: "CVaultSystem", cSettings: libexecDirectory),
         // The only importer of CSodium (`internal import`): every libsodium call of the package goes through it.
         .target(name: "VaultSodium", dependencies: ["CSodium"]),
 

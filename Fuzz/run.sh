@@ -3,10 +3,15 @@
 # malformed-file vectors (Tests/Vectors/v1/*.vault), generated plaintexts (FuzzOpen) and the committed
 # regressions, which are also replayed first. Exits non-zero on any crash, sanitizer report, leak or timeout.
 #   Fuzz/run.sh [SECONDS] [TARGET...]      targets: FuzzHeader FuzzOpen FuzzDocument FuzzAgentWire (default all)
-# Working corpora and crash artifacts go to Fuzz/.build/fuzz/ (kept between runs, not committed).
+# Working corpora go to Fuzz/.build/fuzz/ (kept between runs, not committed); Fuzz/corpus/TARGET (committed: a
+# minimized corpus, `Fuzz/run.sh --minimize` rewrites it) seeds every run. A crashing input is saved in Fuzz/crashes/
+# (to commit to Fuzz/regressions once fixed) and printed in base64, so that a CI log alone reproduces it.
+#   Fuzz/run.sh --minimize                  merges the working corpora into Fuzz/corpus (libFuzzer -merge=1)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
+minimize=0
+if [ "${1:-}" = "--minimize" ]; then minimize=1; shift; fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
@@ -119,10 +124,23 @@ for label, data in cases.items():
     open(os.path.join(out, label), "wb").write(data)
 PY
 
+if [ "$minimize" = 1 ]; then
+    for target in "${targets[@]}"; do
+        committed="$here/corpus/$target"
+        mkdir -p "$committed" "$work/minimized-$target"
+        "$bin/$target" -merge=1 "$work/minimized-$target" "$committed" "$work/corpus-$target" > "$work/$target-merge.log" 2>&1
+        rm -rf "$committed" && mv "$work/minimized-$target" "$committed"
+        echo "== $target: $(ls "$committed" | wc -l) inputs in Fuzz/corpus/$target"
+    done
+    exit 0
+fi
+
 status=0
+crashes="$here/crashes"
 for target in "${targets[@]}"; do
     corpus="$work/corpus-$target"
-    mkdir -p "$corpus" "$work/artifacts"
+    mkdir -p "$corpus" "$crashes"
+    [ -d "$here/corpus/$target" ] && seeds_committed=("$here/corpus/$target") || seeds_committed=()
     seeds=("$here/../Tests/Vectors/v1")
     [ "$target" = FuzzOpen ] && [ -d "$work/seeds-open" ] && seeds+=("$work/seeds-open")
     if [ "$target" = FuzzDocument ]; then
@@ -140,12 +158,17 @@ for target in "${targets[@]}"; do
             echo "$target: a regression input fails again (see $work/$target-regressions.log)"; status=1; }
     fi
     echo "== $target: fuzzing for $seconds s"
-    if "$bin/$target" "$corpus" "${seeds[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -max_len=8192 -print_final_stats=1 -artifact_prefix="$work/artifacts/$target-" > "$work/$target.log" 2>&1; then
+    if "$bin/$target" "$corpus" "${seeds_committed[@]}" "${seeds[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -max_len=8192 -print_final_stats=1 -artifact_prefix="$crashes/$target-" > "$work/$target.log" 2>&1; then
         grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' "$work/$target.log"
     else
-        echo "$target: FAILED (crash, sanitizer report, leak or timeout); see $work/$target.log and $work/artifacts/"
+        echo "$target: FAILED (crash, sanitizer report, leak or timeout); see $work/$target.log and Fuzz/crashes/"
         tail -40 "$work/$target.log"
+        for input in "$crashes/$target"-*; do
+            [ -f "$input" ] || continue
+            echo "== $(basename "$input") ($(wc -c < "$input") bytes), base64 (reproduce: base64 -d > FILE; Fuzz/.build/debug/$target FILE):"
+            head -c 65536 "$input" | base64
+        done
         status=1
     fi
 done

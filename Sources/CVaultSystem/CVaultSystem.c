@@ -274,3 +274,13 @@ long vault_raise_open_files_limit(void) {
     }
     return limit.rlim_cur == RLIM_INFINITY ? 1L << 20 : (long)limit.rlim_cur;
 }
+
+/* ---- Where vault-net is installed --------------------------------------------------------------------------- */
+
+#ifndef VAULT_LIBEXECDIR
+#define VAULT_LIBEXECDIR ""
+#endif
+
+const char *vault_libexec_directory(void) {
+    return VAULT_LIBEXECDIR;
+}

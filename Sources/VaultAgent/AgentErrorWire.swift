@@ -118,15 +118,19 @@ enum AgentErrorWire {
              .duplicateRecipient(let count):
             return [reason.code, "\(count)"]
         case .unknownFlags(let flags): return [reason.code, "\(flags)"]
+        // The rule's detail and the kept version's place are in the message, which the answer carries besides.
+        case .inKeptVersion(_, let inner): return encode(inner)
+        case .badClock(let rule): return [reason.code, rule.parts.name, rule.parts.argument]
         default: return [reason.code]
         }
     }
 
     static func decodeCorruption(_ a: [String]) -> Corruption? {
+        if a.count == 3, a[0] == "bad_clock" { return ClockRule(name: a[1], argument: a[2]).map { .badClock($0) } }
         let number = a.count == 2 ? Int(a[1]) : nil
         guard a.count == 1 || number != nil else { return nil }
         let plain: [Corruption] = [.badMagic, .plaintextTooShort, .duplicateName, .badPadding, .noUsableStanza, .headerMACMismatch,
-                                   .bodyMACMismatch, .bodyBindingMismatch, .duplicateID, .badClock]
+                                   .bodyMACMismatch, .bodyBindingMismatch, .duplicateID, .badTombstone, .badVarint]
         if a.count == 1 { return plain.first { $0.code == a[0] } }
         guard let number else { return nil }
         let numbered: [(Int) -> Corruption] = [

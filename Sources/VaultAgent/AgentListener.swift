@@ -15,6 +15,9 @@ final class AgentListener: Sendable {
     private let clock: any AgentClock
     private let log: @Sendable (String) -> Void
     private let exitWhenEmptyAfter: Double?
+    /// A listening socket a service manager handed in (``SocketActivation``): served as it is, never bound,
+    /// chmod-ed or removed here (the socket unit owns it).
+    private let adopted: Int32?
     private let stopPipe: (read: Int32, write: Int32)
     /// The connections being served, by descriptor, with the time of their last request.
     private let connections = Mutex<[Int32: Double]>([:])
@@ -25,8 +28,13 @@ final class AgentListener: Sendable {
 
     /// - Parameter exitWhenEmptyAfter: seconds after which an agent that holds nothing and hears from no client
     ///   ends (``EmptyExit``); `nil`: never.
-    init(socketPath: String, service: AgentService, exitWhenEmptyAfter: Double?, log: @escaping @Sendable (String) -> Void) throws {
+    /// - Parameter adopted: a listening socket bound at `socketPath` that a service manager handed in.
+    init(
+        socketPath: String, adopted: Int32? = nil, service: AgentService, exitWhenEmptyAfter: Double?,
+        log: @escaping @Sendable (String) -> Void
+    ) throws {
         self.socketPath = socketPath
+        self.adopted = adopted
         self.service = service
         self.clock = service.ring.clock
         self.log = log
@@ -42,6 +50,7 @@ final class AgentListener: Sendable {
     deinit {
         close(stopPipe.read)
         close(stopPipe.write)
+        if let adopted { close(adopted) }
     }
 
     /// How many connections are being served.
@@ -56,20 +65,27 @@ final class AgentListener: Sendable {
     /// Binds the socket and serves until asked to stop, until the socket path no longer leads here, or until it
     /// has held nothing for ``exitWhenEmptyAfter``; then locks every vault and removes the socket if it is still ours.
     func run() throws {
-        try AgentSocket.checkDirectory(of: socketPath, create: true)
+        // A handed-in socket's directory is checked as a bound one's: another user able to write there could have
+        // put a socket of their own in its place by the time a client connects.
+        try AgentSocket.checkDirectory(of: socketPath, create: adopted == nil)
         // One descriptor per client: the hard limit, not the soft 1,024 a login session starts with.
         let descriptorLimit = vault_raise_open_files_limit()
-        let listener = try bind()
-        defer { close(listener) }
-        // The socket this agent made: the only one it will ever remove, and the one it must still be reachable by.
+        let listener = try adopted ?? bind()
+        defer { if adopted == nil { close(listener) } }
+        // The socket this agent made (or was handed): the one it must still be reachable by, and, when it made it,
+        // the only one it will ever remove.
         guard var watch = SocketWatch(path: socketPath, clock: clock) else {
-            throw VaultError.io(operation: "cannot bind", path: socketPath, errno: ENOENT)
+            throw VaultError.io(operation: adopted == nil ? "cannot bind" : "cannot find the socket handed in at", path: socketPath, errno: ENOENT)
         }
-        defer { if watch.leadsHere() { unlink(socketPath) } }
-        guard chmod(socketPath, 0o600) == 0, listen(listener, 64) == 0 else {
-            throw VaultError.io(operation: "cannot listen on", path: socketPath, errno: errno)
+        defer { if adopted == nil, watch.leadsHere() { unlink(socketPath) } }
+        if adopted == nil {
+            guard chmod(socketPath, 0o600) == 0, listen(listener, 64) == 0 else {
+                throw VaultError.io(operation: "cannot listen on", path: socketPath, errno: errno)
+            }
+            log("listening on \(socketPath) (pid \(getpid()), \(descriptorLimit) descriptors)")
+        } else {
+            log("serving the socket the service manager handed in, \(socketPath) (pid \(getpid()), \(descriptorLimit) descriptors)")
         }
-        log("listening on \(socketPath) (pid \(getpid()), \(descriptorLimit) descriptors)")
         let emptyExit = exitWhenEmptyAfter.map(EmptyExit.init(seconds:))
         var polled = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)]
         while true {

@@ -36,6 +36,9 @@ public final class AgentServer: Sendable {
         public var exitWhenEmptyAfterSeconds: Double?
         /// How error answers present failures; by default, code `error`, exit code 1 and the error's description.
         public var present: Present = { AgentFailure(describing: $0) }
+        /// A listening socket a service manager handed in (``SocketActivation``), served in place of binding one:
+        /// ``AgentServer/socketPath`` is then the path it is bound to.
+        public var adoptedSocket: SocketActivation.Socket?
 
         public init() {}
     }
@@ -60,13 +63,16 @@ public final class AgentServer: Sendable {
         socketPath: String = AgentSocket.defaultPath, options: Options = Options(), clock: any AgentClock = BootClock(),
         log: @escaping @Sendable (String) -> Void
     ) throws {
+        let socketPath = options.adoptedSocket?.path ?? socketPath
         self.socketPath = socketPath
         var configuration = AgentService.Configuration(socketPath: socketPath)
         configuration.allowsInsecureKDFForTesting = options.allowsInsecureKDFForTesting
         configuration.rollbackProtection = options.rollbackProtection
         configuration.present = options.present
         let service = AgentService(ring: KeyRing(clock: clock, log: log), configuration: configuration, log: log)
-        listener = try AgentListener(socketPath: socketPath, service: service, exitWhenEmptyAfter: options.exitWhenEmptyAfterSeconds, log: log)
+        listener = try AgentListener(
+            socketPath: socketPath, adopted: options.adoptedSocket?.descriptor, service: service,
+            exitWhenEmptyAfter: options.exitWhenEmptyAfterSeconds, log: log)
     }
 
     /// Asks ``run()`` to return (one `write` to a pipe: safe from any thread, also before ``run()``).

@@ -189,20 +189,28 @@ package struct AgentCommand: ParsableCommand {
         abstract: "Run the agent in the foreground (for a service manager); 'vault agent status' shows what is unlocked.",
         subcommands: [Run.self, Status.self, Stop.self], defaultSubcommand: Run.self)
 
-    /// The `vault` executable (the agent runs as `vault agent`, not `vault-net`, which links the network stack).
+    /// The `vault` executable (the agent runs as `vault agent`, not `vault-net`, which links the network stack): next
+    /// to this one, or, for a vault-net a package keeps in PREFIX/lib/vault, PREFIX/bin/vault.
     package static var executable: String {
-        let sibling = URL(fileURLWithPath: ownExecutable).deletingLastPathComponent().appendingPathComponent("vault").path
-        return FileManager.default.isExecutableFile(atPath: sibling) ? sibling : ownExecutable
+        let directory = URL(fileURLWithPath: ownExecutable).deletingLastPathComponent()
+        var candidates = [directory.appendingPathComponent("vault").path]
+        if directory.lastPathComponent == "vault", directory.deletingLastPathComponent().lastPathComponent == "lib" {
+            candidates.append(directory.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("bin/vault").path)
+        }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? ownExecutable
     }
 
     /// This program's executable.
-    static var ownExecutable: String {
+    package static var ownExecutable: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
     /// How long an agent a client started holds on with nothing unlocked and no client: then it ends (docs/AGENT.md,
     /// "When the agent ends"), and the next unlock starts another.
     package static let backgroundEmptyExit = "60s"
+
+    /// The name (`FileDescriptorName=`) of the agent's socket among those a service manager hands in.
+    package static let activatedSocketName = "vault-agent"
 
     /// The command a client runs to start an agent in the background (``AgentClient/connectStarting(command:socketPath:)``).
     package static var startCommand: [String] { startCommand(postQuantum: false) }
@@ -215,11 +223,15 @@ package struct AgentCommand: ParsableCommand {
 
     package struct Run: ParsableCommand {
         package init() {}
-        package static let configuration = CommandConfiguration(commandName: "run", abstract: "Run the agent in the foreground.")
+        package static let configuration = CommandConfiguration(
+            commandName: "run", abstract: "Run the agent in the foreground.",
+            discussion: """
+                Started by a service manager with a listening socket handed in (systemd's socket activation: LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES), it serves that socket (the one named '\(AgentCommand.activatedSocketName)', or the only one) instead of binding its own, and ends after \(AgentCommand.backgroundEmptyExit) holding nothing unless --exit-when-empty says otherwise: the next client starts it again.
+                """)
 
         @Option(
             name: .customLong("exit-when-empty"),
-            help: "End once nothing has been unlocked and no client heard from for this long (default: run until stopped; an agent a command starts in the background uses \(AgentCommand.backgroundEmptyExit)).")
+            help: "End once nothing has been unlocked and no client heard from for this long (default: run until stopped; an agent a command starts in the background, or a service manager on a socket it hands in, uses \(AgentCommand.backgroundEmptyExit)).")
         var exitWhenEmpty: Duration?
 
         package func run() throws {
@@ -229,6 +241,18 @@ package struct AgentCommand: ParsableCommand {
                 options.rollbackProtection = .standard
                 options.allowsInsecureKDFForTesting = Posix.environment("VAULT_TESTING_INSECURE_KDF") == "1"
                 options.exitWhenEmptyAfterSeconds = exitWhenEmpty.map { Double($0.seconds) }
+                if let activation = try SocketActivation.inherited() {
+                    guard let socket = activation.socket(named: AgentCommand.activatedSocketName) else {
+                        throw AgentError.cannotStart(
+                            socket: "(socket activation)",
+                            reason: "\(activation.sockets.count) sockets were handed in and none is named '\(AgentCommand.activatedSocketName)' (FileDescriptorName=)")
+                    }
+                    options.adoptedSocket = socket
+                    if exitWhenEmpty == nil { options.exitWhenEmptyAfterSeconds = Double(Duration(argument: AgentCommand.backgroundEmptyExit)!.seconds) }
+                    if socket.path != AgentSocket.defaultPath {
+                        writeToStderr("vault agent: note: the socket handed in, \(socket.path), is not where clients look (\(AgentSocket.defaultPath)): set VAULT_AGENT_SOCK for them\n")
+                    }
+                }
                 options.present = { error in
                     let reportable = error as? any CLIReportable
                     return AgentFailure(

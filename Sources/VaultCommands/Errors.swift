@@ -90,8 +90,10 @@ extension CLIReportable where Self: CustomStringConvertible {
 }
 
 extension VaultError: CLIReportable {
-    /// A mass deletion names every entry it would delete (the message shows five).
+    /// A corrupt file's rule (docs/FORMAT.md's name of the check it failed: `bad_clock`, `bad_field`, …) beside
+    /// the code `corrupt`, for programs; a mass deletion names every entry it would delete (the message shows five).
     package var details: [String: Any] {
+        if case .corrupt(_, let reason) = self { return ["rule": reason.code] }
         if case .massDeletion(_, let names) = self { return ["names": names] }
         return [:]
     }

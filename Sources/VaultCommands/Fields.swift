@@ -69,6 +69,15 @@ func allVersions(of name: String, in vault: any KeyValueVault) throws -> [EntryR
     return versions
 }
 
+/// Version `version` (nil: the current one) of `versions`, newest first.
+func pick(_ version: Int?, of versions: [EntryRecord], name: String) throws -> EntryRecord {
+    guard let version else { return versions[0] }
+    guard let found = versions.first(where: { $0.version == version }) else {
+        throw VaultError.noSuchVersion(key: name, version: version)
+    }
+    return found
+}
+
 extension HybridTimestamp {
     /// The wall time, ISO 8601 in UTC with milliseconds.
     var iso8601: String {
@@ -100,21 +109,32 @@ package struct Show: ParsableCommand {
     @Flag(help: "Show the values of secret fields (password, otp, and fields marked secret).")
     var reveal = false
 
+    // Declared here so that `show NAME --version 1` is this option, never the program's --version.
+    @Option(help: ArgumentHelp("Show this version: 0 the current one, 1 the newest earlier one ('vault history NAME' numbers them).", valueName: "n"))
+    var version: Int?
+
+    package func validate() throws {
+        if let version, version < 0 { throw ValidationError("--version takes 0 (the current version) or more") }
+    }
+
     package func run() throws {
         try reportingErrors(json: options.json) {
             let name = try entry.resolve()
             try withVault(options) { vault in
                 let versions = try allVersions(of: name, in: vault)
-                let current = versions[0]
+                let current = try pick(version, of: versions, name: name)
                 if options.json {
-                    try writeJSON([
+                    var object: [String: Any] = [
                         "name": current.name, "id": current.id.description, "created": current.created.iso8601,
                         "modified": current.modified.iso8601, "replica": current.modified.replica.description,
                         "earlier_versions": versions.count - 1, "fields": current.fields.map { $0.json(reveal: reveal) },
-                    ])
+                    ]
+                    if let version { object["version"] = version }
+                    try writeJSON(object)
                     return
                 }
                 var text = "name: \(TerminalText.escaped(current.name))\n"
+                if let version { text += "version: \(version)\(current.conflict ? " (conflict)" : "")\n" }
                 text += "id: \(current.id)\n"
                 text += "created: \(current.created.iso8601)\n"
                 text += "modified: \(current.modified.iso8601) (replica \(current.modified.replica))\n"
@@ -141,12 +161,21 @@ package struct History: ParsableCommand {
     @Flag(help: "Show the values of secret fields.")
     var reveal = false
 
+    // Declared here so that `history NAME --version 1` is this option, never the program's --version.
+    @Option(help: ArgumentHelp("List only this version: 0 the current one, 1 the newest earlier one.", valueName: "n"))
+    var version: Int?
+
+    package func validate() throws {
+        if let version, version < 0 { throw ValidationError("--version takes 0 (the current version) or more") }
+    }
+
     package func run() throws {
         try reportingErrors(json: options.json) {
             let name = try entry.resolve()
             try withVault(options) { vault in
-                let versions = try allVersions(of: name, in: vault)
-                let current = versions[0]
+                let all = try allVersions(of: name, in: vault)
+                let current = all[0]
+                let versions = try version.map { [try pick($0, of: all, name: name)] } ?? all
                 if options.json {
                     try writeJSON([
                         "name": current.name, "id": current.id.description,

@@ -91,23 +91,24 @@ package enum QuickPath {
     package static let requireVariable = "VAULT_TESTING_REQUIRE_QUICK_PATH"
     package static let requiredButDeclinedExitCode: Int32 = 70
 
-    /// Runs `arguments` (without the program's name) and exits, when they are a plain form (``parse(_:)``) and
-    /// the agent holds the vault; otherwise returns, having read nothing from stdin and written nothing.
-    package static func runIfAgentHoldsVault(_ arguments: [String]) {
-        guard let vault = heldVault(arguments) else {
-            if Posix.environment(requireVariable) == "1" {
-                writeToStderr("vault: the quick path left this command to the parser (\(requireVariable) is set)\n")
-                exit(requiredButDeclinedExitCode)
-            }
-            return
-        }
+    /// Runs `invocation` (a plain form: ``parse(_:)``) and exits when the agent holds the vault; otherwise returns,
+    /// having read nothing from stdin and written nothing.
+    package static func runIfAgentHoldsVault(_ invocation: Invocation) {
+        guard let vault = heldVault(invocation) else { return declined() }
         run(vault.invocation, on: vault.vault)
     }
 
+    /// A command line the quick path does not take (not a plain form, or the agent does not hold the vault) goes
+    /// to the parser; under the test hook (``requireVariable``) it fails instead.
+    package static func declined() {
+        guard Posix.environment(requireVariable) == "1" else { return }
+        writeToStderr("vault: the quick path left this command to the parser (\(requireVariable) is set)\n")
+        exit(requiredButDeclinedExitCode)
+    }
+
     /// The invocation and the vault the agent holds for it, or `nil` when the quick path does not apply.
-    private static func heldVault(_ arguments: [String]) -> (invocation: Invocation, vault: any KeyValueVault)? {
-        guard let invocation = parse(arguments), VaultOptions.problem(vaultPath: invocation.vaultPath) == nil
-        else { return nil }
+    private static func heldVault(_ invocation: Invocation) -> (invocation: Invocation, vault: any KeyValueVault)? {
+        guard VaultOptions.problem(vaultPath: invocation.vaultPath) == nil else { return nil }
         let path = VaultOptions.resolvedPath(invocation.vaultPath)
         // As ``AgentAccess/vault(for:mayPrompt:)``: no agent, a locked vault, an unsafe socket directory or an
         // agent of another version all go to the ordinary path, which reports what needs reporting.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CVaultSystem
 import FoundationEssentials
 import Glibc
 import VaultCore
@@ -156,11 +157,24 @@ struct ForwardingStub<Position: StubPosition>: ParsableCommand {
 
 /// Runs `vault-net`, which must sit next to `vault`, in place of this process.
 package enum VaultNetBinary {
-    /// `vault-net` in the directory of this executable.
+    /// `vault-net` in the directory the build named (`VAULT_LIBEXECDIR`: scripts/install builds with `lib/vault`,
+    /// relative to the prefix vault is installed in, so a package keeps it in `/usr/lib/vault` as git keeps its helpers
+    /// in `git-core`) when it is there, else in the directory of this executable.
     static var path: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("vault-net").path
+        path(libexecDirectory: String(cString: vault_libexec_directory()), executable: AgentCommand.ownExecutable)
+    }
+
+    /// ``path`` for a build setting and an executable's path: a relative `libexecDirectory` is taken from the prefix
+    /// (`PREFIX/bin/vault` → `PREFIX/lib/vault/vault-net`), an absolute one as it is.
+    package static func path(libexecDirectory: String, executable: String) -> String {
+        let directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        if !libexecDirectory.isEmpty {
+            let packaged = libexecDirectory.hasPrefix("/")
+                ? libexecDirectory + "/vault-net"
+                : directory.deletingLastPathComponent().appendingPathComponent(libexecDirectory).appendingPathComponent("vault-net").path
+            if access(packaged, X_OK) == 0 { return packaged }
+        }
+        return directory.appendingPathComponent("vault-net").path
     }
 
     /// Executes `vault-net` with `arguments` (a full argv: the first is replaced by its path), the same
@@ -170,7 +184,7 @@ package enum VaultNetBinary {
         let argv = ([path] + arguments.dropFirst()).map { strdup($0) } + [nil]
         execv(path, argv)
         let reason = String(cString: strerror(errno))
-        writeToStderr("vault: cannot run '\(path)': \(reason)\nhint: vault-net must be installed next to vault\n")
+        writeToStderr("vault: cannot run '\(path)': \(reason)\nhint: vault-net must be installed next to vault\(String(cString: vault_libexec_directory()).isEmpty ? "" : " or in PREFIX/" + String(cString: vault_libexec_directory()))\n")
         exit(Exit.failure)
     }
 }

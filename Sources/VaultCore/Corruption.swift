@@ -58,14 +58,18 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
     /// Version 2: two entries, or an entry and a tombstone, or two tombstones, have one id.
     case duplicateID
     /// Version 2: a replica table not strictly increasing by replica id, a timestamp naming a replica beyond the
-    /// table, or an entry created after it was modified.
-    case badClock
+    /// table, or an entry created after it was modified; version 3's seen and dropped times and tombstone stamps
+    /// out of their bounds. Which rule: ``ClockRule`` (one code, `bad_clock`, for all).
+    case badClock(ClockRule)
     /// Version 2: a variable-length integer (`uvar`) not in its shortest form or beyond 64 bits.
     case badVarint
     /// Version 2: entry `index` has a history beyond its caps or malformed.
     case badHistory(entry: Int)
     /// Version 3: a tombstone's `kept` byte other than 0 or 1.
     case badTombstone
+    /// Version 3: `reason` found in the version tombstone `index` keeps (its name, stamp or fields): the code is
+    /// `reason`'s, the message names the tombstone rather than an entry.
+    indirect case inKeptVersion(tombstone: Int, Corruption)
 
     /// A stable snake_case code, for programs (JSON, logs): it does not change when the wording does.
     public var code: String {
@@ -97,6 +101,7 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badField: return "bad_field"
         case .duplicateID: return "duplicate_id"
         case .badClock: return "bad_clock"
+        case .inKeptVersion(_, let reason): return reason.code
         case .badHistory: return "bad_history"
         case .badTombstone: return "bad_tombstone"
         case .badVarint: return "bad_varint"
@@ -131,10 +136,85 @@ public enum Corruption: Equatable, Sendable, CustomStringConvertible {
         case .badName(let index): return "entry \(index) has a name with a control character"
         case .badField(let index): return "entry \(index) has a malformed field"
         case .duplicateID: return "duplicate entry id"
-        case .badClock: return "malformed clocks (replica table out of order, an unknown replica, or created after modified)"
+        case .badClock(let rule): return "malformed clocks: \(rule)"
+        case .inKeptVersion(let tombstone, let reason):
+            // The inner message names the position an entry would have ("entry N ..."): name the tombstone instead.
+            let text = reason.description
+            let words = text.split(separator: " ", maxSplits: 2)
+            if words.count == 3, words[0] == "entry", Int(words[1]) != nil { return "tombstone \(tombstone)'s kept version \(words[2])" }
+            return "tombstone \(tombstone)'s kept version: \(text)"
         case .badHistory(let index): return "entry \(index) has a malformed history"
         case .badTombstone: return "a tombstone is malformed"
         case .badVarint: return "a number not in its shortest form"
+        }
+    }
+}
+
+/// Which clock rule a file broke (docs/FORMAT.md, versions 2 and 3): ``Corruption/badClock(_:)``'s detail, in the
+/// message only (the code stays `bad_clock`).
+public enum ClockRule: Equatable, Sendable, CustomStringConvertible {
+    /// Replica `index` of the table does not have a larger id than the one before it.
+    case replicaOrder(index: Int)
+    /// Replica `index`'s `dropped` mark is above its own time.
+    case droppedAboveTime(index: Int)
+    /// Replica `index`'s `seen_count` is above the number of replicas.
+    case seenCountAboveTable(index: Int)
+    /// Replica `index`'s `seen` list names a replica beyond the table, or not in increasing order.
+    case seenIndex(index: Int)
+    /// Replica `index` has seen time 0 of a replica.
+    case seenTimeZero(index: Int)
+    /// Replica `index` has seen a time above the table's time of that replica.
+    case seenAboveTable(index: Int)
+    /// A stamp of `place` names a replica beyond the table.
+    case unknownReplica(place: String)
+    /// Entry `index`'s age is above its modified time: it would have been created before the epoch.
+    case createdBeforeEpoch(entry: Int)
+    /// Tombstone `index` deleted a version (`of`) later than the deletion.
+    case deletedVersionAfterDeletion(tombstone: Int)
+    /// Tombstone `index` keeps a version not made after the version it deleted and before the deletion.
+    case keptOutsideDeletion(tombstone: Int)
+
+    /// The rule's name and its argument (an index, or the place), as strings: the agent's wire carries them.
+    public var parts: (name: String, argument: String) {
+        switch self {
+        case .replicaOrder(let index): return ("replica_order", "\(index)")
+        case .droppedAboveTime(let index): return ("dropped_above_time", "\(index)")
+        case .seenCountAboveTable(let index): return ("seen_count_above_table", "\(index)")
+        case .seenIndex(let index): return ("seen_index", "\(index)")
+        case .seenTimeZero(let index): return ("seen_time_zero", "\(index)")
+        case .seenAboveTable(let index): return ("seen_above_table", "\(index)")
+        case .unknownReplica(let place): return ("unknown_replica", place)
+        case .createdBeforeEpoch(let index): return ("created_before_epoch", "\(index)")
+        case .deletedVersionAfterDeletion(let index): return ("deleted_version_after_deletion", "\(index)")
+        case .keptOutsideDeletion(let index): return ("kept_outside_deletion", "\(index)")
+        }
+    }
+
+    /// The rule ``parts`` gave.
+    public init?(name: String, argument: String) {
+        if name == "unknown_replica" { self = .unknownReplica(place: argument); return }
+        guard let index = Int(argument) else { return nil }
+        let made: [(Int) -> ClockRule] = [
+            { .replicaOrder(index: $0) }, { .droppedAboveTime(index: $0) }, { .seenCountAboveTable(index: $0) },
+            { .seenIndex(index: $0) }, { .seenTimeZero(index: $0) }, { .seenAboveTable(index: $0) },
+            { .createdBeforeEpoch(entry: $0) }, { .deletedVersionAfterDeletion(tombstone: $0) }, { .keptOutsideDeletion(tombstone: $0) },
+        ]
+        guard let rule = made.lazy.map({ $0(index) }).first(where: { $0.parts.name == name }) else { return nil }
+        self = rule
+    }
+
+    public var description: String {
+        switch self {
+        case .replicaOrder(let index): return "replica \(index) of the table is not above the one before it (the table is ordered by replica id)"
+        case .droppedAboveTime(let index): return "replica \(index)'s dropped mark is above its time"
+        case .seenCountAboveTable(let index): return "replica \(index) has seen more replicas than the table holds"
+        case .seenIndex(let index): return "replica \(index)'s seen list names a replica beyond the table or out of order"
+        case .seenTimeZero(let index): return "replica \(index) has seen time 0 of a replica"
+        case .seenAboveTable(let index): return "replica \(index) has seen a time above the table's time of that replica"
+        case .unknownReplica(let place): return "\(place) names a replica beyond the table"
+        case .createdBeforeEpoch(let index): return "entry \(index)'s age is above its modified time"
+        case .deletedVersionAfterDeletion(let index): return "tombstone \(index) deleted a version later than the deletion"
+        case .keptOutsideDeletion(let index): return "tombstone \(index) keeps a version not made between the version deleted and the deletion"
         }
     }
 }

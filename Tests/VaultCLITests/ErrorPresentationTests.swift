@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import VaultCommands
 import VaultCore
@@ -26,5 +27,23 @@ import VaultTerminal
             #expect(error.code == code)
         }
         #expect(VaultError.unsafePermissions(path: "/v", reason: "r", hint: "h").hint == "h")
+    }
+
+    /// Issue 34 §5: `--json` names the spec's rule beside the code `corrupt`, and a clock error says which rule.
+    @Test func aCorruptFileNamesItsRuleInJSON() throws {
+        #expect(VaultError.corrupt(path: "/v", reason: .badPadding).details["rule"] as? String == "bad_padding")
+        #expect(VaultError.wrongPassphrase(path: "/v").details.isEmpty)
+        let box = try Sandbox()
+        let vector = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Vectors/v3/clock-dropped-above-time.vault")
+        let bytes = try Data(contentsOf: vector)
+        try FileManager.default.createDirectory(atPath: box.directory + "/vaults", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        FileManager.default.createFile(atPath: box.vaultPath, contents: bytes, attributes: [.posixPermissions: 0o600])
+        let result = try box.vault(["list", "--json"])
+        #expect(result.status == 6)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stderr.utf8)) as? [String: Any])
+        let error = try #require(object["error"] as? [String: Any])
+        #expect(error["code"] as? String == "corrupt" && error["rule"] as? String == "bad_clock", "\(result.stderr)")
+        #expect((error["message"] as? String)?.hasSuffix("malformed clocks: replica 0's dropped mark is above its time") == true, "\(result.stderr)")
     }
 }

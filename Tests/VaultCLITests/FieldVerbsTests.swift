@@ -138,6 +138,36 @@ import Testing
         #expect(try fileBytes(box) == before)
     }
 
+    /// Issue 35 §5: `--version N` of `show` and `history` is the entry's version, never the program's `--version`.
+    @Test func showAndHistoryTakeVersionAsTheEntrysVersion() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        for value in ["one", "two"] {
+            #expect(try box.vault(["put", "k", "--force"], stdin: Data(value.utf8)).status == 0)
+        }
+        let shown = try box.vault(["show", "k", "--version", "1", "--reveal"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stdoutText.hasPrefix("name: k\nversion: 1\nid: ") && shown.stdoutText.hasSuffix("\npassword: one\n"), "\(shown.stdoutText)")
+        let shownJSON = try json(box.vault(["show", "k", "--version", "0", "--reveal", "--json"]))
+        #expect(shownJSON["version"] as? Int == 0 && (shownJSON["fields"] as? [[String: Any]])?.first?["value"] as? String == "two")
+        let history = try box.vault(["history", "k", "--version", "1", "--reveal"])
+        #expect(history.status == 0 && history.stdoutText.hasPrefix("version 1  ") && history.stdoutText.hasSuffix("\n  password: one\n"),
+            "\(history.stdoutText) \(history.stderr)")
+        #expect(!history.stdoutText.contains("version 0"))
+        let only = try json(box.vault(["history", "k", "--version", "0", "--json"]))
+        #expect((only["versions"] as? [[String: Any]])?.map { $0["version"] as? Int } == [0])
+
+        for verb in ["show", "history"] {
+            let missing = try box.vault([verb, "k", "--version", "5"])
+            #expect(missing.status == 2 && missing.stderr == "vault: entry 'k' has no version 5\nhint: 'vault history NAME' shows the versions\n",
+                "\(verb): \(missing.stderr)")
+            let negative = try box.vault([verb, "k", "--version", "-1"])
+            #expect(negative.status == 64 && negative.stdout.isEmpty, "\(verb): \(negative.stderr)")
+        }
+        // The program's own version stays where it is.
+        #expect(try box.vault(["--version"], passphrase: false).stdoutText == "0.1.0\n")
+    }
+
     @Test func badFieldInputIsRefusedAndWritesNothing() throws {
         let box = try Sandbox()
         try box.initVault()

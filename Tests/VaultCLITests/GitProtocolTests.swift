@@ -218,12 +218,20 @@ import Testing
         return repository.deletingLastPathComponent().appendingPathComponent("shared/peer-tests/git/run-t0303.sh").path
     }
 
+    static var t0303IsPresent: Bool { FileManager.default.isExecutableFile(atPath: t0303Script) }
+
     /// t/t0303-credential-external.sh of the installed git's sources, with the timeout tests, against
     /// `vault credential --passphrase-file P` (git builds its test-tool once into the cache: ~3 minutes).
-    @Test func gitsOwnHelperTestSuitePasses() throws {
+    ///
+    /// On a clone without the peer tests (the README's test command on any machine) it is skipped, saying how to get
+    /// them; only under CI (`CI=true`) is their absence a failure.
+    @Test(.enabled(
+        if: t0303IsPresent || ProcessInfo.processInfo.environment["CI"] == "true",
+        "git's helper test suite is absent: put the peer tests (git/run-t0303.sh and git-VERSION.tar.xz of the installed git's sources) in ../shared/peer-tests next to the repository, or set VAULT_PEER_TESTS"))
+    func gitsOwnHelperTestSuitePasses() throws {
         let script = Self.t0303Script
-        guard FileManager.default.isExecutableFile(atPath: script) else {
-            Issue.record("git's helper test suite is missing: no executable \(script) (the peer tests live in ../shared/peer-tests next to the repository, or set VAULT_PEER_TESTS)")
+        guard Self.t0303IsPresent else {
+            Issue.record("git's helper test suite is missing under CI: no executable \(script) (the peer tests live in ../shared/peer-tests next to the repository, or set VAULT_PEER_TESTS)")
             return
         }
         try box.initVault()

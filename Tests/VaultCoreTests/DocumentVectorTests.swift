@@ -145,6 +145,49 @@ struct DocumentVectorTests {
         }
     }
 
+    /// Issue 34 §5: each clock rule says which (the code stays `bad_clock`), and an error in a tombstone's kept
+    /// version names the tombstone, not "entry 0".
+    @Test(arguments: [
+        ("v2/clock-age-above-modified.vault", "malformed clocks: entry 0's age is above its modified time"),
+        ("v3/clock-dropped-above-time.vault", "malformed clocks: replica 0's dropped mark is above its time"),
+        ("v2/clock-modified-index-beyond.vault", "malformed clocks: entry 0 names a replica beyond the table"),
+        ("v3/clock-of-index-beyond.vault", "malformed clocks: tombstone 0 names a replica beyond the table"),
+        ("v3/clock-of-after-deleted.vault", "malformed clocks: tombstone 0 deleted a version later than the deletion"),
+        ("v3/clock-kept-below-of.vault", "malformed clocks: tombstone 0 keeps a version not made between the version deleted and the deletion"),
+    ])
+    func clockErrorsSayWhichRuleAndWhere(file: String, message: String) throws {
+        let bytes = try #require(FileManager.default.contents(atPath: Self.root.appendingPathComponent("Vectors/" + file).path))
+        #expect {
+            _ = try VaultDocument.open(Array(bytes), with: .passphrase(SecureBytes(string: Self.passphrase)), label: file, policy: .insecureForTesting)
+        } throws: { error in
+            guard case VaultError.corrupt(_, let reason) = error else { return false }
+            return reason.code == "bad_clock" && reason.description == message
+        }
+    }
+
+    /// Every `bad_clock` vector of version 3 gives a message of its own rule: none is the old catch-all.
+    @Test func everyClockVectorNamesItsRule() throws {
+        var messages: Set<String> = []
+        for file in Self.names where file.hasPrefix("v3/") && Self.expected[file]?["code"] as? String == "bad_clock" {
+            let bytes = try #require(FileManager.default.contents(atPath: Self.root.appendingPathComponent("Vectors/" + file).path))
+            do {
+                _ = try VaultDocument.open(Array(bytes), with: .passphrase(SecureBytes(string: Self.passphrase)), label: file, policy: .insecureForTesting)
+                Issue.record("\(file) opened")
+            } catch VaultError.corrupt(_, .badClock(let rule)) {
+                messages.insert(rule.parts.name)
+                #expect(ClockRule(name: rule.parts.name, argument: rule.parts.argument) == rule, "\(file)")
+            }
+        }
+        #expect(messages.count >= 8, "rules seen: \(messages.sorted())")
+    }
+
+    @Test func aFieldErrorInAKeptVersionNamesTheTombstone() {
+        let reason = Corruption.inKeptVersion(tombstone: 2, .badField(entry: 0))
+        #expect(reason.code == "bad_field")
+        #expect(reason.description == "tombstone 2's kept version has a malformed field")
+        #expect(Corruption.inKeptVersion(tombstone: 0, .badVarint).description == "tombstone 0's kept version: a number not in its shortest form")
+    }
+
     /// The valid vectors opened against each other share entries (so the comparison above tries the sharing parse).
     @Test func validVectorsOpenedAgainstEachOtherShareEntries() throws {
         var shared = 0

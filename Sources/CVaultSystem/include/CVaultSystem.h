@@ -55,4 +55,9 @@ int vault_spawn_tool(const char *file, char *const argv[], char *const envp[], i
    limit now in force, or -1 with errno. */
 long vault_raise_open_files_limit(void);
 
+/* The directory vault looks for vault-net in before its own (as git keeps its helpers in git-core), set at build time
+   (VAULT_LIBEXECDIR=lib/vault swift build ...: Package.swift; relative to the installation prefix, or absolute);
+   "" when not set: vault-net is next to vault. */
+const char *vault_libexec_directory(void);
+
 #endif

@@ -86,12 +86,12 @@ extension DocumentBody {
             var table: [ReplicaID] = []
             table.reserveCapacity(replicaCount)
             var previous: UInt64?
-            var rows: [(ReplicaID, [(index: Int, time: UInt64)])] = []
-            for _ in 0..<replicaCount {
+            var rows: [(position: Int, replica: ReplicaID, seen: [(index: Int, time: UInt64)])] = []
+            for position in 0..<replicaCount {
                 try need(16, 0)
                 let id = reader.readUInt64()
                 let packed = reader.readUInt64()
-                if let previous, id <= previous { throw corrupt(.badClock) }  // sorted, unique
+                if let previous, id <= previous { throw corrupt(.badClock(.replicaOrder(index: position))) }  // sorted, unique
                 previous = id
                 let replica = ReplicaID(rawValue: id)
                 table.append(replica)
@@ -99,20 +99,22 @@ extension DocumentBody {
                 guard v3 else { continue }
                 try need(8, 0)
                 let dropped = reader.readUInt64()
-                guard dropped <= packed else { throw corrupt(.badClock) }
+                guard dropped <= packed else { throw corrupt(.badClock(.droppedAboveTime(index: position))) }
                 if dropped > 0 { sync.dropped[replica] = dropped }
                 let seenCount = try number(0, limit: replicaCount)
-                guard seenCount <= replicaCount else { throw corrupt(.badClock) }
+                guard seenCount <= replicaCount else { throw corrupt(.badClock(.seenCountAboveTable(index: position))) }
                 var row: [(index: Int, time: UInt64)] = []
                 for _ in 0..<seenCount {
                     let at = try uvar(0)
-                    guard at < UInt64(replicaCount), row.last.map({ UInt64($0.index) < at }) ?? true else { throw corrupt(.badClock) }
+                    guard at < UInt64(replicaCount), row.last.map({ UInt64($0.index) < at }) ?? true else {
+                        throw corrupt(.badClock(.seenIndex(index: position)))
+                    }
                     try need(8, 0)
                     let time = reader.readUInt64()
-                    guard time > 0 else { throw corrupt(.badClock) }
+                    guard time > 0 else { throw corrupt(.badClock(.seenTimeZero(index: position))) }
                     row.append((Int(at), time))
                 }
-                if !row.isEmpty { rows.append((replica, row)) }
+                if !row.isEmpty { rows.append((position, replica, row)) }
             }
             // The reference's entries are shared under the same table only (their bytes index it).
             if let reference {
@@ -127,18 +129,22 @@ extension DocumentBody {
                 arena.reserve(plaintext.count)
             }
             // A replica's view holds no time above the table's (checked once the table is whole).
-            for (replica, row) in rows {
+            for (position, replica, row) in rows {
                 var seen: [ReplicaID: UInt64] = [:]
                 for (at, time) in row {
-                    guard time <= replicas[table[at]]!.packed else { throw corrupt(.badClock) }
+                    guard time <= replicas[table[at]]!.packed else { throw corrupt(.badClock(.seenAboveTable(index: position))) }
                     seen[table[at]] = time
                 }
                 sync.seen[replica] = seen
             }
+            /// The tombstone being read, once the entries are: what a message names in place of entry `index`.
+            var tombstone: Int?
             /// The replica of a table index, `bad_clock` beyond the table.
             func replica(_ index: Int) throws -> ReplicaID {
                 let at = try uvar(index)
-                guard at < UInt64(table.count) else { throw corrupt(.badClock) }
+                guard at < UInt64(table.count) else {
+                    throw corrupt(.badClock(.unknownReplica(place: tombstone.map { "tombstone \($0)" } ?? "entry \(index)")))
+                }
                 return table[Int(at)]
             }
             // 48 bits of milliseconds and a 16-bit counter fill the u64: every value is a valid time.
@@ -238,7 +244,7 @@ extension DocumentBody {
                 }
                 let modified = try stamp(index)
                 let age = try uvar(index)
-                guard age <= modified.packed else { throw corrupt(.badClock) }
+                guard age <= modified.packed else { throw corrupt(.badClock(.createdBeforeEpoch(entry: index))) }
                 let created = HybridTimestamp(packed: modified.packed - age, replica: try replica(index))
                 let current = try fields(entry: index)
                 try need(1, index)
@@ -293,7 +299,8 @@ extension DocumentBody {
             guard tombstoneCount <= reader.remaining / (v3 ? Self.smallestTombstoneV3 : Self.smallestTombstone) else {
                 throw corrupt(.entryCountExceedsData(count: tombstoneCount))
             }
-            for _ in 0..<tombstoneCount {
+            for position in 0..<tombstoneCount {
+                tombstone = position
                 try need(16, entryCount)
                 let id = DocumentID(high: reader.readBigEndian(), low: reader.readBigEndian())
                 let time = try stamp(entryCount)
@@ -302,20 +309,28 @@ extension DocumentBody {
                 if let mark = sync.dropped[time.replica], time.packed <= mark { throw corrupt(.badTombstone) }
                 if v3 {
                     let of = try stamp(entryCount)
-                    guard of <= time else { throw corrupt(.badClock) }
+                    guard of <= time else { throw corrupt(.badClock(.deletedVersionAfterDeletion(tombstone: position))) }
                     try need(1, entryCount)
                     let flag = reader.readUInt8()
                     guard flag <= 1 else { throw corrupt(.badTombstone) }
                     var kept: VaultDocument.Kept?
                     if flag == 1 {
-                        let name = try name(entryCount)
-                        let modified = try stamp(entryCount)
-                        guard modified > of, modified < time else { throw corrupt(.badClock) }
-                        try need(1, entryCount)
-                        let flags = reader.readUInt8()
-                        guard flags & ~1 == 0 else { throw corrupt(.badHistory(entry: entryCount)) }
-                        let keptFields = try fields(entry: entryCount)
-                        kept = VaultDocument.Kept(name: name, version: .init(fields: keptFields, modified: modified, conflict: flags & 1 == 1))
+                        do {
+                            let name = try name(entryCount)
+                            let modified = try stamp(entryCount)
+                            guard modified > of, modified < time else { throw corrupt(.badClock(.keptOutsideDeletion(tombstone: position))) }
+                            try need(1, entryCount)
+                            let flags = reader.readUInt8()
+                            guard flags & ~1 == 0 else { throw corrupt(.badHistory(entry: entryCount)) }
+                            let keptFields = try fields(entry: entryCount)
+                            kept = VaultDocument.Kept(name: name, version: .init(fields: keptFields, modified: modified, conflict: flags & 1 == 1))
+                        } catch VaultError.corrupt(let path, let reason) {
+                            // What the entries' rules found here is in this tombstone's kept version, not in an entry.
+                            switch reason {
+                            case .badClock, .badVarint: throw VaultError.corrupt(path: path, reason: reason)
+                            default: throw VaultError.corrupt(path: path, reason: .inKeptVersion(tombstone: position, reason))
+                            }
+                        }
                     }
                     if of != time || kept != nil { sync.deletions[id] = VaultDocument.Deletion(of: of, kept: kept) }
                 }

@@ -1,0 +1,61 @@
+import ArgumentParser
+import VaultCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where `vault`'s command line runs, decided from argv before ArgumentParser builds its command tree (which costs
+/// half of a short command's start: Benchmarks/README.md, "Size and start-up"). `vault`'s `main` asks
+/// ``decide(_:root:)`` once and ``run(root:)``s the answer; every rule that reads argv before the parser is here, in
+/// the order they apply.
+package enum Route: Equatable {
+    /// `vault --version` alone: ArgumentParser's own answer, printed without the tree.
+    case printVersion
+    /// A verb `vault-net` runs (``RoutedVerb/all``: the network verbs, import and export), or a command line that
+    /// needs age's post-quantum keys (``PostQuantumRoute``): `vault-net` is executed with this argv.
+    case vaultNet(arguments: [String])
+    /// A plain `get`, `put` or `list` (``QuickPath``): served without the parser when the agent holds the vault,
+    /// else routed as the rules after the quick path say (``beyondQuickPath(_:verbFirst:)``: only then are the
+    /// files a post-quantum check reads looked at).
+    case quickPath(QuickPath.Invocation, arguments: [String], verbFirst: [String])
+    /// ArgumentParser, in this process, with these arguments (without the program's name, the verb first).
+    case here(arguments: [String])
+
+    /// The route of `argv` (a full argv, the program's name first).
+    ///
+    /// In order: the program's name (`docker-credential-vault` is the docker verb); `--version` alone; options
+    /// before the verb moved after it (`vault --vault X list`); a verb vault-net runs; the quick path's plain forms;
+    /// post-quantum keys (which reads the files an option names, so it comes last).
+    package static func decide(_ argv: [String], root: ParsableCommand.Type) -> Route {
+        let arguments = RoutedVerb.dispatchingOnProgramName(argv)
+        if arguments.dropFirst().elementsEqual(["--version"]) { return .printVersion }
+        let verbFirst = [arguments[0]] + CommandLineRunner.verbFirst(Array(arguments.dropFirst()), root: root)
+        if RoutedVerb.forwarded(by: verbFirst) != nil { return .vaultNet(arguments: arguments) }
+        if let invocation = QuickPath.parse(Array(verbFirst.dropFirst())) {
+            return .quickPath(invocation, arguments: arguments, verbFirst: verbFirst)
+        }
+        return beyondQuickPath(arguments, verbFirst: verbFirst)
+    }
+
+    /// The rules after the quick path: vault-net for post-quantum keys, else ArgumentParser here.
+    static func beyondQuickPath(_ arguments: [String], verbFirst: [String]) -> Route {
+        PostQuantumRoute.needsVaultNet(verbFirst) ? .vaultNet(arguments: arguments) : .here(arguments: Array(verbFirst.dropFirst()))
+    }
+
+    /// Runs the route and exits.
+    package func run(root: ParsableCommand.Type) -> Never {
+        switch self {
+        case .printVersion:
+            try? writeToStdout(Root.version + "\n")
+            exit(0)
+        case .vaultNet(let arguments):
+            VaultNetBinary.execute(arguments)
+        case .quickPath(let invocation, let arguments, let verbFirst):
+            QuickPath.runIfAgentHoldsVault(invocation)
+            Self.beyondQuickPath(arguments, verbFirst: verbFirst).run(root: root)
+        case .here(let arguments):
+            QuickPath.declined()
+            CommandLineRunner.main(root, arguments: arguments)
+        }
+    }
+}

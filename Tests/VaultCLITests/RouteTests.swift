@@ -1,0 +1,38 @@
+import ArgumentParser
+import Testing
+import VaultCommands
+
+/// ``Route``: the one decision `vault`'s `main` makes from argv before ArgumentParser.
+@Suite struct RouteTests {
+    struct Root_: ParsableCommand {
+        static let configuration = Root.vaultConfiguration
+    }
+
+    func route(_ argv: [String]) -> Route { Route.decide(argv, root: Root_.self) }
+
+    @Test func versionAloneIsPrintedAndAVerbsVersionOptionIsTheVerbs() {
+        #expect(route(["vault", "--version"]) == .printVersion)
+        #expect(route(["/usr/bin/vault", "--version"]) == .printVersion)
+        #expect(route(["vault", "show", "k", "--version", "1"]) == .here(arguments: ["show", "k", "--version", "1"]))
+        #expect(route(["vault", "history", "k", "--version", "1"]) == .here(arguments: ["history", "k", "--version", "1"]))
+        #expect(route(["vault", "--version", "--help"]) == .here(arguments: ["--version", "--help"]))
+    }
+
+    @Test func networkVerbsAndTheirHelpGoToVaultNetWithTheWholeArgv() {
+        #expect(route(["vault", "sync", "s3://b/k"]) == .vaultNet(arguments: ["vault", "sync", "s3://b/k"]))
+        #expect(route(["vault", "--vault", "x.vault", "login", "https://h/"])
+            == .vaultNet(arguments: ["vault", "--vault", "x.vault", "login", "https://h/"]))
+        #expect(route(["vault", "help", "export"]) == .vaultNet(arguments: ["vault", "help", "export"]))
+    }
+
+    @Test func plainFormsTakeTheQuickPathWithOptionsMovedAfterTheVerb() {
+        let expected = QuickPath.Invocation(verb: .list, vaultPath: "x.vault", json: false)
+        #expect(route(["vault", "--vault", "x.vault", "list"])
+            == .quickPath(expected, arguments: ["vault", "--vault", "x.vault", "list"], verbFirst: ["vault", "list", "--vault", "x.vault"]))
+        #expect(route(["vault", "get", "k", "--field", "u"]) == .here(arguments: ["get", "k", "--field", "u"]))
+    }
+
+    @Test func theDockerHelpersProgramNameIsItsVerb() {
+        #expect(route(["/usr/bin/docker-credential-vault", "get"]) == .here(arguments: ["docker-credential", "get"]))
+    }
+}

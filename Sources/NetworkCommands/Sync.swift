@@ -47,6 +47,9 @@ package struct Sync: AsyncParsableCommand {
     @Flag(help: "Create the object again when it was deleted in the store since the last sync.")
     var recreate = false
 
+    @Flag(help: "Merge even when the other copy deletes more than 10 entries and more than a tenth of the vault (asked on a terminal).")
+    var acceptDeletions = false
+
     @OptionGroup var otherPassphrase: SecretSourceOptions<OtherPassphraseSecret>
 
     @Option(help: ArgumentHelp(
@@ -65,7 +68,7 @@ package struct Sync: AsyncParsableCommand {
                 guard storeOptions.isEmpty else {
                     throw CLIError.message("\(storeOptions.joined(separator: ", ")) need a remote (s3://… or bao://…); a git work tree has its own", exitCode: Exit.usage)
                 }
-                let outcome = try GitRepositorySync(options: options, dryRun: dryRun, otherPassphrase: otherPassphrase).run()
+                let outcome = try GitRepositorySync(options: options, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions).run()
                 return try report(outcome)
             }
             let local = OpenedOnce(options)
@@ -156,6 +159,7 @@ package struct Sync: AsyncParsableCommand {
         func vault() throws -> any DocumentEntries { try opened.entries() }
         var conditional = true
         let otherCopy = OtherCopyPassphrase(otherPassphrase)
+        let deletions = DeletionConsent(accepted: acceptDeletions)
         for attempt in 1...Self.attempts {
             outcome.attempts = attempt
             let localBytes = try local.loadForWrite()?.bytes
@@ -200,8 +204,10 @@ package struct Sync: AsyncParsableCommand {
                     return outcome
                 }
                 let entries = try vault()
-                let report = try otherCopy.merging(label: store.label) {
-                    try entries.merge(bytes, label: store.label, dryRun: dryRun, otherPassphrase: $0)
+                let report = try otherCopy.merging(label: store.label) { passphrase in
+                    try deletions.merging(label: store.label) {
+                        try entries.merge(bytes, label: store.label, dryRun: dryRun, otherPassphrase: passphrase, acceptDeletions: $0)
+                    }
                 }
                 outcome.merge = report
                 if !dryRun, !report.otherLacks, !report.written {

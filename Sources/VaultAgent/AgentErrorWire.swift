@@ -47,6 +47,9 @@ enum AgentErrorWire {
         case .unauthorizedKey(let path): return ("unauthorizedKey", [path])
         case .staleKey(let path): return ("staleKey", [path])
         case .notARecipient(let path): return ("notARecipient", [path])
+        case .clockAhead(let path, let replica, let milliseconds): return ("clockAhead", [path, "\(replica.rawValue)", "\(milliseconds)"])
+        case .untrustedCopy(let path, let reason): return ("untrustedCopy", [path, reason])
+        case .massDeletion(let path, let names): return ("massDeletion", [path] + names)
         }
     }
 
@@ -102,6 +105,11 @@ enum AgentErrorWire {
         case "unauthorizedKey" where count(1): return .unauthorizedKey(path: path(a[0]))
         case "staleKey" where count(1): return .staleKey(path: path(a[0]))
         case "notARecipient" where count(1): return .notARecipient(path: path(a[0]))
+        case "clockAhead" where count(3):
+            guard let replica: UInt64 = n(1), let milliseconds: UInt64 = n(2) else { return nil }
+            return .clockAhead(path: path(a[0]), replica: ReplicaID(rawValue: replica), milliseconds: milliseconds)
+        case "untrustedCopy" where count(2): return .untrustedCopy(path: path(a[0]), reason: a[1])
+        case "massDeletion" where a.count >= 1: return .massDeletion(path: path(a[0]), names: Array(a[1...]))
         default: return nil
         }
     }

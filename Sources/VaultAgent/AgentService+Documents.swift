@@ -22,7 +22,8 @@ extension AgentService {
             guard let other = request.first(.value) else { throw AgentError.badRequest("a request without a required field") }
             let bytes = request.payload.withUnsafeBytes { Array($0[other]) }
             let report = try document.merge(
-                bytes, label: try text(request, .source), dryRun: request.bool(.flags), otherPassphrase: request.secret(.passphrase))
+                bytes, label: try text(request, .source), dryRun: request.bool(.flags), otherPassphrase: request.secret(.passphrase),
+                acceptDeletions: request.strings(.code).contains("accept-deletions"))
             AgentWire.encode(report, into: reply)
         default:
             throw AgentError.badRequest("not an operation on a document")

@@ -99,11 +99,12 @@ public final class AgentVault: DocumentEntries {
         return try AgentWire.records(from: answer)
     }
 
-    public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport {
+    public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
         let answer = try client.request(.merge, path: path) { writer in
             writer.field(.source, label)
             other.withUnsafeBytes { writer.field(.value, $0) }
             writer.field(.flags, dryRun)
+            if acceptDeletions { writer.field(.code, "accept-deletions") }
             otherPassphrase?.withUnsafeBytes { writer.field(.passphrase, $0) }
         }
         return try AgentWire.mergeReport(from: answer)

@@ -91,9 +91,10 @@ extension CLIReportable where Self: CustomStringConvertible {
 
 extension VaultError: CLIReportable {
     /// A corrupt file's rule (docs/FORMAT.md's name of the check it failed: `bad_clock`, `bad_field`, …) beside
-    /// the code `corrupt`, for programs.
+    /// the code `corrupt`, for programs; a mass deletion names every entry it would delete (the message shows five).
     package var details: [String: Any] {
         if case .corrupt(_, let reason) = self { return ["rule": reason.code] }
+        if case .massDeletion(_, let names) = self { return ["names": names] }
         return [:]
     }
 
@@ -101,7 +102,7 @@ extension VaultError: CLIReportable {
         switch self {
         case .wrongPassphrase, .wrongIdentity: return Exit.authentication
         case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
-            .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault, .behindHorizon, .unauthorizedKey, .staleKey:
+            .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault, .behindHorizon, .unauthorizedKey, .staleKey, .clockAhead, .untrustedCopy:
             return Exit.corrupt
         case .keyChanged, .otherKey, .notARecipient: return Exit.authentication
         case .noSuchEntry, .noSuchVersion, .noSuchField: return Exit.notFound
@@ -111,7 +112,7 @@ extension VaultError: CLIReportable {
         case .busy, .storageConflict: return Exit.busy
         case .invalidEntryName, .invalidFileName, .invalidFieldName: return Exit.usage
         case .vaultNotFound, .vaultAlreadyExists, .notOpen, .valueTooLarge, .typeMismatch, .io, .cryptoFailure,
-            .vaultTooLarge, .generationExhausted, .clockExhausted:
+            .vaultTooLarge, .generationExhausted, .clockExhausted, .massDeletion:
             return Exit.failure
         }
     }
@@ -157,6 +158,9 @@ extension VaultError: CLIReportable {
         case .unauthorizedKey: return "unauthorized_key"
         case .staleKey: return "stale_key"
         case .notARecipient: return "not_a_recipient"
+        case .clockAhead: return "clock_ahead"
+        case .untrustedCopy: return "untrusted_copy"
+        case .massDeletion: return "mass_deletion"
         }
     }
 
@@ -186,6 +190,14 @@ extension VaultError: CLIReportable {
         case .notARecipient:
             return "ask someone who holds the vault to add your recipient ('vault recipients add'); 'vault identity show' prints it"
         case .noSuchEntry: return "'vault list' shows the names"
+        case .clockAhead:
+            return "the machine that wrote that copy has (or had) its clock set wrong: set it right, run 'vault repair --clocks' there, and merge again; nothing was merged"
+        case .untrustedCopy:
+            return "a copy that someone altered, or one taken from another vault's history; nothing was merged"
+        case .massDeletion:
+            return "'vault merge --dry-run' lists them; pass --accept-deletions if the other copy deleted them on purpose (each stays listed in its history elsewhere)"
+        case .clockExhausted:
+            return "'vault repair --clocks' brings clocks from the future back to now (values and history kept)"
         case .noSuchField: return "'vault show NAME' shows the entry's fields"
         case .noSuchVersion: return "'vault history NAME' shows the versions"
         case .needsVersion2: return "'vault upgrade' converts the vault to format version 3 (an older vault cannot open it then)"

@@ -16,11 +16,13 @@ package struct GitRepositorySync {
     package let options: VaultOptions
     package let dryRun: Bool
     package let otherPassphrase: OtherCopyPassphrase
+    package let deletions: DeletionConsent
 
-    package init(options: VaultOptions, dryRun: Bool, otherPassphrase: SecretSourceOptions<OtherPassphraseSecret>) {
+    package init(options: VaultOptions, dryRun: Bool, otherPassphrase: SecretSourceOptions<OtherPassphraseSecret>, acceptDeletions: Bool = false) {
         self.options = options
         self.dryRun = dryRun
         self.otherPassphrase = OtherCopyPassphrase(otherPassphrase)
+        self.deletions = DeletionConsent(accepted: acceptDeletions)
     }
 
     /// How many times a push rejected because the upstream moved is retried (fetch, merge, push again).
@@ -129,6 +131,8 @@ package struct GitRepositorySync {
                     if theirBlob.text == ourBlob.text {
                         fastForward = true
                     } else if let report = try? entries.merge(theirBytes, label: label, dryRun: true, otherPassphrase: nil), !report.otherLacks,
+                              // Many deletions at once are merged (and asked about), never fast-forwarded in silence.
+                              deletions.accepted || !report.isMassDeletion(outOf: (try? entries.keys().count) ?? 0),
                               let ours = try? DocumentHeader.parse(Merge.read(vaultPath), label: vaultPath, policy: .insecureForTesting),
                               let other = try? DocumentHeader.parse(theirBytes, label: label, policy: .insecureForTesting),
                               other.generation >= ours.generation {
@@ -138,8 +142,10 @@ package struct GitRepositorySync {
                 }
                 if !fastForward, let theirBytes, theirBlob.text != ourBlob.text {
                     // Merged here, with the key this vault opened with (a copy with another passphrase asks for it).
-                    outcome.merge.accumulate(try otherPassphrase.merging(label: label) {
-                        try entries.merge(theirBytes, label: label, dryRun: dryRun, otherPassphrase: $0)
+                    outcome.merge.accumulate(try otherPassphrase.merging(label: label) { passphrase in
+                        try deletions.merging(label: label) {
+                            try entries.merge(theirBytes, label: label, dryRun: dryRun, otherPassphrase: passphrase, acceptDeletions: $0)
+                        }
                     })
                 } else if !fastForward, theirBytes == nil {
                     writeToStderr("vault: warning: \(TerminalText.escaped(upstream)) has no '\(TerminalText.escaped(relative))' (deleted there?): this clone's vault is kept\n")

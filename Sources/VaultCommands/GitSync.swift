@@ -114,6 +114,10 @@ package struct GitCommand: ParsableCommand {
             } catch VaultError.otherKey {
                 writeToStderr("vault: cannot merge '\(shown)': one side has another passphrase (changed on another machine); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for it\n")
                 throw ExitCode(1)
+            } catch VaultError.massDeletion(_, let names) {
+                // The driver cannot ask: git's file stays as it is (a conflict), and sync asks.
+                writeToStderr("vault: cannot merge '\(shown)': theirs deletes \(names.count) entries (\(names.prefix(5).map { "'\(TerminalText.escaped($0))'" }.joined(separator: ", "))\(names.count > 5 ? ", ..." : "")); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks (or --accept-deletions)\n")
+                throw ExitCode(1)
             } catch let error as VaultError {
                 writeToStderr("vault: cannot merge '\(shown)': \(error)\n")
                 // Another vault, a version-1 file, a file that does not open: a conflict for git to show.

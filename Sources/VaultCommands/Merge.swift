@@ -15,7 +15,7 @@ package struct Merge: ParsableCommand {
         commandName: "merge",
         abstract: "Merge another copy of this vault into it, entry by entry, and say what changed.",
         discussion: """
-            Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it, the other gets '~' and the start of its id. Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written. Format version 2 on both sides.
+            Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it, the other gets '~' and the start of its id. Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written, and so is (exit 6) a copy with a clock more than a day ahead of this machine's and the vault's (clock_ahead: 'vault repair --clocks' on the machine that wrote it) or one that claims changes this machine never made (untrusted_copy). A merge that would delete more than 10 entries and more than a tenth of the vault asks on a terminal, else needs --accept-deletions (exit 1, mass_deletion, naming them). Format version 2 on both sides.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -25,6 +25,9 @@ package struct Merge: ParsableCommand {
 
     @Flag(help: "Say what the merge would change, and write nothing.")
     var dryRun = false
+
+    @Flag(help: "Merge even when the other copy deletes more than 10 entries and more than a tenth of the vault (asked on a terminal).")
+    var acceptDeletions = false
 
     @OptionGroup var otherPassphrase: SecretSourceOptions<OtherPassphraseSecret>
 
@@ -39,10 +42,15 @@ package struct Merge: ParsableCommand {
             // With an identity, the other copy's key may come from its x25519 stanza (a removal made elsewhere).
             let identities = try options.identityPath.map { try loadIdentities($0, passphraseFrom: options) } ?? []
             let report: MergeReport
+            let consent = DeletionConsent(accepted: acceptDeletions)
+            var entryCount = 0  // before a dry run: whether the merge would need --accept-deletions
             do {
                 report = try withVault(options) { vault in
-                    try OtherCopyPassphrase(otherPassphrase).merging(label: other) {
-                        try merge(bytes, into: vault, identities: identities, otherPassphrase: $0)
+                    if dryRun, !acceptDeletions { entryCount = try vault.keys().count }
+                    return try OtherCopyPassphrase(otherPassphrase).merging(label: other) { passphrase in
+                        try consent.merging(label: other) {
+                            try merge(bytes, into: vault, identities: identities, otherPassphrase: passphrase, acceptDeletions: $0)
+                        }
                     }
                 }
             } catch VaultError.missingOwnWrites(let path) where !options.acceptRollback {
@@ -51,8 +59,10 @@ package struct Merge: ParsableCommand {
                 var lenient = options
                 lenient.acceptRollback = true
                 report = try withVault(lenient) { vault in
-                    try OtherCopyPassphrase(otherPassphrase).merging(label: other) {
-                        try merge(bytes, into: vault, identities: identities, otherPassphrase: $0)
+                    try OtherCopyPassphrase(otherPassphrase).merging(label: other) { passphrase in
+                        try consent.merging(label: other) {
+                            try merge(bytes, into: vault, identities: identities, otherPassphrase: passphrase, acceptDeletions: $0)
+                        }
                     }
                 }
                 if !options.json {
@@ -70,6 +80,9 @@ package struct Merge: ParsableCommand {
                 return
             }
             try writeToStdout(Self.describe(report, other: other, into: options.resolvedPath, dryRun: dryRun))
+            if dryRun, !acceptDeletions, report.isMassDeletion(outOf: entryCount) {
+                writeToStderr("vault: note: the merge would delete \(report.deleted.count) of \(entryCount) entries: it asks on a terminal, else needs --accept-deletions\n")
+            }
             for replica in report.replicasAhead {
                 writeToStderr("vault: warning: replica \(replica)'s clock is more than a day ahead of this machine's; its entries are kept, its clock is not followed\n")
             }
@@ -106,12 +119,17 @@ package struct Merge: ParsableCommand {
     /// The other copy's bytes (its permissions are not ours to police: it is ciphertext, maybe on a USB stick).
     /// Merges `bytes` into `vault`; with `identities`, a copy under another data key opens with the first of them
     /// that has a stanza there (before `otherPassphrase` is tried). Through the agent, only the passphrase.
-    func merge(_ bytes: [UInt8], into vault: any KeyValueVault, identities: [any AgeStanzaIdentity], otherPassphrase: SecureBytes?) throws -> MergeReport {
+    func merge(
+        _ bytes: [UInt8], into vault: any KeyValueVault, identities: [any AgeStanzaIdentity], otherPassphrase: SecureBytes?, acceptDeletions: Bool
+    ) throws -> MergeReport {
         guard !identities.isEmpty, let local = vault as? DocumentVault else {
-            return try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun, otherPassphrase: otherPassphrase)
+            return try documentEntries(vault).merge(
+                bytes, label: other, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)
         }
         let label = other, key = VaultRecipientStanza.followingKey(identities)
-        return try local.merge(bytes, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: { try key($0, label) })
+        return try local.merge(
+            bytes, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: { try key($0, label) },
+            acceptDeletions: acceptDeletions)
     }
 
     static func read(_ path: String) throws -> [UInt8] {
@@ -161,6 +179,34 @@ package final class OtherCopyPassphrase {
             followedKey = true
             writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (its passphrase was changed): this vault now has that copy's passphrase and key\n")
             return report
+        }
+    }
+}
+
+/// `--accept-deletions`, or the question on a terminal, for a merge that would delete more than 10 entries and more
+/// than a tenth of the vault at once (``VaultError/massDeletion(path:names:)``): what such a merge needs. Elsewhere
+/// (no terminal, git's merge driver) the merge is refused, naming the entries, and nothing is written.
+package final class DeletionConsent {
+    package private(set) var accepted: Bool
+
+    package init(accepted: Bool) { self.accepted = accepted }
+
+    /// Runs `merge` (its argument: whether deletions are accepted); a mass deletion refused is asked about on a
+    /// terminal, and merged again (accepting) on yes.
+    package func merging(label: String, _ merge: (Bool) throws -> MergeReport) throws -> MergeReport {
+        do {
+            return try merge(accepted)
+        } catch VaultError.massDeletion(let path, let names) where !accepted {
+            guard isatty(0) == 1, let terminal = Terminal.controlling() else { throw VaultError.massDeletion(path: path, names: names) }
+            let shown = names.prefix(20).map { "  \(TerminalText.escaped($0))\n" }.joined() + (names.count > 20 ? "  … and \(names.count - 20) more\n" : "")
+            writeToStderr("vault: merging '\(TerminalText.escaped(label))' deletes \(names.count) entries:\n" + shown)
+            let answer = try terminal.readLine(prompt: "Delete these \(names.count) entries? [y/N] ")
+            let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
+            guard ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                throw CLIError.message("nothing merged: the deletions were not accepted", exitCode: Exit.failure)
+            }
+            accepted = true
+            return try merge(true)
         }
     }
 }

@@ -80,12 +80,21 @@ package enum RollbackGuard {
     /// which makes the file the reference): a lower generation of the same vault (``VaultError/rollbackDetected``),
     /// a data key the vault retired at a passphrase change (``VaultError/retiredKey(path:)``), and another vault
     /// than the one recorded (``VaultError/otherVault(path:)``). Without a record, the file becomes the reference.
+    /// `record` false: only the checks (a file refused for another reason after them raises nothing).
     static func checkAndRecord(
-        path: String, generation: UInt64, dataKey: SecureBytes, protection: RollbackProtection, accept: Bool
+        path: String, generation: UInt64, dataKey: SecureBytes, protection: RollbackProtection, accept: Bool, record: Bool = true
     ) throws {
         let canonical = canonicalPath(path)
         let id = vaultID(dataKey: dataKey)
         try update(protection: protection, canonicalPath: canonical) { old in
+            guard record else {
+                guard let old, old.path == canonical, !accept else { return nil }
+                if old.vaultID == id, generation < old.generation {
+                    throw VaultError.rollbackDetected(path: path, seenGeneration: old.generation, fileGeneration: generation)
+                }
+                if old.vaultID != id { throw old.retired.contains(id) ? VaultError.retiredKey(path: path) : VaultError.otherVault(path: path) }
+                return nil
+            }
             guard let old, old.path == canonical else { return Record(path: canonical, vaultID: id, generation: generation) }
             if old.vaultID == id {
                 guard generation < old.generation else {

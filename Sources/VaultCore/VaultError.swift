@@ -105,6 +105,17 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The age identity given has no stanza in `path` (or its stanza does not open), which has recipient stanzas:
     /// it is not, or no longer, a recipient of that vault.
     case notARecipient(path: String)
+    /// A copy to merge (`path`) holds a clock (a replica's time, a stamp, a `seen` time or a dropped mark) of
+    /// `replica` at `milliseconds`, more than a day ahead of this machine's wall clock and of every clock of the vault
+    /// it is merged into: taken in, it would hold back (or, at the end of time, stop) every later change. Nothing was
+    /// merged (docs/FORMAT.md, "Merging two copies").
+    case clockAhead(path: String, replica: ReplicaID, milliseconds: UInt64)
+    /// A copy to merge (`path`) claims what no copy of this vault can hold (`reason`): changes of this machine's own
+    /// replica that it never made, or deletions forgotten that cannot be old enough to be. Nothing was merged.
+    case untrustedCopy(path: String, reason: String)
+    /// A merge of `path` would delete `names` at once (more than 10 entries and more than a tenth of the vault):
+    /// nothing was merged; the caller asks, or the user passes `--accept-deletions`.
+    case massDeletion(path: String, names: [String])
 }
 
 extension VaultError: CustomStringConvertible {
@@ -194,6 +205,14 @@ extension VaultError: CustomStringConvertible {
             return "'\(path)' was written under the key this vault replaced at a key change other copies already have: nothing merged"
         case .notARecipient(let path):
             return "this identity is not (or no longer) a recipient of '\(path)'"
+        case .clockAhead(let path, let replica, let milliseconds):
+            let time = UTCTime.iso8601(milliseconds: Int64(clamping: milliseconds), fractional: false)
+            return "cannot merge '\(path)': it holds a clock of replica \(replica) at \(time), more than a day ahead of this machine's clock and of this vault's"
+        case .untrustedCopy(let path, let reason):
+            return "cannot merge '\(path)': \(reason)"
+        case .massDeletion(let path, let names):
+            let shown = names.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (names.count > 5 ? ", ..." : "")
+            return "merging '\(path)' would delete \(names.count) entries (\(shown)): nothing was merged"
         }
     }
 }

@@ -158,6 +158,8 @@ import VaultCore
             .corrupt(path: p, reason: .badRecipient(index: 1)), .corrupt(path: p, reason: .badAgeFile(index: 2)),
             .corrupt(path: p, reason: .duplicateRecipient(index: 3)), .corrupt(path: p, reason: .badKeyLink(index: 4)),
             .unauthorizedKey(path: p), .staleKey(path: p), .notARecipient(path: p),
+            .clockAhead(path: p, replica: ReplicaID(rawValue: 0xFEED), milliseconds: (1 << 48) - 1), .untrustedCopy(path: p, reason: "r"),
+            .massDeletion(path: p, names: ["a", "b"]), .massDeletion(path: p, names: []),
         ]
         for error in errors {
             let (name, arguments) = AgentErrorWire.encode(error)

@@ -141,6 +141,28 @@ import VaultTestSupport
         #expect(try m.list(m.b) == m.list(m.a))
     }
 
+    /// Issue 33 §3: another machine deleted 11 of 12 entries; this machine's sync (which would fast-forward) does not
+    /// take that in silence: without a terminal it stops (exit 1, mass_deletion, naming them, nothing changed), and
+    /// with --accept-deletions it syncs.
+    @Test(.enabled(if: git != nil, "needs git")) func manyDeletionsFromTheUpstreamNeedAcceptDeletions() throws {
+        let m = try Machines()
+        try m.a.unlock(["--vault", m.vaultA])
+        try m.b.unlock(["--vault", m.vaultB])
+        let names = (10..<22).map { "e\($0)" }
+        for name in names { try m.put(m.a, name, "v") }
+        #expect(try m.sync(m.a).status == 0)
+        #expect(try m.sync(m.b).status == 0)
+        #expect(try m.vault(m.a, ["delete", "--yes"] + names.dropLast()).status == 0)
+        #expect(try m.sync(m.a).status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: m.vaultB))
+        let refused = try m.sync(m.b, ["--json"])
+        #expect(refused.status == 1 && refused.stderr.contains(#""code":"mass_deletion""#) && refused.stderr.contains("e20"), "\(refused.stdoutText) \(refused.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: m.vaultB)) == before && m.list(m.b) == names)
+        let accepted = try m.sync(m.b, ["--accept-deletions"])
+        #expect(accepted.status == 0 && accepted.stdoutText.contains("11 deleted"), "\(accepted.stdoutText) \(accepted.stderr)")
+        #expect(try m.list(m.b) == ["e21"])
+    }
+
     /// The upstream reverts the vault to an older file (or deletes it) while this clone changed only another
     /// file: git alone would take the upstream's file (a driver runs only when both sides changed it); sync keeps
     /// this clone's vault, merged.

@@ -82,6 +82,30 @@ import VaultTestSupport
         #expect(text.status == 0 && text.stdoutText.hasSuffix("and s3://vault/team/shared.vault are the same\n"), "\(text.stdoutText) \(text.stderr)")
     }
 
+    /// Issue 33 §3: a sync that would delete more than 10 entries and a tenth of the vault stops without a terminal
+    /// (exit 1, mass_deletion, the local vault unchanged, nothing sent) until --accept-deletions.
+    @Test func manyDeletionsFromTheStoreNeedAcceptDeletions() throws {
+        let moto = try MotoS3(buckets: ["vault"])
+        defer { moto.stop() }
+        let a = try Machine(moto), b = try Machine(moto)
+        #expect(try a.vault(["init"]).status == 0)
+        let names = (10..<22).map { "e\($0)" }
+        for name in names { #expect(try a.vault(["put", name], stdin: Data("v".utf8)).status == 0) }
+        #expect(try a.sync().status == 0)
+        #expect(try b.sync().status == 0)
+        #expect(try b.names() == names)
+        #expect(try a.vault(["delete", "--yes"] + names.dropLast()).status == 0)
+        #expect(try a.sync().status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: b.box.vaultPath))
+        let refused = try b.sync()
+        #expect(refused.status == 1 && refused.stderr.contains(#""code":"mass_deletion""#), "\(refused.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: b.box.vaultPath)) == before)
+        let accepted = try b.sync("s3://vault/team/shared.vault", ["--accept-deletions"])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(try json(accepted)["deleted"] as? [String] == Array(names.dropLast()))
+        #expect(try b.names() == ["e21"])
+    }
+
     @Test func aConflictingEditKeepsTheLoserInHistoryAndConcurrentSyncsLoseNothing() throws {
         let moto = try MotoS3(buckets: ["vault"])
         defer { moto.stop() }

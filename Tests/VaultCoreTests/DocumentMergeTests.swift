@@ -137,12 +137,17 @@ struct DocumentMergeTests {
         #expect(result.generation == 9)
     }
 
-    @Test func aClockFarAheadIsReportedAndNotAdopted() throws {
+    /// A copy with a clock more than a day ahead of max(now, the vault's own latest clock) is refused (issue 33 §2);
+    /// a vault whose own clock is that far ahead already merges it, says so, and does not take the clock for its own.
+    @Test func aClockFarAheadIsRefusedOrReportedAndNotAdopted() throws {
         let (_, _, replicas) = try copies(2)
         let (a, b) = (replicas[0], replicas[1])
         let future = Self.start + 30 * 86_400_000  // a machine set a month ahead
         try b.apply([set("from-the-future", "x")], replica: ReplicaID(rawValue: 2), clock: SettableClock(future))
-        let (result, report) = try VaultDocument.merge(a, b, now: Self.start)
+        #expect(throws: VaultError.clockAhead(path: b.label, replica: ReplicaID(rawValue: 2), milliseconds: future)) {
+            try VaultDocument.merge(a, b, now: Self.start)
+        }
+        let (result, report) = try VaultDocument.merge(b, a, now: Self.start)
         #expect(report.replicasAhead == [ReplicaID(rawValue: 2)])
         #expect(value(result, "from-the-future") == "x", "its entries are kept")
         try result.apply([set("mine", "y")], replica: ReplicaID(rawValue: 1), clock: SettableClock(Self.start + 1))

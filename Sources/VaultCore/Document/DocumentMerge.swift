@@ -37,6 +37,10 @@ public struct MergeReport: Sendable, Equatable {
 
     public init() {}
 
+    /// Whether the merge deletes many of ours's `count` entries at once: more than 10, and more than a tenth of them
+    /// (what a merge or sync does only when asked: ``VaultError/massDeletion(path:names:)``).
+    public func isMassDeletion(outOf count: Int) -> Bool { deleted.count > 10 && deleted.count * 10 > count }
+
     /// Whether the merge changed nothing of ours.
     public var isEmpty: Bool {
         added.isEmpty && updated.isEmpty && deleted.isEmpty && resurrected.isEmpty && conflicts.isEmpty && renamed.isEmpty
@@ -74,6 +78,18 @@ extension VaultDocument {
         let oursBehind = !ours.hasSeenDrops(of: theirs), theirsBehind = !theirs.hasSeenDrops(of: ours)
         guard !theirsBehind || ours.holdsAll(of: theirs) else { throw VaultError.behindHorizon(path: theirs.label) }
         guard !oursBehind || theirs.holdsAll(of: ours) else { throw VaultError.behindHorizon(path: ours.label) }
+        // A clock of theirs from the future is refused, not taken (it would hold back every later change, and at the end
+        // of time stop them): the replica table, dropped marks and views here; the stamps of what differs from ours
+        // below (``aheadOf(_:)``).
+        let bound = max(now, ours.replicas.values.max()?.milliseconds ?? 0) &+ maximumClockLead
+        func check(_ stamp: HybridTimestamp) throws {
+            if stamp.milliseconds > bound { throw VaultError.clockAhead(path: theirs.label, replica: stamp.replica, milliseconds: stamp.milliseconds) }
+        }
+        try theirs.checkClocks(below: bound)
+        for (id, time) in theirs.tombstones where ours.tombstones[id] != time {
+            try check(time)
+            if let kept = theirs.deletions[id]?.kept { try check(kept.version.modified) }
+        }
         // The result starts from a copy of ours's values as they are (one copy of the region: every range of ours
         // stays valid, no entry is rebuilt); only what comes from theirs is moved in. When theirs was opened against
         // ours (its arena began as such a copy, and it shares ours's entries it holds unchanged), its arena is that
@@ -92,6 +108,15 @@ extension VaultDocument {
 
         var (tombstones, deletions) = unitedDeletions(ours, theirs, into: values)
         let dropped = ours.dropped.merging(theirs.dropped, uniquingKeysWith: max)
+        // A deletion is dropped only 180 days after it was made: a mark of theirs over a younger tombstone of ours would
+        // take it (and the change it keeps) without a trace. O(tombstones), only when theirs's marks are above ours's.
+        if theirs.dropped.contains(where: { $0.value > ours.dropped[$0.key] ?? 0 }) {
+            for (_, deleted) in ours.tombstones where deleted.packed <= theirs.dropped[deleted.replica] ?? 0
+                && deleted.milliseconds &+ tombstoneRetention > now &+ maximumClockLead {
+                throw VaultError.untrustedCopy(
+                    path: theirs.label, reason: "it marks as forgotten a deletion made less than 180 days ago (\(deleted)), which this vault still records")
+            }
+        }
         undropped(&tombstones, &deletions, dropped: dropped)
         // The result starts as ours's table (shared, not copied, until an entry differs: most entries of two copies
         // are the same version); only the entries that are not ours's as they were are written.
@@ -101,13 +126,18 @@ extension VaultDocument {
         var conflicted: Set<DocumentID> = []
         var found = 0
         /// Entry `id` of the result, from ours's version `mine` and theirs's `their`.
-        func merge(_ id: DocumentID, _ mine: Entry?, _ their: Entry?) {
+        func merge(_ id: DocumentID, _ mine: Entry?, _ their: Entry?) throws {
             var merged: Entry
             var united = false  // a history that may be past the caps (each side's is within them)
             if let a = mine, let b = their, a.isSameVersion(as: b) {
                 // The same version with the same history on both sides (most entries of two copies): one of them.
                 merged = copied(a, from: ours)
             } else {
+                if let their {
+                    try check(their.modified)
+                    try check(their.created)
+                    for version in their.history { try check(version.modified) }
+                }
                 let a = mine.map { copied($0, from: ours) }
                 let b = their.map { copied($0, from: theirs) }
                 switch (a, b) {
@@ -116,7 +146,15 @@ extension VaultDocument {
                     united = true
                 case let (a?, nil):
                     if oursBehind {
-                        // Theirs holds all ours holds (the check above): an entry only ours has was deleted there.
+                        // Theirs holds all ours holds (the check above): an entry only ours has was deleted there, and
+                        // its tombstone dropped, which needs a deletion older than 180 days; the entry's last change
+                        // came before it. An entry changed since cannot be gone that way: such a copy is refused, and
+                        // no entry is removed without a trace.
+                        if mine!.modified.milliseconds &+ tombstoneRetention > now &+ maximumClockLead {
+                            throw VaultError.untrustedCopy(
+                                path: theirs.label,
+                                reason: "it lacks entry '\(mine!.name)', changed less than 180 days ago, yet records no deletion of it (only a deletion older than 180 days is forgotten)")
+                        }
                         entries[id] = nil
                         removed.append(id)
                         report.deleted.append(mine!.name)
@@ -165,10 +203,10 @@ extension VaultDocument {
         for (id, mine) in ours.entries {
             let their = theirs.entries[id]
             if their != nil { found += 1 }
-            merge(id, mine, their)
+            try merge(id, mine, their)
         }
         if found < theirs.entries.count {
-            for (id, their) in theirs.entries where ours.entries[id] == nil { merge(id, nil, their) }
+            for (id, their) in theirs.entries where ours.entries[id] == nil { try merge(id, nil, their) }
         }
 
         // One name, one id: ours's names, but those that the entries changed or removed had or have now, each of
@@ -228,7 +266,7 @@ extension VaultDocument {
             guard let entry = entries[id] else { continue }
             if let before = ours.entries[id] {
                 if entry.modified != before.modified { report.updated.append(entry.name) }
-            } else if ours.tombstones[id] != nil {
+            } else if ours.tombstones[id] != nil || ours.forgotDeletion(of: entry) {
                 report.resurrected.append(entry.name)
             } else {
                 report.added.append(entry.name)
@@ -270,6 +308,54 @@ extension VaultDocument {
         }
         report.otherLacks = !merged.isHeld(by: theirs)
         return (merged, report)
+    }
+
+    /// Throws ``VaultError/clockAhead(path:replica:milliseconds:)`` for the first time of this document's replica
+    /// table, dropped marks or views (packed times) later than `bound` milliseconds: O(replicas²) at most.
+    func checkClocks(below bound: UInt64) throws {
+        func check(_ packed: UInt64, _ replica: ReplicaID) throws {
+            if packed >> 16 > bound { throw VaultError.clockAhead(path: label, replica: replica, milliseconds: packed >> 16) }
+        }
+        for (replica, time) in replicas { try check(time.packed, replica) }
+        for (replica, mark) in dropped { try check(mark, replica) }
+        for view in seen.values {
+            for (replica, time) in view { try check(time, replica) }
+        }
+    }
+
+    /// Whether this document has seen version `entry.modified` (its table's clock of that replica is at or above it)
+    /// and a deletion later than it whose tombstone it dropped (a dropped mark above it): an entry it then holds
+    /// neither live nor as a tombstone was deleted and forgotten, and a copy that brings it back resurrects it.
+    func forgotDeletion(of entry: Entry) -> Bool {
+        guard !dropped.isEmpty, (replicas[entry.modified.replica]?.packed ?? 0) >= entry.modified.packed else { return false }
+        return dropped.contains { replica, mark in HybridTimestamp(packed: mark, replica: replica) > entry.modified }
+    }
+
+    /// Throws ``VaultError/untrustedCopy(path:reason:)`` when this copy (another machine's, to merge into `ours`, which
+    /// `replica` writes at wall time `now`; `nil`: git's files, of which neither need be this replica's latest) claims
+    /// what it cannot have seen, O(replicas²) at most:
+    /// - changes of `replica` beyond `ownClock` (packed: the latest this replica made), in its replica table, its
+    ///   dropped marks or any view. A copy cannot have seen what was never made; a table ahead of every replica would
+    ///   make a merge take it for one that holds everything, and remove what it lacks;
+    /// - deletions forgotten that `ours` has not seen, while it holds everything of `ours`, although `replica` changed
+    ///   `ours` within the last 180 days: a tombstone is dropped only once every replica that wrote in that time has
+    ///   seen it (docs/FORMAT.md, "Version 3"), so no such copy can exist; merged, it would remove every entry it
+    ///   lacks without a trace.
+    public func checkClaims(about replica: ReplicaID, ownClock: UInt64, mergingInto ours: VaultDocument?, now: UInt64) throws {
+        var claimed = replicas[replica]?.packed ?? 0
+        claimed = max(claimed, dropped[replica] ?? 0)
+        for view in seen.values { claimed = max(claimed, view[replica] ?? 0) }
+        if claimed > ownClock {
+            throw VaultError.untrustedCopy(
+                path: label,
+                reason: "it claims changes of this machine's replica \(replica) up to \(HybridTimestamp(packed: claimed, replica: replica)), later than any it made (\(HybridTimestamp(packed: ownClock, replica: replica)))")
+        }
+        if let ours, let mine = ours.replicas[replica], mine.milliseconds &+ Self.tombstoneRetention > now &+ Self.maximumClockLead,
+           !ours.hasSeenDrops(of: self), holdsAll(of: ours) {
+            throw VaultError.untrustedCopy(
+                path: label,
+                reason: "it has forgotten deletions this vault has not seen, though this machine changed the vault less than 180 days ago (no copy forgets a deletion before every machine that wrote in that time has seen it)")
+        }
     }
 
     /// Whether `other` holds what this document holds: the same entries (names, clocks, histories and their

@@ -268,6 +268,23 @@ public final class DocumentStore: Sendable {
         return upgraded
     }
 
+    /// Brings the stored vault's clocks from the future back to now as this store's replica
+    /// (``VaultDocument/repairClocks(replica:now:)``), conditionally as ``update(_:attempts:)`` writes; nothing is
+    /// written when nothing is ahead.
+    public func repairClocks(attempts: Int = 5) throws -> VaultDocument.ClockRepair {
+        guard let dataKey = state.withLock({ loaded in loaded?.dataKey }) else { throw VaultError.notOpen }
+        var repair = VaultDocument.ClockRepair()
+        try write(attempts: attempts) { stored in
+            let document = try openHeld(stored, dataKey: dataKey)
+            let now = clock.milliseconds()
+            repair = try document.repairClocks(replica: replica, now: now)
+            guard !repair.isEmpty else { return nil }
+            document.settle(replica: replica, now: now)
+            return (document, dataKey)
+        }
+        return repair
+    }
+
     /// Merges `other` (a copy of this vault: the same vault id) into what is stored, conditionally as
     /// ``update(_:attempts:)`` writes (``VaultDocument/merge(_:_:now:)``); nothing is written when the merge changes
     /// nothing, or with `dryRun`.
@@ -287,7 +304,7 @@ public final class DocumentStore: Sendable {
     public func merge(
         _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil,
         otherKey: ((DocumentHeader) throws -> DocumentKey?)? = nil, previousKey: (id: DocumentID, key: SecureBytes)? = nil,
-        mayFollow: ((DocumentHeader) throws -> Void)? = nil, attempts: Int = 5
+        mayFollow: ((DocumentHeader) throws -> Void)? = nil, acceptDeletions: Bool = false, attempts: Int = 5
     ) throws -> MergeReport {
         guard let dataKey = state.withLock({ loaded in loaded?.dataKey }), let held = document else { throw VaultError.notOpen }
         guard DocumentHeader.isVersion2(otherBytes) else { throw VaultError.needsVersion2(path: label) }
@@ -327,7 +344,9 @@ public final class DocumentStore: Sendable {
         if dryRun {
             try reload()
             guard let current = document else { throw VaultError.notOpen }
-            report = try VaultDocument.merge(current, other, now: clock.milliseconds()).1
+            let now = clock.milliseconds()
+            report = try VaultDocument.merge(current, other, now: now).1
+            try other.checkClaims(about: replica, ownClock: current.replicas[replica]?.packed ?? 0, mergingInto: current, now: now)
             return report
         }
         try write(attempts: attempts) { stored in
@@ -340,7 +359,12 @@ public final class DocumentStore: Sendable {
                 ours = try openHeld(stored, dataKey: dataKey)
             }
             let now = clock.milliseconds()
+            // (Clocks from the future first: the merge refuses them, naming the clock.)
             let (merged, made) = try VaultDocument.merge(ours, other, now: now)
+            try other.checkClaims(about: replica, ownClock: ours.replicas[replica]?.packed ?? 0, mergingInto: ours, now: now)
+            if !acceptDeletions, made.isMassDeletion(outOf: ours.entries.count) {
+                throw VaultError.massDeletion(path: label, names: made.deleted)
+            }
             report = made
             // (Settling changes only the sync bookkeeping, which the other copy need not be sent for its own sake:
             // ``VaultDocument/isHeld(by:)``.)

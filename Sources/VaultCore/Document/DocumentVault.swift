@@ -51,15 +51,22 @@ public final class DocumentVault: DocumentEntries, Sendable {
             // Wherever the file is: the record of the vault's id and data key id (issue 18 §6), checked first so that
             // a refused file is recorded nowhere; then the record of this path (another vault put here).
             try RollbackGuard.checkVault(document.vaultID, dataKeyID: document.dataKeyID, path: path, protection: protection, accept: accept)
+            // This replica's own latest write before the record of the path: a file refused for lacking it must not
+            // raise what that record has seen (your own file, put back, would then be refused as older).
+            let replica = store.replica
+            let written = ReplicaRegistry.latestWrite(of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
+            let inFile = document.replicas[replica]?.packed ?? 0
+            let lacksOwnWrites = written.map { inFile < $0 } ?? false
+            if lacksOwnWrites, !accept {
+                // The path's checks first (an older copy of this very file is a rollback), recording nothing.
+                try RollbackGuard.checkAndRecord(
+                    path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: false, record: false)
+                throw VaultError.missingOwnWrites(path: path)
+            }
             try RollbackGuard.checkAndRecord(
                 path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept)
             RollbackGuard.recordVault(document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, protection: protection)
-            let replica = store.replica
-            guard let written = ReplicaRegistry.latestWrite(of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
-            else { return }
-            let inFile = document.replicas[replica]?.packed ?? 0
-            guard inFile < written else { return }
-            guard accept else { throw VaultError.missingOwnWrites(path: path) }
+            guard lacksOwnWrites else { return }
             try ReplicaRegistry.recordLatestWrite(inFile, of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
             // Accepted: a fork of this replica's history (a branch checked out, a backup put back). Writing on it
             // as the same replica would make two lines of changes one replica's: a clock of it in a table would no
@@ -115,7 +122,33 @@ public final class DocumentVault: DocumentEntries, Sendable {
         try keys().compactMap { name in try attributes(forKey: name).map { (name, $0) } }
     }
 
+    /// Writes as a new replica when this one's clock in the file is more than a day ahead of the wall clock (a copy
+    /// from the future merged before such copies were refused, or a wall clock that was set far ahead): every later
+    /// change would otherwise have to come after it, and none can after the end of time. A new replica has no past to
+    /// come after; entries stamped in the future keep their stamps until ``repairClocks(dryRun:)``.
+    func renewReplicaIfAhead() {
+        guard let document = store.document, let mine = document.replicas[store.replica],
+              mine.milliseconds > store.clock.milliseconds() &+ VaultDocument.maximumClockLead else { return }
+        let renewed = rollbackProtection.flatMap {
+            try? ReplicaRegistry.replica(for: document.vaultID, stateDirectory: $0.stateDirectory, renew: true)
+        }
+        store.renewReplica(renewed ?? .random())
+    }
+
+    /// Brings every clock of the vault more than a day ahead of the wall clock back to now (``VaultDocument/repairClocks(replica:now:)``),
+    /// as a new replica when this one's own clock is among them; with `dryRun` only says what it would change.
+    public func repairClocks(dryRun: Bool) throws -> VaultDocument.ClockRepair {
+        try store.reload()
+        let preview = try current().copied().repairClocks(replica: store.replica, now: store.clock.milliseconds())
+        guard !dryRun, !preview.isEmpty else { return preview }
+        renewReplicaIfAhead()
+        let repair = try store.repairClocks()
+        recordWrite()
+        return repair
+    }
+
     public func write(_ changes: SecureKeyValueStore.Changes) throws {
+        renewReplicaIfAhead()
         try store.update(Self.documentChanges(changes))
         recordWrite()
     }
@@ -157,6 +190,7 @@ public final class DocumentVault: DocumentEntries, Sendable {
     }
 
     public func apply(_ changes: [DocumentChange]) throws {
+        renewReplicaIfAhead()
         try store.update(changes)
         recordWrite()
     }
@@ -189,7 +223,14 @@ public final class DocumentVault: DocumentEntries, Sendable {
             guard header.dataKeyID == store.document?.dataKeyID else { throw VaultError.otherKey(path: label) }
             documents.append(try VaultDocument.open(bytes, with: .dataKey(dataKey), label: label, policy: store.policy, against: documents.first).document)
         }
+        // Neither file may claim changes of this replica beyond its latest write (recorded: git's files may be older).
+        if let protection = rollbackProtection,
+           let own = ReplicaRegistry.latestWrite(of: store.replica, to: vaultID, stateDirectory: protection.stateDirectory) {
+            for document in documents { try document.checkClaims(about: store.replica, ownClock: own, mergingInto: nil, now: now) }
+        }
         var (merged, report) = try VaultDocument.merge(documents[0], documents[1], now: now)
+        // The driver cannot ask: a mass deletion stops it (a conflict; `vault sync` asks, or takes --accept-deletions).
+        if report.isMassDeletion(outOf: documents[0].entries.count) { throw VaultError.massDeletion(path: labels.1, names: report.deleted) }
         merged.settle(replica: store.replica, now: now)
         report.written = true
         return (try merged.seal(dataKey: dataKey), report)
@@ -216,15 +257,15 @@ public final class DocumentVault: DocumentEntries, Sendable {
         return lines
     }
 
-    public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport {
-        try merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: nil)
+    public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
+        try merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: nil, acceptDeletions: acceptDeletions)
     }
 
     /// ``merge(_:label:dryRun:otherPassphrase:)`` where the other copy's key (when it is not ours) may also come from
     /// `otherKey` (an age identity unwrapping one of its `x25519` stanzas), tried before `otherPassphrase`.
     public func merge(
         _ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?,
-        otherKey: ((DocumentHeader) throws -> DocumentKey?)?
+        otherKey: ((DocumentHeader) throws -> DocumentKey?)?, acceptDeletions: Bool = false
     ) throws -> MergeReport {
         let oldKey = store.dataKey, oldID = store.document?.dataKeyID
         let protection = rollbackProtection
@@ -247,7 +288,7 @@ public final class DocumentVault: DocumentEntries, Sendable {
                 } catch VaultError.retiredKey {
                     throw VaultError.unauthorizedKey(path: label)
                 }
-            })
+            }, acceptDeletions: acceptDeletions)
         if !dryRun {
             if store.document?.dataKeyID != oldID {
                 // The other copy's key followed: this vault's own is retired, so that a copy under it is refused here;
@@ -307,6 +348,7 @@ public final class DocumentVault: DocumentEntries, Sendable {
     public func remove(_ key: String) throws -> Bool {
         try store.reload()
         guard try contains(key) else { return false }
+        renewReplicaIfAhead()
         try store.update([.delete(entry: key)])
         recordWrite()
         return true

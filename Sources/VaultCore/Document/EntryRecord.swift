@@ -64,7 +64,9 @@ public protocol DocumentEntries: KeyValueVault {
     /// Merges another copy of this vault, the bytes of its file (`label` names it in errors), into this one
     /// (``DocumentStore/merge(_:label:dryRun:otherPassphrase:attempts:)``); with `dryRun` nothing is
     /// written. A copy sealed with another data key (a passphrase change on one side) needs `otherPassphrase`.
-    func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport
+    /// A merge that would delete more than 10 entries and more than a tenth of the vault is refused
+    /// (``VaultError/massDeletion(path:names:)``, nothing written) unless `acceptDeletions`.
+    func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport
     /// The deleted entries that keep a change a deletion won over (format version 3: ``VaultDocument/deleted``),
     /// what `vault restore NAME --deleted` brings back.
     func deletedEntries() throws -> [VaultDocument.DeletedEntry]
@@ -73,7 +75,12 @@ public protocol DocumentEntries: KeyValueVault {
 extension DocumentEntries {
     /// Merges another copy of this vault sealed with this vault's data key.
     public func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport {
-        try merge(other, label: label, dryRun: dryRun, otherPassphrase: nil)
+        try merge(other, label: label, dryRun: dryRun, otherPassphrase: nil, acceptDeletions: false)
+    }
+
+    /// Merges another copy, refusing a mass deletion (``merge(_:label:dryRun:otherPassphrase:acceptDeletions:)``).
+    public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?) throws -> MergeReport {
+        try merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: false)
     }
 
     /// The current version of entry `name`, or `nil`.

@@ -324,6 +324,16 @@ public final class AgentClient: Sendable {
         }
     }
 
+    /// The vault at `path` through the agent, not asked first whether it holds it: every answer about a vault says
+    /// whether it is held, so the first request made on it throws ``AgentError/locked(path:)`` when it is not.
+    /// One round trip fewer than ``vault(at:)`` for a verb that makes one request (`vault get`).
+    ///
+    /// `firstAnswerTimeoutSeconds` bounds the wait for the agent's answers as a probe's does (an agent that
+    /// answers nothing, e.g. stopped, must not hold the command up longer than one would have).
+    public func vaultWithoutProbe(at path: String, firstAnswerTimeoutSeconds: Int? = nil) -> AgentVault {
+        AgentVault(path: path, client: self, timeoutSeconds: firstAnswerTimeoutSeconds)
+    }
+
     /// The vault at `path` through the agent, or `nil` when it is not unlocked there.
     public func vault(at path: String) throws -> AgentVault? {
         do {

@@ -8,13 +8,17 @@ public final class AgentVault: DocumentEntries {
     public let path: String
     private let client: AgentClient
 
-    init(path: String, client: AgentClient) {
+    /// How long a `get` waits for its answer (`nil`: the ordinary 30 s).
+    private let getTimeoutSeconds: Int?
+
+    init(path: String, client: AgentClient, timeoutSeconds: Int? = nil) {
         self.path = path
         self.client = client
+        self.getTimeoutSeconds = timeoutSeconds
     }
 
     public func getBytes(_ key: String) throws -> SecureBytes? {
-        try client.request(.get, path: path) { $0.field(.name, key) }.secret(.value)
+        try client.request(.get, path: path, timeoutSeconds: getTimeoutSeconds) { $0.field(.name, key) }.secret(.value)
     }
 
     public func contains(_ key: String) throws -> Bool {

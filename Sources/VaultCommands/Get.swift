@@ -45,7 +45,12 @@ package struct Get: ParsableCommand {
 
     /// What `get` prints for the entry `name` of `vault` (shared with ``QuickPath``).
     static func printValue(of name: String, in vault: any KeyValueVault, json: Bool) throws {
-        guard let value = try vault.getBytes(name) else {
+        try printValue(try vault.getBytes(name), of: name, in: vault, json: json)
+    }
+
+    /// The same, with the value already read from `vault` (`nil`: no password value).
+    static func printValue(_ value: SecureBytes?, of name: String, in vault: any KeyValueVault, json: Bool) throws {
+        guard let value else {
             // A version-2 entry may exist without a password field (only a username, say).
             if vault is any DocumentEntries, try vault.contains(name) { throw VaultError.noSuchField(key: name, field: "password") }
             throw CLIError.missingEntry(name, in: vault)

@@ -94,8 +94,34 @@ package enum QuickPath {
     /// Runs `invocation` (a plain form: ``parse(_:)``) and exits when the agent holds the vault; otherwise returns,
     /// having read nothing from stdin and written nothing.
     package static func runIfAgentHoldsVault(_ invocation: Invocation) {
+        if case .get(let name) = invocation.verb, (try? checkNameArgumentIsUTF8(name)) != nil {
+            return runGetInOneRoundTrip(invocation, name: name)
+        }
         guard let vault = heldVault(invocation) else { return declined() }
         run(vault.invocation, on: vault.vault)
+    }
+
+    /// `get` in one round trip: the get itself, with no probe before it, since the agent's answer says whether it
+    /// holds the vault. Locked, no agent, no answer within a probe's 2 s (an agent stopped), another protocol
+    /// version or a broken answer: declined, as the probe's answers were; the agent's own failure (a corrupt
+    /// file, say) is the get's, reported as before. (A name that is not valid UTF-8 takes the probe first, as
+    /// before: it must be refused, not sent with U+FFFD in it.)
+    private static func runGetInOneRoundTrip(_ invocation: Invocation, name: String) {
+        guard VaultOptions.problem(vaultPath: invocation.vaultPath) == nil, let client = try? AgentClient.connect() else {
+            return declined()
+        }
+        let path = VaultOptions.resolvedPath(invocation.vaultPath)
+        let vault = client.vaultWithoutProbe(at: path, firstAnswerTimeoutSeconds: 2)
+        let value: Result<SecureBytes?, any Error>
+        do {
+            value = .success(try vault.getBytes(name))
+        } catch let error as AgentError {
+            guard case .remote = error else { return declined() }
+            value = .failure(error)
+        } catch {
+            value = .failure(error)
+        }
+        run(invocation, on: vault, value: value)
     }
 
     /// A command line the quick path does not take (not a plain form, or the agent does not hold the vault) goes
@@ -117,14 +143,19 @@ package enum QuickPath {
     }
 
     /// Runs `invocation` on `vault` and exits.
-    private static func run(_ invocation: Invocation, on vault: any KeyValueVault) -> Never {
+    /// With `value`, the get's answer is already there (``runGetInOneRoundTrip(_:name:)``).
+    private static func run(_ invocation: Invocation, on vault: any KeyValueVault, value: Result<SecureBytes?, any Error>? = nil) -> Never {
         do {
             try reportingErrors(json: invocation.json) {
                 switch invocation.verb {
                 case .get(let name):
-                    try checkNameArgumentIsUTF8(name)
                     defer { vault.close() }
-                    try Get.printValue(of: name, in: vault, json: invocation.json)
+                    if let value {
+                        try Get.printValue(try value.get(), of: name, in: vault, json: invocation.json)
+                    } else {
+                        try checkNameArgumentIsUTF8(name)
+                        try Get.printValue(of: name, in: vault, json: invocation.json)
+                    }
                 case .put(let name, let noClobber, let trimNewline):
                     try checkNameArgumentIsUTF8(name)
                     var how = Put.Manner()

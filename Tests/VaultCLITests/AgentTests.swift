@@ -1024,4 +1024,32 @@ import VaultTestSupport
         #expect(!operations.contains(7), "a listing of the whole vault: \(operations)")
         #expect(operations.count <= 7, "\(operations.count) round trips: \(operations)")
     }
+
+    /// The operations (the second payload byte) of the frames a client sent through `AgentPython.recordingProxy`.
+    static func recordedOperations(_ record: String) -> [UInt8] {
+        _ = poll(timeout: 5) { ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").contains("\n") }
+        let frames = ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" })
+        return frames.compactMap { frame in UInt8(frame.dropFirst(10).prefix(2), radix: 16) }
+    }
+
+    /// Issue 34 §3: `vault get` through the agent is one round trip, the get itself (operation 6), with no probe
+    /// (5) before it: the get's answer says whether the agent holds the vault. On a locked vault the get's answer
+    /// says so, and the command takes the ordinary path (here: no passphrase, refused as before).
+    @Test func getThroughTheAgentIsOneRequest() throws {
+        let (box, value) = try Self.boxWithEntry()
+        defer { box.stopAgents() }
+        try box.unlock()
+        let proxySocket = box.directory + "/proxy/agent.sock", record = box.directory + "/proxy.log"
+        let proxy = try AgentPython.startServer(AgentPython.recordingProxy, [proxySocket, box.socketPath, record])
+        defer { kill(proxy.processIdentifier, SIGKILL); proxy.waitForExit() }
+        let got = try box.vault(["get", "k"], environment: ["VAULT_AGENT_SOCK": proxySocket, "VAULT_TESTING_REQUIRE_QUICK_PATH": "1"])
+        #expect(got.status == 0 && got.stdout == Data(value.utf8), "\(got.stderr)")
+        #expect(Self.recordedOperations(record) == [6])
+        // Locked: the get's answer says so; the quick path declines (the test hook makes that exit 70).
+        #expect(try box.vault(["lock"]).status == 0)
+        try? FileManager.default.removeItem(atPath: record)
+        let declined = try box.vault(["get", "k"], environment: ["VAULT_AGENT_SOCK": proxySocket, "VAULT_TESTING_REQUIRE_QUICK_PATH": "1"])
+        #expect(declined.status == 70, "\(declined.stderr)")
+        #expect(Self.recordedOperations(record) == [6])
+    }
 }

@@ -148,26 +148,32 @@ public final class AgentClient: Sendable {
 
     // MARK: Requests
 
-    /// Sends one request and returns the agent's answer when it is a success.
+    /// Sends `request` and returns the agent's answer when it is a success.
     ///
-    /// The wait for the answer is bounded: 2 s for a probe (an agent that answers nothing, e.g. stopped, must
-    /// not hold a command up), 120 s where Argon2id runs (unlock, passwd), 30 s otherwise (a write may wait
-    /// for another writer's lock).
-    func request(
-        _ operation: AgentOperation, path: String? = nil, timeoutSeconds: Int? = nil,
-        _ fill: (AgentWire.Writer) -> Void = { _ in }
-    ) throws -> AgentWire.Message {
-        let writer = AgentWire.Writer(kind: operation.rawValue)
+    /// The wait for the answer is bounded: 2 s for a probe and a status (an agent that answers nothing, e.g.
+    /// stopped, must not hold a command up), 120 s where Argon2id runs (unlock, passwd), 30 s otherwise (a write
+    /// may wait for another writer's lock).
+    func request(_ request: AgentRequest, timeoutSeconds: Int? = nil) throws -> AgentWire.Message {
         // The agent knows a vault by its canonical path: every spelling of one file (`./v.vault`, `//`, a linked
         // directory) unlocks, uses and locks the same vault. Messages keep the caller's spelling.
-        if let path { writer.field(.path, RollbackGuard.canonicalPath(path)) }
-        fill(writer)
+        let writer = try request.mappingPath(RollbackGuard.canonicalPath).encode()
         let timeout: Int
-        switch operation {
+        switch request.operation {
         case .probe, .status: timeout = timeoutSeconds ?? 2
         case .unlock, .passwd: timeout = timeoutSeconds ?? 120
         default: timeout = timeoutSeconds ?? 30
         }
+        return try exchange(writer, path: request.path, timeoutSeconds: timeout)
+    }
+
+    /// A request on the vault at `path`.
+    func request(_ request: AgentRequest.VaultRequest, on path: String, timeoutSeconds: Int? = nil) throws -> AgentWire.Message {
+        try self.request(.vault(path: path, request), timeoutSeconds: timeoutSeconds)
+    }
+
+    /// Sends the payload `writer` (a request naming the vault at `path`, as the caller spelled it) and returns the
+    /// agent's answer when it is a success; the agent's failure as the error it is.
+    func exchange(_ writer: AgentWire.Writer, path: String?, timeoutSeconds timeout: Int) throws -> AgentWire.Message {
         let answer: AgentWire.Message = try connection.withLock { fd in
             AgentSocket.setTimeout(fd, seconds: timeout)
             try AgentWire.send(writer, on: fd)
@@ -257,23 +263,21 @@ public final class AgentClient: Sendable {
         path: String, key: DocumentKey, kept: SecureBytes? = nil, idleSeconds: Int, maxSeconds: Int,
         allowInsecureKDFForTesting: Bool, lockTimeoutSeconds: Double?
     ) throws {
-        _ = try request(.unlock, path: path) { writer in
-            if let kept { writer.field(.value, kept) }
-            switch key {
-            case .passphrase(let passphrase): writer.field(.passphrase, passphrase)
-            case .dataKey(let dataKey), .unwrapped(let dataKey): writer.field(.dataKey, dataKey)
-            }
-            writer.field(.idleSeconds, UInt64(idleSeconds))
-            writer.field(.maxSeconds, UInt64(maxSeconds))
-            writer.field(.flags, allowInsecureKDFForTesting)
-            if let lockTimeoutSeconds { writer.field(.lockTimeoutMilliseconds, UInt64(lockTimeoutSeconds * 1000)) }
+        let wireKey: AgentRequest.Unlock.Key
+        switch key {
+        case .passphrase(let passphrase): wireKey = .passphrase(passphrase)
+        case .dataKey(let dataKey), .unwrapped(let dataKey): wireKey = .dataKey(dataKey)
         }
+        _ = try request(.unlock(path: path, AgentRequest.Unlock(
+            key: wireKey, keptIdentities: kept, idleSeconds: UInt64(idleSeconds), maxSeconds: UInt64(maxSeconds),
+            insecureKDFForTesting: allowInsecureKDFForTesting,
+            lockTimeoutMilliseconds: lockTimeoutSeconds.map { UInt64($0 * 1000) })))
     }
 
     /// Forgets the key of the vault at `path`; whether it was unlocked.
     @discardableResult
     public func lock(path: String) throws -> Bool {
-        try request(.lock, path: path).bool(.bool)
+        try request(.lock(path: path)).bool(.bool)
     }
 
     /// Forgets every key; how many there were.
@@ -287,7 +291,7 @@ public final class AgentClient: Sendable {
     /// vault), and the answer is awaited 2 s at most (the shell waits on it).
     public func namesWithoutActivity(at path: String) throws -> [String]? {
         do {
-            return try request(.names, path: path, timeoutSeconds: 2) { $0.field(.flags, true) }.strings(.name)
+            return try request(.names(withoutActivity: true), on: path, timeoutSeconds: 2).strings(.name)
         } catch AgentError.locked {
             return nil
         }
@@ -298,12 +302,7 @@ public final class AgentClient: Sendable {
     public func mergeFiles(ours: [UInt8], theirs: [UInt8], labels: (String, String)) throws -> ([UInt8], MergeReport)? {
         let answer: AgentWire.Message
         do {
-            answer = try request(.mergeFiles, timeoutSeconds: 120) { writer in
-                ours.withUnsafeBytes { writer.field(.value, $0) }
-                theirs.withUnsafeBytes { writer.field(.value, $0) }
-                writer.field(.source, labels.0)
-                writer.field(.source, labels.1)
-            }
+            answer = try request(.mergeFiles(ours: ours, theirs: theirs, labels: labels), timeoutSeconds: 120)
         } catch AgentError.locked {
             return nil
         }
@@ -315,10 +314,7 @@ public final class AgentClient: Sendable {
     /// field names, never a value; `nil` when no unlocked vault has its vault id.
     public func describeFile(_ bytes: [UInt8], label: String) throws -> [String]? {
         do {
-            return try request(.describeFile, timeoutSeconds: 60) { writer in
-                bytes.withUnsafeBytes { writer.field(.value, $0) }
-                writer.field(.source, label)
-            }.strings(.message)
+            return try request(.describeFile(bytes, label: label), timeoutSeconds: 60).strings(.message)
         } catch AgentError.locked {
             return nil
         }
@@ -337,7 +333,7 @@ public final class AgentClient: Sendable {
     /// The vault at `path` through the agent, or `nil` when it is not unlocked there.
     public func vault(at path: String) throws -> AgentVault? {
         do {
-            _ = try request(.probe, path: path)
+            _ = try request(.probe, on: path)
         } catch AgentError.locked {
             return nil
         }

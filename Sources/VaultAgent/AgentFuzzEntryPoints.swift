@@ -7,6 +7,17 @@ import VaultCore
     /// write. A batch that decodes is encoded again, as a client sends it, and must decode to the same items.
     public static func decodeRequest(_ bytes: [UInt8]) {
         guard let message = try? AgentWire.Message(payload: SecureBytes(bytes)) else { return }
+        // The typed request, as the agent reads it: one that decodes encodes, as a client sends it, to a payload
+        // that decodes to the same request.
+        if let request = try? AgentRequest(message) {
+            do {
+                let again = try AgentRequest(AgentWire.Message(payload: try request.encode().buffer.secureBytes()))
+                let sent = try describe(request), received = try describe(again)
+                precondition(sent == received, "a request changed on its way through the wire")
+            } catch {
+                preconditionFailure("a decoded request did not encode and decode again: \(error)")
+            }
+        }
         for raw in UInt8.min...UInt8.max {
             guard let tag = AgentWire.Tag(rawValue: raw) else { continue }
             _ = message.string(tag)
@@ -41,6 +52,36 @@ import VaultCore
             precondition(sent == received, "a batch changed on its way through the wire")
         } catch {
             preconditionFailure("a decoded batch did not encode and decode again: \(error)")
+        }
+    }
+
+    /// A request as text (secrets and files in hex), for comparing two.
+    static func describe(_ request: AgentRequest) throws -> String {
+        func hex(_ bytes: [UInt8]) -> String { bytes.map { String($0, radix: 16) }.joined(separator: ",") }
+        func hex(_ secret: SecureBytes?) -> String { secret.map { hex($0.unprotectedBytes) } ?? "none" }
+        switch request {
+        case .status, .lockAll, .lock: return "\(request)"
+        case let .unlock(path, unlock):
+            let key: String
+            switch unlock.key {
+            case .passphrase(let passphrase): key = "passphrase " + hex(passphrase)
+            case .dataKey(let dataKey): key = "data key " + hex(dataKey)
+            }
+            return "unlock \(path) \(key) kept \(hex(unlock.keptIdentities)) \(unlock.idleSeconds) \(unlock.maxSeconds) "
+                + "\(unlock.insecureKDFForTesting) \(String(describing: unlock.lockTimeoutMilliseconds))"
+        case let .mergeFiles(ours, theirs, labels): return "merge files \(hex(ours)) \(hex(theirs)) \(labels)"
+        case let .describeFile(bytes, label): return "describe \(hex(bytes)) \(label)"
+        case let .vault(path, operation):
+            let what: String
+            switch operation {
+            case .write(let changes): what = "write " + (try items(of: changes)).joined(separator: "|")
+            case .passwd(let passphrase): what = "passwd " + hex(passphrase)
+            case .apply(let changes): what = "apply " + changes.map(describe).joined(separator: "|")
+            case .merge(let merge):
+                what = "merge \(merge.label) \(hex(merge.file)) \(merge.dryRun) \(hex(merge.otherPassphrase)) \(merge.acceptDeletions)"
+            default: what = "\(operation)"
+            }
+            return "\(path) \(what)"
         }
     }
 

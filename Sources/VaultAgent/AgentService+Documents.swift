@@ -3,27 +3,21 @@ import VaultCore
 /// The service's operations of format version 2: an entry's versions, document changes, merges of another copy,
 /// and git's merge driver and textconv on files of a vault held here (found by the vault id in their header).
 extension AgentService {
-    func performOnDocument(_ operation: AgentOperation, _ request: AgentWire.Message, on store: any KeyValueVault, reply: AgentWire.Writer) throws {
+    func performOnDocument(_ request: AgentRequest.VaultRequest, on store: any KeyValueVault, reply: AgentWire.Writer) throws {
         guard let document = store as? any DocumentEntries else { throw VaultError.needsVersion2(path: store.path) }
-        switch operation {
-        case .records:
-            let which: EntryVersions
-            if request.bool(.flags) { which = .all }
-            else if let number = request.number(.version) { which = .version(Int(clamping: number)) }
-            else { which = .current }
+        switch request {
+        case .records(let name, let which):
             try store.reload()
-            if let records = try document.records(of: try text(request, .name), which) { AgentWire.encode(records, into: reply) }
-        case .apply:
-            try document.apply(try AgentWire.documentChanges(from: request))
+            if let records = try document.records(of: name, which) { AgentWire.encode(records, into: reply) }
+        case .apply(let changes):
+            try document.apply(changes)
         case .deleted:
             try store.reload()
             AgentWire.encode(try document.deletedEntries(), into: reply)
-        case .merge:
-            guard let other = request.first(.value) else { throw AgentError.badRequest("a request without a required field") }
-            let bytes = request.payload.withUnsafeBytes { Array($0[other]) }
+        case .merge(let merge):
             let report = try document.merge(
-                bytes, label: try text(request, .source), dryRun: request.bool(.flags), otherPassphrase: request.secret(.passphrase),
-                acceptDeletions: request.strings(.code).contains("accept-deletions"))
+                merge.file, label: merge.label, dryRun: merge.dryRun, otherPassphrase: merge.otherPassphrase,
+                acceptDeletions: merge.acceptDeletions)
             AgentWire.encode(report, into: reply)
         default:
             throw AgentError.badRequest("not an operation on a document")
@@ -53,10 +47,7 @@ extension AgentService {
     }
 
     /// git's textconv: what a file of a vault unlocked here holds, never a value.
-    func describeFile(_ request: AgentWire.Message) throws -> AgentWire.Writer {
-        guard let range = request.first(.value) else { throw AgentError.badRequest("a request without a required field") }
-        let bytes = request.payload.withUnsafeBytes { Array($0[range]) }
-        let label = request.string(.source) ?? "file"
+    func describeFile(_ bytes: [UInt8], label: String) throws -> AgentWire.Writer {
         guard let vault = try vault(holding: bytes, label: label) else { return locked() }
         let reply = ok()
         for line in try vault.describeFile(bytes, label: label) { reply.field(.message, line) }
@@ -64,15 +55,10 @@ extension AgentService {
     }
 
     /// git's merge driver: two files of a vault unlocked here (by vault id, whatever its path), merged with its key.
-    func mergeFiles(_ request: AgentWire.Message) throws -> AgentWire.Writer {
-        let files = request.fields.filter { $0.tag == AgentWire.Tag.value.rawValue }.map { field in
-            request.payload.withUnsafeBytes { Array($0[field.range]) }
-        }
-        let labels = request.strings(.source)
-        guard files.count == 2, labels.count == 2 else { throw AgentError.badRequest("a merge of two files needs two files") }
-        guard let vault = try vault(holding: files[0], label: labels[0]) else { return locked() }
+    func mergeFiles(ours: [UInt8], theirs: [UInt8], labels: (String, String)) throws -> AgentWire.Writer {
+        guard let vault = try vault(holding: ours, label: labels.0) else { return locked() }
         let (merged, report) = try vault.mergeFiles(
-            ours: files[0], theirs: files[1], labels: (labels[0], labels[1]), now: configuration.wallClock.milliseconds())
+            ours: ours, theirs: theirs, labels: labels, now: configuration.wallClock.milliseconds())
         let reply = ok()
         merged.withUnsafeBytes { reply.field(.value, $0) }
         AgentWire.encode(report, into: reply)

@@ -49,41 +49,28 @@ final class AgentService: Sendable {
         return (handle(request), false)
     }
 
-    private func handle(_ request: AgentWire.Message) -> AgentWire.Writer {
-        guard let operation = AgentOperation(rawValue: request.kind) else {
-            return failure(AgentError.badRequest("unknown operation \(request.kind)"))
-        }
+    private func handle(_ message: AgentWire.Message) -> AgentWire.Writer {
         do {
-            switch operation {
+            // The wire's fields are read here once, into a typed request (AgentRequest); nothing below picks fields.
+            switch try AgentRequest(message) {
             case .status: return status()
-            case .unlock: return try unlock(request)
-            case .lock:
+            case .unlock(let path, let unlock): return try self.unlock(path, unlock)
+            case .lock(let path):
                 let reply = ok()
-                reply.field(.bool, ring.lock(try text(request, .path)))
+                reply.field(.bool, ring.lock(path))
                 return reply
             case .lockAll:
                 let reply = ok()
                 reply.field(.count, UInt64(ring.lockAll()))
                 return reply
-            case .probe:
-                let path = try text(request, .path)
-                guard let store = ring.vault(at: path, touch: false) else { return locked() }
-                // A passphrase change elsewhere retired the key held here: locked now, so the client takes the
-                // passphrase path at once. (Other failures of the file are the operation's to report.)
-                do { try store.reload() } catch VaultError.keyChanged {
-                    _ = ring.lock(path, reason: "re-keyed elsewhere, locked")
-                    return locked()
-                } catch {}
-                return ok()
-            case .mergeFiles: return try mergeFiles(request)
-            case .describeFile: return try describeFile(request)
-            case .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge, .deleted:
-                let path = try text(request, .path)
-                // Names asked with the flag set (shell completion, on every Tab) are not an activity.
-                let touch = !(operation == .names && request.bool(.flags))
-                guard let store = ring.vault(at: path, touch: touch) else { return locked() }
+            case .mergeFiles(let ours, let theirs, let labels): return try mergeFiles(ours: ours, theirs: theirs, labels: labels)
+            case .describeFile(let bytes, let label): return try describeFile(bytes, label: label)
+            case .vault(let path, let request):
+                // Every answer about a vault says whether it is held here: `locked` when not, so a client needs no
+                // probe before its request.
+                guard let store = ring.vault(at: path, touch: request.isActivity) else { return locked() }
                 do {
-                    return try perform(operation, request, on: store)
+                    return try perform(request, on: store)
                 } catch VaultError.keyChanged {
                     // The passphrase changed elsewhere: the key held here is retired, so the vault is locked
                     // and the client asks for the new passphrase as for any locked vault.
@@ -101,12 +88,18 @@ final class AgentService: Sendable {
         }
     }
 
-    private func perform(_ operation: AgentOperation, _ request: AgentWire.Message, on store: any KeyValueVault) throws -> AgentWire.Writer {
+    private func perform(_ request: AgentRequest.VaultRequest, on store: any KeyValueVault) throws -> AgentWire.Writer {
         let reply = ok()
-        switch operation {
-        case .get:
+        switch request {
+        case .probe:
+            // A passphrase change elsewhere retired the key held here (keyChanged: locked now, so the client takes
+            // the passphrase path at once). Other failures of the file are the operation's to report.
+            do { try store.reload() } catch let error as VaultError {
+                if case .keyChanged = error { throw error }
+            } catch {}
+        case .get(let name):
             try store.reload()
-            if let value = try store.getBytes(try text(request, .name)) { reply.field(.value, value) }
+            if let value = try store.getBytes(name) { reply.field(.value, value) }
         case .list:
             try store.reload()
             let names = try store.keys()
@@ -121,18 +114,14 @@ final class AgentService: Sendable {
             let names = try store.keys()
             reply.reserve(names.reduce(0) { $0 + AgentWire.Writer.fieldSize($1.utf8.count) })
             for name in names { reply.field(.name, name) }
-        case .write:
-            try store.write(try AgentWire.changes(from: request))
-        case .remove:
-            reply.field(.bool, try store.remove(try text(request, .name)))
-        case .passwd:
-            try store.changePassphrase(to: try required(request.secret(.passphrase)), parameters: nil)
-        case .entries:
+        case .write(let changes):
+            try store.write(changes)
+        case .remove(let name):
+            reply.field(.bool, try store.remove(name))
+        case .passwd(let passphrase):
+            try store.changePassphrase(to: passphrase, parameters: nil)
+        case .entries(let names):
             try store.reload()
-            let names = try request.fields.filter { $0.tag == AgentWire.Tag.name.rawValue }.map { field in
-                guard let name = request.string(field.range) else { throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8") }
-                return name
-            }
             for entry in try store.entries(names) {
                 reply.field(.bool, entry != nil)
                 guard let (value, attributes) = entry else { continue }
@@ -140,9 +129,7 @@ final class AgentService: Sendable {
                 if let value { reply.field(.value, value) }
             }
         case .records, .apply, .merge, .deleted:
-            try performOnDocument(operation, request, on: store, reply: reply)
-        case .status, .unlock, .lock, .lockAll, .probe, .mergeFiles, .describeFile:
-            throw AgentError.badRequest("not an operation on a vault")
+            try performOnDocument(request, on: store, reply: reply)
         }
         return reply
     }
@@ -154,22 +141,17 @@ final class AgentService: Sendable {
         reply.field(.size, UInt64(attributes.byteCount))
     }
 
-    private func unlock(_ request: AgentWire.Message) throws -> AgentWire.Writer {
-        let path = try text(request, .path)
-        // A passphrase, or a data key the client unwrapped with an age identity (version 2 only).
-        let dataKey = request.secret(.dataKey)
-        let passphrase = dataKey == nil ? try required(request.secret(.passphrase)) : nil
-        let idleSeconds = try required(request.number(.idleSeconds))
-        let maxSeconds = try required(request.number(.maxSeconds))
+    private func unlock(_ path: String, _ request: AgentRequest.Unlock) throws -> AgentWire.Writer {
+        let idleSeconds = request.idleSeconds, maxSeconds = request.maxSeconds
         guard (1...Self.longestTimeoutSeconds).contains(idleSeconds), (1...Self.longestTimeoutSeconds).contains(maxSeconds) else {
             throw AgentError.badRequest("idle and max must be 1 second to 366 days")
         }
         let idle = Double(idleSeconds), max = Double(maxSeconds)
         // The test KDF only for an agent whose own environment has the test switch: a frame's flag alone must
         // never let a production agent open a vault with parameters the CLI refuses.
-        let testing = request.bool(.flags) && configuration.allowsInsecureKDFForTesting
+        let testing = request.insecureKDFForTesting && configuration.allowsInsecureKDFForTesting
         var options = testing ? SecureKeyValueStore.Options.insecureForTesting : SecureKeyValueStore.Options()
-        if let milliseconds = request.number(.lockTimeoutMilliseconds) {
+        if let milliseconds = request.lockTimeoutMilliseconds {
             guard milliseconds <= Self.longestLockTimeoutMilliseconds else {
                 throw AgentError.badRequest("a lock timeout of more than an hour")
             }
@@ -177,7 +159,7 @@ final class AgentService: Sendable {
         }
         options.rollbackProtection = configuration.rollbackProtection
         var kept: [any AgeStanzaIdentity] = []
-        if let keptIdentities = request.secret(.value) {
+        if let keptIdentities = request.keptIdentities {
             // The identities themselves (`vault unlock --identity`), one `AGE-SECRET-KEY-1…` (or, in an agent that
             // runs from vault-net, `AGE-SECRET-KEY-PQ-1…`) a line.
             let list: [any AgeStanzaIdentity]
@@ -193,11 +175,12 @@ final class AgentService: Sendable {
         }
         // Either format version (VaultOpener): version 1's store, or version 2's document.
         let store: any KeyValueVault
-        if let dataKey {
+        switch request.key {
+        case .dataKey(let dataKey):
             guard dataKey.count == 32 else { throw AgentError.badRequest("a data key of \(dataKey.count) bytes") }
             store = try VaultOpener.open(path: path, options: options) { _ in .dataKey(dataKey) }
-        } else {
-            store = try VaultOpener.open(path: path, passphrase: passphrase!, options: options)
+        case .passphrase(let passphrase):
+            store = try VaultOpener.open(path: path, passphrase: passphrase, options: options)
         }
         // A merge (a sync through the agent) follows another copy's key change with the identities kept.
         if !kept.isEmpty { (store as? DocumentVault)?.setOtherKey(VaultRecipientStanza.followingKey(kept)) }
@@ -242,18 +225,5 @@ final class AgentService: Sendable {
             for argument in arguments { reply.field(.argument, argument) }
         }
         return reply
-    }
-
-    /// A text field that must be there and be valid UTF-8 (a name with invalid bytes is refused, never made
-    /// into another name by U+FFFD).
-    func text(_ request: AgentWire.Message, _ tag: AgentWire.Tag) throws -> String {
-        guard let range = request.first(tag) else { throw AgentError.badRequest("a request without a required field") }
-        guard let text = request.string(range) else { throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8") }
-        return text
-    }
-
-    func required<T>(_ value: T?) throws -> T {
-        guard let value else { throw AgentError.badRequest("a request without a required field") }
-        return value
     }
 }

@@ -18,7 +18,7 @@ public final class AgentVault: DocumentEntries {
     }
 
     public func getBytes(_ key: String) throws -> SecureBytes? {
-        try client.request(.get, path: path, timeoutSeconds: getTimeoutSeconds) { $0.field(.name, key) }.secret(.value)
+        try client.request(.get(name: key), on: path, timeoutSeconds: getTimeoutSeconds).secret(.value)
     }
 
     public func contains(_ key: String) throws -> Bool {
@@ -26,7 +26,7 @@ public final class AgentVault: DocumentEntries {
     }
 
     public func keys() throws -> [String] {
-        try client.request(.names, path: path).strings(.name)
+        try client.request(.names(withoutActivity: false), on: path).strings(.name)
     }
 
     public func attributes(forKey key: String) throws -> SecureKeyValueStore.EntryAttributes? {
@@ -35,7 +35,7 @@ public final class AgentVault: DocumentEntries {
 
     /// Several entries in one request (not a listing of the whole vault, as `contains` and `attributes` were).
     public func entries(_ keys: [String]) throws -> [(value: SecureBytes?, attributes: SecureKeyValueStore.EntryAttributes)?] {
-        let answer = try client.request(.entries, path: path) { writer in for key in keys { writer.field(.name, key) } }
+        let answer = try client.request(.entries(names: keys), on: path)
         func date(_ milliseconds: UInt64) -> Date { Date(timeIntervalSince1970: Double(Int64(bitPattern: milliseconds)) / 1000) }
         var out: [(value: SecureBytes?, attributes: SecureKeyValueStore.EntryAttributes)?] = []
         var current: (created: UInt64?, modified: UInt64?, size: UInt64?, value: SecureBytes?)?
@@ -66,7 +66,7 @@ public final class AgentVault: DocumentEntries {
 
     /// Every entry's name and attributes, sorted by name, in one request.
     public func listing() throws -> [(name: String, attributes: SecureKeyValueStore.EntryAttributes)] {
-        let answer = try client.request(.list, path: path)
+        let answer = try client.request(.list, on: path)
         let names = answer.strings(.name)
         let created = answer.numbers(.created)
         let modified = answer.numbers(.modified)
@@ -82,54 +82,38 @@ public final class AgentVault: DocumentEntries {
     }
 
     public func write(_ changes: SecureKeyValueStore.Changes) throws {
-        var failure: (any Error)?
-        _ = try client.request(.write, path: path) { writer in
-            do { try AgentWire.encode(changes, into: writer) } catch { failure = error }
-        }
-        if let failure { throw failure }
+        _ = try client.request(.write(changes), on: path)
     }
 
     /// The versions of entry `name` (format version 2), in one request; the agent answers a version-1 vault with
     /// ``VaultError/needsVersion2(path:)``.
     public func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]? {
-        let answer = try client.request(.records, path: path) { writer in
-            writer.field(.name, name)
-            switch which {
-            case .current: break
-            case .version(let number): writer.field(.version, UInt64(max(0, number)))
-            case .all: writer.field(.flags, true)
-            }
-        }
+        let answer = try client.request(.records(name: name, which), on: path)
         return try AgentWire.records(from: answer)
     }
 
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
-        let answer = try client.request(.merge, path: path) { writer in
-            writer.field(.source, label)
-            other.withUnsafeBytes { writer.field(.value, $0) }
-            writer.field(.flags, dryRun)
-            if acceptDeletions { writer.field(.code, "accept-deletions") }
-            otherPassphrase?.withUnsafeBytes { writer.field(.passphrase, $0) }
-        }
+        let answer = try client.request(.merge(AgentRequest.Merge(
+            label: label, file: other, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)), on: path)
         return try AgentWire.mergeReport(from: answer)
     }
 
     public func apply(_ changes: [DocumentChange]) throws {
-        _ = try client.request(.apply, path: path) { AgentWire.encode(changes, into: $0) }
+        _ = try client.request(.apply(changes), on: path)
     }
 
     public func deletedEntries() throws -> [VaultDocument.DeletedEntry] {
-        try AgentWire.deletedEntries(from: try client.request(.deleted, path: path) { _ in })
+        try AgentWire.deletedEntries(from: try client.request(.deleted, on: path))
     }
 
     @discardableResult
     public func remove(_ key: String) throws -> Bool {
-        try client.request(.remove, path: path) { $0.field(.name, key) }.bool(.bool)
+        try client.request(.remove(name: key), on: path).bool(.bool)
     }
 
     public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {
         precondition(parameters == nil, "the agent keeps the vault's Argon2id parameters")
-        _ = try client.request(.passwd, path: path) { $0.field(.passphrase, newPassphrase) }
+        _ = try client.request(.passwd(newPassphrase), on: path)
     }
 
     /// Nothing to do: the agent re-reads the file before every read.

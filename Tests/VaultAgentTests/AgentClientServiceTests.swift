@@ -70,7 +70,10 @@ import VaultCore
         let agent = try InProcessAgent(fixture)
         let client = try agent.client()
         let refused = AgentFailure(code: "error", exitCode: 1, message: "the agent refused the request: a request without a required field")
-        #expect(throws: AgentError.remote(refused)) { try client.request(.unlock, path: fixture.directory.file("test.vault")) }
+        // An unlock without its key (which a typed request cannot spell): a frame by hand.
+        let frame = AgentWire.Writer(kind: AgentOperation.unlock.rawValue)
+        frame.field(.path, fixture.directory.file("test.vault"))
+        #expect(throws: AgentError.remote(refused)) { try client.exchange(frame, path: nil, timeoutSeconds: 30) }
     }
 
     @Test func anEmptyInProcessAgentEndsAfterItsQuietTimeOnItsClock() throws {

@@ -1,0 +1,88 @@
+import Testing
+@_spi(Fuzzing) @testable import VaultAgent
+import VaultCore
+
+/// The typed request (issue 34 §3): every kind decodes from what it encodes to, and a request is the same bytes
+/// a client of protocol version 4 sent before the wire was typed (the protocol did not change).
+@Suite struct AgentRequestTests {
+    static let path = "/run/v.vault"
+
+    static func changes() throws -> SecureKeyValueStore.Changes {
+        var changes = SecureKeyValueStore.Changes()
+        changes.removeAll()
+        try changes.put(SecureBytes(string: "s3cret"), forKey: "a")
+        changes.remove("b")
+        try changes.copy("a", to: "c", keepCreated: true)
+        changes.require("d", exists: false)
+        return changes
+    }
+
+    /// One request of every operation.
+    static func everyKind() throws -> [AgentRequest] {
+        let unlock = AgentRequest.Unlock(
+            key: .passphrase(SecureBytes(string: "pass")), keptIdentities: SecureBytes(string: "AGE-SECRET-KEY-1X\n"),
+            idleSeconds: 900, maxSeconds: 28_800, insecureKDFForTesting: true, lockTimeoutMilliseconds: 1500)
+        var byKey = unlock
+        byKey.key = .dataKey(SecureBytes(count: 32) { $0.initializeMemory(as: UInt8.self, repeating: 7) })
+        byKey.keptIdentities = nil
+        byKey.lockTimeoutMilliseconds = nil
+        let vault: [AgentRequest.VaultRequest] = [
+            .probe, .get(name: "k"), .list, .names(withoutActivity: true), .names(withoutActivity: false),
+            .write(try changes()), .remove(name: "k"), .passwd(SecureBytes(string: "new")),
+            .records(name: "k", .current), .records(name: "k", .version(3)), .records(name: "k", .all),
+            .apply([.setField(entry: "k", field: "user", value: SecureBytes(string: "alice"), secret: false),
+                    .delete(entry: "old", ifPresent: true), .rename(from: "a", to: "b", replacing: true)]),
+            .entries(names: ["a", "b", "é"]),
+            .merge(.init(label: "other.vault", file: [1, 2, 3], dryRun: true, otherPassphrase: SecureBytes(string: "o"), acceptDeletions: true)),
+            .merge(.init(label: "other.vault", file: [], dryRun: false, otherPassphrase: nil, acceptDeletions: false)),
+            .deleted,
+        ]
+        return [.status, .unlock(path: path, unlock), .unlock(path: path, byKey), .lock(path: path), .lockAll,
+                .mergeFiles(ours: [1, 2], theirs: [3], labels: ("ours", "theirs")), .describeFile([9, 9], label: "f")]
+            + vault.map { .vault(path: path, $0) }
+    }
+
+    @Test func everyRequestKindDecodesToWhatItEncoded() throws {
+        let requests = try Self.everyKind()
+        #expect(Set(requests.map(\.operation.rawValue)) == Set(1...18), "every operation once at least")
+        for request in requests {
+            let message = try AgentWire.Message(payload: try request.encode().buffer.secureBytes())
+            #expect(message.version == AgentWire.version && message.kind == request.operation.rawValue)
+            let again = try AgentRequest(message)
+            #expect(try AgentFuzzEntryPoints.describe(again) == AgentFuzzEntryPoints.describe(request))
+        }
+    }
+
+    /// The bytes of a `get` as the client built them by hand before: version, operation 6, `path`, `name`.
+    @Test func aGetIsTheSameBytesAsBefore() throws {
+        let typed = try AgentRequest.vault(path: Self.path, .get(name: "k")).encode().buffer.secureBytes().unprotectedBytes
+        let byHand = AgentWire.Writer(kind: AgentOperation.get.rawValue)
+        byHand.field(.path, Self.path)
+        byHand.field(.name, "k")
+        #expect(typed == byHand.buffer.secureBytes().unprotectedBytes)
+    }
+
+    /// What a request must have is checked when it is decoded: a missing field, an unknown operation, a name that
+    /// is not UTF-8.
+    @Test func malformedRequestsAreRefusedWhenDecoded() throws {
+        func decode(_ kind: UInt8, _ fill: (AgentWire.Writer) -> Void = { _ in }) throws -> AgentRequest {
+            let writer = AgentWire.Writer(kind: kind)
+            fill(writer)
+            return try AgentRequest(AgentWire.Message(payload: writer.buffer.secureBytes()))
+        }
+        #expect(throws: AgentError.badRequest("unknown operation 99")) { try decode(99) }
+        #expect(throws: AgentError.badRequest("a request without a required field")) { try decode(AgentOperation.get.rawValue) }
+        #expect(throws: AgentError.badRequest("a request without a required field")) {
+            try decode(AgentOperation.get.rawValue) { $0.field(.path, Self.path) }
+        }
+        #expect(throws: VaultError.invalidEntryName(reason: "the name is not valid UTF-8")) {
+            try decode(AgentOperation.get.rawValue) { writer in
+                writer.field(.path, Self.path)
+                [UInt8(0xFF)].withUnsafeBytes { writer.field(.name, $0) }
+            }
+        }
+        #expect(throws: AgentError.badRequest("a merge of two files needs two files")) {
+            try decode(AgentOperation.mergeFiles.rawValue) { writer in [UInt8(1)].withUnsafeBytes { writer.field(.value, $0) } }
+        }
+    }
+}

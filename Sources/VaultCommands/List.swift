@@ -43,17 +43,34 @@ package struct List: ParsableCommand {
 
     /// What `list` prints for `vault`: the names starting with `prefix` (shared with ``QuickPath``).
     static func printNames(of vault: any KeyValueVault, prefix: String = "", json: Bool) throws {
-        if json {
-            let time = { (date: Date) in UTCTime.iso8601(seconds: date.timeIntervalSince1970, fractional: true) }
-            let entries: [[String: Any]] = try vault.listing().filter { $0.0.hasPrefix(prefix) }.map { name, attributes in
-                [
-                    "name": name, "size": attributes.byteCount,
-                    "created": time(attributes.created), "modified": time(attributes.modified),
-                ]
+        try Names(of: vault, prefix: prefix, json: json).print()
+    }
+
+    /// What `list` prints, read from the vault in one request: the names, or with `json` the listing.
+    struct Names {
+        private let prefix: String
+        private let listing: [(name: String, attributes: SecureKeyValueStore.EntryAttributes)]?
+        private let names: [String]
+
+        init(of vault: any KeyValueVault, prefix: String = "", json: Bool) throws {
+            self.prefix = prefix
+            listing = json ? try vault.listing() : nil
+            names = json ? [] : try vault.keys()
+        }
+
+        func print() throws {
+            if let listing {
+                let time = { (date: Date) in UTCTime.iso8601(seconds: date.timeIntervalSince1970, fractional: true) }
+                let entries: [[String: Any]] = listing.filter { $0.0.hasPrefix(prefix) }.map { name, attributes in
+                    [
+                        "name": name, "size": attributes.byteCount,
+                        "created": time(attributes.created), "modified": time(attributes.modified),
+                    ]
+                }
+                try writeJSON(["entries": entries])
+            } else {
+                try writeLines(names.filter { $0.hasPrefix(prefix) })
             }
-            try writeJSON(["entries": entries])
-        } else {
-            try writeLines(try vault.keys().filter { $0.hasPrefix(prefix) })
         }
     }
 }

@@ -94,34 +94,48 @@ package enum QuickPath {
     /// Runs `invocation` (a plain form: ``parse(_:)``) and exits when the agent holds the vault; otherwise returns,
     /// having read nothing from stdin and written nothing.
     package static func runIfAgentHoldsVault(_ invocation: Invocation) {
-        if case .get(let name) = invocation.verb, (try? checkNameArgumentIsUTF8(name)) != nil {
-            return runGetInOneRoundTrip(invocation, name: name)
+        switch invocation.verb {
+        case .get(let name) where (try? checkNameArgumentIsUTF8(name)) != nil:
+            runInOneRoundTrip(invocation) { vault in
+                let value = try vault.getBytes(name)
+                return { try Get.printValue(value, of: name, in: vault, json: invocation.json) }
+            }
+        case .list:
+            runInOneRoundTrip(invocation) { vault in
+                let names = try List.Names(of: vault, json: invocation.json)
+                return { try names.print() }
+            }
+        default:
+            guard let vault = heldVault(invocation) else { return declined() }
+            run(vault.invocation, on: vault.vault)
         }
-        guard let vault = heldVault(invocation) else { return declined() }
-        run(vault.invocation, on: vault.vault)
     }
 
-    /// `get` in one round trip: the get itself, with no probe before it, since the agent's answer says whether it
-    /// holds the vault. Locked, no agent, no answer within a probe's 2 s (an agent stopped), another protocol
-    /// version or a broken answer: declined, as the probe's answers were; the agent's own failure (a corrupt
-    /// file, say) is the get's, reported as before. (A name that is not valid UTF-8 takes the probe first, as
-    /// before: it must be refused, not sent with U+FFFD in it.)
-    private static func runGetInOneRoundTrip(_ invocation: Invocation, name: String) {
+    /// `get` and `list` in one round trip: their one request is sent with no probe before it, since the agent's
+    /// answer says whether it holds the vault. `read` makes that request and returns what prints its answer.
+    /// Locked, no agent, no answer within a probe's 2 s (an agent stopped), another protocol version or a broken
+    /// answer: declined, as the probe's answers were; the agent's own failure (a corrupt file, say) is the verb's,
+    /// reported as before. (A `get` of a name that is not valid UTF-8 takes the probe first, as before: it must be
+    /// refused, not sent with U+FFFD in it.)
+    private static func runInOneRoundTrip(_ invocation: Invocation, read: (AgentVault) throws -> () throws -> Void) {
         guard VaultOptions.problem(vaultPath: invocation.vaultPath) == nil, let client = try? AgentClient.connect() else {
             return declined()
         }
         let path = VaultOptions.resolvedPath(invocation.vaultPath)
         let vault = client.vaultWithoutProbe(at: path, firstAnswerTimeoutSeconds: 2)
-        let value: Result<SecureBytes?, any Error>
+        let output: () throws -> Void
         do {
-            value = .success(try vault.getBytes(name))
+            output = try read(vault)
         } catch let error as AgentError {
             guard case .remote = error else { return declined() }
-            value = .failure(error)
+            output = { throw error }
         } catch {
-            value = .failure(error)
+            output = { throw error }
         }
-        run(invocation, on: vault, value: value)
+        exitReporting(json: invocation.json) {
+            defer { vault.close() }
+            try output()
+        }
     }
 
     /// A command line the quick path does not take (not a plain form, or the agent does not hold the vault) goes
@@ -143,30 +157,30 @@ package enum QuickPath {
     }
 
     /// Runs `invocation` on `vault` and exits.
-    /// With `value`, the get's answer is already there (``runGetInOneRoundTrip(_:name:)``).
-    private static func run(_ invocation: Invocation, on vault: any KeyValueVault, value: Result<SecureBytes?, any Error>? = nil) -> Never {
-        do {
-            try reportingErrors(json: invocation.json) {
-                switch invocation.verb {
-                case .get(let name):
-                    defer { vault.close() }
-                    if let value {
-                        try Get.printValue(try value.get(), of: name, in: vault, json: invocation.json)
-                    } else {
-                        try checkNameArgumentIsUTF8(name)
-                        try Get.printValue(of: name, in: vault, json: invocation.json)
-                    }
-                case .put(let name, let noClobber, let trimNewline):
-                    try checkNameArgumentIsUTF8(name)
-                    var how = Put.Manner()
-                    how.noClobber = noClobber
-                    how.trimNewline = trimNewline
-                    try Put.store(name, how, json: invocation.json) { vault }
-                case .list:
-                    defer { vault.close() }
-                    try List.printNames(of: vault, json: invocation.json)
-                }
+    private static func run(_ invocation: Invocation, on vault: any KeyValueVault) -> Never {
+        exitReporting(json: invocation.json) {
+            switch invocation.verb {
+            case .get(let name):
+                try checkNameArgumentIsUTF8(name)
+                defer { vault.close() }
+                try Get.printValue(of: name, in: vault, json: invocation.json)
+            case .put(let name, let noClobber, let trimNewline):
+                try checkNameArgumentIsUTF8(name)
+                var how = Put.Manner()
+                how.noClobber = noClobber
+                how.trimNewline = trimNewline
+                try Put.store(name, how, json: invocation.json) { vault }
+            case .list:
+                defer { vault.close() }
+                try List.printNames(of: vault, json: invocation.json)
             }
+        }
+    }
+
+    /// Runs `body`, reports its error as every verb does, and exits.
+    private static func exitReporting(json: Bool, _ body: () throws -> Void) -> Never {
+        do {
+            try reportingErrors(json: json, body)
         } catch let code as ExitCode {
             exit(code.rawValue)
         } catch {

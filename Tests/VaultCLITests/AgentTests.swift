@@ -1032,10 +1032,10 @@ import VaultTestSupport
         return frames.compactMap { frame in UInt8(frame.dropFirst(10).prefix(2), radix: 16) }
     }
 
-    /// Issue 34 §3: `vault get` through the agent is one round trip, the get itself (operation 6), with no probe
+    /// Issue 34 §3: `vault get` (and `list`) through the agent is one round trip, the get itself (operation 6), with no probe
     /// (5) before it: the get's answer says whether the agent holds the vault. On a locked vault the get's answer
     /// says so, and the command takes the ordinary path (here: no passphrase, refused as before).
-    @Test func getThroughTheAgentIsOneRequest() throws {
+    @Test func getAndListThroughTheAgentAreOneRequest() throws {
         let (box, value) = try Self.boxWithEntry()
         defer { box.stopAgents() }
         try box.unlock()
@@ -1045,6 +1045,13 @@ import VaultTestSupport
         let got = try box.vault(["get", "k"], environment: ["VAULT_AGENT_SOCK": proxySocket, "VAULT_TESTING_REQUIRE_QUICK_PATH": "1"])
         #expect(got.status == 0 && got.stdout == Data(value.utf8), "\(got.stderr)")
         #expect(Self.recordedOperations(record) == [6])
+        // So is `list` (names, 11) and `list --json` (list, 7).
+        for (arguments, operation) in [(["list"], UInt8(11)), (["list", "--json"], 7)] {
+            try? FileManager.default.removeItem(atPath: record)
+            let listed = try box.vault(arguments, environment: ["VAULT_AGENT_SOCK": proxySocket, "VAULT_TESTING_REQUIRE_QUICK_PATH": "1"])
+            #expect(listed.status == 0 && listed.stdoutText.contains("k"), "\(arguments): \(listed.stderr)")
+            #expect(Self.recordedOperations(record) == [operation], "\(arguments)")
+        }
         // Locked: the get's answer says so; the quick path declines (the test hook makes that exit 70).
         #expect(try box.vault(["lock"]).status == 0)
         try? FileManager.default.removeItem(atPath: record)

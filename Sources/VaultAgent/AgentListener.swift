@@ -5,13 +5,41 @@ import VaultCore
 import Glibc
 #endif
 
-/// The agent's socket: binds it (taking over only a stale socket of this user's), lets in clients of this user
-/// only (`SO_PEERCRED`), reads their frames (``AgentWire``) on a thread per connection, and sends what the
-/// ``AgentService`` answers. Ends when asked (``stop()``), when its socket path no longer leads to it
+/// One protocol an agent serves on a socket of its own: how a request is read from a connection (its framing),
+/// what answers it, and how the answer is sent; all over one ``KeyRing``. The vault protocol is
+/// ``AgentService`` (``AgentWire``'s frames); an ssh-agent or a Secret Service bridge would be others, each on
+/// its own socket, reading the same key ring (issue 34 §3).
+protocol AgentSocketProtocol: Sendable {
+    associatedtype Request
+    associatedtype Reply
+    /// The keys its answers read; the listener sweeps it and locks it all when it ends.
+    var ring: KeyRing { get }
+    /// The next request on `fd`; `nil` at the end of the stream. Bytes held for a request still arriving are
+    /// counted against `budget` (every connection's).
+    func receive(on fd: Int32, budget: AgentWire.FrameBudget) throws -> Request?
+    /// The answer to `request`, and whether the connection ends after it.
+    func answer(_ request: Request) -> (reply: Reply, endsConnection: Bool)
+    func send(_ reply: Reply, on fd: Int32) throws
+}
+
+extension AgentService: AgentSocketProtocol {
+    func receive(on fd: Int32, budget: AgentWire.FrameBudget) throws -> AgentWire.Message? {
+        try AgentWire.receive(on: fd, budget: budget)
+    }
+
+    func send(_ reply: AgentWire.Writer, on fd: Int32) throws {
+        try AgentWire.send(reply, on: fd)
+    }
+}
+
+/// An agent's socket: binds it (taking over only a stale socket of this user's) or serves the one a service
+/// manager handed in, lets in clients of this user only (`SO_PEERCRED`), reads their requests on a thread per
+/// connection, and sends what `Handler` answers. Generic over the protocol (framing and handler): one listener per
+/// socket, one socket per protocol. Ends when asked (``stop()``), when its socket path no longer leads to it
 /// (``SocketWatch``), or when it has held nothing for a while (``EmptyExit``, when asked for).
-final class AgentListener: Sendable {
+final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
     let socketPath: String
-    private let service: AgentService
+    private let service: Handler
     private let clock: any AgentClock
     private let log: @Sendable (String) -> Void
     private let exitWhenEmptyAfter: Double?
@@ -30,7 +58,7 @@ final class AgentListener: Sendable {
     ///   ends (``EmptyExit``); `nil`: never.
     /// - Parameter adopted: a listening socket bound at `socketPath` that a service manager handed in.
     init(
-        socketPath: String, adopted: Int32? = nil, service: AgentService, exitWhenEmptyAfter: Double?,
+        socketPath: String, adopted: Int32? = nil, service: Handler, exitWhenEmptyAfter: Double?,
         log: @escaping @Sendable (String) -> Void
     ) throws {
         self.socketPath = socketPath
@@ -202,9 +230,9 @@ final class AgentListener: Sendable {
 
     private func serve(_ fd: Int32) {
         while true {
-            let request: AgentWire.Message
+            let request: Handler.Request
             do {
-                guard let message = try AgentWire.receive(on: fd, budget: frameBudget) else { return }
+                guard let message = try service.receive(on: fd, budget: frameBudget) else { return }
                 request = message
             } catch {
                 return
@@ -213,7 +241,7 @@ final class AgentListener: Sendable {
             connections.withLock { $0[fd] = now }
             let (reply, ends) = service.answer(request)
             noteClientActivity()
-            do { try AgentWire.send(reply, on: fd) } catch { return }
+            do { try service.send(reply, on: fd) } catch { return }
             if ends { return }
         }
     }

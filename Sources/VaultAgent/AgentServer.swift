@@ -44,7 +44,7 @@ public final class AgentServer: Sendable {
     }
 
     public let socketPath: String
-    private let listener: AgentListener
+    private let listener: AgentListener<AgentService>
 
     /// The most connections served at once; past it, the one idle longest is closed.
     public static let connectionLimit = 512

@@ -7,7 +7,7 @@ import VaultCore
 /// directory, served on a thread of its own until ``stop()``.
 final class InProcessAgent {
     let socketPath: String
-    let listener: AgentListener
+    let listener: AgentListener<AgentService>
     private let done = DispatchSemaphore(value: 0)
     private var stopped = false
 

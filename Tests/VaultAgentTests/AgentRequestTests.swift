@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @_spi(Fuzzing) @testable import VaultAgent
 import VaultCore
@@ -60,6 +61,25 @@ import VaultCore
         byHand.field(.path, Self.path)
         byHand.field(.name, "k")
         #expect(typed == byHand.buffer.secureBytes().unprotectedBytes)
+    }
+
+    /// The fuzz target's corpus (Fuzz/corpus/FuzzAgentWire, what a 30 s run kept) replayed through its entry point:
+    /// every input that decodes to a typed request encodes to one that decodes to the same (the entry point's
+    /// precondition), and the corpus holds a well-formed request of every operation (seeds, so that a run starts
+    /// from requests the agent takes, not only from the field parser's inputs).
+    @Test func theFuzzCorpusRoundTripsThroughTheTypedRequest() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz/corpus/FuzzAgentWire").standardized
+        let files = try FileManager.default.contentsOfDirectory(atPath: corpus.path)
+        try #require(!files.isEmpty)
+        var operations = Set<UInt8>()
+        for file in files {
+            let bytes = try [UInt8](Data(contentsOf: corpus.appendingPathComponent(file)))
+            AgentFuzzEntryPoints.decodeRequest(bytes)
+            if let message = try? AgentWire.Message(payload: SecureBytes(bytes)), let request = try? AgentRequest(message) {
+                operations.insert(request.operation.rawValue)
+            }
+        }
+        #expect(operations == Set(1...18), "the corpus seeds a request of every operation")
     }
 
     /// What a request must have is checked when it is decoded: a missing field, an unknown operation, a name that

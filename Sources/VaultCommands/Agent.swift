@@ -234,6 +234,11 @@ package struct AgentCommand: ParsableCommand {
             help: "End once nothing has been unlocked and no client heard from for this long (default: run until stopped; an agent a command starts in the background, or a service manager on a socket it hands in, uses \(AgentCommand.backgroundEmptyExit)).")
         var exitWhenEmpty: Duration?
 
+        @Flag(
+            name: .customLong("no-lock-on-sleep"),
+            help: "Do not lock every vault when the machine is about to sleep or the session's screen locks (logind on the system bus; also VAULT_LOCK_ON_SLEEP=0).")
+        var noLockOnSleep = false
+
         package func run() throws {
             let server: AgentServer
             do {
@@ -241,6 +246,7 @@ package struct AgentCommand: ParsableCommand {
                 options.rollbackProtection = .standard
                 options.allowsInsecureKDFForTesting = Posix.environment("VAULT_TESTING_INSECURE_KDF") == "1"
                 options.exitWhenEmptyAfterSeconds = exitWhenEmpty.map { Double($0.seconds) }
+                options.locksOnSleepAndScreenLock = !noLockOnSleep && Posix.environment("VAULT_LOCK_ON_SLEEP") != "0"
                 if let activation = try SocketActivation.inherited() {
                     guard let socket = activation.socket(named: AgentCommand.activatedSocketName) else {
                         throw AgentError.cannotStart(

@@ -143,4 +143,30 @@ import VaultTestSupport
             #expect(driver.status == 1 && driver.stderr == "vault: cannot merge 'team.vault': \(message)\n", "\(driver.stderr)")
         }
     }
+
+    /// `vault login` whose server, given the credential, redirects to another origin that answers 200: the redirect
+    /// never carries the credential, so that 200 accepted nothing and nothing is stored; login says so, exit 1.
+    @Test func aLoginAnsweredByAnotherOriginAfterARedirectStoresNothingAndSaysSo() async throws {
+        let first = try PythonServer(.counting), second = try PythonServer(.counting)
+        defer { first.stop(); second.stop() }
+        #expect(try runTool("/usr/bin/curl", ["-s", first.origin + "/_control/set-password?user=alice&password=pw"]).0 == 0)
+        let box = try Sandbox()
+        try box.initVault()
+        let password = box.directory + "/password"
+        try box.write("pw\n", to: password)
+        let url = first.origin + "/login-redirect/\(second.port)"
+        let login = ["login", url, "--username", "alice", "--password-file", password, "--allow-insecure-http"]
+        let message = "'\(url)' redirected the login to '\(second.origin)/headers', another origin, which answered HTTP 200 (OK) without the credential; that accepts nothing: no credential was stored"
+        let hint = "log in with the URL of a protected resource that answers on its own origin"
+        let result = try box.vault(login)
+        #expect(result.status == 1 && result.stdout.isEmpty, "\(result.stdoutText) \(result.stderr)")
+        #expect(result.stderr == "vault: \(message)\nhint: \(hint)\n")
+        let json = try box.vault(login + ["--json"])
+        #expect(json.status == 1 && json.stdout.isEmpty, "\(json.stdoutText)")
+        let error = try #require(try JSONSerialization.jsonObject(with: Data(json.stderr.utf8)) as? [String: Any])["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "answered_elsewhere" && error?["exit_code"] as? Int == 1 && error?["message"] as? String == message)
+        #expect(try box.vault(["list"]).stdoutText == "", "nothing stored")
+        let elsewhere = try await NetworkEdgeCLITests.log(second)
+        #expect(elsewhere.count == 2 && elsewhere.allSatisfy { $0.headers["authorization"] == nil }, "the credential never went there")
+    }
 }

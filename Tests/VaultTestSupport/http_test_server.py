@@ -15,7 +15,8 @@ Prints `PORT n` as its first line and stops when its stdin closes. Two modes:
       `/protected` 200 `hello` with a valid credential, else 401 with a Basic challenge; `/forbidden` 403 with a
       valid credential, else 401; `/redirect?to=URL` 302 to URL; `/digest`, `/bearer` 401 with only a Digest or
       Bearer challenge; `/hostile-realm?hex=HEX` 401 with a Basic challenge whose realm is the bytes HEX;
-      `/redirect-to/PORT/...` 302 to `http://127.0.0.1:PORT/headers`; any path with `trickle`
+      `/redirect-to/PORT/...` 302 to `http://127.0.0.1:PORT/headers`; `/login-redirect/PORT` the same with a
+      valid credential, else 401 with a Basic challenge; any path with `trickle`
       (`?bytes=N`, default 100) 200 with Content-Length N, one byte every 0.5 s; `/big?bytes=N` 200 with
       N bytes (`x`) sent in 1 MiB pieces; `/hostile-length/...` 200 with an ETag and a Content-Length of 3 GiB,
       then 1 MiB that starts as a vault and nothing more for 20 s; `/hostile-stream/...` 200 with an ETag and no
@@ -113,6 +114,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         'headers': {k.lower(): v for k, v in self.headers.items()}})
         if self.command == 'CONNECT' or not self.path.startswith('/'):
             return self.reply(502, b'not a proxy')
+        if url.path.startswith('/login-redirect/'):
+            if not self.authorized():
+                return self.challenge()
+            return self.reply(302, b'', [('Location', 'http://127.0.0.1:%s/headers' % url.path.split('/')[2])])
         if url.path.startswith('/redirect-to/'):
             return self.reply(302, b'', [('Location', 'http://127.0.0.1:%s/headers' % url.path.split('/')[2])])
         if 'trickle' in url.path:

@@ -32,6 +32,9 @@ public struct ExportResult {
     public var data: SecureBytes
     /// Fields, versions or entries the format has no room for, with why (never a value).
     public var omitted: [SkippedItem]
+    /// CSV: how many cells start with `=`, `+`, `-` or `@` (a spreadsheet may run them as formulas; written as
+    /// they are).
+    public var formulaLikeCells = 0
 }
 
 /// What an export reads: the vault's names, sorted, and each entry's versions (current first, as

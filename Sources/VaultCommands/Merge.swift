@@ -108,7 +108,7 @@ package struct Merge: ParsableCommand {
     /// that has a stanza there (before `otherPassphrase` is tried). Through the agent, only the passphrase.
     func merge(_ bytes: [UInt8], into vault: any KeyValueVault, identities: [any AgeStanzaIdentity], otherPassphrase: SecureBytes?) throws -> MergeReport {
         guard !identities.isEmpty, let local = vault as? DocumentVault else {
-            return try documentEntries(vault).merge(bytes, label: other, dryRun: dryRun, otherPassphrase: otherPassphrase)
+            return try vault.requiringFields().merge(bytes, label: other, dryRun: dryRun, otherPassphrase: otherPassphrase)
         }
         let label = other, key = VaultRecipientStanza.followingKey(identities)
         return try local.merge(bytes, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: { try key($0, label) })

@@ -129,7 +129,7 @@ public final class SecureKeyValueStore: KeyValueVault, Sendable {
             }
         }
         let vault = try VaultOpener.open(path: path, passphrase: passphrase, options: options)
-        opened.withLock { $0 = vault }
+        hold(vault)
     }
 
     /// Creates a new, empty vault at ``path`` and leaves it open.
@@ -152,7 +152,15 @@ public final class SecureKeyValueStore: KeyValueVault, Sendable {
                 formatVersion: UInt16(clamping: formatVersion))
             vault = try VaultOpener.open(path: path, passphrase: passphrase, options: options)
         }
-        opened.withLock { $0 = vault }
+        hold(vault)
+    }
+
+    /// Keeps `vault` as the open one; one opened before is closed.
+    private func hold(_ vault: any KeyValueVault) {
+        opened.withLock { held in
+            defer { held = vault }
+            return held.take()
+        }?.close()
     }
 
     /// Closes the store: drops the data key and all decrypted values (their memory is zeroed).

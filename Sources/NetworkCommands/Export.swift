@@ -64,7 +64,7 @@ package struct Export: ParsableCommand {
             }
             // Entry by entry while the export is written: one entry's values at a time besides the export.
             let (count, result) = try withVault(options) { vault -> (Int, ExportResult) in
-                let document = try documentEntries(vault)
+                let document = try vault.requiringFields()
                 let names = try vault.keys()
                 if let terminal {
                     let target = output.map { "'\(TerminalText.escaped($0))'" } ?? "stdout"

@@ -156,7 +156,7 @@ package struct Sync: AsyncParsableCommand {
         let path = options.resolvedPath
         let local = LocalFileStorage(path: path)
         var outcome = Outcome()
-        func vault() throws -> any DocumentEntries { try opened.entries() }
+        func vault() throws -> any KeyValueVault { try opened.entries() }
         var conditional = true
         let otherCopy = OtherCopyPassphrase(otherPassphrase)
         let deletions = DeletionConsent(accepted: acceptDeletions)
@@ -370,9 +370,9 @@ final class OpenedOnce {
 
     init(_ options: VaultOptions) { self.options = options }
 
-    func entries() throws -> any DocumentEntries {
+    func entries() throws -> any KeyValueVault {
         if vault == nil { vault = try openVault(options) }
-        return try documentEntries(vault!)
+        return try vault!.requiringFields()
     }
 
     func close() { vault?.close() }

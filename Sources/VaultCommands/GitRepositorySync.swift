@@ -101,7 +101,7 @@ package struct GitRepositorySync {
         // The vault opens (key, MACs, rollback record) before anything of it is committed or merged.
         let vault = try openVault(options)
         defer { vault.close() }
-        let entries = try documentEntries(vault)
+        let entries = try vault.requiringFields()
         _ = try entries.keys()
 
         // 1. This clone's changes to the vault, committed (only the vault: other staged work stays staged).

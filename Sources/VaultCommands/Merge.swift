@@ -123,7 +123,7 @@ package struct Merge: ParsableCommand {
         _ bytes: [UInt8], into vault: any KeyValueVault, identities: [any AgeStanzaIdentity], otherPassphrase: SecureBytes?, acceptDeletions: Bool
     ) throws -> MergeReport {
         guard !identities.isEmpty, let local = vault as? DocumentVault else {
-            return try documentEntries(vault).merge(
+            return try vault.requiringFields().merge(
                 bytes, label: other, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)
         }
         let label = other, key = VaultRecipientStanza.followingKey(identities)

@@ -38,7 +38,7 @@ public struct ExportResult {
 }
 
 /// What an export reads: the vault's names, sorted, and each entry's versions (current first, as
-/// ``DocumentEntries/records(of:_:)`` gives them), read one entry at a time while the export is written, so that
+/// ``KeyValueVault/records(of:_:)`` gives them), read one entry at a time while the export is written, so that
 /// only one entry's values are in memory besides the export itself.
 public struct ExportSource {
     public let names: [String]

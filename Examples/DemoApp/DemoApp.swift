@@ -60,12 +60,11 @@ struct DemoApp: AsyncParsableCommand {
             let creating = !vault.makeStore().exists
             let passphrase = try vault.passphrase(
                 prompt: creating ? "New vault passphrase: " : "Vault passphrase: ", confirm: creating)
-            // Either format version (a new vault is version 2); Argon2id off the cooperative pool.
-            store = try await runBlocking {
-                // Another process may create it first: then that one is opened.
-                if creating { do { _ = try VaultOpener.create(path: path, passphrase: passphrase, options: options) } catch VaultError.vaultAlreadyExists {} }
-                return try VaultOpener.open(path: path, passphrase: passphrase, options: options)
-            }
+            // The library's front door: any format version, a new vault the current one (another process may
+            // create it first: then that one is opened); Argon2id off the cooperative pool.
+            let local = SecureKeyValueStore(path: path, options: options)
+            try await local.perform { try $0.open(with: passphrase) }
+            store = local
             if creating { status("created vault '\(path)'") }
         }
         defer { store.close() }

@@ -60,7 +60,7 @@ package struct Import: ParsableCommand {
                 throw ImportFailure(source: source, error: error)
             }
             let plan = try withVault(options) { vault -> ImportPlan in
-                let entries = try documentEntries(vault)
+                let entries = try vault.requiringFields()
                 let names = Set(try vault.keys())
                 let plan: ImportPlan
                 do {

@@ -54,6 +54,11 @@ package struct Login: AsyncParsableCommand {
             guard (200..<300).contains(response.statusCode) else {
                 throw NetworkCLIError.loginNotAccepted(response.statusCode, url: url)
             }
+            // The authenticator stores a credential only on a 2xx of the origin it was sent to: a redirect to another
+            // origin (followed without it) answered nothing about it.
+            guard Origin(response.url) == space.origin else {
+                throw NetworkCLIError.loginAnsweredElsewhere(response.statusCode, url: url, answeredBy: TerminalText.escaped(response.url.absoluteString))
+            }
             if options.json {
                 try writeJSON([
                     "url": url, "origin": space.origin.description, "realm": space.realm, "username": user,

@@ -15,6 +15,9 @@ package enum NetworkCLIError: Error, CustomStringConvertible {
     case loginNotAccepted(Int, url: String)
     /// `vault login`: the server never asked for credentials.
     case noChallenge(Int, url: String)
+    /// `vault login`: the 2xx came from another origin after a redirect (which never carries the credential), so it
+    /// accepted nothing and nothing was stored.
+    case loginAnsweredElsewhere(Int, url: String, answeredBy: String)
     /// Plain http without the opt-in, or to a host that is not loopback.
     case insecureHTTP(url: String, loopback: Bool)
     /// `vault logout`: nothing stored for the origin.
@@ -29,7 +32,7 @@ package enum NetworkCLIError: Error, CustomStringConvertible {
 extension NetworkCLIError: CLIReportable {
     package var exitCode: Int32 {
         switch self {
-        case .httpStatus, .loginNotAccepted, .noChallenge, .insecureHTTP: return Exit.failure
+        case .httpStatus, .loginNotAccepted, .noChallenge, .insecureHTTP, .loginAnsweredElsewhere: return Exit.failure
         case .noCredential: return Exit.notFound
         case let .authentication(error, _, _): return error.exitCode
         }
@@ -39,6 +42,7 @@ extension NetworkCLIError: CLIReportable {
         switch self {
         case .httpStatus, .loginNotAccepted: return "http_error"
         case .noChallenge: return "no_challenge"
+        case .loginAnsweredElsewhere: return "answered_elsewhere"
         case .insecureHTTP: return "insecure_transport"
         case .noCredential: return "no_such_entry"
         case let .authentication(error, _, _): return error.code
@@ -53,6 +57,8 @@ extension NetworkCLIError: CLIReportable {
             return "HTTP \(status) (\(HTTPStatusText.reason(status))) from '\(url)'; no credential was stored"
         case let .noChallenge(status, url):
             return "'\(url)' did not ask for credentials (HTTP \(status)); no credential was stored"
+        case let .loginAnsweredElsewhere(status, url, answeredBy):
+            return "'\(url)' redirected the login to '\(answeredBy)', another origin, which answered HTTP \(status) (\(HTTPStatusText.reason(status))) without the credential; that accepts nothing: no credential was stored"
         case let .insecureHTTP(url, _):
             return "refusing plain http to '\(url)'"
         case let .noCredential(origin, path):
@@ -74,6 +80,7 @@ extension NetworkCLIError: CLIReportable {
         switch self {
         case .httpStatus, .loginNotAccepted, .noCredential: return nil
         case .noChallenge: return "log in with the URL of a protected resource"
+        case .loginAnsweredElsewhere: return "log in with the URL of a protected resource that answers on its own origin"
         case let .insecureHTTP(_, loopback):
             return loopback ? "use https, or pass --allow-insecure-http (loopback addresses only)"
                 : "use https (plain http is allowed only to loopback addresses, with --allow-insecure-http)"

@@ -40,7 +40,7 @@ package struct OTPCommand: ParsableCommand {
         try reportingErrors(json: options.json) {
             let name = try entry.resolve()
             let uri = try withVault(options) { vault -> SecureBytes in
-                guard let record = try documentEntries(vault).records(of: name, .current)?.first else {
+                guard let record = try vault.requiringFields().records(of: name, .current)?.first else {
                     throw CLIError.missingEntry(name, in: vault)
                 }
                 guard let field = record.field("otp") else { throw VaultError.noSuchField(key: name, field: "otp") }

@@ -156,14 +156,14 @@ package struct Sync: AsyncParsableCommand {
         let path = options.resolvedPath
         let local = LocalFileStorage(path: path)
         var outcome = Outcome()
-        func vault() throws -> any DocumentEntries { try opened.entries() }
+        func vault() throws -> any KeyValueVault { try opened.entries() }
         var conditional = true
         let otherCopy = OtherCopyPassphrase(otherPassphrase)
         let deletions = DeletionConsent(accepted: acceptDeletions)
         for attempt in 1...Self.attempts {
             outcome.attempts = attempt
             let localBytes = try local.loadForWrite()?.bytes
-            let record = localBytes.flatMap { SyncRecord.read(for: $0, path: path, remote: store.label) }
+            let record = localBytes.flatMap { SyncRecord.read(for: $0, path: path, store: store) }
             let askedETag = conditional ? record?.etag : nil
             let fetched = try await store.get(ifNoneMatch: askedETag)
             var etag: String?
@@ -182,7 +182,7 @@ package struct Sync: AsyncParsableCommand {
                 guard localBytes != nil else {
                     throw CLIError.message("neither '\(TerminalText.escaped(path))' nor \(store.label) exists: nothing to sync", exitCode: Exit.notFound)
                 }
-                if record != nil, !recreate {
+                if let record, !record.legacy, !recreate {
                     throw CLIError.message("\(store.label) was deleted in the store since the last sync; --recreate writes it again", exitCode: Exit.notFound)
                 }
                 // Open and check the local vault (format version 2, its key, MACs and rollback record; the agent reads
@@ -195,12 +195,12 @@ package struct Sync: AsyncParsableCommand {
             case .object(let bytes, let objectETag):
                 etag = objectETag
                 guard let localBytes else {
-                    try adopt(bytes, etag: objectETag, into: local, from: store.label)
+                    try adopt(bytes, etag: objectETag, into: local, from: store)
                     outcome.fetched = true
                     return outcome
                 }
                 if bytes == localBytes {
-                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, path: path, remote: store.label)
+                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, path: path, store: store)
                     return outcome
                 }
                 let entries = try vault()
@@ -213,7 +213,7 @@ package struct Sync: AsyncParsableCommand {
                 if !dryRun, !report.otherLacks, !report.written {
                     // Nothing changed here and the object holds all of it: remember the pair. (When the merge wrote,
                     // a write of another process may have followed it: the next sync looks again.)
-                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, path: path, remote: store.label)
+                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, path: path, store: store)
                 }
             }
             guard !dryRun, outcome.merge?.otherLacks == true else { return outcome }
@@ -225,7 +225,7 @@ package struct Sync: AsyncParsableCommand {
                 // A key change made here is in the remote now: other copies follow it; it is no longer pending.
                 if let protection = options.storeOptions.rollbackProtection { DocumentVault.keyChangePublished(merged, protection: protection) }
                 if let newETag {
-                    SyncRecord(etag: newETag, localVersion: LocalFileStorage.version(of: merged).description).write(for: merged, path: path, remote: store.label)
+                    SyncRecord(etag: newETag, localVersion: LocalFileStorage.version(of: merged).description).write(for: merged, path: path, store: store)
                 }
                 return outcome
             case .preconditionFailed:
@@ -237,14 +237,15 @@ package struct Sync: AsyncParsableCommand {
                 guard recreate else {
                     throw CLIError.message("\(store.label) was deleted in the store while syncing; --recreate writes it again", exitCode: Exit.notFound)
                 }
-                SyncRecord.remove(for: merged, path: path, remote: store.label)
+                SyncRecord.remove(for: merged, path: path, store: store)
             }
         }
         throw CLIError.message("\(store.label) kept changing: gave up after \(Self.attempts) tries; run vault sync again", exitCode: Exit.busy)
     }
 
     /// No local vault: the remote one becomes it, once it opens with the key source given.
-    func adopt(_ bytes: [UInt8], etag: String, into local: LocalFileStorage, from location: String) throws {
+    func adopt(_ bytes: [UInt8], etag: String, into local: LocalFileStorage, from store: any RemoteCopy) throws {
+        let location = store.label
         guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: location) }
         _ = try DocumentHeader.parse(bytes, label: location, policy: options.storeOptions.kdfPolicy)
         if dryRun { return }
@@ -259,7 +260,7 @@ package struct Sync: AsyncParsableCommand {
             }
             throw error
         }
-        SyncRecord(etag: etag, localVersion: LocalFileStorage.version(of: bytes).description).write(for: bytes, path: local.path, remote: location)
+        SyncRecord(etag: etag, localVersion: LocalFileStorage.version(of: bytes).description).write(for: bytes, path: local.path, store: store)
     }
 
     func report(_ outcome: GitRepositorySync.Outcome) throws {
@@ -369,9 +370,9 @@ final class OpenedOnce {
 
     init(_ options: VaultOptions) { self.options = options }
 
-    func entries() throws -> any DocumentEntries {
+    func entries() throws -> any KeyValueVault {
         if vault == nil { vault = try openVault(options) }
-        return try documentEntries(vault!)
+        return try vault!.requiringFields()
     }
 
     func close() { vault?.close() }

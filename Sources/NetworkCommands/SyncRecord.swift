@@ -11,38 +11,63 @@ import Glibc
 #endif
 
 /// What the last sync of a vault with a remote saw: the object's ETag and the local file's version then, in the
-/// state directory (`<vault id>.sync-<hash of the local path and the remote>`). With both unchanged, a sync is one
-/// conditional GET. A record tells only that nothing changed; anything else is read and merged.
+/// state directory (`<vault id>.sync-<hash of the local path and the remote's record key>`). With both unchanged, a
+/// sync is one conditional GET. A record tells only that nothing changed; anything else is read and merged.
+///
+/// The key is the store's ``RemoteCopy/recordKey``: for S3 the endpoint and region with `s3://BUCKET/KEY`, so that a
+/// record of one store never speaks for another that has a bucket of the same name. A record written before (keyed
+/// by the label alone, ``legacy``) is still read for its ETag (a conditional GET: a 304 means that version, at
+/// whatever store), never as a claim that the object existed (`--recreate`), and the next record replaces it.
 struct SyncRecord {
     var etag: String
     var localVersion: String
+    /// Read from a record keyed by the store's label alone (written by an earlier version).
+    var legacy = false
 
-    static func path(for localBytes: [UInt8], path local: String, remote: String) -> String? {
+    static func path(for localBytes: [UInt8], path local: String, key: String) -> String? {
         // Only the vault id is read here (the KDF's bounds are checked where the vault is opened).
         guard let header = try? DocumentHeader.parse(localBytes, label: "", policy: .insecureForTesting) else { return nil }
-        let name = Array((local + "\n" + remote).utf8).withUnsafeBytes { Posix.hex(Array(Sodium.blake2b256($0).prefix(8))) }
+        let name = Array((local + "\n" + key).utf8).withUnsafeBytes { Posix.hex(Array(Sodium.blake2b256($0).prefix(8))) }
         return RollbackProtection.defaultStateDirectory + "/\(header.vaultID).sync-\(name)"
     }
 
-    static func read(for localBytes: [UInt8], path local: String, remote: String) -> SyncRecord? {
-        guard let path = path(for: localBytes, path: local, remote: remote), let data = FileManager.default.contents(atPath: path),
+    /// The keys of `store`'s record: its own, and the label alone when that differs (an earlier version's).
+    static func keys(_ store: any RemoteCopy) -> (current: String, legacy: String?) {
+        (store.recordKey, store.recordKey == store.label ? nil : store.label)
+    }
+
+    static func read(for localBytes: [UInt8], path local: String, store: any RemoteCopy) -> SyncRecord? {
+        let (current, legacy) = keys(store)
+        if let record = read(for: localBytes, path: local, key: current) { return record }
+        guard let legacy, var record = read(for: localBytes, path: local, key: legacy) else { return nil }
+        record.legacy = true
+        return record
+    }
+
+    static func read(for localBytes: [UInt8], path local: String, key: String) -> SyncRecord? {
+        guard let path = path(for: localBytes, path: local, key: key), let data = FileManager.default.contents(atPath: path),
               let text = String(data: data, encoding: .utf8) else { return nil }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count >= 3, lines[0] == "vault-sync 1", lines[1].hasPrefix("etag "), lines[2].hasPrefix("local ") else { return nil }
         return SyncRecord(etag: String(lines[1].dropFirst(5)), localVersion: String(lines[2].dropFirst(6)))
     }
 
-    func write(for localBytes: [UInt8], path local: String, remote: String) {
-        guard let path = Self.path(for: localBytes, path: local, remote: remote) else { return }
+    func write(for localBytes: [UInt8], path local: String, store: any RemoteCopy) {
+        let (current, legacy) = Self.keys(store)
+        guard let path = Self.path(for: localBytes, path: local, key: current) else { return }
         try? FileManager.default.createDirectory(atPath: RollbackProtection.defaultStateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
         defer { close(fd) }
         let text = "vault-sync 1\netag \(etag)\nlocal \(localVersion)\n"
         _ = Array(text.utf8).withUnsafeBytes { Posix.writeAll(fd, $0) }
+        if let legacy, let old = Self.path(for: localBytes, path: local, key: legacy) { unlink(old) }
     }
 
-    static func remove(for localBytes: [UInt8], path local: String, remote: String) {
-        if let path = path(for: localBytes, path: local, remote: remote) { unlink(path) }
+    static func remove(for localBytes: [UInt8], path local: String, store: any RemoteCopy) {
+        let (current, legacy) = keys(store)
+        for key in [current] + (legacy.map { [$0] } ?? []) {
+            if let path = path(for: localBytes, path: local, key: key) { unlink(path) }
+        }
     }
 }

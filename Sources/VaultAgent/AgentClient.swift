@@ -44,7 +44,7 @@ public final class AgentClient: Sendable {
     /// its environment is readable in /proc by every process of the user as long as it runs.
     static func agentEnvironment() -> [String] {
         let kept = ["HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "XDG_RUNTIME_DIR", "XDG_STATE_HOME",
-                    "XDG_DATA_HOME", "XDG_CONFIG_HOME", "VAULT_AGENT_SOCK"]
+                    "XDG_DATA_HOME", "XDG_CONFIG_HOME", "VAULT_AGENT_SOCK", "DBUS_SYSTEM_BUS_ADDRESS", "VAULT_LOCK_ON_SLEEP"]
         var environment = kept.compactMap { name in Posix.environment(name).map { "\(name)=\($0)" } }
         var cursor = environ
         while let entry = cursor.pointee {

@@ -39,12 +39,18 @@ public final class AgentServer: Sendable {
         /// A listening socket a service manager handed in (``SocketActivation``), served in place of binding one:
         /// ``AgentServer/socketPath`` is then the path it is bound to.
         public var adoptedSocket: SocketActivation.Socket?
+        /// Lock every vault when logind says the machine is about to sleep or a session's screen is locked (the
+        /// system bus: ``SleepLockWatch``); a machine without one is not watched.
+        public var locksOnSleepAndScreenLock = false
 
         public init() {}
     }
 
     public let socketPath: String
     private let listener: AgentListener<AgentService>
+    private let ring: KeyRing
+    private let log: @Sendable (String) -> Void
+    private let locksOnSleepAndScreenLock: Bool
 
     /// The most connections served at once; past it, the one idle longest is closed.
     public static let connectionLimit = 512
@@ -69,7 +75,11 @@ public final class AgentServer: Sendable {
         configuration.allowsInsecureKDFForTesting = options.allowsInsecureKDFForTesting
         configuration.rollbackProtection = options.rollbackProtection
         configuration.present = options.present
-        let service = AgentService(ring: KeyRing(clock: clock, log: log), configuration: configuration, log: log)
+        let ring = KeyRing(clock: clock, log: log)
+        self.ring = ring
+        self.log = log
+        locksOnSleepAndScreenLock = options.locksOnSleepAndScreenLock
+        let service = AgentService(ring: ring, configuration: configuration, log: log)
         listener = try AgentListener(
             socketPath: socketPath, adopted: options.adoptedSocket?.descriptor, service: service,
             exitWhenEmptyAfter: options.exitWhenEmptyAfterSeconds, log: log)
@@ -89,6 +99,12 @@ public final class AgentServer: Sendable {
     public func run() throws {
         // Nothing of the caller's working directory is held (a USB stick the unlock ran on must unmount).
         _ = chdir("/")
+        if locksOnSleepAndScreenLock {
+            SleepLockWatch.start(log: log) { [ring, log] reason in
+                let count = ring.lockAll()
+                log("\(reason): locked every vault (\(count) key(s) forgotten)")
+            }
+        }
         try listener.run()
     }
 }

@@ -4,7 +4,7 @@ import VaultCore
 /// and git's merge driver and textconv on files of a vault held here (found by the vault id in their header).
 extension AgentService {
     func performOnDocument(_ request: AgentRequest.VaultRequest, on store: any KeyValueVault, reply: AgentWire.Writer) throws {
-        guard let document = store as? any DocumentEntries else { throw VaultError.needsVersion2(path: store.path) }
+        let document = try store.requiringFields()
         switch request {
         case .records(let name, let which):
             try store.reload()

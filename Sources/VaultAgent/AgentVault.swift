@@ -4,7 +4,7 @@ import VaultCore
 /// A vault unlocked in the agent, reached through its socket: a ``KeyValueVault`` like the local
 /// ``SecureKeyValueStore``, so code written against the protocol runs over either. The key stays in the
 /// agent; values arrive here in guarded memory.
-public final class AgentVault: DocumentEntries {
+public final class AgentVault: KeyValueVault {
     public let path: String
     private let client: AgentClient
 

@@ -25,10 +25,34 @@ public final class HTTPClient: Sendable {
     ///   ``AuthenticationError/responseTooLarge(url:limit:)``, TLS failures, a refused redirect,
     ///   ``AuthenticationError/transportFailed(url:detail:)``), `CancellationError`.
     public func data(for request: HTTPRequest, maximumBodySize: Int) async throws -> (Data, HTTPResponse) {
+        try await data(for: request, maximumBodySize: { _ in maximumBodySize })
+    }
+
+    /// Sends `request` and collects the final response's body, at most `maximumBodySize(response)` bytes: a bound
+    /// for that answer (its status). An answer whose `Content-Length` says more fails before any of its body is
+    /// read. With `prefix`, the body's first `prefix.count` bytes (all of a shorter body) go to `prefix.check` as
+    /// soon as they are in: what it throws ends the read there (a body that cannot be what is asked for is not
+    /// read to its end).
+    ///
+    /// - Throws: as ``data(for:maximumBodySize:)``, and what `prefix.check` throws.
+    public func data(
+        for request: HTTPRequest, maximumBodySize: (HTTPResponse) -> Int,
+        prefix: (count: Int, check: (HTTPResponse, Data) throws -> Void)? = nil
+    ) async throws -> (Data, HTTPResponse) {
         let start = NIODeadline.now()
         let deadline = start + .nanoseconds(Int64(timeout * 1e9))
         return try await transport.send(request, deadline: deadline, timeout: timeout, redirects: redirects) { response, body in
-            (try await body.collect(limit: maximumBodySize), response)
+            let limit = maximumBodySize(response)
+            if let length = response.headers["Content-Length"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), length > limit {
+                throw AuthenticationError.responseTooLarge(url: response.url, limit: limit)
+            }
+            // What the check throws is the caller's own error, passed through as it is (not the network's).
+            let check = prefix.map { prefix in
+                (count: prefix.count, check: { (bytes: Data) in
+                    do { try prefix.check(response, bytes) } catch { throw ConsumerFailure(error: error) }
+                })
+            }
+            return (try await body.collect(limit: limit, prefix: check), response)
         }
     }
 }

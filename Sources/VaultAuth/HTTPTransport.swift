@@ -241,15 +241,22 @@ struct ResponseBody {
     }
 
     /// The whole body; more than `limit` bytes fail with ``AuthenticationError/responseTooLarge(url:limit:)``.
-    mutating func collect(limit: Int) async throws -> Data {
+    /// With `prefix`, its `check` sees the first `count` bytes (all of a shorter body) as soon as they are in.
+    mutating func collect(limit: Int, prefix: (count: Int, check: (Data) throws -> Void)? = nil) async throws -> Data {
         var data = Data()
+        var unchecked = prefix
         while var buffer = try await next() {
             guard data.count + buffer.readableBytes <= limit else {
                 throw AuthenticationError.responseTooLarge(url: url, limit: limit)
             }
             buffer.withUnsafeReadableBytes { data.append(contentsOf: $0) }
             buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
+            if let prefix = unchecked, data.count >= prefix.count {
+                try prefix.check(data.prefix(prefix.count))
+                unchecked = nil
+            }
         }
+        try unchecked?.check(data)
         return data
     }
 

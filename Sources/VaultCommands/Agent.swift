@@ -57,7 +57,7 @@ package struct Unlock: ParsableCommand {
         commandName: "unlock",
         abstract: "Unlock the vault in the agent (started if none runs): no verb asks for the passphrase until it locks.",
         discussion: """
-            The key stays in the agent (`vault agent`), which answers requests on a Unix socket that only you can use ($VAULT_AGENT_SOCK, an absolute path; else $XDG_RUNTIME_DIR/vault/agent.sock; else /run/user/UID/vault/agent.sock when that directory is yours; else ~/.local/state/vault/agent/agent.sock). The vault locks after --idle without an operation on its entries, and --max after it was unlocked. Durations are seconds (90) or numbers with units s, m, h, d, alone or together (1h30m), up to 366 days.
+            The key stays in the agent (`vault agent`), which answers requests on a Unix socket that only you can use ($VAULT_AGENT_SOCK, an absolute path; else $XDG_RUNTIME_DIR/vault/agent.sock; else /run/user/UID/vault/agent.sock when that directory is yours; else ~/.local/state/vault/agent/agent.sock). The vault locks after --idle without an operation on its entries, and --max after it was unlocked; a verb that later unlocks this vault on demand (asking on a terminal) uses the same limits (kept in the state directory, by vault id). Durations are seconds (90) or numbers with units s, m, h, d, alone or together (1h30m), up to 366 days.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -126,6 +126,8 @@ package struct Unlock: ParsableCommand {
                     path: path, passphrase: passphrase, idleSeconds: idle.seconds, maxSeconds: max.seconds,
                     allowInsecureKDFForTesting: testing, lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
             }
+            // What the user chose is what a verb that unlocks this vault on demand uses too.
+            UnlockLimits(idleSeconds: idle.seconds, maxSeconds: max.seconds).remember(forVaultAt: path)
             if options.json {
                 try writeJSON(["path": path, "unlocked": true, "idle_seconds": idle.seconds, "max_seconds": max.seconds])
             } else {
@@ -234,6 +236,11 @@ package struct AgentCommand: ParsableCommand {
             help: "End once nothing has been unlocked and no client heard from for this long (default: run until stopped; an agent a command starts in the background, or a service manager on a socket it hands in, uses \(AgentCommand.backgroundEmptyExit)).")
         var exitWhenEmpty: Duration?
 
+        @Flag(
+            name: .customLong("no-lock-on-sleep"),
+            help: "Do not lock every vault when the machine is about to sleep or the session's screen locks (logind on the system bus; also VAULT_LOCK_ON_SLEEP=0).")
+        var noLockOnSleep = false
+
         package func run() throws {
             let server: AgentServer
             do {
@@ -241,6 +248,7 @@ package struct AgentCommand: ParsableCommand {
                 options.rollbackProtection = .standard
                 options.allowsInsecureKDFForTesting = Posix.environment("VAULT_TESTING_INSECURE_KDF") == "1"
                 options.exitWhenEmptyAfterSeconds = exitWhenEmpty.map { Double($0.seconds) }
+                options.locksOnSleepAndScreenLock = !noLockOnSleep && Posix.environment("VAULT_LOCK_ON_SLEEP") != "0"
                 if let activation = try SocketActivation.inherited() {
                     guard let socket = activation.socket(named: AgentCommand.activatedSocketName) else {
                         throw AgentError.cannotStart(

@@ -43,9 +43,10 @@ package enum AgentAccess {
         defer { turn.release() }
         if let vault = try client.vault(at: path) { return vault }  // unlocked while we waited our turn
         try options.makeStore().checkAccess()
+        let limits = UnlockLimits.remembered(forVaultAt: path)
         try withPassphraseRetries(options) { passphrase in
             try client.unlock(
-                path: path, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
+                path: path, passphrase: passphrase, idleSeconds: limits.idleSeconds, maxSeconds: limits.maxSeconds,
                 allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
                 lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
         }
@@ -57,7 +58,8 @@ package enum AgentAccess {
     static var startsAgent: Bool { Posix.environment("VAULT_AGENT") != "off" }
 
     /// No agent runs: on a terminal, and when the passphrase would come from it, ask once, start an agent, unlock
-    /// the vault in it (15 minutes idle, 8 hours at most) and say so on one stderr line, as gpg-agent and
+    /// the vault in it (with the limits `vault unlock` last chose for it, else 15 minutes idle, 8 hours at most:
+    /// ``UnlockLimits``) and say so on one stderr line, as gpg-agent and
     /// rbw-agent do, so the next commands ask nothing. `nil` when this is not that case (the verb opens the vault
     /// itself); when the agent cannot be started, the vault is opened here with the passphrase already typed.
     private static func startAgentAndUnlock(_ options: VaultOptions) throws -> (any KeyValueVault)? {
@@ -78,18 +80,19 @@ package enum AgentAccess {
         } catch {
             return nil  // no agent could start: the verb opens the vault itself (and asks there)
         }
+        let limits = UnlockLimits.remembered(forVaultAt: options.resolvedPath)
         try withPassphraseRetries(options) { passphrase in
             try client.unlock(
-                path: options.resolvedPath, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
+                path: options.resolvedPath, passphrase: passphrase, idleSeconds: limits.idleSeconds, maxSeconds: limits.maxSeconds,
                 allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
                 lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
         }
-        if !options.json { sayUnlocked() }
+        if !options.json { sayUnlocked(limits) }
         return try client.vault(at: options.resolvedPath)
     }
 
-    static func sayUnlocked() {
-        writeToStderr("vault: unlocked in the agent: no command asks again for 15m without use, 8h at most; 'vault lock' locks now (VAULT_AGENT=off: never start one)\n")
+    static func sayUnlocked(_ limits: UnlockLimits) {
+        writeToStderr("vault: unlocked in the agent: no command asks again for \(limits.description); 'vault lock' locks now (VAULT_AGENT=off: never start one)\n")
     }
 
     /// After `vault init` asked for the new passphrase on the terminal: unlock the new vault in the agent (started
@@ -98,18 +101,19 @@ package enum AgentAccess {
     /// it cannot: the vault exists either way, and the next verb asks.
     package static func unlockAfterInit(_ options: VaultOptions, passphrase: SecureBytes) {
         guard startsAgent, !options.hasPassphraseSource, Terminal.controlling() != nil else { return }
+        let limits = UnlockLimits.remembered(forVaultAt: options.resolvedPath)
         let socket = AgentSocket.defaultPath
         do {
             try AgentSocket.checkDirectory(of: socket, create: true)
             let client = try AgentClient.connectStarting(command: AgentCommand.startCommand, socketPath: socket)
             try client.unlock(
-                path: options.resolvedPath, passphrase: passphrase, idleSeconds: 15 * 60, maxSeconds: 8 * 3600,
+                path: options.resolvedPath, passphrase: passphrase, idleSeconds: limits.idleSeconds, maxSeconds: limits.maxSeconds,
                 allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
                 lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
         } catch {
             return
         }
-        if !options.json { sayUnlocked() }
+        if !options.json { sayUnlocked(limits) }
     }
 }
 

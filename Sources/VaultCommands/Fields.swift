@@ -5,15 +5,8 @@ import VaultCore
 import VaultTerminal
 
 // The verbs of format version 2's entries: `show`, `history`, `restore`, and the `--field`/`--version` of `get`
-// and `put` (docs/FORMAT.md, "Version 2"). They read and write through ``DocumentEntries``: the document opened
-// here, or the agent's.
-
-/// `vault` as a vault with fields, or ``VaultError/needsVersion2(path:)`` for a version-1 vault opened
-/// here (through the agent, the agent answers that for a version-1 vault).
-package func documentEntries(_ vault: any KeyValueVault) throws -> any DocumentEntries {
-    guard let document = vault as? any DocumentEntries else { throw VaultError.needsVersion2(path: vault.path) }
-    return document
-}
+// and `put` (docs/FORMAT.md, "Version 2"). They read and write through ``KeyValueVault``'s operations of fields
+// (``KeyValueVault/requiringFields()`` first): the document opened here, or the agent's.
 
 /// `--field`: which field of the entry.
 package struct FieldOption: ParsableArguments {
@@ -63,7 +56,7 @@ func valueJSON(_ value: SecureBytes) -> [String: Any] {
 
 /// Every version of entry `name` of `vault` (format version 2), newest first, or the missing-entry error.
 func allVersions(of name: String, in vault: any KeyValueVault) throws -> [EntryRecord] {
-    guard let versions = try documentEntries(vault).records(of: name, .all), !versions.isEmpty else {
+    guard let versions = try vault.requiringFields().records(of: name, .all), !versions.isEmpty else {
         throw CLIError.missingEntry(name, in: vault)
     }
     return versions
@@ -234,7 +227,7 @@ package struct Restore: ParsableCommand {
         try reportingErrors(json: options.json) {
             let name = try entry.resolve()
             try withVault(options) { vault in
-                let document = try documentEntries(vault)
+                let document = try vault.requiringFields()
                 if deleted {
                     do {
                         try document.apply([.restoreDeleted(entry: name)])

@@ -52,7 +52,7 @@ package struct Get: ParsableCommand {
     static func printValue(_ value: SecureBytes?, of name: String, in vault: any KeyValueVault, json: Bool) throws {
         guard let value else {
             // A version-2 entry may exist without a password field (only a username, say).
-            if vault is any DocumentEntries, try vault.contains(name) { throw VaultError.noSuchField(key: name, field: "password") }
+            if try vault.contains(name) { throw VaultError.noSuchField(key: name, field: "password") }
             throw CLIError.missingEntry(name, in: vault)
         }
         try print(value, json: json ? ["name": name] : nil)
@@ -61,7 +61,7 @@ package struct Get: ParsableCommand {
     /// What `get --field`/`--version` prints: field `field` of version `version` (nil: the current one) of entry
     /// `name`.
     static func printField(_ field: String, version: Int?, of name: String, in vault: any KeyValueVault, json: Bool) throws {
-        let document = try documentEntries(vault)
+        let document = try vault.requiringFields()
         guard let record = try document.records(of: name, version.map { .version($0) } ?? .current)?.first else {
             throw CLIError.missingEntry(name, in: vault)
         }

@@ -72,6 +72,12 @@ package struct GitRepositorySync {
                 "git does not merge '\(shown)' with vault: run 'vault git setup' (once in every clone) and commit .gitattributes",
                 exitCode: Exit.usage)
         }
+        // Its bytes as they are, whatever a committed .gitattributes says (a clone set up before the pin).
+        if try GitVaultFile.pin(git, top: top, relative: relative) {
+            writeToStderr("vault: note: git now converts no byte of '\(shown)' in this clone (its attributes pinned in .git/info/attributes)\n")
+        }
+        // git writes the files it checks out 0644 (a fresh clone's vault too): this user's own file is made 0600.
+        GitVaultFile.makePrivate(vaultPath, shown: shown)
         guard try git.run(["rev-parse", "-q", "--verify", "MERGE_HEAD"]).status != 0 else {
             throw CLIError.message("a git merge is in progress in '\(TerminalText.escaped(top))': finish it (git merge --continue) or abort it first", exitCode: Exit.busy)
         }
@@ -95,12 +101,13 @@ package struct GitRepositorySync {
         // The vault opens (key, MACs, rollback record) before anything of it is committed or merged.
         let vault = try openVault(options)
         defer { vault.close() }
-        let entries = try documentEntries(vault)
+        let entries = try vault.requiringFields()
         _ = try entries.keys()
 
         // 1. This clone's changes to the vault, committed (only the vault: other staged work stays staged).
         let status = try git.output(["status", "--porcelain", "--", relative])
         if !status.isEmpty, !dryRun {
+            try GitVaultFile.checkStoredAsIs(git, relative: relative)
             try git.check(["add", "--", relative])
             try git.check(["commit", "-q", "-m", "vault: sync '\(relative)'", "--only", "--", relative])
             outcome.committed = true
@@ -159,6 +166,7 @@ package struct GitRepositorySync {
                         outcome.fastForwarded = true
                     } else {
                         if try !git.output(["status", "--porcelain", "--", relative]).isEmpty {
+                            try GitVaultFile.checkStoredAsIs(git, relative: relative)
                             try git.check(["commit", "-q", "-m", "vault: merge '\(relative)' from \(upstream)", "--only", "--", relative])
                             outcome.committed = true
                         }
@@ -177,6 +185,7 @@ package struct GitRepositorySync {
                         try git.check(["checkout", "HEAD", "--", relative])
                         if unmerged.contains(where: { $0 != relative }) {
                             chmod(vaultPath, 0o600)
+                            try GitVaultFile.checkCheckedOut(git, relative: relative, path: vaultPath)
                             throw CLIError.message(
                                 "git could not merge \(upstream): \(TerminalText.escaped(detail)); the vault is merged: resolve the other files, commit, and run 'vault sync' again",
                                 exitCode: Exit.failure)
@@ -186,6 +195,7 @@ package struct GitRepositorySync {
                     }
                     // git writes the files it checks out 0644.
                     chmod(vaultPath, 0o600)
+                    try GitVaultFile.checkCheckedOut(git, relative: relative, path: vaultPath)
                 }
             }
             if dryRun { return outcome }
@@ -255,7 +265,9 @@ struct Git {
         environment["GIT_LITERAL_PATHSPECS"] = "1"
         // git's messages as git writes them in English: the push rejection is recognised by its words.
         environment["LC_ALL"] = "C"
-        let (status, out, err) = try Self.capture(["git", "-C", directory] + arguments, environment: environment)
+        // No line-ending conversion from this user's configuration either (the vault's attributes say none).
+        let configuration = ["-c", "core.autocrlf=false", "-c", "core.eol=lf"]
+        let (status, out, err) = try Self.capture(["git"] + configuration + ["-C", directory] + arguments, environment: environment)
         let message = String(decoding: err, as: UTF8.self).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("hint:") }.joined(separator: "; ")
         return Result(status: status, output: Data(out), errorText: TerminalText.escaped(message))
@@ -319,8 +331,10 @@ struct Git {
 
     func check(_ arguments: [String]) throws { _ = try output(arguments) }
 
-    /// The bytes of blob `sha` (at most a vault's largest size).
+    /// The bytes of blob `sha` (at most a vault's largest size: a larger blob is refused by its size, unread).
     func blob(_ sha: String) throws -> [UInt8] {
+        let size = try output(["cat-file", "-s", sha]).trimmingCharacters(in: .whitespacesAndNewlines)
+        if let size = Int(size), size > Merge.largestFile { throw VaultError.vaultTooLarge(path: sha, byteCount: size) }
         let result = try run(["cat-file", "blob", sha])
         guard result.status == 0 else { throw CLIError.message("git cat-file failed: \(result.errorText)", exitCode: Exit.failure) }
         guard result.output.count <= Merge.largestFile else { throw VaultError.vaultTooLarge(path: sha, byteCount: result.output.count) }

@@ -22,7 +22,7 @@ package struct GitCommand: ParsableCommand {
             commandName: "setup",
             abstract: "Make git merge this vault with 'vault git merge-driver' (run once in every clone).",
             discussion: """
-                Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes and the vault's lock and temporary files to .gitignore (commit both), and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
+                Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes and the vault's lock and temporary files to .gitignore (commit both), and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). In this clone only, it pins the vault's attributes in .git/info/attributes (git then converts no byte of it, whatever a committed .gitattributes says) and installs the hooks post-checkout, post-merge, post-rewrite and reference-transaction, which make the vault 0600 again after git wrote it (a hook already there is kept as NAME.before-vault and run by vault's), and sets core.trustctime false (the hooks' chmod changes the file's ctime, which git would take for a change). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
                 """)
 
         @OptionGroup var options: VaultOptions
@@ -37,15 +37,14 @@ package struct GitCommand: ParsableCommand {
                 }
                 let relative = String(vault.dropFirst(top.count + 1))
                 // Patterns are matched literally: spaces and glob characters are escaped.
-                func literal(_ text: some StringProtocol) -> String { text.map { "*?[ \\#!".contains($0) ? "\\\($0)" : String($0) }.joined() }
-                let pattern = literal(relative)
+                let pattern = GitVaultFile.literal(relative)
                 let line = "/\(pattern) merge=vault diff=vault"
                 let attributes = top + "/.gitattributes"
                 let added = try !Self.append([line], to: attributes).isEmpty
                 // The lock file and a writer's temporary files are this machine's, never the repository's.
                 let directoryPart = relative.lastIndex(of: "/").map { relative[...$0] } ?? ""
                 let fileName = relative.split(separator: "/").last!
-                let ignored = ["/\(pattern).lock", "/\(literal(directoryPart)).\(literal(fileName)).*.tmp"]
+                let ignored = ["/\(pattern).lock", "/\(GitVaultFile.literal(directoryPart)).\(GitVaultFile.literal(fileName)).*.tmp"]
                 let missing = try Self.append(ignored, to: top + "/.gitignore")
                 let driver = "'\(AgentCommand.executable.replacing("'", with: "'\\''"))' git merge-driver %O %A %B %P"
                 let repository = Git(directory: top)
@@ -53,8 +52,21 @@ package struct GitCommand: ParsableCommand {
                 try repository.check(["config", "merge.vault.driver", driver])
                 let textconv = "'\(AgentCommand.executable.replacing("'", with: "'\\''"))' git textconv"
                 try repository.check(["config", "diff.vault.textconv", textconv])
+                // Bytes as they are, whatever a committed .gitattributes says (this clone's own file, read first).
+                _ = try GitVaultFile.pin(repository, top: top, relative: relative)
+                // 0600 after git's own checkouts, merges and rebases (git writes files 0644), and now (a fresh clone).
+                let hooks = try GitVaultFile.installHooks(repository, top: top, relative: relative)
+                let shown = TerminalText.escaped(relative)
+                if hooks == nil {
+                    writeToStderr("vault: note: core.hooksPath is set, so no hook is installed: git leaves '\(shown)' 0644 when it checks it out ('vault sync' makes it 0600 again)\n")
+                } else {
+                    // A hook's chmod changes the file's ctime in the middle of a rebase or merge; git would then
+                    // take the vault for changed by hand ("your local changes would be overwritten") and stop.
+                    try repository.check(["config", "core.trustctime", "false"])
+                }
+                GitVaultFile.makePrivate(vault, shown: shown)
                 if options.json {
-                    try writeJSON(["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver, "ignored": missing])
+                    try writeJSON(["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver, "ignored": missing, "hooks": hooks ?? []])
                 } else {
                     try writeToStdout(
                         "git merges '\(relative)' entry by entry in this clone (\(added ? "added to" : "already in") .gitattributes"

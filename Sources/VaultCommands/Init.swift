@@ -79,8 +79,10 @@ package struct Init: ParsableCommand {
             let created: Argon2id.Parameters
             var vaultID: DocumentID?
             if formatVersion == 1 {
-                try store.create(with: passphrase, parameters: parameters)
-                created = store.kdfParameters!
+                let one = FormatOneStore(path: store.path, options: options.storeOptions)
+                try one.create(with: passphrase, parameters: parameters)
+                defer { one.close() }
+                created = one.kdfParameters!
             } else {
                 let made = try VaultOpener.create(
                     path: store.path, passphrase: passphrase, parameters: parameters, options: options.storeOptions,

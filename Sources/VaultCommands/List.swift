@@ -25,14 +25,14 @@ package struct List: ParsableCommand {
             if let prefix { try checkNameArgumentIsUTF8(prefix) }
             try withVault(options) { vault in
                 guard deleted else { return try Self.printNames(of: vault, prefix: prefix ?? "", json: options.json) }
-                try Self.printDeleted(of: try documentEntries(vault), prefix: prefix ?? "", json: options.json)
+                try Self.printDeleted(of: try vault.requiringFields(), prefix: prefix ?? "", json: options.json)
             }
         }
     }
 
     /// `list --deleted`: the names (one a line, as the vault keeps them: by name, newest kept change first), or with
     /// `--json` each with its id and when it was deleted and the kept change made.
-    static func printDeleted(of vault: any DocumentEntries, prefix: String, json: Bool) throws {
+    static func printDeleted(of vault: any KeyValueVault, prefix: String, json: Bool) throws {
         let entries = try vault.deletedEntries().filter { $0.name.hasPrefix(prefix) }
         guard json else { return try writeLines(entries.map(\.name)) }
         let time = { (stamp: HybridTimestamp) in UTCTime.iso8601(milliseconds: Int64(stamp.milliseconds), fractional: true) }

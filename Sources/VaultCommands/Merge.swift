@@ -32,7 +32,7 @@ package struct Merge: ParsableCommand {
     @OptionGroup var otherPassphrase: SecretSourceOptions<OtherPassphraseSecret>
 
     /// The most bytes read of the other copy: a vault holds at most 1 GiB of plaintext, plus its header.
-    static let largestFile = (1 << 30) + (2 << 20)
+    static let largestFile = VaultFileShape.largestFile
 
     package func run() throws {
         try reportingErrors(json: options.json) {
@@ -123,7 +123,7 @@ package struct Merge: ParsableCommand {
         _ bytes: [UInt8], into vault: any KeyValueVault, identities: [any AgeStanzaIdentity], otherPassphrase: SecureBytes?, acceptDeletions: Bool
     ) throws -> MergeReport {
         guard !identities.isEmpty, let local = vault as? DocumentVault else {
-            return try documentEntries(vault).merge(
+            return try vault.requiringFields().merge(
                 bytes, label: other, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)
         }
         let label = other, key = VaultRecipientStanza.followingKey(identities)
@@ -132,11 +132,21 @@ package struct Merge: ParsableCommand {
             acceptDeletions: acceptDeletions)
     }
 
+    /// The bytes of another copy (`vault merge`, git's merge driver and textconv), read only while they can be a
+    /// vault: a file larger than a vault can be is refused by its size, and one that does not start with a vault's
+    /// magic at its first bytes, before the rest is read.
     static func read(_ path: String) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw VaultError.io(operation: "opening", path: path, errno: errno) }
         defer { close(fd) }
-        let bytes = try Posix.readAll(fd, limit: largestFile + 1, path: path)
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > off_t(largestFile) {
+            throw VaultError.corrupt(path: path, reason: .tooLarge(byteCount: Int(info.st_size)))
+        }
+        let start = try Posix.readAll(fd, limit: VaultFileShape.magicByteCount, path: path)
+        guard VaultFileShape.startsAsVault(start) else { throw VaultError.corrupt(path: path, reason: .badMagic) }
+        guard start.count == VaultFileShape.magicByteCount else { return start }
+        let bytes = try start + Posix.readAll(fd, limit: largestFile + 1 - start.count, path: path)
         guard bytes.count <= largestFile else { throw VaultError.vaultTooLarge(path: path, byteCount: bytes.count) }
         return bytes
     }

@@ -25,18 +25,23 @@ final class MountedFile: Sendable {
     init(path: String, contents: SecureBytes) throws {
         self.path = path
         self.contents = contents
-        guard mkfifo(path, 0o600) == 0 else {
+        var made = mkfifo(path, 0o600) == 0
+        if !made, errno == EEXIST, Self.replaceStale(path) {
+            writeToStderr("vault: note: --mount: '\(path)' was a FIFO of yours that nothing served (left by a vault run that was killed): replaced\n")
+            made = mkfifo(path, 0o600) == 0
+        }
+        guard made else {
             let code = errno
             if code == EEXIST {
                 throw CLIError.message("--mount: '\(path)' exists; it is made (as a FIFO) and removed by vault run", exitCode: Exit.exists)
             }
             throw VaultError.io(operation: "cannot make the FIFO", path: path, errno: code)
         }
-        var made = stat()
-        guard lstat(path, &made) == 0, (made.st_mode & S_IFMT) == S_IFIFO else {
+        var fifo = stat()
+        guard lstat(path, &fifo) == 0, (fifo.st_mode & S_IFMT) == S_IFIFO else {
             throw VaultError.io(operation: "cannot make the FIFO", path: path, errno: errno == 0 ? EEXIST : errno)
         }
-        identity = (made.st_dev, made.st_ino)
+        identity = (fifo.st_dev, fifo.st_ino)
         // mkfifo's mode went through the umask: 0600 exactly (opened without blocking and without following a link).
         let own = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         if own >= 0 {
@@ -80,6 +85,43 @@ final class MountedFile: Sendable {
             usleep(Self.pauseBetweenReaders)
         }
     }
+
+    /// Removes the FIFO at `path` when it is stale: a FIFO (not a link) of this user's that no writer serves (a
+    /// `vault run --mount` killed by SIGKILL left it; its readers wait forever). A live server waits in its open for
+    /// a reader, or between two readers for ``pauseBetweenReaders``: opened here for reading, it writes within
+    /// ``staleAfterMilliseconds``, and its copy is read to its end and dropped (the FIFO is then not stale). Readers
+    /// waiting on a stale FIFO are given its end of file. True when it was removed.
+    static func replaceStale(_ path: String) -> Bool {
+        var status = stat()
+        guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFIFO, status.st_uid == geteuid() else { return false }
+        let reader = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        guard reader >= 0 else { return false }
+        defer { close(reader) }
+        var opened = stat()
+        guard fstat(reader, &opened) == 0, opened.st_dev == status.st_dev, opened.st_ino == status.st_ino else { return false }
+        var descriptor = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+        if Posix.retryingEINTR({ poll(&descriptor, 1, staleAfterMilliseconds) }) != 0 {
+            // A writer came (or one is there): drain its copy to its end, into memory that is wiped.
+            _ = fcntl(reader, F_SETFL, 0)
+            let sink = SecretBuffer()
+            while case .success(let count) = sink.append(upTo: 65_536, { buffer in
+                Posix.valueOrErrno { read(reader, buffer.baseAddress, buffer.count) }
+            }), count > 0 {
+                sink.wipe()
+            }
+            sink.wipe()
+            return false
+        }
+        // Readers blocked in their open get an end of file now, instead of waiting for a writer that never comes.
+        let writer = open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        if writer >= 0 { close(writer) }
+        var now = stat()
+        guard lstat(path, &now) == 0, now.st_dev == status.st_dev, now.st_ino == status.st_ino else { return false }
+        return unlink(path) == 0
+    }
+
+    /// How long (ms) a FIFO opened for reading waits for a writer before it counts as stale (``replaceStale(_:)``).
+    static let staleAfterMilliseconds: Int32 = 300
 
     /// How long (µs) the reader that got a copy has to see its end of file before the FIFO is opened for the next.
     static let pauseBetweenReaders: UInt32 = 100_000

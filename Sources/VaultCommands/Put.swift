@@ -89,7 +89,7 @@ package struct Put: ParsableCommand {
             let field = how.field ?? "password"
             // Another field than the value: whether *that field* exists is what --no-clobber, the prompt and
             // "replaced" are about.
-            let document = how.needsDocument ? try documentEntries(vault) : nil
+            let document = how.needsDocument ? try vault.requiringFields() : nil
             let exists = try document.map { try $0.record(of: name)?.field(field) != nil } ?? vault.contains(name)
             if exists && how.noClobber {
                 throw document != nil ? VaultError.fieldExists(key: name, field: field) : VaultError.entryExists(key: name, path: vault.path)

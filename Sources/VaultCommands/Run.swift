@@ -19,7 +19,7 @@ package struct RunCommand: ParsableCommand {
 
             vault exits with CMD's status (or dies of the signal that ended it); SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to vault are passed to CMD, and Ctrl-C on the terminal reaches CMD once (the terminal sends it to both; vault passes on only a SIGINT sent to it alone). A missing entry is an error naming it (exit 2) and CMD does not run.
 
-            --mount PATH serves a .env of the variables (or --mount-template's template, filled) through a FIFO made at PATH (0600; an existing PATH is refused, exit 7) to every reader while CMD runs, and removes it when CMD ends: a file for tools that read .env, never on disk. Values are single-quoted unless they hold ', \\ or a line break (then double-quoted with escapes); a loader that expands ${NAME} expands it in a value too.
+            --mount PATH serves a .env of the variables (or --mount-template's template, filled) through a FIFO made at PATH (0600; an existing PATH is refused, exit 7, except a FIFO of yours that nothing serves, left by a run that was killed: it is replaced, with a note) to every reader while CMD runs, and removes it when CMD ends: a file for tools that read .env, never on disk. Values are single-quoted unless they hold ', \\ or a line break (then double-quoted with escapes); a loader that expands ${NAME} expands it in a value too.
             """)
 
     @OptionGroup var options: VaultOptions

@@ -284,3 +284,18 @@ enum VaultFile {
         }
     }
 }
+
+/// What every vault file is, for a reader that takes one from elsewhere (a remote store, git, a merge driver's
+/// temporary file) before it parses it: how large it can be and how it starts (docs/FORMAT.md).
+public enum VaultFileShape {
+    /// The largest vault file of any version: 1 GiB of plaintext behind the largest header (1 GiB + 65,608 bytes).
+    public static let largestFile = VaultFile.maximumFileByteCount
+    /// How many leading bytes ``startsAsVault(_:)`` needs to decide.
+    public static let magicByteCount = VaultFormat.magic.count
+
+    /// Whether `bytes` start as every vault file does (its magic, `\x89VAULT\r\n`); a `bytes` shorter than the magic
+    /// that is a prefix of it, too (the parser then says what is missing).
+    public static func startsAsVault(_ bytes: some Collection<UInt8>) -> Bool {
+        bytes.prefix(magicByteCount).elementsEqual(VaultFormat.magic.prefix(min(bytes.count, magicByteCount)))
+    }
+}

@@ -318,6 +318,6 @@ enum CSVExport {
         if withHistory > 0 {
             omitted.append(SkippedItem(item: "the history of \(withHistory) entr\(withHistory == 1 ? "y" : "ies")", reason: "CSV has no history; --format json keeps it"))
         }
-        return ExportResult(data: out.result(), omitted: omitted)
+        return ExportResult(data: out.result(), omitted: omitted, formulaLikeCells: out.formulaLikeFields)
     }
 }

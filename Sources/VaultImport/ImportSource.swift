@@ -32,10 +32,13 @@ public struct ExportResult {
     public var data: SecureBytes
     /// Fields, versions or entries the format has no room for, with why (never a value).
     public var omitted: [SkippedItem]
+    /// CSV: how many cells start with `=`, `+`, `-` or `@` (a spreadsheet may run them as formulas; written as
+    /// they are).
+    public var formulaLikeCells = 0
 }
 
 /// What an export reads: the vault's names, sorted, and each entry's versions (current first, as
-/// ``DocumentEntries/records(of:_:)`` gives them), read one entry at a time while the export is written, so that
+/// ``KeyValueVault/records(of:_:)`` gives them), read one entry at a time while the export is written, so that
 /// only one entry's values are in memory besides the export itself.
 public struct ExportSource {
     public let names: [String]

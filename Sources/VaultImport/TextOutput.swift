@@ -4,6 +4,9 @@ import VaultCore
 /// into this buffer, escaped on the way, never through a `String`.
 final class TextOutput {
     let buffer = SecretBuffer()
+    /// How many CSV fields written start with `=`, `+`, `-` or `@`, which a spreadsheet may run as a formula.
+    private(set) var formulaLikeFields = 0
+    static let formulaStarts: Set<UInt8> = [UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "@")]
 
     func append(_ text: String) {
         var text = text
@@ -113,6 +116,7 @@ final class TextOutput {
 
     /// `bytes` as one CSV field (RFC 4180): always quoted, `"` doubled.
     func csvField(_ bytes: UnsafeRawBufferPointer) {
+        if let first = bytes.first, Self.formulaStarts.contains(first) { formulaLikeFields += 1 }
         append(byte: UInt8(ascii: "\""))
         var start = 0
         for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\"") {

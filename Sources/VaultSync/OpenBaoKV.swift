@@ -15,10 +15,25 @@ public final class OpenBaoKV: RemoteCopy {
 
     /// Parses `bao://HOST[:PORT]/MOUNT/PATH` (`https`, or `http` when `plainHTTP`).
     ///
+    /// The authority ends at the first `/`, `?` or `#`, as git's credential helper reads a URL, and must be exactly
+    /// `HOST[:PORT]` (``Origin/init(scheme:authority:)``): user info, a query or a fragment is refused, and those
+    /// messages never repeat the URL (it may hold a password). `bao://A#@B/…` would otherwise be read as host `A` by
+    /// one parser and `B` by another, and the token sent to the one the user did not mean.
+    ///
     /// - Throws: ``SyncError/badLocation(_:)``.
     public init(_ text: String, token: String, client: HTTPClient, plainHTTP: Bool) throws(SyncError) {
         guard text.hasPrefix("bao://") else { throw .badLocation("'\(text)' does not start with bao://") }
         let rest = text.dropFirst(6)
+        let authority = rest.prefix { !"/?#".contains($0) }
+        if authority.contains("@") {
+            throw .badLocation("a bao:// URL names no user ('USER[:PASSWORD]@HOST'): the token comes from BAO_TOKEN, VAULT_TOKEN or --credentials-entry")
+        }
+        for (mark, what) in [("?", "query"), ("#", "fragment")] where rest.contains(mark) {
+            throw .badLocation("a bao:// URL has no \(what) ('\(mark)'): bao://HOST[:PORT]/MOUNT/PATH")
+        }
+        guard Origin(scheme: "https", authority: String(authority)) != nil else {
+            throw .badLocation("'\(text)' is not bao://HOST[:PORT]/MOUNT/PATH: '\(authority)' is not a host name or address and an optional port")
+        }
         let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count >= 3, !parts[0].isEmpty, !parts[1].isEmpty, parts.dropFirst(2).allSatisfy({ !$0.isEmpty }) else {
             throw .badLocation("'\(text)' is not bao://HOST[:PORT]/MOUNT/PATH")

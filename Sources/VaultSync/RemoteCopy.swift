@@ -3,10 +3,17 @@
 public protocol RemoteCopy: Sendable {
     /// How messages name it: `s3://BUCKET/KEY`, `bao://HOST:PORT/MOUNT/PATH`.
     var label: String { get }
+    /// What names this copy among every store a machine may reach, for the record of the last sync (the label,
+    /// unless the label leaves out where the store is: an S3 bucket's endpoint and region).
+    var recordKey: String { get }
     /// The copy, or ``RemoteFetched/notModified`` when it is still the version `ifNoneMatch`.
     func get(ifNoneMatch: String?) async throws -> RemoteFetched
     /// Writes `bytes` only over version `ifMatch`, or only when there is no copy (`nil`).
     func put(_ bytes: [UInt8], ifMatch: String?) async throws -> RemoteStored
+}
+
+extension RemoteCopy {
+    public var recordKey: String { label }
 }
 
 public enum RemoteFetched: Sendable, Equatable {

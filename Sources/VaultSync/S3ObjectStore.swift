@@ -85,8 +85,16 @@ public final class S3ObjectStore: RemoteCopy {
     let signer: SigV4Signer
     let client: HTTPClient
     let now: @Sendable () -> Date
-    /// The largest object read: a vault's largest file.
-    public static let largestObject = (1 << 30) + (2 << 20)
+    /// The largest object read: a vault's largest file (docs/FORMAT.md's bound).
+    public static let largestObject = VaultFileShape.largestFile
+    /// The largest answer read that is not the object (an error's XML, whose code and message are read from at most
+    /// 64 KiB).
+    public static let largestAnswer = 64 << 10
+
+    /// The record of the last sync is kept per store: the bucket and key with the endpoint and region.
+    public var recordKey: String {
+        "\(location.description) endpoint=\(location.endpoint?.absoluteString ?? "aws") region=\(location.region)"
+    }
 
     public init(location: S3Location, signer: SigV4Signer, client: HTTPClient, now: @escaping @Sendable () -> Date = Date.init) {
         self.location = location
@@ -95,12 +103,30 @@ public final class S3ObjectStore: RemoteCopy {
         self.now = now
     }
 
-    /// GET the object, with `If-None-Match: etag` when given.
+    /// GET the object, with `If-None-Match: etag` when given. Its body is read only while it can be a vault: at most
+    /// a vault's largest file (an answer whose Content-Length says more is refused before its body is read) that
+    /// starts with a vault's magic (anything else is refused at its first bytes); any other answer at most 64 KiB.
     public func get(ifNoneMatch etag: String? = nil) async throws -> RemoteFetched {
         var request = HTTPRequest(method: "GET", url: location.objectURL)
         if let etag { request.headers.add("If-None-Match", etag) }
         signer.sign(&request, date: now())
-        let (body, response) = try await client.data(for: request, maximumBodySize: Self.largestObject)
+        let label = location.description
+        let body: Data, response: HTTPResponse
+        do {
+            (body, response) = try await client.data(
+                for: request, maximumBodySize: { $0.statusCode == 200 ? Self.largestObject : Self.largestAnswer },
+                prefix: (VaultFileShape.magicByteCount, { response, bytes in
+                    guard response.statusCode == 200 else { return }
+                    guard response.headers["ETag"] != nil else {
+                        throw SyncError.status(200, code: nil, message: "the answer has no ETag", url: label)
+                    }
+                    guard VaultFileShape.startsAsVault(bytes) else {
+                        throw SyncError.status(200, code: nil, message: "the object is not a vault file: it does not start as one", url: label)
+                    }
+                }))
+        } catch AuthenticationError.responseTooLarge(_, let limit) where limit == Self.largestObject {
+            throw SyncError.objectTooLarge(url: label)
+        }
         switch response.statusCode {
         case 200:
             guard let etag = response.headers["ETag"] else {

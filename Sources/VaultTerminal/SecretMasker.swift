@@ -8,28 +8,24 @@ import VaultCore
 /// Copies a stream from one descriptor to another with every occurrence of the given secrets replaced by
 /// `******`, also when a secret arrives split across reads (`vault run --mask`).
 ///
-/// Bytes that could still be the start of a secret are held back until the next read decides. A held start of
-/// fewer than ``strongPrefixByteCount`` bytes is let out when nothing more arrives for ``holdMilliseconds`` (a
-/// program that prints a prompt and waits must not be stuck behind vault: a prompt may end in the first character
-/// of a secret); a longer one is held as long as it takes, and masked if the stream ends with it (the start of a
-/// secret printed in two writes with a pause between them never shows). What is read, held and written passes
-/// through guarded memory only, and is zeroed as soon as it is written.
+/// Bytes that could still be the start of a secret are held back for as long as they could be, whatever the pause
+/// (a secret written one byte at a time, or its first bytes, a pause, then the rest, never shows); bytes that can
+/// no longer begin a secret are written at once. When the stream ends, a held start of at least
+/// ``strongPrefixByteCount`` bytes is masked and a shorter one let out. (A program that prints a prompt ending in
+/// the first bytes of a secret and then waits shows that prompt's end only once it prints more or ends.) What is
+/// read, held and written passes through guarded memory only, and is zeroed as soon as it is written.
 ///
 /// Where several secrets match at one place, the longest wins. A value that ends in a newline is also masked
 /// without it (`echo $TOKEN` prints it with one newline of its own).
 package final class SecretMasker {
     package static let replacement = Array("******".utf8)
-    /// How long bytes that may begin a secret are held when no more output comes.
-    package static let holdMilliseconds: Int32 = 100
-    /// A held start of a secret at least this long is never let out (see above).
+    /// A held start of a secret at least this long is masked when the stream ends with it (see above).
     package static let strongPrefixByteCount = 4
 
     /// What a drain does with bytes at the end that could begin a secret.
     package enum Held {
-        /// Keeps them for the next read.
+        /// Keeps them for the next read, however long it takes.
         case more
-        /// Lets out the short ones (nothing came for a while); keeps the strong ones.
-        case idle
         /// The stream ended: masks the strong ones, lets out the short ones.
         case end
     }
@@ -74,16 +70,7 @@ package final class SecretMasker {
             guard writable, bytes.count > 0 else { return }
             writable = Posix.writeAll(outputFD, bytes) == 0
         }
-        var idleDrained = false
         while true {
-            if pending.count > 0, !idleDrained {
-                var descriptor = pollfd(fd: input, events: Int16(POLLIN), revents: 0)
-                if poll(&descriptor, 1, Self.holdMilliseconds) == 0 {
-                    drain(.idle, emit: emit)  // nothing more came: a short held start is not a secret
-                    idleDrained = true  // what is still held waits for the next read, however long
-                    continue
-                }
-            }
             let result: Result<Int, Posix.Errno> = pending.append(upTo: 65_536) { buffer in
                 Posix.valueOrErrno { read(input, buffer.baseAddress, buffer.count) }
             }
@@ -92,7 +79,6 @@ package final class SecretMasker {
                 drain(.end, emit: emit)
                 return 0
             case .success:
-                idleDrained = false
                 drain(.more, emit: emit)
             case let .failure(error):
                 drain(.end, emit: emit)
@@ -128,7 +114,6 @@ package final class SecretMasker {
                         let strong = bytes.count - index >= Self.strongPrefixByteCount
                         switch held {
                         case .more: break scan
-                        case .idle where strong: break scan
                         case .end where strong:
                             flushPlain(upTo: index)
                             Self.replacement.withUnsafeBytes { output.append($0) }

@@ -114,7 +114,7 @@ final class AgentFixture {
         if version == 2 {
             _ = try VaultOpener.create(path: path, passphrase: passphrase, options: storeOptions)
         } else {
-            let store = SecureKeyValueStore(path: path, options: storeOptions)
+            let store = FormatOneStore(path: path, options: storeOptions)
             try store.open(with: passphrase, createIfMissing: true)
             store.close()
         }

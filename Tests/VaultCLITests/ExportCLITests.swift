@@ -78,11 +78,45 @@ import VaultTestSupport
         #expect(FileManager.default.fileExists(atPath: file))
     }
 
+    /// Issue 33 §4: an existing FILE is replaced only when that is confirmed, as put replaces an entry: without a
+    /// terminal --force is needed (--yes confirms the plain text, not the file; exit 7, nothing written), on a
+    /// terminal it asks. A CSV export says how many cells a spreadsheet may run as formulas, values unchanged.
+    @Test func anExistingFileIsReplacedOnlyWhenConfirmedAndFormulaLikeCellsAreCounted() throws {
+        let box = try filled()
+        for (arguments, value) in [(["formula"], "=1+2"), (["formula", "--field", "username"], "@alice"), (["minus", "--field", "notes"], "-5 degrees"), (["plus"], "+44")] {
+            #expect(try box.vault(["put"] + arguments, stdin: Data(value.utf8)).status == 0)
+        }
+        let file = box.directory + "/out.csv"
+        let first = try box.vault(["export", "--format", "csv", "-o", file, "--yes"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.hasSuffix("\nvault: note: 4 cells start with =, +, - or @, which a spreadsheet may run as a formula; exported unchanged (open the file as text, or import it into a password manager)\n"), "\(first.stderr)")
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        for value in ["\"=1+2\"", "\"@alice\"", "\"-5 degrees\"", "\"+44\""] { #expect(text.contains(value), "\(value)") }
+
+        try Data("old contents".utf8).write(to: URL(fileURLWithPath: file))
+        let refused = try box.vault(["export", "--format", "csv", "-o", file, "--yes"])
+        #expect(refused.status == 7 && refused.stdout.isEmpty)
+        #expect(refused.stderr == "vault: '\(file)' exists: pass --force to replace it (or confirm on a terminal); nothing exported\n")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "old contents")
+
+        guard findTool("script") != nil else { Issue.record("script (util-linux) is missing"); return }
+        let script = """
+            printf 'n\\n' | script -qec "$VAULT export --format csv --output \(file) --yes --passphrase-file \(box.passphraseFile)" /dev/null; echo "status=$?"
+            """
+        let declined = try CLI.shell(script, environment: box.environment)
+        #expect(declined.stdoutText.contains("Replace the existing '\(file)'? [y/N]"), "\(declined.stdoutText)")
+        #expect(declined.stdoutText.contains("vault: '\(file)' exists and was not replaced; nothing exported") && declined.stdoutText.contains("status=7"), "\(declined.stdoutText)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "old contents")
+        let accepted = try CLI.shell(script.replacingOccurrences(of: "printf 'n", with: "printf 'y"), environment: box.environment)
+        #expect(accepted.stdoutText.contains("status=0"), "\(accepted.stdoutText)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == text)
+    }
+
     @Test func theFileIsReplacedAtomicallyWithMode0600() throws {
         let box = try filled()
         let file = box.directory + "/out.csv"
         FileManager.default.createFile(atPath: file, contents: Data("old contents".utf8), attributes: [.posixPermissions: 0o644])
-        let result = try box.vault(["export", "--format", "csv", "-o", file, "--yes", "--json"])
+        let result = try box.vault(["export", "--format", "csv", "-o", file, "--yes", "--force", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let report = try json(result)
         #expect(report["entries"] as? Int == 2 && report["format"] as? String == "csv" && report["output"] as? String == file)
@@ -107,7 +141,7 @@ import VaultTestSupport
         // A symbolic link is not written through.
         let link = box.directory + "/link.json"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: file)
-        let refused = try box.vault(["export", "--format", "json", "-o", link, "--yes"])
+        let refused = try box.vault(["export", "--format", "json", "-o", link, "--yes", "--force"])
         #expect(refused.status == 1 && refused.stderr.hasPrefix("vault: cannot write '\(link)': it is a symbolic link, not a regular file\n"), "\(refused.stderr)")
     }
 

@@ -224,9 +224,11 @@ import VaultTestSupport
         let stray = try m.sync(m.a, ["--endpoint", "http://127.0.0.1:1", "--recreate"], passphrase: true)
         #expect(stray.status == 64 && stray.stderr.contains("--endpoint, --recreate need a remote"), "\(stray.stderr)")
 
-        // Without 'vault git setup' in the repository, outside a work tree, without an upstream, mid-merge.
+        // Without 'vault git setup' in the repository (nor this clone's own pin), outside a work tree, without an
+        // upstream, mid-merge.
         #expect(try m.git(m.a, ["rm", "-q", "--cached", ".gitattributes"]).status == 0)
         try FileManager.default.removeItem(atPath: m.cloneA + "/.gitattributes")
+        try FileManager.default.removeItem(atPath: m.cloneA + "/.git/info/attributes")
         let noSetup = try m.sync(m.a, passphrase: true)
         #expect(noSetup.status == 64 && noSetup.stderr.contains("run 'vault git setup'"), "\(noSetup.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: m.vaultA)) == before)

@@ -72,7 +72,7 @@ import VaultCore
 
         // A field stored some other way (an older vault, another program) that makes no code: `vault otp` says so.
         let store = try VaultOpener.open(path: box.vaultPath, passphrase: SecureBytes(string: Adversarial.passphrase), options: .insecureForTesting)
-        try #require(store as? any DocumentEntries).apply([
+        try store.apply([
             .setField(entry: "bad", field: "otp", value: SecureBytes(string: "otpauth://totp/x?secret=\(secret)"), secret: nil),
         ])
         store.close()

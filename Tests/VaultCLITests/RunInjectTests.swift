@@ -20,6 +20,60 @@ import VaultTestSupport
         try box.vault(["run", "--passphrase-file", box.passphraseFile] + arguments, passphrase: false)
     }
 
+    /// Starts `vault run --passphrase-file P ARGUMENTS` without waiting for it (its output dropped).
+    func startRun(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.vault)
+        process.arguments = ["run", "--passphrase-file", box.passphraseFile] + arguments
+        process.environment = box.environment.merging(["PATH": "/usr/bin:/bin", "HOME": box.directory]) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// Waits (at most 10 s) until `path` is a FIFO.
+    func waitForFIFO(_ path: String) {
+        let deadline = Date().addingTimeInterval(10)
+        while AgentFiles.lstatMode(path).map({ $0 & S_IFMT }) != S_IFIFO, Date() < deadline { usleep(10_000) }
+    }
+
+    /// Issue 33 §4: the FIFO of a `vault run --mount` killed by SIGKILL stays, nothing serves it and its readers wait
+    /// forever. The next --mount at that path replaces it (a FIFO of this user's that no writer serves) and says so;
+    /// the reader that waited gets an end of file. A FIFO a live run serves is not replaced (exit 7), and that run's
+    /// command still reads its copy whole.
+    @Test func aStaleFIFOLeftByAKilledRunIsReplacedAndALiveOneIsNot() throws {
+        let mount = box.directory + "/stale.env"
+        let killed = try startRun(["--env", "A=k1", "--mount", mount, "--", "/bin/sleep", "1"])
+        waitForFIFO(mount)
+        kill(killed.processIdentifier, SIGKILL)
+        killed.waitForExit()
+        #expect(AgentFiles.lstatMode(mount).map { $0 & S_IFMT } == S_IFIFO, "SIGKILL leaves the FIFO")
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        reader.arguments = ["20", "/bin/cat", mount]
+        reader.standardOutput = FileHandle.nullDevice
+        try reader.run()
+        usleep(200_000)
+        let replaced = try run(["--env", "A=k1", "--mount", mount, "--", "/bin/cat", mount])
+        #expect(replaced.status == 0 && replaced.stdoutText == "A='v1 with spaces'\n", "\(replaced.stdoutText) \(replaced.stderr)")
+        #expect(replaced.stderr == "vault: note: --mount: '\(mount)' was a FIFO of yours that nothing served (left by a vault run that was killed): replaced\n")
+        reader.waitForExit()
+        #expect(reader.terminationStatus == 0, "the waiting reader got an end of file, not the 20 s timeout")
+        #expect(AgentFiles.lstatMode(mount) == nil)
+
+        // A live run's FIFO: refused as before, and its command reads its copy whole.
+        let output = box.directory + "/live-output"
+        let live = try startRun(["--env", "A=k1", "--mount", mount, "--", "/bin/sh", "-c", "sleep 1.5; cat \"$0\" > \"$1\"", mount, output])
+        waitForFIFO(mount)
+        let refused = try run(["--env", "A=k3", "--mount", mount, "--", "/bin/true"])
+        #expect(refused.status == 7 && refused.stderr == "vault: --mount: '\(mount)' exists; it is made (as a FIFO) and removed by vault run\n", "\(refused.stderr)")
+        live.waitForExit()
+        #expect(live.terminationStatus == 0)
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == "A='v1 with spaces'\n")
+    }
+
     @Test func runGivesSecretsByEnvironmentFileAndStdinAndExitsWithTheCommandsStatus() throws {
         try box.write("# comment\n\nB=k3\n", to: box.directory + "/env")
         let script = #"printf '%s|%s|' "$A" "$B"; cat "$F"; printf '|'; cat; printf '|%s|' "${VAULT_PASSPHRASE-unset}"; case "$F" in /dev/fd/*) echo memfd;; esac; exit 7"#

@@ -47,4 +47,35 @@ import Testing
         let expected = String(repeating: String(repeating: "x", count: 65000) + "******\n", count: 64)
         #expect(result.stdoutText == expected)
     }
+
+    /// A value written one byte every 150 ms, or its first 1 to 3 bytes, a pause, then the rest (issue 33 §4): every
+    /// byte that could still begin it is held as long as it could, whatever the pause, and the value is masked.
+    @Test func aValueWrittenSlowlyNeverShowsWhateverThePause() throws {
+        let script = #"""
+            v=$T; i=1
+            while [ $i -le ${#v} ]; do printf '%s' "$(printf '%s' "$v" | cut -c$i)"; sleep 0.15; i=$((i+1)); done
+            printf '|'
+            for n in 1 2 3; do printf '%s' "$(printf '%s' "$v" | cut -c1-$n)"; sleep 0.3; printf '%s|' "$(printf '%s' "$v" | cut -c$((n+1))-)"; done
+            printf 'g'; sleep 0.3; printf 'x\n'
+            """#
+        let result = try run(["--mask", "--env", "T=token", "--", "/bin/sh", "-c", script])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == Data("******|******|******|******|gx\n".utf8), "\(result.stdoutText)")
+    }
+
+    /// Output that can never begin a value is not held: the command sees its own line on vault's stdout (a file)
+    /// while it is still running.
+    @Test func outputThatCannotBeginAValueIsNotDelayed() throws {
+        let out = box.directory + "/out"
+        let script = #"""
+            printf 'plain line\n'
+            i=0; while [ $i -lt 50 ] && ! grep -q 'plain line' "$OUT"; do sleep 0.1; i=$((i+1)); done
+            [ $i -lt 50 ] && echo seen || echo late
+            """#
+        let result = try CLI.exec(
+            "/bin/sh", ["-c", #"exec "$0" "$@" > "$OUT""#, CLI.vault, "run", "--passphrase-file", box.passphraseFile, "--mask", "--env", "T=token", "--", "/bin/sh", "-c", script],
+            environment: box.environment.merging(["OUT": out]) { $1 })
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == "plain line\nseen\n")
+    }
 }

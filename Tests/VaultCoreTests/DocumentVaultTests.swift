@@ -25,7 +25,7 @@ struct DocumentVaultTests {
 
     /// The same script on a version-1 store and on a version-2 vault gives the same answers.
     @Test func answersAsTheVersion1StoreDoes() throws {
-        let v1 = SecureKeyValueStore(path: directory.file("v1.vault"), options: .insecureForTesting)
+        let v1 = FormatOneStore(path: directory.file("v1.vault"), options: .insecureForTesting)
         try v1.open(with: Self.passphrase)
         let v2 = try makeVault()
         for vault in [v1 as any KeyValueVault, v2] {

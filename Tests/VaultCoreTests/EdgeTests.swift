@@ -48,7 +48,7 @@ struct FormatLimitEdgeTests {
         var file = try readBytes(path)
         file += [UInt8](repeating: 0, count: VaultFormat.maximumFileByteCount + 1 - file.count)
         #expect(throws: VaultError.corrupt(path: path, reason: .tooLarge(byteCount: file.count))) {
-            _ = try VaultEnvelope.parseHeader(file, path: path, policy: SecureKeyValueStore.Options.insecureForTesting.kdfPolicy)
+            _ = try VaultEnvelope.parseHeader(file, path: path, policy: VaultStoreOptions.insecureForTesting.kdfPolicy)
         }
     }
 

@@ -10,15 +10,15 @@ struct RollbackTests {
     var path: String { directory.file("vaults/r.vault") }
     var stateDirectory: String { directory.file("state/vault") }
 
-    func options(accept: Bool = false, protected: Bool = true) -> SecureKeyValueStore.Options {
-        var options = SecureKeyValueStore.Options.insecureForTesting
+    func options(accept: Bool = false, protected: Bool = true) -> VaultStoreOptions {
+        var options = VaultStoreOptions.insecureForTesting
         if protected { options.rollbackProtection = RollbackProtection(stateDirectory: stateDirectory) }
         options.acceptRollback = accept
         return options
     }
 
-    func store(accept: Bool = false, protected: Bool = true) -> SecureKeyValueStore {
-        SecureKeyValueStore(path: path, options: options(accept: accept, protected: protected))
+    func store(accept: Bool = false, protected: Bool = true) -> FormatOneStore {
+        FormatOneStore(path: path, options: options(accept: accept, protected: protected))
     }
 
     /// A vault at generation 4 and a copy of it at generation 2.
@@ -67,7 +67,7 @@ struct RollbackTests {
         let old = try vaultWithOldCopy()
         try writeBytes(old, to: path)
         #expect(openError(path, options: options(protected: false)) == nil)
-        #expect(SecureKeyValueStore.Options().rollbackProtection == nil)  // the library's default is off
+        #expect(VaultStoreOptions().rollbackProtection == nil)  // the library's default is off
     }
 
     @Test func rollbackAcrossAPassphraseChangeIsDetected() throws {
@@ -105,7 +105,7 @@ struct RollbackTests {
             try VaultEnvelope.openBody(try readBytes(path), dataKey: oldKey, path: path)
         }
         // The forgery: generation 100, sealed with the old key.
-        var header = try VaultEnvelope.parseHeader(old, path: path, policy: SecureKeyValueStore.Options.insecureForTesting.kdfPolicy)
+        var header = try VaultEnvelope.parseHeader(old, path: path, policy: VaultStoreOptions.insecureForTesting.kdfPolicy)
         header.generation = 100
         let oldContents = try VaultEnvelope.openBody(old, dataKey: oldKey, path: path)
         let hash = VaultEnvelope.hash(header)
@@ -135,7 +135,7 @@ struct RollbackTests {
     @Test func anotherVaultPutInPlaceIsRefusedUntilAccepted() throws {
         _ = try vaultWithOldCopy()
         let otherPath = directory.file("vaults/other.vault")
-        let other = SecureKeyValueStore(path: otherPath, options: options())
+        let other = FormatOneStore(path: otherPath, options: options())
         try other.open(with: testPassphrase)
         try other.put("other", forKey: "k")
         other.close()

@@ -3,7 +3,7 @@ import Testing
 
 @testable import VaultCore
 
-@Suite("SecureKeyValueStore")
+@Suite("FormatOneStore")
 struct SecureKeyValueStoreTests {
     let directory = TemporaryDirectory()
     var path: String { directory.file("test.vault") }
@@ -643,19 +643,19 @@ struct SecureKeyValueStoreTests {
 
     @Test("Options() defaults: moderate for new vaults, the standard policy, a 10 s lock timeout")
     func defaultOptions() {
-        let options = SecureKeyValueStore.Options()
+        let options = VaultStoreOptions()
         #expect(options.kdfParametersForNewVaults == .moderate)
         #expect(options.kdfPolicy == .standard)
         #expect(options.lockTimeoutSeconds == 10)
-        #expect(SecureKeyValueStore(path: "/nonexistent/x.vault").options.kdfParametersForNewVaults == .moderate)
-        let testing = SecureKeyValueStore.Options.insecureForTesting
+        #expect(FormatOneStore(path: "/nonexistent/x.vault").options.kdfParametersForNewVaults == .moderate)
+        let testing = VaultStoreOptions.insecureForTesting
         #expect(testing.kdfParametersForNewVaults == .insecureForTesting)
         #expect(testing.kdfPolicy == .insecureForTesting)
     }
 
     @Test("a vault made with the interactive preset opens with the standard policy")
     func interactivePreset() throws {
-        let store = SecureKeyValueStore(path: path, options: .init(kdfParametersForNewVaults: .interactive))
+        let store = FormatOneStore(path: path, options: .init(kdfParametersForNewVaults: .interactive))
         try store.create(with: testPassphrase)
         try store.put("v", forKey: "k")
         store.close()
@@ -663,7 +663,7 @@ struct SecureKeyValueStoreTests {
         #expect(load(bytes, at: Layout.opsLimit, as: UInt64.self) == 2)
         #expect(load(bytes, at: Layout.memLimit, as: UInt64.self) == 64 << 20)
 
-        let reopened = SecureKeyValueStore(path: path)  // Options(): the standard policy
+        let reopened = FormatOneStore(path: path)  // Options(): the standard policy
         try reopened.open(with: testPassphrase, createIfMissing: false)
         #expect(reopened.kdfParameters == .interactive)
         #expect(try reopened.getString("k") == "v")
@@ -673,11 +673,11 @@ struct SecureKeyValueStoreTests {
     func standardPolicyRefusesTestParameters() throws {
         try makeVault(path, entries: [("k", "v")])
         #expect(
-            openError(path, options: SecureKeyValueStore.Options())
+            openError(path, options: VaultStoreOptions())
                 == .kdfParametersOutOfRange(path: path, opsLimit: 1, memLimitBytes: 8 << 10))
         // Nor can the standard options create one.
         let other = directory.file("other.vault")
-        let store = SecureKeyValueStore(path: other)
+        let store = FormatOneStore(path: other)
         #expect(throws: VaultError.kdfParametersOutOfRange(path: other, opsLimit: 1, memLimitBytes: 8 << 10)) {
             try store.create(with: testPassphrase, parameters: .insecureForTesting)
         }

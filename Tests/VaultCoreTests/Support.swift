@@ -46,15 +46,15 @@ let testPassphrase = SecureBytes(string: "correct horse battery staple")
 let otherPassphrase = SecureBytes(string: "correct horse battery stapler")
 
 /// A store with the cheap test KDF.
-func testStore(_ path: String, lockTimeoutSeconds: Double? = nil) -> SecureKeyValueStore {
-    var options = SecureKeyValueStore.Options.insecureForTesting
+func testStore(_ path: String, lockTimeoutSeconds: Double? = nil) -> FormatOneStore {
+    var options = VaultStoreOptions.insecureForTesting
     if let lockTimeoutSeconds { options.lockTimeoutSeconds = lockTimeoutSeconds }
-    return SecureKeyValueStore(path: path, options: options)
+    return FormatOneStore(path: path, options: options)
 }
 
 /// Creates a vault at `path` with `entries` (cheap KDF) and closes it.
 @discardableResult
-func makeVault(_ path: String, entries: [(String, String)] = []) throws -> SecureKeyValueStore {
+func makeVault(_ path: String, entries: [(String, String)] = []) throws -> FormatOneStore {
     let store = testStore(path)
     try store.create(with: testPassphrase)
     if !entries.isEmpty {
@@ -69,9 +69,9 @@ func makeVault(_ path: String, entries: [(String, String)] = []) throws -> Secur
 /// Opens `path` with a fresh store and returns the error it throws, or `nil` if it opened.
 func openError(
     _ path: String, passphrase: SecureBytes = testPassphrase,
-    options: SecureKeyValueStore.Options = .insecureForTesting
+    options: VaultStoreOptions = .insecureForTesting
 ) -> VaultError? {
-    let store = SecureKeyValueStore(path: path, options: options)
+    let store = FormatOneStore(path: path, options: options)
     do {
         try store.open(with: passphrase, createIfMissing: false)
         store.close()

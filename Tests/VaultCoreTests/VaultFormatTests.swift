@@ -281,7 +281,7 @@ struct VaultFormatTests {
             #expect(openError(target) == .kdfParametersOutOfRange(path: target, opsLimit: ops, memLimitBytes: mem))
             // The standard policy refuses them too.
             #expect(
-                openError(target, options: SecureKeyValueStore.Options())
+                openError(target, options: VaultStoreOptions())
                     == .kdfParametersOutOfRange(path: target, opsLimit: ops, memLimitBytes: mem))
         }
         // Had the KDF run on the 4 TiB header, it would have failed differently: libsodium refuses the request.

@@ -82,7 +82,7 @@ struct VectorTests {
     }
 
     /// What `read_vault.py` prints for a vault: `{name: utf8 string or {"base64": ...}}`, sorted.
-    static func shown(_ store: SecureKeyValueStore) throws -> Any {
+    static func shown(_ store: FormatOneStore) throws -> Any {
         var object = [String: Any]()
         for name in try store.keys() {
             let data = try #require(try store.getData(name))
@@ -111,9 +111,9 @@ struct VectorTests {
         let directory = TemporaryDirectory()
         let path = directory.file("vector.vault")
         try writeBytes(try readBytes(Self.directory + "/\(vector.name).vault"), to: path)  // mode 0600: git does not keep it
-        let options: SecureKeyValueStore.Options = vector["kdf-policy"] == "standard" ? .init() : .insecureForTesting
+        let options: VaultStoreOptions = vector["kdf-policy"] == "standard" ? .init() : .insecureForTesting
         let passphrase = SecureBytes(string: try #require(vector["passphrase"]))
-        let store = SecureKeyValueStore(path: path, options: options)
+        let store = FormatOneStore(path: path, options: options)
         let expected = try Self.expectedError(vector, path: path)
         do {
             try store.open(with: passphrase, createIfMissing: false)

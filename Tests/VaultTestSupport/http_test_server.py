@@ -15,9 +15,13 @@ Prints `PORT n` as its first line and stops when its stdin closes. Two modes:
       `/protected` 200 `hello` with a valid credential, else 401 with a Basic challenge; `/forbidden` 403 with a
       valid credential, else 401; `/redirect?to=URL` 302 to URL; `/digest`, `/bearer` 401 with only a Digest or
       Bearer challenge; `/hostile-realm?hex=HEX` 401 with a Basic challenge whose realm is the bytes HEX;
-      `/redirect-to/PORT/...` 302 to `http://127.0.0.1:PORT/headers`; any path with `trickle`
+      `/redirect-to/PORT/...` 302 to `http://127.0.0.1:PORT/headers`; `/login-redirect/PORT` the same with a
+      valid credential, else 401 with a Basic challenge; any path with `trickle`
       (`?bytes=N`, default 100) 200 with Content-Length N, one byte every 0.5 s; `/big?bytes=N` 200 with
-      N bytes (`x`) sent in 1 MiB pieces; `/headers` 200 `ok`; anything else 404. Every request is logged with
+      N bytes (`x`) sent in 1 MiB pieces; `/hostile-length/...` 200 with an ETag and a Content-Length of 3 GiB,
+      then 1 MiB that starts as a vault and nothing more for 20 s; `/hostile-stream/...` 200 with an ETag and no
+      Content-Length (the body ends with the connection), 64 MiB of `x` and nothing more for 20 s (answers a
+      hostile S3 endpoint gives); `/headers` 200 `ok`; anything else 404. Every request is logged with
       its method, target and header fields (`headers`, names lower case), a CONNECT or an absolute-form target (a
       request sent to it as to a proxy) too.
 """
@@ -110,6 +114,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         'headers': {k.lower(): v for k, v in self.headers.items()}})
         if self.command == 'CONNECT' or not self.path.startswith('/'):
             return self.reply(502, b'not a proxy')
+        if url.path.startswith('/login-redirect/'):
+            if not self.authorized():
+                return self.challenge()
+            return self.reply(302, b'', [('Location', 'http://127.0.0.1:%s/headers' % url.path.split('/')[2])])
         if url.path.startswith('/redirect-to/'):
             return self.reply(302, b'', [('Location', 'http://127.0.0.1:%s/headers' % url.path.split('/')[2])])
         if 'trickle' in url.path:
@@ -135,6 +143,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 while n > 0:
                     self.wfile.write(chunk[:n])
                     n -= min(n, len(chunk))
+            except OSError:
+                pass
+            return
+        if url.path.startswith('/hostile-length/') or url.path.startswith('/hostile-stream/'):
+            self.send_response(200)
+            self.send_header('ETag', '"hostile"')
+            if url.path.startswith('/hostile-length/'):
+                self.send_header('Content-Length', str(3 << 30))
+                pieces = [b'\x89VAULT\r\n' + b'x' * ((1 << 20) - 8)]
+            else:
+                self.send_header('Connection', 'close')
+                self.close_connection = True
+                pieces = [b'x' * (1 << 20)] * 64
+            self.end_headers()
+            try:
+                for piece in pieces:
+                    self.wfile.write(piece)
+                self.wfile.flush()
+                time.sleep(20)
             except OSError:
                 pass
             return

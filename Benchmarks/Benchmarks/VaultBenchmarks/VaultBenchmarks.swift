@@ -52,13 +52,13 @@ final class Fixtures: @unchecked Sendable {
         }
     }
 
-    /// The path of a vault with `count` entries and the given KDF cost (made on first use).
+    /// The path of a format-1 vault with `count` entries and the given KDF cost (made on first use).
     func vault(entries count: Int, interactive: Bool) throws -> String {
         let key = "\(interactive ? "interactive" : "testhook")-\(count)"
         if let path = lock.withLock({ made[key] }) { return path }
         let path = "\(directory)/\(key).vault"
         let store = SecureKeyValueStore(path: path, options: Self.options(interactive: interactive))
-        try store.create(with: passphrase, parameters: interactive ? .interactive : .insecureForTesting)
+        try store.create(with: passphrase, parameters: interactive ? .interactive : .insecureForTesting, formatVersion: 1)
         // One batch, one write (the values of a batch share one guarded region).
         try store.update { changes in
             for index in 0..<count { try changes.put(entryValue(index), forKey: entryName(index)) }

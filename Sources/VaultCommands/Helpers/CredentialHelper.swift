@@ -189,6 +189,9 @@ package enum CredentialHelperError: Error, CustomStringConvertible, CLIReportabl
     case notUTF8(key: String)
     /// The request is larger than ``GitCredentialRequest/maximumRequestByteCount``.
     case requestTooLarge
+    /// A `url=` whose host is ended by `?` or `#` (`https://alice:443#@victim.example/`): git reads one host,
+    /// other URL parsers another.
+    case ambiguousURL
 
     package var description: String {
         switch self {
@@ -206,19 +209,21 @@ package enum CredentialHelperError: Error, CustomStringConvertible, CLIReportabl
             return "credential: request refused: '\(key)' is not valid UTF-8"
         case .requestTooLarge:
             return "credential: request refused: it is larger than \(GitCredentialRequest.maximumRequestByteCount >> 20) MiB"
+        case .ambiguousURL:
+            return "credential: request refused: a '?' or '#' ends the host of 'url' (git reads the host before it, other parsers one after an '@'); give protocol= and host= instead"
         }
     }
 
     package var exitCode: Int32 {
         switch self {
-        case .forbiddenByte, .malformedHost, .notUTF8, .requestTooLarge: return Exit.usage
+        case .forbiddenByte, .malformedHost, .notUTF8, .requestTooLarge, .ambiguousURL: return Exit.usage
         case .promptsDisabled, .terminalPromptDisabled, .unprintableValue: return Exit.failure
         }
     }
 
     package var code: String {
         switch self {
-        case .forbiddenByte, .malformedHost, .notUTF8, .requestTooLarge: return "refused_request"
+        case .forbiddenByte, .malformedHost, .notUTF8, .requestTooLarge, .ambiguousURL: return "refused_request"
         case .promptsDisabled, .terminalPromptDisabled: return "no_passphrase"
         case .unprintableValue: return "unprintable_value"
         }

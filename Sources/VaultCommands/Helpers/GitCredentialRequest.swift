@@ -156,10 +156,11 @@ struct GitCredentialRequest {
 
     /// `url=<protocol>://[<user>[:<password>]@]<host>[/<path>]` stands for its parts, percent-decoded, exactly
     /// as git reads it (`credential_from_url_1` in git's credential.c): the authority ends at the first `/`, `?`
-    /// or `#` (git's CVE-2020-11008 fix: `https://alice:443#@victim.example/` is host `alice:443`, path
-    /// `#@victim.example`); a `@` counts only before that end; leading and trailing slashes of the path are
-    /// dropped. It clears what came before it, and later keys override its parts. A decoded part with a NUL,
-    /// newline or carriage return, or a username, host or path that is not UTF-8, refuses the request.
+    /// or `#`; a `@` counts only before that end; leading and trailing slashes of the path are dropped. An
+    /// authority ended by `?` or `#` refuses the request (git's CVE-2020-11008: `https://alice:443#@victim.example/`
+    /// is host `alice:443` to git and `victim.example` to other parsers; no repository URL has that shape). It
+    /// clears what came before it, and later keys override its parts. A decoded part with a NUL, newline or
+    /// carriage return, or a username, host or path that is not UTF-8, refuses the request.
     mutating func apply(url value: UnsafeRawBufferPointer) throws {
         self.protocol = nil; host = nil; path = nil; username = nil; password = nil
         hostKey = "url"
@@ -171,6 +172,7 @@ struct GitCredentialRequest {
         let authorityStart = schemeEnd + 3
         let end = value[authorityStart...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
             ?? value.count
+        guard end == value.count || value[end] == UInt8(ascii: "/") else { throw CredentialHelperError.ambiguousURL }
         var hostStart = authorityStart
         if let at = value[authorityStart..<end].firstIndex(of: UInt8(ascii: "@")) {
             let colon = value[authorityStart..<at].firstIndex(of: UInt8(ascii: ":"))

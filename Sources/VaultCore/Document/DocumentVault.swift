@@ -9,7 +9,7 @@ import VaultSodium
 /// (and the version it replaces goes into the entry's history); a remove leaves a tombstone; a move
 /// (``SecureKeyValueStore/Changes/copy(_:to:keepCreated:)`` with `keepCreated` followed by the source's removal,
 /// what `vault mv` sends) renames the entry and keeps its id; any other copy makes a new id.
-public final class DocumentVault: DocumentEntries, Sendable {
+public final class DocumentVault: KeyValueVault, Sendable {
     public let path: String
     let store: DocumentStore
     let rollbackProtection: RollbackProtection?

@@ -3,7 +3,7 @@ import VaultSodium
 import Glibc
 #endif
 
-/// Opens a vault file of either format version behind ``KeyValueVault``: version 1 with ``SecureKeyValueStore``,
+/// Opens a vault file of either format version behind ``KeyValueVault``: version 1 with ``FormatOneStore``,
 /// version 2 with ``DocumentVault``. The CLI and the agent open vaults through it, so every verb works on both.
 public enum VaultOpener {
     /// Whether the file at `path` starts as a version-2 vault (magic and version: its first 10 bytes, read
@@ -22,10 +22,10 @@ public enum VaultOpener {
     /// protection). A version-2 vault writes as this user's replica of it (``ReplicaRegistry``).
     ///
     /// - Throws: ``VaultError/vaultNotFound(path:)`` and what each format's open throws.
-    public static func open(path: String, passphrase: SecureBytes, options: SecureKeyValueStore.Options) throws -> any KeyValueVault {
+    public static func open(path: String, passphrase: SecureBytes, options: VaultStoreOptions) throws -> any KeyValueVault {
         // Version 1, the common case, is read once, by its store; version 2's header is read here for its vault id.
         guard startsAsVersion2(path), let bytes = try VaultFile.read(path: path), DocumentHeader.isVersion2(bytes) else {
-            let store = SecureKeyValueStore(path: path, options: options)
+            let store = FormatOneStore(path: path, options: options)
             try store.open(with: passphrase, createIfMissing: false)
             return store
         }
@@ -40,7 +40,7 @@ public enum VaultOpener {
     /// - Throws: ``VaultError/vaultNotFound(path:)``; ``VaultError/needsVersion2(path:)`` for a version-1 vault
     ///   (it has no recipients); what parsing the header, `key` and the open throw.
     public static func open(
-        path: String, options: SecureKeyValueStore.Options, key: (DocumentHeader) throws -> DocumentKey
+        path: String, options: VaultStoreOptions, key: (DocumentHeader) throws -> DocumentKey
     ) throws -> DocumentVault {
         guard let bytes = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
         guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: path) }
@@ -51,17 +51,17 @@ public enum VaultOpener {
     /// The header of the version-2 vault at `path` (structure and KDF bounds checked; nothing authenticated).
     ///
     /// - Throws: ``VaultError/vaultNotFound(path:)``; ``VaultError/needsVersion2(path:)``; what parsing throws.
-    public static func header(path: String, options: SecureKeyValueStore.Options) throws -> DocumentHeader {
+    public static func header(path: String, options: VaultStoreOptions) throws -> DocumentHeader {
         guard let bytes = try VaultFile.read(path: path) else { throw VaultError.vaultNotFound(path: path) }
         guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: path) }
         return try DocumentHeader.parse(bytes, label: path, policy: options.kdfPolicy)
     }
 
-    static func openVersion2(path: String, vaultID: DocumentID, passphrase: SecureBytes, options: SecureKeyValueStore.Options) throws -> DocumentVault {
+    static func openVersion2(path: String, vaultID: DocumentID, passphrase: SecureBytes, options: VaultStoreOptions) throws -> DocumentVault {
         try openVersion2(path: path, vaultID: vaultID, key: .passphrase(passphrase), options: options)
     }
 
-    static func openVersion2(path: String, vaultID: DocumentID, key: DocumentKey, options: SecureKeyValueStore.Options) throws -> DocumentVault {
+    static func openVersion2(path: String, vaultID: DocumentID, key: DocumentKey, options: VaultStoreOptions) throws -> DocumentVault {
         let replica = try ReplicaRegistry.replica(for: vaultID, stateDirectory: options.rollbackProtection?.stateDirectory)
         return try DocumentVault(
             path: path, key: key, replica: replica, policy: options.kdfPolicy,
@@ -81,7 +81,7 @@ public enum VaultOpener {
     ///
     /// - Throws: ``VaultError/vaultAlreadyExists(path:)``, ``VaultError/kdfParametersOutOfRange(path:opsLimit:memLimitBytes:)``.
     public static func create(
-        path: String, passphrase: SecureBytes, parameters: Argon2id.Parameters? = nil, options: SecureKeyValueStore.Options,
+        path: String, passphrase: SecureBytes, parameters: Argon2id.Parameters? = nil, options: VaultStoreOptions,
         formatVersion: UInt16 = DocumentFormat.currentVersion
     ) throws -> Created {
         let parameters = parameters ?? options.kdfParametersForNewVaults

@@ -18,7 +18,7 @@ public enum VaultUpgrade {
     /// written); records the new key in the rollback record, retiring the old one (a version-1 copy put back is
     /// refused as older). A version-2 file is rewritten as version 3 with its key (its entries as they are); a
     /// version-3 file: nothing written.
-    public static func upgrade(path: String, passphrase: SecureBytes, options: SecureKeyValueStore.Options) throws -> Outcome {
+    public static func upgrade(path: String, passphrase: SecureBytes, options: VaultStoreOptions) throws -> Outcome {
         let storage = LocalFileStorage(path: path, lockTimeoutSeconds: options.lockTimeoutSeconds)
         guard let stored = try storage.load() else { throw VaultError.vaultNotFound(path: path) }
         if DocumentHeader.isVersion2(stored.bytes) {
@@ -31,7 +31,7 @@ public enum VaultUpgrade {
             let upgraded = try document.upgradeFormat()
             return Outcome(upgraded: upgraded, fromVersion: Int(header.version), entryCount: try document.keys().count, vaultID: header.vaultID)
         }
-        let old = SecureKeyValueStore(path: path, options: options)
+        let old = FormatOneStore(path: path, options: options)
         try old.open(with: passphrase, createIfMissing: false)
         defer { old.close() }
         guard let oldKey = old.state.withLock({ $0.open?.dataKey }), let parameters = old.kdfParameters else {

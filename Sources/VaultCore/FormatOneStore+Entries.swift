@@ -1,7 +1,7 @@
 import FoundationEssentials
 
-/// Reading and writing entries (``SecureKeyValueStore``).
-extension SecureKeyValueStore {
+/// Reading and writing entries (``FormatOneStore``).
+extension FormatOneStore {
     // MARK: Writing entries
 
     /// Makes several puts and removes in one atomic, durable write.
@@ -12,8 +12,8 @@ extension SecureKeyValueStore {
     ///     try changes.put(password, forKey: "password")
     /// }
     /// ```
-    public func update(_ body: (inout Changes) throws -> Void) throws {
-        var changes = Changes(values: state.withLock { $0.regions.takeArena() })
+    public func update(_ body: (inout VaultChanges) throws -> Void) throws {
+        var changes = VaultChanges(values: state.withLock { $0.regions.takeArena() })
         defer {
             var arena: GuardedArena? = changes.detachValues()
             state.withLock { $0.regions.keep(arena.take()) }
@@ -23,7 +23,7 @@ extension SecureKeyValueStore {
     }
 
     /// Writes a batch made elsewhere (``Changes/init()``) in one atomic, durable write.
-    public func write(_ changes: Changes) throws {
+    public func write(_ changes: VaultChanges) throws {
         try modify { try next($0, applying: changes, regions: &$1) }
     }
 
@@ -37,26 +37,6 @@ extension SecureKeyValueStore {
         try update { try $0.put(value, forKey: key) }
     }
 
-    /// Stores `value` under `key`.
-    public func put(_ value: Data, forKey key: String) throws {
-        try put(SecureBytes(value), forKey: key)
-    }
-
-    /// Stores `value` under `key`.
-    public func put(_ value: [UInt8], forKey key: String) throws {
-        try put(SecureBytes(value), forKey: key)
-    }
-
-    /// Stores `value` under `key` as JSON (read it back with ``getJSON(_:as:)``).
-    ///
-    /// A separate name, not a `put` overload: a generic `put` would also catch an `Optional<String>` and store
-    /// it as the JSON text `"…"`, quotes included. The encoder's output passes through an ordinary `Data`.
-    public func putJSON<T: Encodable>(_ value: T, forKey key: String) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        try put(SecureBytes(try encoder.encode(value)), forKey: key)
-    }
-
     /// Removes the entry under `key`. Returns whether there was one (in the file as it is under the lock,
     /// whatever this store read before); removing a missing key writes nothing.
     @discardableResult
@@ -65,19 +45,11 @@ extension SecureKeyValueStore {
         try modify { current, regions in
             guard current.contents.entries[key] != nil else { return current }
             existed = true
-            var changes = Changes()
+            var changes = VaultChanges()
             changes.remove(key)
             return try next(current, applying: changes, regions: &regions)
         }
         return existed
-    }
-
-    /// Removes every entry, including those other processes added since this store read the file (the vault
-    /// and its passphrase stay).
-    public func removeAll() throws {
-        var changes = Changes()
-        changes.removeAll()
-        try write(changes)
     }
 
     /// Changes the passphrase and the data key in one atomic write: a new random data key, wrapped under a key
@@ -107,17 +79,6 @@ extension SecureKeyValueStore {
         }
     }
 
-    /// ``changePassphrase(to:parameters:)`` under the tutorials' name (it changes the passphrase and the data
-    /// key that encrypts the entries).
-    public func changeEncryptionKey(with newPassphrase: SecureBytes, parameters: Argon2id.Parameters? = nil) throws {
-        try changePassphrase(to: newPassphrase, parameters: parameters)
-    }
-
-    /// ``changePassphrase(to:parameters:)`` with a `String` (the tutorials' signature).
-    public func changeEncryptionKey(with newPassphrase: String) throws {
-        try changePassphrase(to: SecureBytes(string: newPassphrase))
-    }
-
     // MARK: Reading entries
 
     func read<R>(_ body: (VaultContents) throws -> R) throws -> R {
@@ -137,11 +98,6 @@ extension SecureKeyValueStore {
         try read { contents in contents.withValue(key) { SecureBytes($0) } }
     }
 
-    /// The value under `key` as `Data`, or `nil`. The copy is ordinary memory.
-    public func getData(_ key: String) throws -> Data? {
-        try read { contents in contents.withValue(key) { Data($0) } }
-    }
-
     /// The value under `key` as a `String`, or `nil` if there is none (the tutorials' `getString(_:)`).
     ///
     /// A `String` is an ordinary, unwiped copy: prefer ``getBytes(_:)`` for secrets you can handle as bytes.
@@ -153,17 +109,6 @@ extension SecureKeyValueStore {
         guard let value else { return nil }
         guard let value else { throw VaultError.typeMismatch(key: key, reason: "the value is not valid UTF-8") }
         return value
-    }
-
-    /// The value under `key` decoded from JSON as `type`, or `nil` if there is none.
-    /// - Throws: ``VaultError/typeMismatch(key:reason:)`` if it does not decode.
-    public func getJSON<T: Decodable>(_ key: String, as type: T.Type) throws -> T? {
-        guard let data = try getData(key) else { return nil }
-        do {
-            return try JSONDecoder().decode(type, from: data)
-        } catch {
-            throw VaultError.typeMismatch(key: key, reason: "does not decode as \(type)")
-        }
     }
 
     /// The names of all entries, sorted.

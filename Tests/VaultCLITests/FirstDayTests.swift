@@ -87,6 +87,16 @@ import Testing
         #expect(trimmed.stdoutText == "stored 't'\n[exit 0]\n[echo on]\n")
     }
 
+    /// Issue 35 §4: `recipients list` of a vault that has none says so (stderr; stdout stays the list, empty).
+    @Test func recipientsListSaysNoRecipients() throws {
+        let plain = try box.vault(["recipients", "list"])
+        #expect(plain.status == 0 && plain.stdoutText.isEmpty, "\(plain.stdoutText)")
+        #expect(plain.stderr == "no recipients: only the passphrase opens '\(box.vaultPath)' ('vault recipients add' adds one)\n", "\(plain.stderr)")
+        let json = try box.vault(["recipients", "list", "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
+        #expect(object["recipients"] as? [String] == [] && json.stderr.isEmpty, "\(json.stdoutText) \(json.stderr)")
+    }
+
     @Test func deleteAsksOnTheTerminalAndSaysWhatItDeleted() throws {
         let declined = try onTerminal(
             #""$VAULT" delete k; echo "[exit $?]""#, [.init(marker: "Delete 'k' from '\(box.vaultPath)'? [y/N] ", keys: "\n")])

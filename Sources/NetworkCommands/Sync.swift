@@ -19,6 +19,8 @@ package struct Sync: AsyncParsableCommand {
         commandName: "sync",
         abstract: RoutedVerb.named("sync").abstract,
         discussion: """
+            The first successful sync with a remote remembers it (with --endpoint and --region when given) for this vault: 'vault sync' alone then syncs with it ('vault remote show', 'vault remote set' to change it).
+
             The object is read (GET, keeping its ETag), merged into this vault entry by entry as 'vault merge' does, and written back only when it lacks something, with If-Match on the ETag read (If-None-Match: * to create it). When another machine wrote in between (412), sync reads, merges and tries again, at most 8 times (then exit 5). With nothing new on either side it sends one conditional GET (304) and no PUT. With no local vault, the remote one is fetched and must open with your passphrase.
 
             With no remote, for a vault inside a git work tree: the vault is committed if it changed, the upstream branch fetched, its vault merged into this one entry by entry (with the key this vault opens with: the agent or your passphrase), git's merge of the rest made with this clone's merged vault kept (or a fast-forward when the upstream holds all of it), and the branch pushed; a push rejected because another clone pushed first is tried again, at most 5 times (then exit 5). A copy whose passphrase was changed on another machine needs --other-passphrase-file or -fd (asked on a terminal), and the vault then has that passphrase. 'vault git setup' first, once in every clone. With --dry-run, the fetch is made and nothing else.
@@ -32,7 +34,7 @@ package struct Sync: AsyncParsableCommand {
 
     @OptionGroup var http: HTTPOptions
 
-    @Argument(help: ArgumentHelp("The remote copy: s3://BUCKET/KEY or bao://HOST[:PORT]/MOUNT/PATH; none for a vault in a git work tree.", valueName: "remote"))
+    @Argument(help: ArgumentHelp("The remote copy: s3://BUCKET/KEY or bao://HOST[:PORT]/MOUNT/PATH; none for the vault's remembered remote ('vault remote show') or a vault in a git work tree.", valueName: "remote"))
     var remote: String?
 
     @Option(help: ArgumentHelp("The S3 endpoint (e.g. http://127.0.0.1:9000 for a local store).", valueName: "url"))
@@ -61,6 +63,14 @@ package struct Sync: AsyncParsableCommand {
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {
+            // No remote named: the one this vault remembers (its first sync's, or 'vault remote set'), else git.
+            if remote == nil, let stored = RemoteRecord.read(vault: options.resolvedPath) {
+                var command = self
+                command.remote = stored.remote
+                command.endpoint = endpoint ?? stored.endpoint
+                command.region = region ?? stored.region
+                return try await command.syncRemote(stored.remote, remembered: true)
+            }
             guard let remote else {
                 // Options of the remote stores mean nothing to git: a mistake, not something to ignore.
                 let storeOptions = [("--endpoint", endpoint != nil), ("--region", region != nil), ("--recreate", recreate),
@@ -71,12 +81,20 @@ package struct Sync: AsyncParsableCommand {
                 let outcome = try GitRepositorySync(options: options, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions).run()
                 return try report(outcome)
             }
-            let local = OpenedOnce(options)
-            defer { local.close() }
-            let store = try makeRemote(remote, environment: ProcessInfo.processInfo.environment, local: local)
-            let outcome = try await synchronize(store, local: local)
-            try report(outcome)
+            try await syncRemote(remote, remembered: false)
         }
+    }
+
+    /// A sync with `remote`; the first successful one (not a dry run) of a vault that remembers none is remembered.
+    func syncRemote(_ remote: String, remembered: Bool) async throws {
+        let local = OpenedOnce(options)
+        defer { local.close() }
+        let store = try makeRemote(remote, environment: ProcessInfo.processInfo.environment, local: local)
+        let outcome = try await synchronize(store, local: local)
+        if !remembered, !dryRun, RemoteRecord.read(vault: options.resolvedPath) == nil {
+            try? RemoteRecord(remote: remote, endpoint: endpoint, region: region).write(vault: options.resolvedPath)
+        }
+        try report(outcome)
     }
 
     /// The store `remote` names: `s3://` (AWS's credentials, region and endpoint) or `bao://` (a token); with

@@ -13,7 +13,7 @@ package struct Put: ParsableCommand {
         commandName: "put",
         abstract: "Store a value under NAME (the value is read from stdin, all bytes; a no-echo prompt on a terminal).",
         discussion: """
-            On a terminal, replacing an existing entry asks first (--force does not ask), a paste of several lines at the one-line prompt is refused and discarded (--multiline reads until Ctrl-D), and stderr says whether the entry was stored or replaced. From a pipe or a file the bytes are stored exactly, a final newline included (--trim-newline drops one); an empty input never replaces an existing entry unless --allow-empty.
+            On a terminal, replacing an existing entry asks first (--force does not ask), a paste of several lines at the one-line prompt is refused and discarded (--multiline reads until Ctrl-D), and stderr says whether the entry was stored or replaced. From a pipe or a file the bytes are stored exactly, a final newline included (--trim-newline drops one), except in a field that is one line by nature (username, user, login, email, url), where a single final newline is dropped (on a terminal, stderr says when a final newline was kept or dropped); an empty input never replaces an existing entry unless --allow-empty.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -77,6 +77,9 @@ package struct Put: ParsableCommand {
         var needsDocument: Bool { (field != nil && field != "password") || secret != nil }
     }
 
+    /// Fields that are one line by nature: one final newline read from stdin is dropped (and said).
+    static let oneLineFields: Set<String> = ["username", "user", "login", "email", "url"]
+
     /// What `put` does once it has the name: checks it, opens the vault (`open`), reads the value and stores it
     /// (shared with ``QuickPath``).
     static func store(_ name: String, _ how: Manner, json: Bool, in open: () throws -> any KeyValueVault) throws {
@@ -116,12 +119,19 @@ package struct Put: ParsableCommand {
                 guard value.count > 0 else { throw CLIError.message("no value typed: nothing stored", exitCode: Exit.failure) }
             } else {
                 value = try SecretInput.read(fd: 0, untilNewline: false, name: "stdin")
-                if how.trimNewline { value = value.droppingFinalNewline() }
+                let oneNewlineAtTheEnd = value.droppingFinalNewline().count < value.count
+                    && value.withUnsafeBytes({ bytes in bytes.filter { $0 == UInt8(ascii: "\n") }.count == 1 })
+                if how.trimNewline {
+                    value = value.droppingFinalNewline()
+                } else if oneNewlineAtTheEnd, Self.oneLineFields.contains(field.lowercased()) {
+                    // `echo bob | vault put X --field username`: the newline is echo's, not the name's.
+                    value = value.droppingFinalNewline()
+                    note = "its final newline dropped: \(TerminalText.escaped(field)) is one line"
+                }
                 if value.count == 0 && exists && !how.allowEmpty {
                     throw CLIError.emptyInput(name: name)
                 }
-                if !how.trimNewline, value.droppingFinalNewline().count < value.count,
-                   value.withUnsafeBytes({ bytes in bytes.filter { $0 == UInt8(ascii: "\n") }.count == 1 }) {
+                if !how.trimNewline, note == nil, oneNewlineAtTheEnd {
                     note = "\(value.count) bytes including a final newline; --trim-newline drops it"
                 }
             }

@@ -170,6 +170,9 @@ package struct Recipients: ParsableCommand {
                 let header = try VaultOpener.header(path: store.path, options: options.storeOptions)
                 if options.json {
                     try writeJSON(["path": store.path, "passphrase": header.hasPassphraseStanza, "recipients": header.recipients])
+                } else if header.recipients.isEmpty {
+                    // On stderr: stdout holds recipients only, one a line, for a script that reads them.
+                    writeToStderr("no recipients: only the passphrase opens '\(TerminalText.escaped(store.path))' ('vault recipients add' adds one)\n")
                 } else {
                     for recipient in header.recipients { try writeToStdout(recipient + "\n") }
                 }

@@ -62,7 +62,10 @@ package struct RoutedVerb: Sendable {
             "Print the time-based one-time password (TOTP) of NAME's otp field."),
         RoutedVerb(
             "sync", .vaultNet,  // HTTP
-            "Merge this vault with its copy in an S3-compatible object store (s3://BUCKET/KEY) or OpenBao (bao://…), both ways."),
+            "Merge this vault with its copy in a git repository, an S3-compatible object store (s3://BUCKET/KEY) or OpenBao (bao://…), both ways."),
+        RoutedVerb(
+            "remote", .vaultNet,  // checks the location as sync does (VaultSync)
+            "Show or set the remote 'vault sync' uses when it names none."),
         // Their parsers link FoundationXML (libxml2) and ZIPFoundation (zlib).
         RoutedVerb(
             "import", .vaultNet,

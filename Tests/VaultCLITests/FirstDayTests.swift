@@ -87,6 +87,37 @@ import Testing
         #expect(trimmed.stdoutText == "stored 't'\n[exit 0]\n[echo on]\n")
     }
 
+    /// Issue 35 §5: `echo bob | vault put X --field username` stores "bob" (a field that is one line by nature) and
+    /// says so; another non-secret field keeps its newline and says so, as the value does.
+    @Test func aOneLineFieldDropsTheNewlineOfEchoAndOthersSayTheyKeepIt() throws {
+        let user = try onTerminal(#"echo bob | "$VAULT" put X --field username; echo "[exit $?]""#, [])
+        #expect(user.stdoutText == "stored field 'username' of 'X' (its final newline dropped: username is one line)\n[exit 0]\n[echo on]\n", "\(user.stdoutText)")
+        #expect(try box.vault(["get", "X", "--field", "username"]).stdoutText == "bob")
+        for field in ["url", "Email", "user", "login"] {
+            #expect(try box.vault(["put", "X", "--field", field], stdin: Data("v\n".utf8)).status == 0)
+            #expect(try box.vault(["get", "X", "--field", field]).stdoutText == "v", "\(field)")
+        }
+        // Several lines are not one: kept as they are.
+        #expect(try box.vault(["put", "X", "--field", "url", "--force"], stdin: Data("a\nb\n".utf8)).status == 0)
+        #expect(try box.vault(["get", "X", "--field", "url"]).stdoutText == "a\nb\n")
+        let notes = try onTerminal(#"echo hi | "$VAULT" put X --field notes; echo "[exit $?]""#, [])
+        #expect(notes.stdoutText == "stored field 'notes' of 'X' (3 bytes including a final newline; --trim-newline drops it)\n[exit 0]\n[echo on]\n", "\(notes.stdoutText)")
+        #expect(try box.vault(["get", "X", "--field", "notes"]).stdoutText == "hi\n")
+        let help = try box.vault(["put", "--help"], extraEnvironment: ["COLUMNS": "400"])
+        let words = help.stdoutText.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(words.contains("except in a field that is one line by nature (username, user, login, email, url), where a single final newline is dropped"), "\(help.stdoutText)")
+    }
+
+    /// Issue 35 §4: `recipients list` of a vault that has none says so (stderr; stdout stays the list, empty).
+    @Test func recipientsListSaysNoRecipients() throws {
+        let plain = try box.vault(["recipients", "list"])
+        #expect(plain.status == 0 && plain.stdoutText.isEmpty, "\(plain.stdoutText)")
+        #expect(plain.stderr == "no recipients: only the passphrase opens '\(box.vaultPath)' ('vault recipients add' adds one)\n", "\(plain.stderr)")
+        let json = try box.vault(["recipients", "list", "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
+        #expect(object["recipients"] as? [String] == [] && json.stderr.isEmpty, "\(json.stdoutText) \(json.stderr)")
+    }
+
     @Test func deleteAsksOnTheTerminalAndSaysWhatItDeleted() throws {
         let declined = try onTerminal(
             #""$VAULT" delete k; echo "[exit $?]""#, [.init(marker: "Delete 'k' from '\(box.vaultPath)'? [y/N] ", keys: "\n")])

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import VaultAuth
+import VaultCommands
+import VaultCore
+import VaultSync
+import VaultTerminal
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The remote a vault syncs with when `vault sync` names none: set by its first successful sync with a remote or by
+/// `vault remote set`, with the `--endpoint` and `--region` given then. One file per vault, by its id, in the state
+/// directory (`<vault id>.remote`, beside ``SyncRecord``'s); no secret in it (credentials are read at each sync),
+/// mode 0600, replaced atomically.
+struct RemoteRecord: Equatable {
+    var remote: String
+    var endpoint: String?
+    var region: String?
+
+    /// The record's path for the vault file at `local`; nil when there is no vault there (or it has no header).
+    static func path(vault local: String) -> String? {
+        guard let bytes = FileManager.default.contents(atPath: local).map(Array.init),
+              let header = try? DocumentHeader.parse(bytes, label: "", policy: .insecureForTesting) else { return nil }
+        return RollbackProtection.defaultStateDirectory + "/\(header.vaultID).remote"
+    }
+
+    static func read(vault local: String) -> RemoteRecord? {
+        guard let path = path(vault: local), let data = FileManager.default.contents(atPath: path),
+              let text = String(data: data, encoding: .utf8) else { return nil }
+        let lines = text.split(separator: "\n").map(String.init)
+        guard lines.first == "vault-remote 1", let remote = lines.first(where: { $0.hasPrefix("remote ") })?.dropFirst(7) else { return nil }
+        func value(_ key: String) -> String? { lines.first { $0.hasPrefix(key + " ") }.map { String($0.dropFirst(key.count + 1)) } }
+        return RemoteRecord(remote: String(remote), endpoint: value("endpoint"), region: value("region"))
+    }
+
+    /// Writes the record of the vault at `local` (a temporary file of mode 0600, then renamed over the old one).
+    func write(vault local: String) throws {
+        guard let path = Self.path(vault: local) else { throw VaultError.vaultNotFound(path: local) }
+        let directory = RollbackProtection.defaultStateDirectory
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw VaultError.io(operation: "creating", path: temporary, errno: errno) }
+        var text = "vault-remote 1\nremote \(remote)\n"
+        if let endpoint { text += "endpoint \(endpoint)\n" }
+        if let region { text += "region \(region)\n" }
+        let failure = Array(text.utf8).withUnsafeBytes { Posix.writeAll(fd, $0) }
+        let synced = failure == 0 && fsync(fd) == 0
+        close(fd)
+        guard synced, rename(temporary, path) == 0 else {
+            let error = failure != 0 ? failure : errno
+            unlink(temporary)
+            throw VaultError.io(operation: "writing", path: path, errno: error)
+        }
+    }
+
+    /// Refuses what `vault sync` would refuse before sending anything: the location (exit 64), the endpoint URL.
+    static func validate(_ remote: String, endpoint: String?, region: String?, http: HTTPOptions) throws {
+        if remote.hasPrefix("bao://") {
+            guard endpoint == nil, region == nil else {
+                throw CLIError.message("--endpoint and --region are S3's; a bao:// remote names its host", exitCode: Exit.usage)
+            }
+            _ = try OpenBaoKV(remote, token: "", client: HTTPClient(timeout: http.timeout, tls: try http.tlsOptions()), plainHTTP: false)
+            return
+        }
+        guard remote.hasPrefix("s3://") else {
+            throw SyncError.badLocation("'\(TerminalText.escaped(remote))' is neither s3://BUCKET/KEY nor bao://HOST[:PORT]/MOUNT/PATH")
+        }
+        let endpointURL = try endpoint.map { try http.target($0) }
+        _ = try S3Location(remote, region: region ?? "us-east-1", endpoint: endpointURL)
+    }
+}
+
+/// `vault remote show` and `vault remote set REMOTE`: the remote `vault sync` uses when it names none.
+package struct RemoteCommand: AsyncParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
+        commandName: "remote",
+        abstract: RoutedVerb.named("remote").abstract,
+        discussion: """
+            The first successful 'vault sync REMOTE' of a vault remembers REMOTE (with --endpoint and --region when given) when none is set yet; 'vault sync' alone then syncs with it. It is kept per vault (by its id) in the state directory ($XDG_STATE_HOME/vault, else ~/.local/state/vault), with no credential. A vault in a git work tree needs none.
+            """,
+        subcommands: [Show.self, Set.self])
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Print the remote 'vault sync' uses when it names none (exit 2 when none is set).")
+
+        @OptionGroup var options: VaultOptions
+
+        func run() async throws {
+            try await reportingErrors(json: options.json) {
+                let path = options.resolvedPath
+                guard FileManager.default.fileExists(atPath: path) else { throw VaultError.vaultNotFound(path: path) }
+                guard let record = RemoteRecord.read(vault: path) else {
+                    throw CLIError.message("'\(TerminalText.escaped(path))' has no remote: 'vault sync REMOTE' or 'vault remote set REMOTE' sets one", exitCode: Exit.notFound)
+                }
+                if options.json {
+                    var object: [String: Any] = ["remote": record.remote]
+                    if let endpoint = record.endpoint { object["endpoint"] = endpoint }
+                    if let region = record.region { object["region"] = region }
+                    return try writeJSON(object)
+                }
+                var text = TerminalText.escaped(record.remote)
+                if let endpoint = record.endpoint { text += " --endpoint \(TerminalText.escaped(endpoint))" }
+                if let region = record.region { text += " --region \(TerminalText.escaped(region))" }
+                try writeToStdout(text + "\n")
+            }
+        }
+    }
+
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "set", abstract: "Set the remote 'vault sync' uses when it names none (checked as sync checks it).")
+
+        @OptionGroup var options: VaultOptions
+
+        @OptionGroup var http: HTTPOptions
+
+        @Argument(help: ArgumentHelp("s3://BUCKET/KEY or bao://HOST[:PORT]/MOUNT/PATH.", valueName: "remote"))
+        var remote: String
+
+        @Option(help: ArgumentHelp("The S3 endpoint to remember with it.", valueName: "url"))
+        var endpoint: String?
+
+        @Option(help: ArgumentHelp("The bucket's region to remember with it.", valueName: "region"))
+        var region: String?
+
+        func run() async throws {
+            try await reportingErrors(json: options.json) {
+                try RemoteRecord.validate(remote, endpoint: endpoint, region: region, http: http)
+                let path = options.resolvedPath
+                guard FileManager.default.fileExists(atPath: path) else { throw VaultError.vaultNotFound(path: path) }
+                try RemoteRecord(remote: remote, endpoint: endpoint, region: region).write(vault: path)
+                if options.json { return try writeJSON(["remote": remote]) }
+                try writeToStdout("'\(TerminalText.escaped(path))' syncs with \(TerminalText.escaped(remote))\n")
+            }
+        }
+    }
+}

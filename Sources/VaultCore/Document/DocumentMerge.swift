@@ -331,6 +331,27 @@ extension VaultDocument {
         }
     }
 
+    /// Throws ``VaultError/clockAhead(path:replica:milliseconds:)`` for a clock of this document later than `bound`:
+    /// its replica table, dropped marks and views, and every stamp of an entry or deletion that differs from `other`'s
+    /// (git's merge driver checks both of its files so, against the wall clock alone: neither is this vault's own,
+    /// and during a rebase git's "ours" is the upstream).
+    func checkStamps(differingFrom other: VaultDocument, below bound: UInt64) throws {
+        try checkClocks(below: bound)
+        func check(_ stamp: HybridTimestamp) throws {
+            if stamp.milliseconds > bound { throw VaultError.clockAhead(path: label, replica: stamp.replica, milliseconds: stamp.milliseconds) }
+        }
+        for (id, time) in tombstones where other.tombstones[id] != time {
+            try check(time)
+            if let kept = deletions[id]?.kept { try check(kept.version.modified) }
+        }
+        for (id, entry) in entries {
+            if let theirs = other.entries[id], entry.isSameVersion(as: theirs) { continue }
+            try check(entry.modified)
+            try check(entry.created)
+            for version in entry.history { try check(version.modified) }
+        }
+    }
+
     /// The latest clock a merge into this document takes (``merge(_:_:now:)``): `maximumClockLead` past the later of
     /// `now` and this document's latest replica clock that is at most `maximumClockLead` ahead of `now`.
     func clockBound(now: UInt64) -> UInt64 {

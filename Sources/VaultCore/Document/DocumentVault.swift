@@ -235,9 +235,21 @@ public final class DocumentVault: KeyValueVault, Sendable {
            let own = ReplicaRegistry.latestWrite(of: store.replica, to: vaultID, stateDirectory: protection.stateDirectory) {
             for document in documents { try document.checkClaims(about: store.replica, ownClock: own, mergingInto: nil, now: now) }
         }
+        // Neither file is this vault's own (during a rebase git's "ours" is the upstream): both files' clocks are checked
+        // against the wall clock alone, never against either file's own table (a clock from the future in "ours" would
+        // otherwise raise the bound for "theirs").
+        let bound = now &+ VaultDocument.maximumClockLead
+        try documents[0].checkStamps(differingFrom: documents[1], below: bound)
+        try documents[1].checkStamps(differingFrom: documents[0], below: bound)
         var (merged, report) = try VaultDocument.merge(documents[0], documents[1], now: now)
         // The driver cannot ask: a mass deletion stops it (a conflict; `vault sync` asks, or takes --accept-deletions).
-        if report.isMassDeletion(outOf: documents[0].entries.count) { throw VaultError.massDeletion(path: labels.1, names: report.deleted) }
+        // Counted over both files (either may be the local one): entries live in either and not in the result.
+        let live = Set(documents[0].entries.keys).union(documents[1].entries.keys)
+        let gone = live.subtracting(merged.entries.keys)
+        if gone.count > 10, gone.count * 10 > live.count {
+            let names = Set(gone.compactMap { documents[0].entries[$0]?.name ?? documents[1].entries[$0]?.name }).sorted()
+            throw VaultError.massDeletion(path: labels.1, names: names)
+        }
         merged.settle(replica: store.replica, now: now)
         report.written = true
         return (try merged.seal(dataKey: dataKey), report)

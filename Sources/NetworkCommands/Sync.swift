@@ -222,10 +222,20 @@ package struct Sync: AsyncParsableCommand {
                     return outcome
                 }
                 let entries = try vault()
-                let report = try otherCopy.merging(label: store.label) { passphrase in
-                    try deletions.merging(label: store.label) {
-                        try entries.merge(bytes, label: store.label, dryRun: dryRun, otherPassphrase: passphrase, acceptDeletions: $0)
+                let report: MergeReport
+                do {
+                    report = try otherCopy.merging(label: store.label) { passphrase in
+                        try deletions.merging(label: store.label) {
+                            try entries.merge(bytes, label: store.label, dryRun: dryRun, otherPassphrase: passphrase, acceptDeletions: $0)
+                        }
                     }
+                } catch VaultError.staleKey where record.map({ !$0.legacy && $0.etag == objectETag }) ?? false {
+                    // The object is the very one this vault last synced with (its ETag), all of which this vault holds,
+                    // under the key a change made here since (a recipient's removal) retired at once: nothing of it to
+                    // merge; the change is sent.
+                    var behind = MergeReport()
+                    behind.otherLacks = true
+                    report = behind
                 }
                 outcome.merge = report
                 if !dryRun, !report.otherLacks, !report.written {

@@ -177,16 +177,17 @@ extension VaultError: CLIReportable {
         case .rollbackDetected, .retiredKey:
             return "if you restored this copy on purpose (a backup), pass --accept-rollback once"
         case .otherVault:
-            return "if you put this vault here on purpose (or changed its passphrase on another machine), "
+            return "a key change made on another machine is taken by 'vault sync' or 'vault merge FILE' (they check its key "
+                + "links): put this machine's own file back and run one of them; only if you put another vault here on purpose, "
                 + "pass --accept-rollback once"
         case .keyChanged: return "run the command again with the new passphrase"
         case .otherKey: return "give that copy's passphrase with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result then has that copy's passphrase"
         case .missingOwnWrites:
             return "merge the copy that has them into this one ('vault merge OTHER'); to take this copy as it is, pass --accept-rollback once"
         case .unauthorizedKey:
-            return "a key change made on another machine carries a link signed with this vault's key; this copy has none: whoever wrote it does not hold the vault's key (check who can write where you sync)"
+            return "a key change made on another machine carries a link signed with this vault's key; this copy has none: whoever wrote it does not hold the vault's key (check who can write where you sync); if it was put in the vault's place, put the vault's own file back (--accept-rollback does not take it)"
         case .staleKey:
-            return "ask its machine to run 'vault sync' first (it follows this vault's key change and writes its changes under the new key), then merge or sync again"
+            return "ask its machine to take this vault's key change first ('vault sync', or 'vault merge' of this vault's file: it follows the change and writes its changes under the new key), then merge or sync again"
         case .notARecipient:
             return "ask someone who holds the vault to add your recipient ('vault recipients add'); 'vault identity show' prints it"
         case .noSuchEntry: return "'vault list' shows the names"

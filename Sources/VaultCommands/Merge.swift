@@ -197,26 +197,45 @@ package final class OtherCopyPassphrase {
 /// than a tenth of the vault at once (``VaultError/massDeletion(path:names:)``): what such a merge needs. Elsewhere
 /// (no terminal, git's merge driver) the merge is refused, naming the entries, and nothing is written.
 package final class DeletionConsent {
-    package private(set) var accepted: Bool
+    /// `--accept-deletions`: consent to any deletion, in every attempt.
+    package let accepted: Bool
+    /// The names a "yes" on the terminal was given for: a later attempt of the same sync (another writer moved the
+    /// remote: an S3 412, a git push rejected) that deletes only these is merged without asking again; one that deletes
+    /// any other name is asked about again (refused where nothing can ask).
+    package private(set) var approved: Set<String> = []
+    /// Asks whether `names` may be deleted by merging `label` (throws the mass deletion where nothing can ask); the
+    /// terminal by default (``askOnTerminal(_:_:)``).
+    private let ask: (_ label: String, _ names: [String]) throws -> Bool
 
-    package init(accepted: Bool) { self.accepted = accepted }
+    package init(accepted: Bool, ask: @escaping (_ label: String, _ names: [String]) throws -> Bool = DeletionConsent.askOnTerminal) {
+        self.accepted = accepted
+        self.ask = ask
+    }
 
-    /// Runs `merge` (its argument: whether deletions are accepted); a mass deletion refused is asked about on a
-    /// terminal, and merged again (accepting) on yes.
+    /// Runs `merge` (its argument: whether deletions are accepted); a mass deletion refused is asked about (unless
+    /// every name it deletes was consented to already), and merged again, accepting, on yes.
     package func merging(label: String, _ merge: (Bool) throws -> MergeReport) throws -> MergeReport {
+        if accepted { return try merge(true) }
         do {
-            return try merge(accepted)
-        } catch VaultError.massDeletion(let path, let names) where !accepted {
-            guard isatty(0) == 1, let terminal = Terminal.controlling() else { throw VaultError.massDeletion(path: path, names: names) }
-            let shown = names.prefix(20).map { "  \(TerminalText.escaped($0))\n" }.joined() + (names.count > 20 ? "  … and \(names.count - 20) more\n" : "")
-            writeToStderr("vault: merging '\(TerminalText.escaped(label))' deletes \(names.count) entries:\n" + shown)
-            let answer = try terminal.readLine(prompt: "Delete these \(names.count) entries? [y/N] ")
-            let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
-            guard ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased()) else {
-                throw CLIError.message("nothing merged: the deletions were not accepted", exitCode: Exit.failure)
+            return try merge(false)
+        } catch VaultError.massDeletion(let path, let names) {
+            if !approved.isSuperset(of: names) {
+                guard try ask(path, names) else {
+                    throw CLIError.message("nothing merged: the deletions were not accepted", exitCode: Exit.failure)
+                }
+                approved.formUnion(names)
             }
-            accepted = true
             return try merge(true)
         }
+    }
+
+    /// The terminal's question; with no terminal, the mass deletion is refused (``VaultError/massDeletion(path:names:)``).
+    package static func askOnTerminal(_ label: String, _ names: [String]) throws -> Bool {
+        guard isatty(0) == 1, let terminal = Terminal.controlling() else { throw VaultError.massDeletion(path: label, names: names) }
+        let shown = names.prefix(20).map { "  \(TerminalText.escaped($0))\n" }.joined() + (names.count > 20 ? "  … and \(names.count - 20) more\n" : "")
+        writeToStderr("vault: merging '\(TerminalText.escaped(label))' deletes \(names.count) entries:\n" + shown)
+        let answer = try terminal.readLine(prompt: "Delete these \(names.count) entries? [y/N] ")
+        let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
+        return ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased())
     }
 }

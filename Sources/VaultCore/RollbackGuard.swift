@@ -47,6 +47,10 @@ package enum RollbackGuard {
         /// Version 2, the record of a vault id: a key change made here that no other copy has yet (``setPending``):
         /// `<new key id> <retired key id> <the retired key, sealed under the new one (hex)>`.
         var pending: String?
+        /// Version 2, the record of a vault id: the public Ed25519 signing key of the current data key (hex; public,
+        /// derived from the key: ``KeySigning``), against which a file under another key is checked at open
+        /// (``checkVault``). Absent from records written before it was kept: written at the next open.
+        var signingKey: String?
     }
 
     /// How many retired ids a record keeps: each passphrase change adds one.
@@ -80,9 +84,12 @@ package enum RollbackGuard {
     /// which makes the file the reference): a lower generation of the same vault (``VaultError/rollbackDetected``),
     /// a data key the vault retired at a passphrase change (``VaultError/retiredKey(path:)``), and another vault
     /// than the one recorded (``VaultError/otherVault(path:)``). Without a record, the file becomes the reference.
-    /// `record` false: only the checks (a file refused for another reason after them raises nothing).
+    /// `record` false: only the checks (a file refused for another reason after them raises nothing). `followed`:
+    /// the file's key is a key change the record of the vault's id verified (``checkVault``): taken, and the key
+    /// recorded here retired.
     static func checkAndRecord(
-        path: String, generation: UInt64, dataKey: SecureBytes, protection: RollbackProtection, accept: Bool, record: Bool = true
+        path: String, generation: UInt64, dataKey: SecureBytes, protection: RollbackProtection, accept: Bool, record: Bool = true,
+        followed: Bool = false
     ) throws {
         let canonical = canonicalPath(path)
         let id = vaultID(dataKey: dataKey)
@@ -92,7 +99,9 @@ package enum RollbackGuard {
                 if old.vaultID == id, generation < old.generation {
                     throw VaultError.rollbackDetected(path: path, seenGeneration: old.generation, fileGeneration: generation)
                 }
-                if old.vaultID != id { throw old.retired.contains(id) ? VaultError.retiredKey(path: path) : VaultError.otherVault(path: path) }
+                if old.vaultID != id, !followed {
+                    throw old.retired.contains(id) ? VaultError.retiredKey(path: path) : VaultError.otherVault(path: path)
+                }
                 return nil
             }
             guard let old, old.path == canonical else { return Record(path: canonical, vaultID: id, generation: generation) }
@@ -103,6 +112,10 @@ package enum RollbackGuard {
                 guard accept else {
                     throw VaultError.rollbackDetected(path: path, seenGeneration: old.generation, fileGeneration: generation)
                 }
+            } else if followed {
+                // A key change made elsewhere, verified: the key it replaced is retired here as at a change made here.
+                let retired = (old.retired.contains(old.vaultID) ? old.retired : old.retired + [old.vaultID]).filter { $0 != id }
+                return Record(path: canonical, vaultID: id, generation: generation, retired: Array(retired.suffix(maximumRetiredCount)))
             } else if !accept {
                 throw old.retired.contains(id) ? VaultError.retiredKey(path: path) : VaultError.otherVault(path: path)
             }
@@ -140,29 +153,56 @@ package enum RollbackGuard {
     /// old key, wherever it is, is older than the change. A new data key (a passphrase change made elsewhere)
     /// becomes the current one and retires the one it replaces (``recordVault``, once every check of the file
     /// passed: a refused file is recorded nowhere).
+    ///
+    /// With `stanzas` (the key stanzas of a file put in the vault's place: a `git pull` fast-forward, a file synced or
+    /// copied, which no merge checked), a key neither current nor retired is taken only when the record knows the
+    /// current key's signing key and the file's key links lead from that key to the file's (``KeyLinks``, docs/FORMAT.md
+    /// "Key changes"): a key change made elsewhere, which returns `true` (the caller records it, retiring the old key).
+    /// Else ``VaultError/unauthorizedKey(path:)``, which `accept` does not override: a stranger's key, or a removed
+    /// recipient's, never becomes the vault's by being put in its place. A record from before signing keys were kept
+    /// checks retired keys only (the record of the path then judges: ``VaultError/otherVault(path:)``).
+    @discardableResult
     static func checkVault(
-        _ vaultID: DocumentID, dataKeyID: DocumentID, path: String, protection: RollbackProtection, accept: Bool
-    ) throws {
+        _ vaultID: DocumentID, dataKeyID: DocumentID, stanzas: [KeyStanza]? = nil, path: String, protection: RollbackProtection,
+        accept: Bool
+    ) throws -> Bool {
         let (id, key) = (vaultID.description, dataKeyID.description)
+        var followed = false
         try update(protection: protection, name: id + ".vault") { old in
-            if let old, old.path == id, old.vaultID != key, old.retired.contains(key), !accept { throw VaultError.retiredKey(path: path) }
+            guard let old, old.path == id, old.vaultID != key else { return nil }
+            if old.retired.contains(key) {
+                if !accept { throw VaultError.retiredKey(path: path) }
+            } else if let stanzas, let signing = old.signingKey.flatMap(Posix.unhex), let current = DocumentID(hex: old.vaultID) {
+                guard KeyLinks.authorizes(stanzas, dataKeyID: dataKeyID, from: current, signingKey: signing, vaultID: vaultID) else {
+                    throw VaultError.unauthorizedKey(path: path)
+                }
+                followed = true
+            }
             return nil  // recorded by ``recordVault`` once every check passed
         }
+        return followed
     }
 
-    /// Records the data key of version-2 vault `vaultID` this process wrote with (written only when the key is new);
-    /// `retiring`: the data key id a passphrase change replaced.
+    /// Records the data key of version-2 vault `vaultID` this process wrote with or opened (written only when the key
+    /// is new, or its signing key not yet kept); `retiring`: the data key id a passphrase change replaced; `dataKey`: the
+    /// key itself, whose public signing key is kept beside its id (``checkVault``). A pending change (``setPending``)
+    /// belongs to the key it was made to: another key recorded ends it (the sealed retired key is dropped).
     static func recordVault(
-        _ vaultID: DocumentID, dataKeyID: DocumentID, generation: UInt64, retiring: DocumentID? = nil, protection: RollbackProtection
+        _ vaultID: DocumentID, dataKeyID: DocumentID, dataKey: SecureBytes? = nil, generation: UInt64, retiring: DocumentID? = nil,
+        protection: RollbackProtection
     ) {
         let (id, key) = (vaultID.description, dataKeyID.description)
         try? update(protection: protection, name: id + ".vault") { old in
+            let same = old.map { $0.path == id && $0.vaultID == key } ?? false
             var retired = old?.path == id ? old?.retired ?? [] : []
             if let old, old.path == id, old.vaultID != key, !retired.contains(old.vaultID) { retired.append(old.vaultID) }
             if let retiring = retiring?.description, retiring != key, !retired.contains(retiring) { retired.append(retiring) }
             retired = Array(retired.filter { $0 != key }.suffix(maximumRetiredCount))
-            if let old, old.path == id, old.vaultID == key, old.retired == retired { return nil }
-            return Record(path: id, vaultID: key, generation: generation, retired: retired, pending: old?.path == id ? old?.pending : nil)
+            let kept = same ? old?.signingKey : nil
+            if same, old?.retired == retired, kept != nil || dataKey == nil { return nil }
+            let signing = kept ?? dataKey.map { Posix.hex(KeySigning.publicKey(of: $0)) }
+            return Record(path: id, vaultID: key, generation: generation, retired: retired, pending: same ? old?.pending : nil,
+                          signingKey: signing)
         }
     }
 
@@ -228,6 +268,7 @@ package enum RollbackGuard {
         let old = readRecord(dirfd: dirfd, name: name)
         guard let new = try decide(old) else { return }
         let text = "vault-rollback 1\npath \(new.path)\nid \(new.vaultID)\ngeneration \(new.generation)\n"
+            + (new.signingKey.map { "signing \($0)\n" } ?? "")
             + new.retired.map { "retired \($0)\n" }.joined() + (new.pending.map { "pending \($0)\n" } ?? "")
         let tempName = ".\(name).\(Posix.hex(Sodium.randomBytes(count: 8))).tmp"
         let fd = openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -304,6 +345,6 @@ package enum RollbackGuard {
         guard fields["vault-rollback"] == "1", let path = fields["path"], let id = fields["id"],
             let generation = fields["generation"].flatMap({ UInt64($0) })
         else { return nil }
-        return Record(path: path, vaultID: id, generation: generation, retired: retired, pending: pending)
+        return Record(path: path, vaultID: id, generation: generation, retired: retired, pending: pending, signingKey: fields["signing"])
     }
 }

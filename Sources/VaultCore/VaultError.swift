@@ -94,9 +94,10 @@ public enum VaultError: Error, Equatable, Sendable {
     case behindHorizon(path: String)
     /// A replica's clock reached the largest timestamp (the year 10889): no later one can be issued.
     case clockExhausted
-    /// A copy to merge (`path`) is sealed under a data key that no key link signed by this vault's current key
-    /// leads to (docs/FORMAT.md, "Key changes"): a stranger's key, a removed recipient's, or a fork from a key this
-    /// vault retired. Nothing was merged or written; the vault's key and stanzas are unchanged.
+    /// A copy to merge (`path`), or a file put in the vault's place and opened, is sealed under a data key that no key
+    /// link signed by this vault's current key leads to (docs/FORMAT.md, "Key changes"): a stranger's key, a removed
+    /// recipient's, or a fork from a key this vault retired. Nothing was merged or written; the vault's key and stanzas
+    /// are unchanged. `--accept-rollback` does not override it.
     case unauthorizedKey(path: String)
     /// A copy to merge (`path`) is sealed under the data key this vault replaced at a key change that other copies
     /// have since been given (published): it was written by a machine that has not followed the change yet. Nothing
@@ -200,7 +201,7 @@ extension VaultError: CustomStringConvertible {
         case .clockExhausted:
             return "the vault's clock is at its largest timestamp: no later change can be recorded"
         case .unauthorizedKey(let path):
-            return "'\(path)' is sealed under a key this vault did not hand over: nothing merged"
+            return "'\(path)' is sealed under a key this vault did not hand over: nothing merged or written"
         case .staleKey(let path):
             return "'\(path)' was written under the key this vault replaced at a key change other copies already have: nothing merged"
         case .notARecipient(let path):

@@ -338,7 +338,7 @@ import VaultTestSupport
         let merged = try AgentCLI.exec(
             CLI.vault, ["merge", old, "--vault", m.vaultA, "--passphrase-file", newPassphrase, "--other-passphrase-file", m.a.passphraseFile],
             environment: m.environment(m.a).merging(["VAULT_AGENT_SOCK": m.a.elsewhereSocket]) { $1 })
-        #expect(merged.status == 6 && merged.stderr.contains("ask its machine to run 'vault sync' first"), "\(merged.stdoutText) \(merged.stderr)")
+        #expect(merged.status == 6 && merged.stderr.contains("ask its machine to take this vault's key change first"), "\(merged.stdoutText) \(merged.stderr)")
         #expect(try m.a.around(["list", "--vault", m.vaultA]).status == 3, "still the new passphrase")
 
         // B idle while A changes the passphrase again: B's sync does not fast-forward to a file it could not open,

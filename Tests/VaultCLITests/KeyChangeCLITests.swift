@@ -70,6 +70,47 @@ struct KeyChangeCLITests {
         #expect(try team.with(team.stranger, ["list"], machine: "stranger").status == 3)
     }
 
+    /// Issue 33 §1, the file itself replaced (a `git pull` fast-forward runs no merge driver; Syncthing; a copy): the
+    /// stranger's copy put in the vault's place on the teammate's machine is refused at open, `unauthorized_key` (exit
+    /// 6), and `--accept-rollback` does not take it (before, `other_vault`, whose hint said to pass it, and her key
+    /// became the vault's); the hint no longer says a passphrase change elsewhere looks like that. The vault's own file,
+    /// put back, opens as before.
+    @Test(.enabled(if: ready, needs))
+    func aStrangersFilePutInTheVaultsPlaceIsRefusedEvenWithAcceptRollback() throws {
+        let team = try Self.sharedVault { [$0.recipient] }
+        #expect(try team.with(team.key, ["list"], machine: "teammate").status == 0)
+        let own = try Self.keep(team, "own.vault")
+        let copy = try Self.forge(team, target: team.box.vaultPath, recipients: [team.recipient, try Team.recipient(of: team.stranger)])
+        try Data(contentsOf: URL(fileURLWithPath: copy)).write(to: URL(fileURLWithPath: team.box.vaultPath))
+        let refused = try team.with(team.key, ["list", "--json"], machine: "teammate")
+        #expect(refused.status == 6 && refused.stdout.isEmpty && refused.stderr.contains("\"unauthorized_key\""), "\(refused.stderr)")
+        let accepted = try team.with(team.key, ["list", "--accept-rollback"], machine: "teammate")
+        #expect(accepted.status == 6 && accepted.stdout.isEmpty, "\(accepted.stdoutText) \(accepted.stderr)")
+        #expect(accepted.stderr.contains("did not hand over") && accepted.stderr.contains("--accept-rollback does not take it"), "\(accepted.stderr)")
+        #expect(!accepted.stderr.contains("changed its passphrase"), "\(accepted.stderr)")
+        try Data(contentsOf: URL(fileURLWithPath: own)).write(to: URL(fileURLWithPath: team.box.vaultPath))
+        #expect(try team.with(team.key, ["get", "github"], machine: "teammate").stdoutText == "t0k3n")
+    }
+
+    /// A legitimate key change (the owner removes a recipient, then changes the passphrase) reaching the teammate's
+    /// machine as the file itself, as a `git pull` fast-forward brings it: opened with no flag (its links lead from the
+    /// key the teammate's record holds), the old key retired there (the old file put back is `retired_key`).
+    @Test(.enabled(if: ready, needs))
+    func aKeyChangeArrivingAsTheFileIsTakenWithNoFlag() throws {
+        let team = try Self.sharedVault { [$0.recipient, $0.otherRecipient] }
+        #expect(try team.with(team.key, ["list"], machine: "teammate").status == 0)
+        let old = try Self.keep(team, "old.vault")
+        #expect(try team.owner(["recipients", "remove", team.otherRecipient]).status == 0)
+        let newPassphrase = team.box.directory + "/new-passphrase"
+        try team.box.write("a new passphrase\n", to: newPassphrase)
+        #expect(try team.owner(["passwd", "--new-passphrase-file", newPassphrase]).status == 0)
+        let read = try team.with(team.key, ["get", "github"], machine: "teammate")
+        #expect(read.status == 0 && read.stdoutText == "t0k3n", "\(read.stderr)")
+        try Data(contentsOf: URL(fileURLWithPath: old)).write(to: URL(fileURLWithPath: team.box.vaultPath))
+        let putBack = try team.with(team.key, ["list", "--json"], machine: "teammate")
+        #expect(putBack.status == 6 && putBack.stderr.contains("\"retired_key\""), "\(putBack.stderr)")
+    }
+
     /// A removed teammate keeps the key the removal retired (his stanza in an old copy, `age -d`): a copy under a key
     /// of his own, with a valid link signed by that retired key, is refused by the owner and by the kept teammate.
     @Test(.enabled(if: ready, needs))

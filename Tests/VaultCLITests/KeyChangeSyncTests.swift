@@ -34,7 +34,7 @@ import VaultTestSupport
         #expect(try m.list(m.b) == ["from-a", "from-b"])
         // Published now: B's copy from before A's change (under the key A replaced) is stale for A, and says what works.
         let stale = try AgentCLI.exec(CLI.vault, ["merge", old, "--vault", m.vaultA, "--passphrase-file", newPassphrase], environment: elsewhere)
-        #expect(stale.status == 6 && stale.stderr.contains("ask its machine to run 'vault sync' first"), "\(stale.stdoutText) \(stale.stderr)")
+        #expect(stale.status == 6 && stale.stderr.contains("ask its machine to take this vault's key change first"), "\(stale.stdoutText) \(stale.stderr)")
         // What the hint names works: B's copy after its sync (which followed A's change) merges into A.
         let afterSync = try AgentCLI.exec(CLI.vault, ["merge", m.vaultB, "--vault", m.vaultA, "--passphrase-file", newPassphrase], environment: elsewhere)
         #expect(afterSync.status == 0, "\(afterSync.stdoutText) \(afterSync.stderr)")

@@ -81,7 +81,7 @@ import Testing
         #expect(other.status == 6 && other.stdout.isEmpty)
         #expect(other.stderr == """
             vault: refusing to open vault '\(box.vaultPath)': it is another vault than the one last seen at this path (another data key)
-            hint: if you put this vault here on purpose (or changed its passphrase on another machine), pass --accept-rollback once
+            hint: a key change made on another machine is taken by 'vault sync' or 'vault merge FILE' (they check its key links): put this machine's own file back and run one of them; only if you put another vault here on purpose, pass --accept-rollback once
 
             """)
         #expect(try box.vault(["list", "--accept-rollback"], extraEnvironment: env).status == 0)

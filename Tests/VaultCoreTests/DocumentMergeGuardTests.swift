@@ -68,10 +68,37 @@ struct DocumentMergeGuardTests {
         stamp.replicas[rb] = HybridTimestamp(milliseconds: start, counter: 0, replica: rb)
         let stored = try h.reopened(stamp, key)
         expectClockAhead(stored.label, milliseconds: start + 30 * day) { _ = try h.merged(a, stored, now: start) }
-        // A vault whose own clock is that far ahead already (its machine's wall clock was) merges it.
+        // A vault whose own clock is that far ahead already (its machine's wall clock was): that clock no longer
+        // moves the bound (a clock taken from a hostile copy would, a day per merge), so another replica's clock beyond
+        // a day is refused as anywhere ('vault repair --clocks' brings its own back); a copy that only echoes its own
+        // clock (a copy of it, changed within the day) merges.
         let ahead = try h.merged(b, a, now: start).0
         try ahead.apply([h.set("ahead", "1")], replica: ra, clock: SettableClock(start + 30 * day))
-        #expect(try h.merged(ahead, far, now: start).0.names.contains("far"))
+        expectClockAhead(far.label) { _ = try h.merged(ahead, far, now: start) }
+        let echo = try h.reopened(ahead, key)
+        try echo.apply([h.set("echo", "1")], replica: rb, clock: SettableClock(start))
+        #expect(try h.merged(ahead, try h.reopened(echo, key), now: start).0.names.contains("echo"))
+    }
+
+    /// The bound does not creep: a copy a day ahead merges, and gives ours a clock a day ahead; a second copy a day past
+    /// that merges too (the bound counts ours's clocks within a day of now); a third, a day past the second, is refused,
+    /// however many hostile copies came before (before, each merge moved the bound another day).
+    @Test func theClockBoundDoesNotCreepWithEachMerge() throws {
+        let (key, copies) = try h.copies(2)
+        var (a, b) = (copies[0], copies[1])
+        try a.apply([h.set("mine", "1")], replica: ra, clock: SettableClock(start))
+        let lead = VaultDocument.maximumClockLead
+        for step in UInt64(1)...2 {
+            let copy = try h.merged(b, a, now: start).0
+            try copy.apply([h.set("step\(step)", "1")], replica: rb, clock: SettableClock(start + step * (lead - 1)))
+            b = try h.reopened(copy, key)
+            a = try h.merged(a, b, now: start).0
+            #expect(a.names.contains("step\(step)"))
+        }
+        let third = try h.merged(b, a, now: start).0
+        try third.apply([h.set("step3", "1")], replica: rb, clock: SettableClock(start + 3 * (lead - 1)))
+        let stored = try h.reopened(third, key)
+        expectClockAhead(stored.label) { _ = try h.merged(a, stored, now: start) }
     }
 
     /// A vault that took such a copy in (as merges did before they refused it) is repaired: every stamp from the

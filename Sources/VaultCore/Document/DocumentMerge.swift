@@ -81,11 +81,16 @@ extension VaultDocument {
         // A clock of theirs from the future is refused, not taken (it would hold back every later change, and at the end
         // of time stop them): the replica table, dropped marks and views here; the stamps of what differs from ours
         // below (``aheadOf(_:)``).
-        let bound = max(now, ours.replicas.values.max()?.milliseconds ?? 0) &+ maximumClockLead
+        // The bound: a day past now, or past ours's latest clock that is itself within a day of now (as a write takes
+        // its clock, ``apply(_:replica:clock:)``): a clock ours took from an earlier copy further ahead does not move
+        // it, else each merge of a hostile copy would move the bound another day. A clock theirs holds that ours holds
+        // already (a copy of this vault echoing its own past, a machine once set ahead) is no news and passes.
+        let bound = ours.clockBound(now: now)
         func check(_ stamp: HybridTimestamp) throws {
-            if stamp.milliseconds > bound { throw VaultError.clockAhead(path: theirs.label, replica: stamp.replica, milliseconds: stamp.milliseconds) }
+            guard stamp.milliseconds > bound, stamp.packed > ours.replicas[stamp.replica]?.packed ?? 0 else { return }
+            throw VaultError.clockAhead(path: theirs.label, replica: stamp.replica, milliseconds: stamp.milliseconds)
         }
-        try theirs.checkClocks(below: bound)
+        try theirs.checkClocks(below: bound, known: ours)
         for (id, time) in theirs.tombstones where ours.tombstones[id] != time {
             try check(time)
             if let kept = theirs.deletions[id]?.kept { try check(kept.version.modified) }
@@ -312,15 +317,47 @@ extension VaultDocument {
 
     /// Throws ``VaultError/clockAhead(path:replica:milliseconds:)`` for the first time of this document's replica
     /// table, dropped marks or views (packed times) later than `bound` milliseconds: O(replicas²) at most.
-    func checkClocks(below bound: UInt64) throws {
+    /// `known`: a clock at or below the one `known` holds for that replica (in its table or dropped marks) passes.
+    func checkClocks(below bound: UInt64, known: VaultDocument? = nil) throws {
         func check(_ packed: UInt64, _ replica: ReplicaID) throws {
-            if packed >> 16 > bound { throw VaultError.clockAhead(path: label, replica: replica, milliseconds: packed >> 16) }
+            guard packed >> 16 > bound else { return }
+            if let known, packed <= max(known.replicas[replica]?.packed ?? 0, known.dropped[replica] ?? 0) { return }
+            throw VaultError.clockAhead(path: label, replica: replica, milliseconds: packed >> 16)
         }
         for (replica, time) in replicas { try check(time.packed, replica) }
         for (replica, mark) in dropped { try check(mark, replica) }
         for view in seen.values {
             for (replica, time) in view { try check(time, replica) }
         }
+    }
+
+    /// Throws ``VaultError/clockAhead(path:replica:milliseconds:)`` for a clock of this document later than `bound`:
+    /// its replica table, dropped marks and views, and every stamp of an entry or deletion that differs from `other`'s
+    /// (git's merge driver checks both of its files so, against the wall clock alone: neither is this vault's own,
+    /// and during a rebase git's "ours" is the upstream).
+    func checkStamps(differingFrom other: VaultDocument, below bound: UInt64) throws {
+        try checkClocks(below: bound)
+        func check(_ stamp: HybridTimestamp) throws {
+            if stamp.milliseconds > bound { throw VaultError.clockAhead(path: label, replica: stamp.replica, milliseconds: stamp.milliseconds) }
+        }
+        for (id, time) in tombstones where other.tombstones[id] != time {
+            try check(time)
+            if let kept = deletions[id]?.kept { try check(kept.version.modified) }
+        }
+        for (id, entry) in entries {
+            if let theirs = other.entries[id], entry.isSameVersion(as: theirs) { continue }
+            try check(entry.modified)
+            try check(entry.created)
+            for version in entry.history { try check(version.modified) }
+        }
+    }
+
+    /// The latest clock a merge into this document takes (``merge(_:_:now:)``): `maximumClockLead` past the later of
+    /// `now` and this document's latest replica clock that is at most `maximumClockLead` ahead of `now`.
+    func clockBound(now: UInt64) -> UInt64 {
+        let lead = now &+ Self.maximumClockLead
+        let latest = replicas.values.lazy.map(\.milliseconds).filter { $0 <= lead }.max() ?? 0
+        return max(now, latest) &+ Self.maximumClockLead
     }
 
     /// Whether this document has seen version `entry.modified` (its table's clock of that replica is at or above it)

@@ -49,8 +49,12 @@ public final class DocumentVault: KeyValueVault, Sendable {
         let path = self.path, store = self.store
         return { document, dataKey in
             // Wherever the file is: the record of the vault's id and data key id (issue 18 §6), checked first so that
-            // a refused file is recorded nowhere; then the record of this path (another vault put here).
-            try RollbackGuard.checkVault(document.vaultID, dataKeyID: document.dataKeyID, path: path, protection: protection, accept: accept)
+            // a refused file is recorded nowhere; then the record of this path (another vault put here). A file under
+            // another key than the one recorded (put in the vault's place by a `git pull` fast-forward, a sync tool, a
+            // copy: no merge checked it) is taken only along its key links from the recorded key (`followed`), else
+            // refused whatever `accept` says (issue 33 §1).
+            let followed = try RollbackGuard.checkVault(
+                document.vaultID, dataKeyID: document.dataKeyID, stanzas: document.stanzas, path: path, protection: protection, accept: accept)
             // This replica's own latest write before the record of the path: a file refused for lacking it must not
             // raise what that record has seen (your own file, put back, would then be refused as older).
             let replica = store.replica
@@ -60,12 +64,14 @@ public final class DocumentVault: KeyValueVault, Sendable {
             if lacksOwnWrites, !accept {
                 // The path's checks first (an older copy of this very file is a rollback), recording nothing.
                 try RollbackGuard.checkAndRecord(
-                    path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: false, record: false)
+                    path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: false, record: false,
+                    followed: followed)
                 throw VaultError.missingOwnWrites(path: path)
             }
             try RollbackGuard.checkAndRecord(
-                path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept)
-            RollbackGuard.recordVault(document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, protection: protection)
+                path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept, followed: followed)
+            RollbackGuard.recordVault(
+                document.vaultID, dataKeyID: document.dataKeyID, dataKey: dataKey, generation: document.generation, protection: protection)
             guard lacksOwnWrites else { return }
             try ReplicaRegistry.recordLatestWrite(inFile, of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
             // Accepted: a fork of this replica's history (a branch checked out, a backup put back). Writing on it
@@ -84,7 +90,8 @@ public final class DocumentVault: KeyValueVault, Sendable {
         guard let protection = rollbackProtection, let document = store.document, let dataKey = store.dataKey else { return }
         RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: retiring, protection: protection)
         RollbackGuard.recordVault(
-            document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, retiring: retiringID, protection: protection)
+            document.vaultID, dataKeyID: document.dataKeyID, dataKey: dataKey, generation: document.generation, retiring: retiringID,
+            protection: protection)
         if pending, let retiring, let retiringID {
             RollbackGuard.setPending(
                 document.vaultID, keyID: document.dataKeyID, retiredKeyID: retiringID, sealedKey: Self.seal(retiring, under: dataKey),
@@ -228,9 +235,21 @@ public final class DocumentVault: KeyValueVault, Sendable {
            let own = ReplicaRegistry.latestWrite(of: store.replica, to: vaultID, stateDirectory: protection.stateDirectory) {
             for document in documents { try document.checkClaims(about: store.replica, ownClock: own, mergingInto: nil, now: now) }
         }
+        // Neither file is this vault's own (during a rebase git's "ours" is the upstream): both files' clocks are checked
+        // against the wall clock alone, never against either file's own table (a clock from the future in "ours" would
+        // otherwise raise the bound for "theirs").
+        let bound = now &+ VaultDocument.maximumClockLead
+        try documents[0].checkStamps(differingFrom: documents[1], below: bound)
+        try documents[1].checkStamps(differingFrom: documents[0], below: bound)
         var (merged, report) = try VaultDocument.merge(documents[0], documents[1], now: now)
         // The driver cannot ask: a mass deletion stops it (a conflict; `vault sync` asks, or takes --accept-deletions).
-        if report.isMassDeletion(outOf: documents[0].entries.count) { throw VaultError.massDeletion(path: labels.1, names: report.deleted) }
+        // Counted over both files (either may be the local one): entries live in either and not in the result.
+        let live = Set(documents[0].entries.keys).union(documents[1].entries.keys)
+        let gone = live.subtracting(merged.entries.keys)
+        if gone.count > 10, gone.count * 10 > live.count {
+            let names = Set(gone.compactMap { documents[0].entries[$0]?.name ?? documents[1].entries[$0]?.name }).sorted()
+            throw VaultError.massDeletion(path: labels.1, names: names)
+        }
         merged.settle(replica: store.replica, now: now)
         report.written = true
         return (try merged.seal(dataKey: dataKey), report)
@@ -373,14 +392,17 @@ public final class DocumentVault: KeyValueVault, Sendable {
     }
 
     /// A new data key, the body sealed again under it, and its stanzas (``DocumentStore/rotateKey(passphrase:parameters:attempts:recipients:)``);
-    /// the old key is retired in the rollback record, so that a copy under it is refused here.
+    /// the old key is retired in the rollback record, so that a copy under it is refused here. Only a passphrase
+    /// change is pending until published (a copy under the old key merged as content meanwhile: the machine one change
+    /// behind, issue 33 §1); any other change, a recipient's removal above all, retires the old key at once: a copy the
+    /// removed recipient writes under it after the removal is `stale_key`, never merged.
     public func rotateKey(
         passphrase: SecureBytes?, parameters: Argon2id.Parameters? = nil, reason: KeyChangeReason = .other,
         recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         let old = store.dataKey, oldID = store.document?.dataKeyID
         try store.rotateKey(passphrase: passphrase, parameters: parameters, reason: reason, recipients: recipients)
-        recordWrite(retiring: old, retiringID: oldID, pending: true)
+        recordWrite(retiring: old, retiringID: oldID, pending: reason == .passphraseChange)
     }
 
     public func reload() throws { try store.reload() }

@@ -139,14 +139,21 @@ enum KeyLinks {
     /// the one before (the parse checked those, and that the chain ends at the header's key; checked again here).
     /// Once the copy is opened, its data key's signing key must be the last link's (``VaultDocument/open``).
     static func authorizes(_ header: DocumentHeader, from keyID: DocumentID, signingKey: [UInt8], vaultID: DocumentID) -> Bool {
-        let links = self.links(in: header.stanzas).map(\.link)
+        authorizes(header.stanzas, dataKeyID: header.dataKeyID, from: keyID, signingKey: signingKey, vaultID: vaultID)
+    }
+
+    /// ``authorizes(_:from:signingKey:vaultID:)`` on the stanzas of a copy whose data key is `dataKeyID` (a document
+    /// opened: the rollback record's check of a file put in the vault's place, ``RollbackGuard/checkVault``).
+    static func authorizes(_ stanzas: [KeyStanza], dataKeyID: DocumentID, from keyID: DocumentID, signingKey: [UInt8],
+                           vaultID: DocumentID) -> Bool {
+        let links = self.links(in: stanzas).map(\.link)
         guard let start = links.firstIndex(where: { $0.oldKeyID == keyID }) else { return false }
         var key = signingKey, id = keyID
         for link in links[start...] {
             guard link.oldKeyID == id, link.verifies(vaultID: vaultID, signingKey: key) else { return false }
             (key, id) = (link.newSigningKey, link.newKeyID)
         }
-        return id == header.dataKeyID
+        return id == dataKeyID
     }
 
     /// The stanzas of a key change from `document`'s key (`oldKey`) to `newKey` (id `newKeyID`): the links the

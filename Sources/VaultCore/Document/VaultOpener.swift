@@ -100,7 +100,8 @@ public enum VaultOpener {
         }
         if let protection = options.rollbackProtection {
             RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: nil, protection: protection)
-            RollbackGuard.recordVault(document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, protection: protection)
+            RollbackGuard.recordVault(
+                document.vaultID, dataKeyID: document.dataKeyID, dataKey: dataKey, generation: document.generation, protection: protection)
         }
         return Created(vaultID: document.vaultID, parameters: parameters)
     }

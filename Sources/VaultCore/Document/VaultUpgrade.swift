@@ -53,7 +53,8 @@ public enum VaultUpgrade {
         _ = try storage.replace(bytes, expecting: stored.version)
         if let protection = options.rollbackProtection {
             RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: oldKey, protection: protection)
-            RollbackGuard.recordVault(document.vaultID, dataKeyID: document.dataKeyID, generation: document.generation, protection: protection)
+            RollbackGuard.recordVault(
+                document.vaultID, dataKeyID: document.dataKeyID, dataKey: dataKey, generation: document.generation, protection: protection)
         }
         return Outcome(upgraded: true, fromVersion: 1, entryCount: count, vaultID: document.vaultID)
     }

@@ -1,4 +1,5 @@
 import CVaultSystem
+import Synchronization
 import VaultCore
 #if canImport(Glibc)
 import Glibc
@@ -91,8 +92,7 @@ enum SleepLockWatch {
 
 /// A D-Bus connection that authenticates as this user, says `Hello`, adds match rules and reads signals: the
 /// D-Bus Specification's wire format (little-endian messages, the header's fields, SASL EXTERNAL), no more.
-final class DBusSignalConnection: @unchecked Sendable {
-    // @unchecked: the descriptor is used by one thread at a time (set up, then only the watch's thread reads).
+final class DBusSignalConnection: Sendable {
     struct Signal {
         var path: String?
         var interface: String?
@@ -110,7 +110,7 @@ final class DBusSignalConnection: @unchecked Sendable {
     struct ProtocolError: Error, CustomStringConvertible { var description: String }
 
     private let fd: Int32
-    private var serial: UInt32 = 0
+    private let serial = Mutex<UInt32>(0)
     /// The longest message read: a signal of logind's is a few hundred bytes.
     static let largestMessage = 1 << 20
 
@@ -197,8 +197,10 @@ final class DBusSignalConnection: @unchecked Sendable {
     /// A method call to the bus itself (`org.freedesktop.DBus`), with an optional string argument; waits for its
     /// return (an error reply is thrown).
     private func call(member: String, body argument: String?) throws {
-        serial += 1
-        let sent = serial
+        let sent = serial.withLock { serial in
+            serial += 1
+            return serial
+        }
         var body = Marshal()
         if let argument { body.string(argument) }
         var fields = Marshal()

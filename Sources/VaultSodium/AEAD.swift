@@ -32,7 +32,7 @@ extension Sodium {
         var written: UInt64 = 0
         let result = crypto_aead_chacha20poly1305_ietf_encrypt(
             output.baseAddress!.assumingMemoryBound(to: UInt8.self), &written,
-            plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? aeadEmptyInput, UInt64(plaintext.count),
+            plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput, UInt64(plaintext.count),
             additionalData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(additionalData.count),
             nil,
             nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
@@ -62,7 +62,7 @@ extension Sodium {
         precondition(output.count == ciphertext.count - chaCha20Poly1305TagByteCount)
         var written: UInt64 = 0
         let result = crypto_aead_chacha20poly1305_ietf_decrypt(
-            output.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? aeadEmptyOutput, &written,
+            output.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyOutput, &written,
             nil,
             ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
             additionalData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(additionalData.count),
@@ -73,8 +73,4 @@ extension Sodium {
         }
         return result == 0
     }
-
-    // Valid addresses for zero-length inputs and outputs (libsodium dereferences nothing when the length is 0).
-    private nonisolated(unsafe) static let aeadEmptyInput = UnsafePointer(UnsafeMutablePointer<UInt8>.allocate(capacity: 1))
-    private nonisolated(unsafe) static let aeadEmptyOutput = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
 }

@@ -38,7 +38,7 @@ extension Sodium {
         let result = signature.withUnsafeMutableBytes { out in
             crypto_sign_detached(
                 out.baseAddress!.assumingMemoryBound(to: UInt8.self), nil,
-                message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptySignedMessage, UInt64(message.count),
+                message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput, UInt64(message.count),
                 secretKey.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
         precondition(result == 0, "crypto_sign_detached cannot fail")
@@ -57,9 +57,7 @@ extension Sodium {
         guard signature.count == ed25519SignatureByteCount, publicKey.count == ed25519PublicKeyByteCount else { return false }
         return crypto_sign_verify_detached(
             signature.baseAddress!.assumingMemoryBound(to: UInt8.self),
-            message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptySignedMessage, UInt64(message.count),
+            message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput, UInt64(message.count),
             publicKey.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
     }
-
-    private nonisolated(unsafe) static let emptySignedMessage = UnsafePointer(UnsafeMutablePointer<UInt8>.allocate(capacity: 1))
 }

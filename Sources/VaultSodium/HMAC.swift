@@ -40,18 +40,14 @@ extension Sodium {
         var state = crypto_auth_hmacsha256_state()
         defer { withUnsafeMutableBytes(of: &state) { sodium_memzero($0.baseAddress!, $0.count) } }
         var result = crypto_auth_hmacsha256_init(
-            &state, key.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? hmacEmptyInput, key.count)
+            &state, key.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput, key.count)
         precondition(result == 0, "crypto_auth_hmacsha256_init cannot fail")
         for message in messageParts {
             result = crypto_auth_hmacsha256_update(
-                &state, message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? hmacEmptyInput, UInt64(message.count))
+                &state, message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyInput, UInt64(message.count))
             precondition(result == 0, "crypto_auth_hmacsha256_update cannot fail")
         }
         result = crypto_auth_hmacsha256_final(&state, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
         precondition(result == 0, "crypto_auth_hmacsha256_final cannot fail")
     }
-
-    // A valid address for a zero-length key or message (libsodium reads nothing when the length is 0). Sodium.swift
-    // has its own, private.
-    private nonisolated(unsafe) static let hmacEmptyInput = UnsafePointer(UnsafeMutablePointer<UInt8>.allocate(capacity: 1))
 }

@@ -246,8 +246,9 @@ package enum Sodium {
         return randombytes_uniform(upperBound)
     }
 
-    // Valid addresses for zero-length inputs (libsodium dereferences nothing when the length is 0).
-    private nonisolated(unsafe) static let emptyInput = UnsafePointer(UnsafeMutablePointer<UInt8>.allocate(capacity: 1))
-    private nonisolated(unsafe) static let emptyOutput = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+    // Valid addresses for zero-length inputs and outputs (libsodium dereferences nothing when the length is 0), for
+    // every file of this module: never written, never read.
+    nonisolated(unsafe) static let emptyInput = UnsafePointer(UnsafeMutablePointer<UInt8>.allocate(capacity: 1))
+    nonisolated(unsafe) static let emptyOutput = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
     private nonisolated(unsafe) static let emptyPassphrase = UnsafePointer(UnsafeMutablePointer<CChar>.allocate(capacity: 1))
 }

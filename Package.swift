@@ -3,7 +3,7 @@ import PackageDescription
 
 // The arrows go one way:
 //   CSodium → VaultSodium → VaultCore → VaultCredentials → VaultAuthCore → VaultAuth (SwiftNIO, NIOSSL) → MobileServices
-//   → NetworkCommands → vault-net, DemoApp
+//   → NetworkCommands → vault-net; the library products → DemoApp
 //   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands (+ VaultCredentials: the credential
 //   helpers) → NetworkCommands; VaultCommands → vault
 //   VaultAuthCore → VaultAuthTesting (test doubles, no networking) → the test targets
@@ -45,6 +45,7 @@ let package = Package(
         .library(name: "VaultAgePQ", targets: ["VaultAgePQ"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
         .library(name: "VaultAuthTesting", targets: ["VaultAuthTesting"]),
+        .library(name: "VaultTerminal", targets: ["VaultTerminal"]),
         .executable(name: "vault", targets: ["vault"]),
         .executable(name: "vault-net", targets: ["vault-net"]),
         .executable(name: "mobile-services-emulator", targets: ["mobile-services-emulator"]),
@@ -180,11 +181,12 @@ let package = Package(
             ]
         ),
 
-        // The SAP mobile-services tutorials' demo app on a terminal.
+        // The SAP mobile-services tutorials' demo app on a terminal, written as an embedder writes: library products
+        // only (EmbeddingTests builds it again outside this package, where nothing else is in reach).
         .executableTarget(
             name: "DemoApp",
             dependencies: [
-                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "NetworkCommands",
+                "VaultCore", "VaultTerminal", "VaultAgent", "VaultAuth", "MobileServices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/DemoApp"

@@ -200,9 +200,9 @@ let package = Package(
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),
-        .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore"]),
+        .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore", "VaultTestSupport"]),
         // The agent's unit layer: its key ring on a clock moved by hand, its service called directly, its wire.
-        .testTarget(name: "VaultAgentTests", dependencies: ["VaultAgent", "VaultCore", "VaultAge"]),
+        .testTarget(name: "VaultAgentTests", dependencies: ["VaultAgent", "VaultCore", "VaultAge", "VaultTestSupport"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         // VaultAuthCore's rules without I/O (challenges, KeystoreAuthenticator, SigV4): no networking target among
         // its dependencies.

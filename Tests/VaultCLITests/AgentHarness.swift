@@ -168,11 +168,7 @@ final class AgentBox: @unchecked Sendable {
 
     /// A box with its own directory; with `sharingAgentWith`, its commands use that box's socket (one agent).
     init(passphrase: String = "correct horse battery staple", sharingAgentWith other: AgentBox? = nil) throws {
-        var template = Array((Self.temporaryRoot + "/vault-agent-XXXXXX").utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        let directory = String(cString: template)
+        let directory = try makePrivateDirectory(prefix: "vault-agent", root: Self.temporaryRoot)
         let passphraseFile = directory + "/passphrase"
         self.directory = directory
         self.vaultPath = directory + "/vaults/test.vault"

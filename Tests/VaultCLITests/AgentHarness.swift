@@ -316,7 +316,10 @@ struct AgentTestError: Error, CustomStringConvertible {
 enum AgentProcesses {
     /// Inodes of the Unix sockets bound to a path for which `matches` is true (/proc/net/unix).
     static func socketInodes(_ matches: (String) -> Bool) -> Set<String> {
-        let table = (try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8)) ?? ""
+        // Read to the end: `String(contentsOfFile:)` stops at the first page of a /proc file (about 60 sockets),
+        // so on a busy machine the agent's row was missed and its socket seemed held by nobody.
+        let bytes = (try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/net/unix")).readToEnd()) ?? nil
+        let table = String(decoding: bytes ?? Data(), as: UTF8.self)
         var inodes = Set<String>()
         for line in table.split(separator: "\n").dropFirst() {
             // Num RefCount Protocol Flags Type St Inode [Path]

@@ -81,6 +81,10 @@ public struct DocumentVersion: Sendable {
 ///
 /// Values live in one libsodium-guarded region per document (never one allocation per field); a reader gets a
 /// copy in its own guarded memory (``value(of:in:)``).
+// Unchecked: its `var`s (entries, deletions, stanzas, the arena) change only in ``apply(_:replica:clock:)``, a
+// merge or an upgrade, on a document its writer loaded for that write and holds alone (DocumentStore's write runs
+// under the vault's lock); a document handed to readers (a store's cache, the agent's) is not changed afterwards.
+// The caches readers fill lazily (sorted names, the encoded body) are behind their own `Mutex`.
 public final class VaultDocument: @unchecked Sendable {
     /// The history kept per entry: the last 10 earlier versions, at most 64 KiB of them, oldest dropped first.
     public static let maximumHistoryVersions = 10
@@ -120,6 +124,8 @@ public final class VaultDocument: @unchecked Sendable {
     /// Documents are copied on every write (a held one is never changed) and sealed in id order: a copy of an
     /// entry is then one retain, not one per part (at 10,000 entries the copies were a fifth of a put's time).
     struct Entry: Sendable {
+        // Unchecked: shared parts are never changed (``unique`` copies them first, copy-on-write), so a `Parts`
+        // another value or thread can see is only read.
         private final class Parts: @unchecked Sendable {
             var id: DocumentID
             var name: String

@@ -111,6 +111,16 @@ let package = Package(
         // `mlkem768x25519` stanza: HPKE with the ML-KEM-768 + X25519 KEM (X-Wing), which libsodium lacks, from
         // swift-crypto (BoringSSL), in a target of its own so that only what reads or writes such a stanza links it.
         .target(name: "VaultAgePQ", dependencies: ["VaultAge", "VaultCore", .product(name: "Crypto", package: "swift-crypto")]),
+        // ssh keys (issue 36): SSH's wire encoding, openssh-key-v1 and PEM/PKCS#8 keys (bcrypt_pbkdf, aes256-ctr),
+        // generation and signing (Ed25519 via VaultSodium; ECDSA P-256, RSA and AES-CTR from swift-crypto),
+        // known_hosts and ssh_config host patterns, session binds and SSHSIG. No sockets, no terminal; only
+        // vault-net links it (swift-crypto).
+        .target(
+            name: "VaultSSH",
+            dependencies: [
+                "VaultCore", "VaultSodium", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]),
         // Import and export (docs/IMPORT-EXPORT.md): pure parsers and writers from bytes to entries and back (pass,
         // KeePass XML, Bitwarden JSON, 1PUX, CSV, vault's JSON). FoundationXML (libxml2) and ZIPFoundation (zlib):
         // only vault-net links it, so that `vault`'s start pays for neither.
@@ -153,7 +163,7 @@ let package = Package(
             name: "NetworkCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP", "VaultSync",
-                "VaultImport",
+                "VaultImport", "VaultSSH", "VaultAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -195,6 +205,7 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgePQTests", dependencies: ["VaultAgePQ", "VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgeTests", dependencies: ["VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
+        .testTarget(name: "VaultSSHTests", dependencies: ["VaultSSH", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),

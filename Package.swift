@@ -136,6 +136,10 @@ let package = Package(
         // in-memory server), as HummingbirdTesting; no networking, so VaultAuthCore's tests link none.
         .target(name: "VaultAuthTesting", dependencies: ["VaultAuthCore", "VaultCredentials"]),
 
+        // The agent's ssh-agent socket (issue 36): the ssh-agent protocol over the agent's key ring, a companion
+        // of the vault's socket (AgentServer.install(companion:)), installed by vault-net, the program agents run from.
+        .target(name: "VaultSSHAgent", dependencies: ["VaultAgent", "VaultSSH", "VaultCore", "CVaultSystem"]),
+
         // The CLI: `vault` runs the vault's own verbs and the git and docker credential helpers (VaultCredentials:
         // they send no HTTP), and links no networking (SwiftNIO and BoringSSL would cost every start ~3 ms of CPU:
         // Benchmarks/README.md); it executes `vault-net`, installed next to it, for the verbs that need it
@@ -172,7 +176,7 @@ let package = Package(
         .executableTarget(
             name: "vault-net",
             dependencies: [
-                "NetworkCommands", "VaultCommands", "VaultTerminal", "VaultAgePQ",
+                "NetworkCommands", "VaultCommands", "VaultTerminal", "VaultAgePQ", "VaultSSHAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -206,6 +210,7 @@ let package = Package(
         .testTarget(name: "VaultAgePQTests", dependencies: ["VaultAgePQ", "VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgeTests", dependencies: ["VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultSSHTests", dependencies: ["VaultSSH", "VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "VaultSSHAgentTests", dependencies: ["VaultSSHAgent", "VaultSSH", "VaultAgent", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),

@@ -54,7 +54,7 @@ public struct SSHEntry: Sendable {
 
     static func isYes(_ text: String?) -> Bool {
         guard let text else { return false }
-        return ["yes", "true", "1", "on"].contains(text.lowercased().trimmingCharacters(in: .whitespacesAndNewlines))
+        return ["yes", "true", "1", "on"].contains(text.lowercased().filter { !$0.isWhitespace })
     }
 
     /// The private key (read from its field when it is asked for: listing keys parses none).

@@ -112,6 +112,16 @@ let package = Package(
         // `mlkem768x25519` stanza: HPKE with the ML-KEM-768 + X25519 KEM (X-Wing), which libsodium lacks, from
         // swift-crypto (BoringSSL), in a target of its own so that only what reads or writes such a stanza links it.
         .target(name: "VaultAgePQ", dependencies: ["VaultAge", "VaultCore", .product(name: "Crypto", package: "swift-crypto")]),
+        // ssh keys (issue 36): SSH's wire encoding, openssh-key-v1 and PEM/PKCS#8 keys (bcrypt_pbkdf, aes256-ctr),
+        // generation and signing (Ed25519 via VaultSodium; ECDSA P-256, RSA and AES-CTR from swift-crypto),
+        // known_hosts and ssh_config host patterns, session binds and SSHSIG. No sockets, no terminal; only
+        // vault-net links it (swift-crypto).
+        .target(
+            name: "VaultSSH",
+            dependencies: [
+                "VaultCore", "VaultSodium", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]),
         // Import and export (docs/IMPORT-EXPORT.md): pure parsers and writers from bytes to entries and back (pass,
         // KeePass XML, Bitwarden JSON, 1PUX, CSV, vault's JSON). FoundationXML (libxml2) and ZIPFoundation (zlib):
         // only vault-net links it, so that `vault`'s start pays for neither.
@@ -126,6 +136,10 @@ let package = Package(
         // Test doubles of the authentication layer (a counting in-memory credential store, a scripted prompt, an
         // in-memory server), as HummingbirdTesting; no networking, so VaultAuthCore's tests link none.
         .target(name: "VaultAuthTesting", dependencies: ["VaultAuthCore", "VaultCredentials"]),
+
+        // The agent's ssh-agent socket (issue 36): the ssh-agent protocol over the agent's key ring, a companion
+        // of the vault's socket (AgentServer.install(companion:)), installed by vault-net, the program agents run from.
+        .target(name: "VaultSSHAgent", dependencies: ["VaultAgent", "VaultSSH", "VaultCore", "CVaultSystem"]),
 
         // The CLI: `vault` runs the vault's own verbs and the git and docker credential helpers (VaultCredentials:
         // they send no HTTP), and links no networking (SwiftNIO and BoringSSL would cost every start ~3 ms of CPU:
@@ -154,7 +168,7 @@ let package = Package(
             name: "NetworkCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP", "VaultSync",
-                "VaultImport",
+                "VaultImport", "VaultSSH", "VaultAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -163,7 +177,7 @@ let package = Package(
         .executableTarget(
             name: "vault-net",
             dependencies: [
-                "NetworkCommands", "VaultCommands", "VaultTerminal", "VaultAgePQ",
+                "NetworkCommands", "VaultCommands", "VaultTerminal", "VaultAgePQ", "VaultSSHAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -197,6 +211,8 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgePQTests", dependencies: ["VaultAgePQ", "VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgeTests", dependencies: ["VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
+        .testTarget(name: "VaultSSHTests", dependencies: ["VaultSSH", "VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "VaultSSHAgentTests", dependencies: ["VaultSSHAgent", "VaultSSH", "VaultAgent", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),

@@ -4,6 +4,8 @@ import PackageDescription
 // The arrows go one way:
 //   CSodium → VaultSodium → VaultCore → VaultCredentials → VaultAuthCore → VaultAuth (SwiftNIO, NIOSSL) → MobileServices
 //   → NetworkCommands → vault-net; the library products → DemoApp
+//   VaultCore → VaultSyncCore (the sync engine, its record, git sync: no networking) → VaultCommands, and
+//   → VaultSync (+ VaultAuth: the S3 and OpenBao stores) → NetworkCommands
 //   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands (+ VaultCredentials: the credential
 //   helpers) → NetworkCommands; VaultCommands → vault
 //   VaultAuthCore → VaultAuthTesting (test doubles, no networking) → the test targets
@@ -40,6 +42,7 @@ let package = Package(
         .library(name: "VaultAuthCore", targets: ["VaultAuthCore"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
         .library(name: "VaultOTP", targets: ["VaultOTP"]),
+        .library(name: "VaultSyncCore", targets: ["VaultSyncCore"]),
         .library(name: "VaultSync", targets: ["VaultSync"]),
         .library(name: "VaultAge", targets: ["VaultAge"]),
         .library(name: "VaultAgePQ", targets: ["VaultAgePQ"]),
@@ -129,8 +132,14 @@ let package = Package(
             name: "VaultImport",
             dependencies: ["VaultCore", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
         ),
-        // Sync with remote stores (S3 conditional writes): the transport and SigV4 of VaultAuth.
-        .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth"]),
+        // Sync without networking: the engine (read a copy, merge it entry by entry, write back conditionally, try
+        // again), the record of each copy's last sync and the remote a vault remembers, and git sync. The seam, a
+        // copy read and written conditionally (`VaultCopy`), is VaultCore's, whose local file is one. `vault` links
+        // it (git sync), so it links no networking: as VaultAuthCore is to VaultAuth.
+        .target(name: "VaultSyncCore", dependencies: ["VaultCore", "VaultSodium", "CVaultSystem"]),
+        // The remote stores, S3 (conditional writes) and OpenBao (check-and-set), over the transport and SigV4 of
+        // VaultAuth. Re-exports VaultSyncCore, so `import VaultSync` is the whole sync library.
+        .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth", "VaultSyncCore"]),
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
         // Test doubles of the authentication layer (a counting in-memory credential store, a scripted prompt, an
@@ -168,7 +177,7 @@ let package = Package(
             name: "NetworkCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP", "VaultSync",
-                "VaultImport", "VaultSSH", "VaultAgent",
+                "VaultSyncCore", "VaultImport", "VaultSSH", "VaultAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -214,7 +223,7 @@ let package = Package(
         .testTarget(name: "VaultSSHTests", dependencies: ["VaultSSH", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSSHAgentTests", dependencies: ["VaultSSHAgent", "VaultSSH", "VaultAgent", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
-        .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
+        .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultSyncCore", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore", "VaultTestSupport"]),
         // The agent's unit layer: its key ring on a clock moved by hand, its service called directly, its wire.

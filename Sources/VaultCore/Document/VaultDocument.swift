@@ -76,8 +76,8 @@ public struct DocumentVersion: Sendable {
 
 /// A vault as a document, on bytes only: no path, no lock, no clock read except through an injected
 /// ``WallClock``. It parses and checks a version-2 header without a key, unlocks it with a key source, opens the
-/// body into entries, applies batches of changes and seals bytes (docs/FORMAT.md, "Version 2"). Merge code, the
-/// store and the agent all use it.
+/// body into entries, applies batches of changes and seals bytes (docs/FORMAT.md, "Version 3, the current format").
+/// Merge code, the store and the agent all use it.
 ///
 /// Values live in one libsodium-guarded region per document (never one allocation per field); a reader gets a
 /// copy in its own guarded memory (``value(of:in:)``).
@@ -210,7 +210,8 @@ public final class VaultDocument: @unchecked Sendable {
     /// The ids of deleted entries, with when and by which replica.
     public internal(set) var tombstones: [DocumentID: HybridTimestamp]
     /// The format version the document is written in: 2, or 3, which also stores ``seen``, ``dropped`` and
-    /// ``deletions`` (docs/FORMAT.md, "Version 3"). A document keeps its file's version; a merge takes the higher.
+    /// ``deletions`` (docs/FORMAT.md, "The replica table", "Tombstones"). A document keeps its file's version; a merge
+    /// takes the higher.
     public internal(set) var formatVersion: UInt16
     /// Version 3: each replica's table as it was when that replica last wrote (replica → packed time); none for a
     /// replica whose view is not known (``settle(replica:now:)``).

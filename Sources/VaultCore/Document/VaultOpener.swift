@@ -115,8 +115,8 @@ public enum VaultOpener {
 /// state directory copied to another machine (a home directory restored or cloned, a container image) would make
 /// two machines one replica: two different changes with one timestamp, which a merge takes for one (a version's
 /// clock names its content), and a clock that no longer says what its replica has seen (docs/FORMAT.md,
-/// "Version 3"). On another machine the file is replaced by a new replica id; a file of an older `vault` (the id
-/// alone) is kept and given this machine's name.
+/// "The tombstone horizon"). On another machine the file is replaced by a new replica id; a file of an older `vault`
+/// (the id alone) is kept and given this machine's name.
 public enum ReplicaRegistry {
     /// The replica id for `vaultID`; without a state directory (`nil`: no rollback protection, a test), a fresh
     /// random one. `machine`: what names this machine (``machine``; a test gives another). `renew`: a new one in

@@ -15,6 +15,8 @@ public struct SessionBind: Sendable, Equatable {
         case badSignature
         case duplicateSession
         case tooMany
+        /// A bind after one for authentication (not forwarded): OpenSSH's agent refuses it too.
+        case afterAuthentication
     }
 
     /// The bind in an extension request's contents (after its name), its signature checked.
@@ -47,6 +49,7 @@ extension SessionBind.Refusal: CustomStringConvertible {
         case .badSignature: return "the host key's signature over the session id does not verify"
         case .duplicateSession: return "the session id is already bound on this connection"
         case .tooMany: return "too many binds on one connection"
+        case .afterAuthentication: return "the connection is already bound for an authentication"
         }
     }
 }

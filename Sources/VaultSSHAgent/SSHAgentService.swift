@@ -19,9 +19,17 @@ package struct SSHAgentService: AgentSocketProtocol {
     private let knownHosts: @Sendable (SSHPublicKey) -> KnownHosts
     package let signatures: SignatureLog
 
-    /// What a connection has bound (session-bind@openssh.com), in order.
+    /// What a connection has bound (session-bind@openssh.com), in order, and whether a bind on it was refused.
     package final class Connection: Sendable {
-        let binds = Mutex<[SessionBind]>([])
+        struct Binds {
+            var binds: [SessionBind] = []
+            /// Set before a bind is parsed, never cleared: a bind was tried on this connection.
+            var attempted = false
+            /// A bind was tried and none succeeded (OpenSSH's "previous session bind failed on socket").
+            var failed: Bool { attempted && binds.isEmpty }
+            var forwarded: Bool { failed || binds.contains(where: \.forwarded) }
+        }
+        let state = Mutex(Binds())
     }
 
     /// The most binds one connection may make (OpenSSH's agent allows as many).
@@ -59,6 +67,8 @@ package struct SSHAgentService: AgentSocketProtocol {
         case SSHAgentWire.signRequest:
             return (sign(&reader, connection), false)
         case SSHAgentWire.lock:
+            // From a forwarded connection, the remote host would lock this machine's vaults: refused.
+            guard !connection.state.withLock({ $0.forwarded }) else { return ([SSHAgentWire.failure], false) }
             let count = ring.lockAll()
             log("ssh-agent: locked every vault (\(count)) at the ssh-agent's lock request")
             return ([SSHAgentWire.success], false)
@@ -74,18 +84,27 @@ package struct SSHAgentService: AgentSocketProtocol {
 
     // MARK: Keys
 
-    /// The ssh keys of every vault held, vaults by path, entries by name (`vault ssh list`'s order).
-    func allKeys() -> [SSHEntry] {
-        ring.documentVaults().flatMap { vault -> [SSHEntry] in
+    /// The ssh keys of every vault held, vaults by path, entries by name (`vault ssh list`'s order), each with the
+    /// path of its vault.
+    func allKeys() -> [(vault: String, key: SSHEntry)] {
+        ring.documentVaults().flatMap { vault -> [(vault: String, key: SSHEntry)] in
             try? vault.reload()
             guard let names = try? vault.keys().sorted() else { return [] }
-            return names.compactMap { (try? vault.record(of: $0)).flatMap { $0 }.flatMap(SSHEntry.init) }
+            return names.compactMap { (try? vault.record(of: $0)).flatMap { $0 }.flatMap(SSHEntry.init) }.map { (vault.path, $0) }
         }
     }
 
     /// The keys `connection` may use, in the order they are offered.
     func offered(_ connection: Connection) -> [SSHEntry] {
-        KeyChoice.offered(allKeys(), binds: connection.binds.withLock { $0 }, knownHosts: knownHosts)
+        offeredWithVaults(connection).map(\.key)
+    }
+
+    private func offeredWithVaults(_ connection: Connection) -> [(vault: String, key: SSHEntry)] {
+        let all = allKeys()
+        let state = connection.state.withLock { $0 }
+        let keys = KeyChoice.offered(all.map(\.key), binds: state.binds, bindFailed: state.failed, knownHosts: knownHosts)
+        // Back to their vaults (KeyChoice keeps the entries it offers as they are).
+        return keys.compactMap { key in all.first { $0.key.name == key.name && $0.key.publicKey.blob == key.publicKey.blob } }
     }
 
     private func identities(_ connection: Connection) -> [UInt8] {
@@ -104,14 +123,24 @@ package struct SSHAgentService: AgentSocketProtocol {
         guard let blob = try? reader.string("key"), let data = try? reader.string("data"), let flags = try? reader.uint32("flags"),
               reader.isAtEnd
         else { return [SSHAgentWire.failure] }
-        let binds = connection.binds.withLock { $0 }
-        guard let entry = offered(connection).first(where: { $0.publicKey.blob == blob }) else {
+        let binds = connection.state.withLock { $0 }
+        // Every entry with this public key that the connection may use: one of them asking for confirmation asks.
+        let matching = offeredWithVaults(connection).filter { $0.key.publicKey.blob == blob }
+        guard let (vaultPath, entry) = matching.first else {
             log("ssh-agent: refused a signature with a key not offered on this connection")
             return [SSHAgentWire.failure]
         }
-        if entry.confirm, !Confirmation.ask(key: entry, host: binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }) {
-            log("ssh-agent: '\(entry.name)': the signature was not confirmed")
-            return [SSHAgentWire.failure]
+        if matching.contains(where: \.key.confirm) {
+            let host = binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }
+            guard Confirmation.ask(key: entry, host: host, forwarded: binds.forwarded) else {
+                log("ssh-agent: \(entry.name.debugDescription): the signature was not confirmed")
+                return [SSHAgentWire.failure]
+            }
+            // The vault may have been locked while the question waited (up to a minute): ask again what is offered.
+            guard offered(connection).contains(where: { $0.publicKey.blob == blob }) else {
+                log("ssh-agent: \(entry.name.debugDescription): its vault was locked while confirming")
+                return [SSHAgentWire.failure]
+            }
         }
         let signature: [UInt8]
         do {
@@ -120,11 +149,11 @@ package struct SSHAgentService: AgentSocketProtocol {
             log("ssh-agent: '\(entry.name)': \(error)")
             return [SSHAgentWire.failure]
         }
-        // Using a key is using its vault: the idle timeout starts again.
-        for vault in ring.documentVaults() { _ = ring.vault(at: vault.path, touch: true) }
+        // Using a key is using its vault (that one only): its idle timeout starts again.
+        _ = ring.vault(at: vaultPath, touch: true)
         let record = SignatureLog.Record(
             time: UTCTime.now(), key: entry.name, fingerprint: entry.publicKey.fingerprint,
-            host: binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }, forwarded: binds.contains(where: \.forwarded),
+            host: binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }, forwarded: binds.forwarded,
             namespace: SSHSig.namespace(ofSignedData: data))
         signatures.append(record)
         log("ssh-agent: " + record.line)
@@ -149,11 +178,15 @@ package struct SSHAgentService: AgentSocketProtocol {
             return answer.bytes
         case SessionBind.name:
             do {
+                // Marked before anything is parsed, as OpenSSH's agent does: a bind that fails leaves its mark.
+                connection.state.withLock { $0.attempted = true }
                 let bind = try SessionBind.parse(&reader)
-                try connection.binds.withLock { binds throws(SessionBind.Refusal) in
-                    guard binds.count < Self.maxBinds else { throw .tooMany }
-                    guard !binds.contains(where: { $0.sessionID == bind.sessionID }) else { throw .duplicateSession }
-                    binds.append(bind)
+                try connection.state.withLock { state throws(SessionBind.Refusal) in
+                    guard state.binds.count < Self.maxBinds else { throw .tooMany }
+                    guard !state.binds.contains(where: { $0.sessionID == bind.sessionID }) else { throw .duplicateSession }
+                    // A connection bound for authentication (not forwarded) is that connection's for good.
+                    guard !state.binds.contains(where: { !$0.forwarded }) else { throw .afterAuthentication }
+                    state.binds.append(bind)
                 }
                 return [SSHAgentWire.success]
             } catch {

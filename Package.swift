@@ -144,7 +144,7 @@ let package = Package(
             name: "VaultCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem", "OTPAuth", "VaultAge",
-                "VaultCredentials",
+                "VaultCredentials", "VaultSyncCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -55,26 +55,92 @@ import VaultSyncCore
         #expect(try a.getString("two") == "2")
     }
 
-    /// A copy whose answers are scripted, counting reads and writes.
+    /// A copy whose answers are scripted, counting reads and writes, keeping what was written.
     final class ScriptedCopy: VaultCopy {
         let label = "scripted://copy"
+        let read: FetchedCopy
         let writes: [StoredCopy]
         let counts = Mutex((fetches: 0, stores: 0))
+        let written = Mutex<[[UInt8]]>([])
 
-        init(writes: [StoredCopy]) { self.writes = writes }
+        init(read: FetchedCopy = .notFound(deleted: nil), writes: [StoredCopy]) {
+            self.read = read
+            self.writes = writes
+        }
 
         func fetch(ifNoneMatch: StorageVersion?) async throws -> FetchedCopy {
             counts.withLock { $0.fetches += 1 }
-            return .notFound(deleted: nil)
+            return read
         }
 
         func store(_ bytes: [UInt8], ifMatch: StorageVersion?) async throws -> StoredCopy {
+            written.withLock { $0.append(bytes) }
             let index = counts.withLock { counts in
                 counts.stores += 1
                 return counts.stores - 1
             }
             return writes[min(index, writes.count - 1)]
         }
+    }
+
+    /// A vault that says which file its merge wrote (as the agent does in the merge's answer): `file`, whatever is on
+    /// disk. Everything else is the store's.
+    final class SayingVault: KeyValueVault, Sendable {
+        let store: SecureKeyValueStore
+        let file: [UInt8]
+        init(_ store: SecureKeyValueStore, file: [UInt8]) {
+            self.store = store
+            self.file = file
+        }
+        var path: String { store.path }
+        func contains(_ key: String) throws -> Bool { try store.contains(key) }
+        func getBytes(_ key: String) throws -> SecureBytes? { try store.getBytes(key) }
+        func keys() throws -> [String] { try store.keys() }
+        func attributes(forKey key: String) throws -> EntryAttributes? { try store.attributes(forKey: key) }
+        func listing() throws -> [(name: String, attributes: EntryAttributes)] { try store.listing() }
+        func entries(_ keys: [String]) throws -> [(value: SecureBytes?, attributes: EntryAttributes)?] { try store.entries(keys) }
+        func write(_ changes: VaultChanges) throws { try store.write(changes) }
+        func remove(_ key: String) throws -> Bool { try store.remove(key) }
+        func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {
+            try store.changePassphrase(to: newPassphrase, parameters: parameters)
+        }
+        func reload() throws { try store.reload() }
+        func close() { store.close() }
+        func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]? { try store.records(of: name, which) }
+        func apply(_ changes: [DocumentChange]) throws { try store.apply(changes) }
+        func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
+            try store.merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)
+        }
+        func mergeKeepingFile(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> (report: MergeReport, file: [UInt8]?) {
+            let report = try merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)
+            return (report, file)
+        }
+        func deletedEntries() throws -> [VaultDocument.DeletedEntry] { try store.deletedEntries() }
+        func requireFields() throws { try store.requireFields() }
+    }
+
+    /// Through the agent a sync is one operation (issue 34 §2): the file the merge wrote, as the vault said it, is
+    /// what is sent; the local file is not read again.
+    @Test func theFileTheMergeSaysItWroteIsSentNotReadAgain() async throws {
+        let local = try localVault()
+        defer { local.close() }
+        // The copy: another replica of this vault, with an entry this one lacks and lacking "one"'s later change.
+        let other = store("other.vault")
+        try FileManager.default.copyItem(atPath: local.path, toPath: other.path)
+        try other.open(with: passphrase)
+        try other.put("from the other", forKey: "other")
+        other.close()
+        try local.put("changed here", forKey: "one")
+        let otherBytes = try #require(FileManager.default.contents(atPath: other.path)).map { $0 }
+
+        let said: [UInt8] = Array("the file as the merge said it wrote it".utf8)
+        var engine = SyncEngine(path: local.path, open: { [local] in SayingVault(local, file: said) }, stateDirectory: nil)
+        engine.kdfPolicy = .insecureForTesting
+        let copy = ScriptedCopy(read: .object(bytes: otherBytes, version: StorageVersion("v1")), writes: [.stored(version: StorageVersion("v2"))])
+        let report = try await engine.sync(with: copy)
+        #expect(report.merge?.added == ["other"] && report.pushed)
+        #expect(copy.written.withLock { $0 == [said] }, "what was sent is the file the merge said it wrote, not the file read again")
+        #expect(try local.getString("other") == "from the other")
     }
 
     func localVault() throws -> SecureKeyValueStore {

@@ -4,8 +4,8 @@ import PackageDescription
 // The arrows go one way:
 //   CSodium → VaultSodium → VaultCore → VaultCredentials → VaultAuthCore → VaultAuth (SwiftNIO, NIOSSL) → MobileServices
 //   → NetworkCommands → vault-net, DemoApp
-//   VaultCore → VaultSyncCore (the sync engine, its record, git sync: no networking) → VaultCommands, and
-//   → VaultSync (+ VaultAuth: the S3 and OpenBao stores) → NetworkCommands
+//   VaultCore → VaultSyncCore (the sync engine, its record, git sync: no networking) → VaultCommands (git setup),
+//   and → VaultSync (+ VaultAuth: the S3 and OpenBao stores) → NetworkCommands (vault sync)
 //   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands (+ VaultCredentials: the credential
 //   helpers) → NetworkCommands; VaultCommands → vault
 //   VaultAuthCore → VaultAuthTesting (test doubles, no networking) → the test targets

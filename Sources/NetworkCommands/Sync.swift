@@ -163,10 +163,7 @@ package struct Sync: AsyncParsableCommand {
         let endpointURL = try endpoint.map { try http.target($0) } ?? aws.endpoint.map { try http.target($0.absoluteString) }
         let location = try S3Location(remote, region: region ?? aws.region ?? "us-east-1", endpoint: endpointURL)
         if endpointURL == nil { _ = try http.target(location.objectURL.absoluteString) }
-        let signer = SigV4Signer(
-            accessKeyID: aws.accessKeyID, secretAccessKey: aws.secretAccessKey, sessionToken: aws.sessionToken,
-            region: location.region, service: "s3")
-        return S3ObjectStore(location: location, signer: signer, client: client)
+        return S3ObjectStore(location: location, configuration: aws, client: client)
     }
 
     /// The library's engine with this command's options: the local vault opened once (`local`), another copy's

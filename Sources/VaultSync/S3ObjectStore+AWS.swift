@@ -15,7 +15,11 @@ extension S3ObjectStore {
                 throw SyncError.badLocation("the endpoint \(endpoint.absoluteString) is not https (plain http only to a loopback address, when asked)")
             }
         }
-        let location = try S3Location(remote, region: aws.region ?? "us-east-1", endpoint: aws.endpoint)
+        self.init(location: try S3Location(remote, region: aws.region ?? "us-east-1", endpoint: aws.endpoint), configuration: aws, client: client)
+    }
+
+    /// The object at `location`, its requests signed with `aws`'s key for the location's region.
+    public convenience init(location: S3Location, configuration aws: AWSConfiguration, client: HTTPClient) {
         let signer = SigV4Signer(
             accessKeyID: aws.accessKeyID, secretAccessKey: aws.secretAccessKey, sessionToken: aws.sessionToken,
             region: location.region, service: "s3")

@@ -4,8 +4,8 @@ import PackageDescription
 // The arrows go one way:
 //   CSodium → VaultSodium → VaultCore → VaultCredentials → VaultAuthCore → VaultAuth (SwiftNIO, NIOSSL) → MobileServices
 //   → NetworkCommands → vault-net; the library products → DemoApp
-//   VaultCore → VaultSyncCore (the sync engine, its record, git sync: no networking) → VaultCommands, and
-//   → VaultSync (+ VaultAuth: the S3 and OpenBao stores) → NetworkCommands
+//   VaultCore → VaultSyncCore (the sync engine, its record, git sync: no networking) → VaultCommands (git setup),
+//   and → VaultSync (+ VaultAuth: the S3 and OpenBao stores) → NetworkCommands (vault sync)
 //   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands (+ VaultCredentials: the credential
 //   helpers) → NetworkCommands; VaultCommands → vault
 //   VaultAuthCore → VaultAuthTesting (test doubles, no networking) → the test targets
@@ -159,7 +159,7 @@ let package = Package(
             name: "VaultCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAgent", "CVaultSystem", "OTPAuth", "VaultAge",
-                "VaultCredentials",
+                "VaultCredentials", "VaultSyncCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -223,6 +223,7 @@ let package = Package(
         .testTarget(name: "VaultSSHTests", dependencies: ["VaultSSH", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSSHAgentTests", dependencies: ["VaultSSHAgent", "VaultSSH", "VaultAgent", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "VaultSyncCoreTests", dependencies: ["VaultSyncCore", "VaultCore"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultSyncCore", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore", "VaultTestSupport"]),

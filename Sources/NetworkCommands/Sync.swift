@@ -79,8 +79,15 @@ package struct Sync: AsyncParsableCommand {
                 guard storeOptions.isEmpty else {
                     throw CLIError.message("\(storeOptions.joined(separator: ", ")) need a remote (s3://… or bao://…); a git work tree has its own", exitCode: Exit.usage)
                 }
-                let outcome = try GitRepositorySync(options: options, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions).run()
-                return try report(outcome)
+                let local = OpenedOnce(options)
+                defer { local.close() }
+                var git = GitSync(path: options.resolvedPath, open: { try local.entries() })
+                git.rollbackProtection = options.storeOptions.rollbackProtection
+                git.dryRun = dryRun
+                git.acceptDeletions = acceptDeletions
+                git.merging = merging()
+                git.notify = { writeToStderr($0.said) }
+                return try report(git.sync())
             }
             try await syncRemote(remote, remembered: false)
         }
@@ -156,10 +163,7 @@ package struct Sync: AsyncParsableCommand {
         let endpointURL = try endpoint.map { try http.target($0) } ?? aws.endpoint.map { try http.target($0.absoluteString) }
         let location = try S3Location(remote, region: region ?? aws.region ?? "us-east-1", endpoint: endpointURL)
         if endpointURL == nil { _ = try http.target(location.objectURL.absoluteString) }
-        let signer = SigV4Signer(
-            accessKeyID: aws.accessKeyID, secretAccessKey: aws.secretAccessKey, sessionToken: aws.sessionToken,
-            region: location.region, service: "s3")
-        return S3ObjectStore(location: location, signer: signer, client: client)
+        return S3ObjectStore(location: location, configuration: aws, client: client)
     }
 
     /// The library's engine with this command's options: the local vault opened once (`local`), another copy's
@@ -171,17 +175,23 @@ package struct Sync: AsyncParsableCommand {
         engine.dryRun = dryRun
         engine.recreate = recreate
         engine.attempts = Self.attempts
+        engine.merging = merging()
+        return engine
+    }
+
+    /// A merge of another copy, as `vault merge` makes it: its passphrase asked (or read from the options) when it
+    /// has another key, a mass deletion asked about (or accepted with --accept-deletions); once per sync.
+    func merging() -> (String, (SecureBytes?, Bool) throws -> MergeReport) throws -> MergeReport {
         let otherCopy = OtherCopyPassphrase(otherPassphrase)
         let deletions = DeletionConsent(accepted: acceptDeletions)
-        engine.merging = { label, merge in
+        return { label, merge in
             try otherCopy.merging(label: label) { passphrase in
                 try deletions.merging(label: label) { try merge(passphrase, $0) }
             }
         }
-        return engine
     }
 
-    func report(_ outcome: GitRepositorySync.Outcome) throws {
+    func report(_ outcome: GitSync.Report) throws {
         let merge = outcome.merge
         if options.json {
             try writeJSON([
@@ -235,68 +245,6 @@ package struct Sync: AsyncParsableCommand {
         }
         if lines.isEmpty { lines.append("'\(vault)' and \(remote) are the same\n") }
         try writeToStdout(lines.joined())
-    }
-}
-
-extension SyncError: CLIReportable {
-    /// The engine's errors, said as `vault sync` said them before the engine was the library's.
-    var said: CLIError? {
-        switch self {
-        case .nothingToSync(let local, let remote):
-            return .message("neither '\(TerminalText.escaped(local))' nor \(remote) exists: nothing to sync", exitCode: Exit.notFound)
-        case .deletedInStore(let remote, let whileSyncing):
-            return .message("\(remote) was deleted in the store \(whileSyncing ? "while syncing" : "since the last sync"); --recreate writes it again", exitCode: Exit.notFound)
-        case .keptChanging(let remote, let attempts):
-            return .message("\(remote) kept changing: gave up after \(attempts) tries; run vault sync again", exitCode: Exit.busy)
-        default:
-            return nil
-        }
-    }
-
-    package var exitCode: Int32 {
-        if let said { return said.exitCode }
-        switch self {
-        case .badLocation: return Exit.usage
-        case .missingCredentials, .badConfiguration, .objectTooLarge: return Exit.failure
-        case .status(let status, _, _, _): return status == 401 || status == 403 ? Exit.authentication : Exit.failure
-        case .nothingToSync, .deletedInStore, .keptChanging: return Exit.failure
-        }
-    }
-
-    package var code: String {
-        if let said { return said.code }
-        switch self {
-        case .badLocation: return "bad_location"
-        case .missingCredentials: return "no_credentials"
-        case .badConfiguration: return "bad_configuration"
-        case .objectTooLarge: return "too_large"
-        case .status(let status, _, _, _): return status == 401 || status == 403 ? "rejected" : "http_error"
-        case .nothingToSync, .deletedInStore, .keptChanging: return "error"
-        }
-    }
-
-    package var message: String {
-        if let said { return said.message }
-        switch self {
-        case .badLocation(let reason): return "not a remote location: \(reason)"
-        case .missingCredentials(let profile): return "no S3 credentials: no access key in the environment nor for profile '\(TerminalText.escaped(profile))' of ~/.aws/credentials"
-        case .badConfiguration(let path, let line): return "'\(TerminalText.escaped(path))' line \(line) is neither [section] nor key = value"
-        case .objectTooLarge(let url): return "\(url) is larger than a vault can be"
-        case .status(let status, let code, let message, let url):
-            let what = [code, message].compactMap { $0.map { TerminalText.escaped($0) } }.joined(separator: ": ")
-            return "\(url): the store answered \(status)\(what.isEmpty ? "" : " (\(what))")"
-        case .nothingToSync, .deletedInStore, .keptChanging: return String(describing: self)
-        }
-    }
-
-    package var hint: String? {
-        if let said { return said.hint }
-        switch self {
-        case .missingCredentials: return "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile of ~/.aws/credentials"
-        case .status(let status, _, _, _) where status == 403: return "check the access key and secret (and the clock: signatures are valid for 15 minutes)"
-        case .status(let status, _, _, _) where status == 301 || status == 400: return "check --region and --endpoint"
-        default: return nil
-        }
     }
 }
 

@@ -35,8 +35,10 @@ enum AgentOperation: UInt8 {
     /// and for one that exists `created`, `modified`, `size` and its `value` when it has one.
     case entries
     /// Merge another copy of the vault (format version 2): path, `source` (how errors name it), `value` (its file's
-    /// bytes: ciphertext), `flags` (1: a dry run). Answers the report: (`code` added/updated/deleted/resurrected/
-    /// conflict, `name`)*, (`code` renamed, `source`, `name`)*, (`code` ahead, `replica`)*.
+    /// bytes: ciphertext), `flags` (1: a dry run), `code` accept-deletions, `code` keep-file. Answers the report:
+    /// (`code` added/updated/deleted/resurrected/conflict, `name`)*, (`code` renamed, `source`, `name`)*, (`code`
+    /// ahead, `replica`)*, and with keep-file, when the merge wrote, `value`: the file it wrote (a sync sends it
+    /// without reading the file again).
     case merge
     /// Merge two files of an unlocked version-2 vault, found by the vault id in their headers (git's merge
     /// driver): `value` (ours), `value` (theirs), `source` twice (their names). Answers `value` (the merged file,

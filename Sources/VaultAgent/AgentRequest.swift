@@ -74,6 +74,8 @@ enum AgentRequest {
         var dryRun: Bool
         var otherPassphrase: SecureBytes?
         var acceptDeletions: Bool
+        /// Answer the file the merge wrote too (`code` keep-file).
+        var keepFile = false
     }
 
     /// The operation byte of the payload.
@@ -188,7 +190,8 @@ enum AgentRequest {
                 let file = bytes(try required(message.first(.value)))
                 request = .merge(Merge(
                     label: try text(.source), file: file, dryRun: message.bool(.flags),
-                    otherPassphrase: message.secret(.passphrase), acceptDeletions: message.strings(.code).contains("accept-deletions")))
+                    otherPassphrase: message.secret(.passphrase), acceptDeletions: message.strings(.code).contains("accept-deletions"),
+                    keepFile: message.strings(.code).contains("keep-file")))
             case .deleted: request = .deleted
             default: throw AgentError.badRequest("unknown operation \(message.kind)")
             }
@@ -243,6 +246,7 @@ enum AgentRequest {
                 merge.file.withUnsafeBytes { writer.field(.value, $0) }
                 writer.field(.flags, merge.dryRun)
                 if merge.acceptDeletions { writer.field(.code, "accept-deletions") }
+                if merge.keepFile { writer.field(.code, "keep-file") }
                 merge.otherPassphrase?.withUnsafeBytes { writer.field(.passphrase, $0) }
             }
         }

@@ -14,6 +14,12 @@ extension AgentService {
         case .deleted:
             try store.reload()
             AgentWire.encode(try document.deletedEntries(), into: reply)
+        case .merge(let merge) where merge.keepFile:
+            let (report, file) = try document.mergeKeepingFile(
+                merge.file, label: merge.label, dryRun: merge.dryRun, otherPassphrase: merge.otherPassphrase,
+                acceptDeletions: merge.acceptDeletions)
+            AgentWire.encode(report, into: reply)
+            file?.withUnsafeBytes { reply.field(.value, $0) }
         case .merge(let merge):
             let report = try document.merge(
                 merge.file, label: merge.label, dryRun: merge.dryRun, otherPassphrase: merge.otherPassphrase,

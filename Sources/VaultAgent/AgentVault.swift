@@ -98,6 +98,14 @@ public final class AgentVault: KeyValueVault {
         return try AgentWire.mergeReport(from: answer)
     }
 
+    /// The merge and the file the agent wrote, in one request (an agent that does not send the file: `nil`).
+    public func mergeKeepingFile(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> (report: MergeReport, file: [UInt8]?) {
+        let answer = try client.request(.merge(AgentRequest.Merge(
+            label: label, file: other, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions, keepFile: true)), on: path)
+        let file = answer.first(.value).map { range in answer.payload.withUnsafeBytes { Array($0[range]) } }
+        return (try AgentWire.mergeReport(from: answer), file)
+    }
+
     public func apply(_ changes: [DocumentChange]) throws {
         _ = try client.request(.apply(changes), on: path)
     }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import VaultAgent
 import VaultCore
+import VaultSyncCore
 import VaultTerminal
 
 /// `vault git setup` and `vault git merge-driver`: a vault kept in a git repository merges entry by entry when
@@ -40,12 +41,12 @@ package struct GitCommand: ParsableCommand {
                 let pattern = GitVaultFile.literal(relative)
                 let line = "/\(pattern) merge=vault diff=vault"
                 let attributes = top + "/.gitattributes"
-                let added = try !Self.append([line], to: attributes).isEmpty
+                let added = try !GitVaultFile.append([line], to: attributes).isEmpty
                 // The lock file and a writer's temporary files are this machine's, never the repository's.
                 let directoryPart = relative.lastIndex(of: "/").map { relative[...$0] } ?? ""
                 let fileName = relative.split(separator: "/").last!
                 let ignored = ["/\(pattern).lock", "/\(GitVaultFile.literal(directoryPart)).\(GitVaultFile.literal(fileName)).*.tmp"]
-                let missing = try Self.append(ignored, to: top + "/.gitignore")
+                let missing = try GitVaultFile.append(ignored, to: top + "/.gitignore")
                 let driver = "'\(AgentCommand.executable.replacing("'", with: "'\\''"))' git merge-driver %O %A %B %P"
                 let repository = Git(directory: top)
                 try repository.check(["config", "merge.vault.name", "vault: entry by entry"])
@@ -74,18 +75,6 @@ package struct GitCommand: ParsableCommand {
                             + "); every other clone runs 'vault git setup' once\n")
                 }
             }
-        }
-
-        /// Appends to the text file `path` those of `lines` it does not have yet (as whole lines), and returns them.
-        static func append(_ lines: [String], to path: String) throws -> [String] {
-            let existing = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-            let present = Set(existing.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
-            let missing = lines.filter { !present.contains($0) }
-            if !missing.isEmpty {
-                let text = existing + (existing.isEmpty || existing.hasSuffix("\n") ? "" : "\n") + missing.joined(separator: "\n") + "\n"
-                try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-            }
-            return missing
         }
     }
 
@@ -118,7 +107,7 @@ package struct GitCommand: ParsableCommand {
                     writeToStderr("vault: cannot merge '\(shown)': its vault is not unlocked in the agent; run 'vault unlock', then 'git checkout -m -- \(shown)' (merges it again), 'git add' it and 'git merge --continue'\n")
                     throw ExitCode(1)
                 }
-                try Self.replace(ours, with: merged)
+                try GitVaultFile.replace(ours, with: merged)
                 let summary = Merge.describe(report, other: "theirs", into: pathname.isEmpty ? ours : pathname, dryRun: false)
                 writeToStderr("vault: " + summary.split(separator: "\n").first.map(String.init)! + "\n")
             } catch let exit as ExitCode {
@@ -137,19 +126,6 @@ package struct GitCommand: ParsableCommand {
             } catch {
                 writeToStderr("vault: cannot merge '\(shown)': \(error)\n")
                 throw ExitCode(Self.internalFailure)
-            }
-        }
-
-        /// Writes `bytes` over git's temporary file `path` (a temporary file beside it, then a rename: never half).
-        static func replace(_ path: String, with bytes: [UInt8]) throws {
-            let temporary = path + ".vault-merge.tmp"
-            guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
-                throw VaultError.io(operation: "writing", path: temporary, errno: errno)
-            }
-            guard rename(temporary, path) == 0 else {
-                let code = errno
-                unlink(temporary)
-                throw VaultError.io(operation: "renaming over", path: path, errno: code)
             }
         }
     }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import VaultCore
+import VaultSyncCore
 import VaultTerminal
 
 /// The vault's mode in a git work tree (issue 33 §4): git writes every file it checks out with the user's umask
@@ -91,10 +92,7 @@ extension GitVaultFile {
     /// Makes the vault at `path` 0600 when git left it readable by others, and says so on stderr (`shown`: its
     /// path in the repository): only a regular file of this user's (not a link: its target is not ours to change).
     static func makePrivate(_ path: String, shown: String) {
-        var info = stat()
-        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o077 != 0,
-              chmod(path, 0o600) == 0
-        else { return }
+        guard makePrivate(path) else { return }
         writeToStderr("vault: note: '\(shown)' was readable by others (git writes what it checks out 0644): it is 0600 now\n")
     }
 }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import VaultAge
 import VaultCore
+import VaultSyncCore
 import VaultTerminal
 
 /// `vault merge OTHER`: another copy of the same vault (a USB stick, a backup, Syncthing's `*.sync-conflict-*`
@@ -132,24 +133,8 @@ package struct Merge: ParsableCommand {
             acceptDeletions: acceptDeletions)
     }
 
-    /// The bytes of another copy (`vault merge`, git's merge driver and textconv), read only while they can be a
-    /// vault: a file larger than a vault can be is refused by its size, and one that does not start with a vault's
-    /// magic at its first bytes, before the rest is read.
-    static func read(_ path: String) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw VaultError.io(operation: "opening", path: path, errno: errno) }
-        defer { close(fd) }
-        var info = stat()
-        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > off_t(largestFile) {
-            throw VaultError.corrupt(path: path, reason: .tooLarge(byteCount: Int(info.st_size)))
-        }
-        let start = try Posix.readAll(fd, limit: VaultFileShape.magicByteCount, path: path)
-        guard VaultFileShape.startsAsVault(start) else { throw VaultError.corrupt(path: path, reason: .badMagic) }
-        guard start.count == VaultFileShape.magicByteCount else { return start }
-        let bytes = try start + Posix.readAll(fd, limit: largestFile + 1 - start.count, path: path)
-        guard bytes.count <= largestFile else { throw VaultError.vaultTooLarge(path: path, byteCount: bytes.count) }
-        return bytes
-    }
+    /// The bytes of another copy, read only while they can be a vault (``GitVaultFile/read(_:)``).
+    static func read(_ path: String) throws -> [UInt8] { try GitVaultFile.read(path) }
 }
 
 /// The passphrase of another copy of a vault sealed with another data key (its passphrase was changed on one side):

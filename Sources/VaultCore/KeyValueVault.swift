@@ -51,6 +51,10 @@ public protocol KeyValueVault: AnyObject, Sendable {
     /// A merge that would delete more than 10 entries and more than a tenth of the vault is refused
     /// (``VaultError/massDeletion(path:names:)``, nothing written) unless `acceptDeletions`.
     func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport
+    /// ``merge(_:label:dryRun:otherPassphrase:acceptDeletions:)``, with the vault file as the merge left it when it
+    /// wrote it (`nil`: it wrote nothing, or this handle cannot say): what a sync sends next, without reading the
+    /// file again (through the agent: the merge and the file in one request).
+    func mergeKeepingFile(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> (report: MergeReport, file: [UInt8]?)
     /// The deleted entries that keep a change a deletion won over (format version 3: ``VaultDocument/deleted``),
     /// what `vault restore NAME --deleted` brings back.
     func deletedEntries() throws -> [VaultDocument.DeletedEntry]
@@ -65,6 +69,11 @@ public protocol KeyValueVault: AnyObject, Sendable {
 public typealias DocumentEntries = KeyValueVault
 
 extension KeyValueVault {
+    /// The merge alone: the file is not known here.
+    public func mergeKeepingFile(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> (report: MergeReport, file: [UInt8]?) {
+        (try merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions), nil)
+    }
+
     /// Merges another copy of this vault sealed with this vault's data key.
     public func merge(_ other: [UInt8], label: String, dryRun: Bool) throws -> MergeReport {
         try merge(other, label: label, dryRun: dryRun, otherPassphrase: nil, acceptDeletions: false)

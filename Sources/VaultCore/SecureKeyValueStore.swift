@@ -211,6 +211,9 @@ public final class SecureKeyValueStore: KeyValueVault, Sendable {
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
         try vault().merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)
     }
+    public func mergeKeepingFile(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> (report: MergeReport, file: [UInt8]?) {
+        try vault().mergeKeepingFile(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)
+    }
     public func deletedEntries() throws -> [VaultDocument.DeletedEntry] { try vault().deletedEntries() }
     public func requireFields() throws { try vault().requireFields() }
 }

@@ -12,6 +12,9 @@ extension SyncEngine {
         let records: SyncRecord.Place?
         private var opened: (any KeyValueVault)?
         var report = SyncReport()
+        /// The local file as this attempt's merge wrote it, when the vault said (through the agent: in the merge's
+        /// answer), so that it is not read again.
+        var mergedFile: [UInt8]?
 
         init(engine: SyncEngine, copy: any VaultCopy) {
             self.engine = engine
@@ -41,6 +44,7 @@ extension SyncEngine {
                 let asked = conditional ? record.map { StorageVersion($0.etag) } : nil
                 var version: StorageVersion?
                 var creating = false
+                mergedFile = nil
                 switch try await copy.fetch(ifNoneMatch: asked) {
                 case .notModified:
                     guard let localBytes, asked != nil else {
@@ -83,7 +87,7 @@ extension SyncEngine {
                     }
                 }
                 guard !engine.dryRun, report.merge?.otherLacks == true else { return report }
-                guard let merged = try local.loadForWrite()?.bytes else { throw VaultError.vaultNotFound(path: path) }
+                guard let merged = try mergedFile ?? local.loadForWrite()?.bytes else { throw VaultError.vaultNotFound(path: path) }
                 switch try await copy.store(merged, ifMatch: version) {
                 case .stored(let newVersion):
                     report.pushed = true
@@ -111,7 +115,10 @@ extension SyncEngine {
             let label = copy.label, dryRun = engine.dryRun
             do {
                 return try engine.merging(label) { passphrase, acceptDeletions in
-                    try entries.merge(bytes, label: label, dryRun: dryRun, otherPassphrase: passphrase, acceptDeletions: acceptDeletions)
+                    let (report, file) = try entries.mergeKeepingFile(
+                        bytes, label: label, dryRun: dryRun, otherPassphrase: passphrase, acceptDeletions: acceptDeletions)
+                    mergedFile = file
+                    return report
                 }
             } catch VaultError.staleKey where record.map({ !$0.legacy && $0.etag == version.value }) ?? false {
                 // The copy is the very one this vault last synced with (its version), all of which this vault holds,

@@ -27,6 +27,16 @@ import VaultCore
         return [UInt8](try Data(contentsOf: URL(fileURLWithPath: copy)))
     }
 
+    /// A merge request of `other` (named copy.vault) into the vault at `path`.
+    func merge(_ other: [UInt8], into path: String, dryRun: Bool, keepFile: Bool = false) throws -> AgentWire.Message {
+        try fixture.ask(.merge, path: path) { writer in
+            writer.field(.source, "copy.vault")
+            other.withUnsafeBytes { writer.field(.value, $0) }
+            writer.field(.flags, dryRun)
+            if keepFile { writer.field(.code, "keep-file") }
+        }
+    }
+
     func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
 
     @Test func recordsAnswerTheCurrentVersionOrEveryVersionOrNothing() throws {
@@ -84,13 +94,7 @@ import VaultCore
     @Test func mergeTakesWhatTheOtherCopyAddedOrOnlySaysSoOnADryRun() throws {
         let path = try unlockedDocument()
         let other = try changedCopy(of: path)
-        func merge(dryRun: Bool) throws -> AgentWire.Message {
-            try fixture.ask(.merge, path: path) { writer in
-                writer.field(.source, "copy.vault")
-                other.withUnsafeBytes { writer.field(.value, $0) }
-                writer.field(.flags, dryRun)
-            }
-        }
+        func merge(dryRun: Bool) throws -> AgentWire.Message { try self.merge(other, into: path, dryRun: dryRun) }
         let dry = try AgentWire.mergeReport(from: merge(dryRun: true))
         #expect(dry.added == ["fromCopy"] && !dry.written)
         #expect(try fixture.get(path, "fromCopy") == nil)
@@ -99,6 +103,23 @@ import VaultCore
         #expect(try fixture.get(path, "fromCopy") == "from the copy")
         let noFile = try fixture.ask(.merge, path: path) { $0.field(.source, "copy.vault") }
         #expect(ErrorAnswer(noFile) == .badRequest("a request without a required field"))
+    }
+
+    /// keep-file (a sync through the agent, issue 34 §2): the answer carries the file the merge wrote, byte for byte
+    /// what is on disk, so that the CLI sends it without reading it again; no file when the merge wrote nothing.
+    @Test func aMergeAskedToKeepTheFileAnswersTheFileItWrote() throws {
+        let path = try unlockedDocument()
+        let other = try changedCopy(of: path)
+        func merge(dryRun: Bool) throws -> AgentWire.Message { try self.merge(other, into: path, dryRun: dryRun, keepFile: true) }
+        let dry = try merge(dryRun: true)
+        #expect(status(dry) == .ok && dry.first(.value) == nil)
+        let wrote = try merge(dryRun: false)
+        #expect(try AgentWire.mergeReport(from: wrote).written)
+        let file = try #require(wrote.first(.value))
+        #expect(wrote.payload.withUnsafeBytes { Array($0[file]) } == (try bytes(path)))
+        // Merged again: nothing new, nothing written, no file.
+        let again = try merge(dryRun: false)
+        #expect(try !AgentWire.mergeReport(from: again).written && again.first(.value) == nil)
     }
 
     @Test func mergeFilesMergesTwoFilesOfAHeldVaultWithItsKeyAndTouchesNoFile() throws {

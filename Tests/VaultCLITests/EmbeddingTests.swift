@@ -4,35 +4,15 @@ import VaultCore
 
 /// The README's "Embedding the store" as an embedder meets it: its first Swift block, extracted as it is, is the
 /// `main.swift` of a package outside this one (products only: `.product(name: "VaultCore", package: "vault")`,
-/// this repository by local path), built with `swift build` and run on the vault `vault init` made, after `vault
-/// put` wrote an entry with a field. It reads the field, writes entries `vault get` then reads, and the file stays
-/// at format version 3.
+/// this repository by local path: ``OutsidePackage``), built with `swift build` and run on the vault `vault init`
+/// made, after `vault put` wrote an entry with a field. It reads the field, writes entries `vault get` then reads,
+/// and the file stays at format version 3.
 ///
 /// The vault has `--kdf interactive`'s Argon2id (the cheapest the library's standard policy accepts: the program
-/// uses the default options, as the README's does). Building VaultCore a second time takes a minute or two.
-/// Without `swift` on PATH it is skipped saying so; under CI (`CI=true`) it runs and its absence fails.
+/// uses the default options, as the README's does). Without `swift` on PATH it is skipped saying so; under CI (`CI=true`) it runs and its absence fails.
 @Suite(.timeLimit(.minutes(20))) struct EmbeddingTests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-
-    /// `swift` on PATH, or `nil`.
-    static let swift: String? = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
-        .map { "\($0)/swift" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-
-    static var runs: Bool { swift != nil || ProcessInfo.processInfo.environment["CI"] == "true" }
-
-    /// The first Swift block of the README's "Embedding the store".
-    static func readmeProgram() throws -> String {
-        let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.range(of: "\n## Embedding the store\n"), "README.md has no \"Embedding the store\"")
-        let start = try #require(readme.range(of: "\n```swift\n", range: section.upperBound..<readme.endIndex))
-        let end = try #require(readme.range(of: "\n```\n", range: start.upperBound..<readme.endIndex))
-        return String(readme[start.upperBound..<end.lowerBound]) + "\n"
-    }
-
-    @Test(.enabled(if: runs, "the embedding test builds a package with `swift`, which is not on PATH"))
+    @Test(.enabled(if: OutsidePackage.runs, "the embedding test builds a package with `swift`, which is not on PATH"))
     func theReadmeProgramBuiltOutsideThePackageReadsAFieldAndWritesWhatTheCLIReads() throws {
-        let swift = try #require(Self.swift, "swift is not on PATH (CI=true)")
         let sandbox = try Sandbox()
         let home = sandbox.directory
         // The CLI and the program find default.vault in $XDG_DATA_HOME/vault/, as on a user's machine.
@@ -47,33 +27,8 @@ import VaultCore
         let path = home + "/data/vault/default.vault"
         #expect(try SecureKeyValueStore(path: path).inspect().formatVersion == 3)
 
-        // A package of its own: this repository by path (named `vault`, the package's identity), VaultCore only.
-        let outside = home + "/app"
-        try FileManager.default.createDirectory(atPath: outside + "/Sources/App", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: home + "/vault", withDestinationPath: Self.repository.path)
-        try """
-        // swift-tools-version: 6.1
-        import PackageDescription
-
-        let package = Package(
-            name: "app",
-            dependencies: [.package(path: "\(home)/vault")],
-            targets: [.executableTarget(name: "App", dependencies: [.product(name: "VaultCore", package: "vault")])]
-        )
-
-        """.write(toFile: outside + "/Package.swift", atomically: true, encoding: .utf8)
-        try Self.readmeProgram().write(toFile: outside + "/Sources/App/main.swift", atomically: true, encoding: .utf8)
-        // The same dependency versions as this package's (resolved from SwiftPM's cache when it has them).
-        try? FileManager.default.copyItem(
-            atPath: Self.repository.appendingPathComponent("Package.resolved").path, toPath: outside + "/Package.resolved")
-        let processEnvironment = ProcessInfo.processInfo.environment
-        let built = try CLI.exec(
-            swift, ["build", "--package-path", outside], environment: [
-                "HOME": processEnvironment["HOME"] ?? home, "PATH": processEnvironment["PATH"] ?? "/usr/bin:/bin",
-            ], timeout: 1_200)
-        try #require(built.status == 0, "swift build of the README's program: exit \(built.status)\n\(built.stderr)\n\(built.stdoutText)")
-
-        let ran = try CLI.exec(outside + "/.build/debug/App", [], stdin: Data("correct horse battery staple\n".utf8), environment: environment)
+        let program = try OutsidePackage.executable("Embedding")
+        let ran = try CLI.exec(program, [], stdin: Data("correct horse battery staple\n".utf8), environment: environment)
         try #require(ran.status == 0, "the README's program: exit \(ran.status)\n\(ran.stderr)")
         let words = ran.stdoutText.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
         #expect(words.first == "alice", "the field `vault put --field username` wrote: \(ran.stdoutText)")

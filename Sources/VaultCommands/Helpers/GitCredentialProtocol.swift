@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import VaultCore
+import VaultSyncCore
 import VaultCredentials
 
 // git's credential-helper protocol as `vault credential` speaks it (git-credential(1)): the answer, git's

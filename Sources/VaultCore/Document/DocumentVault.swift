@@ -280,6 +280,14 @@ public final class DocumentVault: KeyValueVault, Sendable {
         try merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, otherKey: nil, acceptDeletions: acceptDeletions)
     }
 
+    /// The merge, and the file it wrote: read back through the storage, which knows the bytes it last wrote (the
+    /// file's header prefix is read to confirm them, not its body).
+    public func mergeKeepingFile(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> (report: MergeReport, file: [UInt8]?) {
+        let report = try merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)
+        guard report.written, !dryRun else { return (report, nil) }
+        return (report, try store.storage.loadForWrite()?.bytes)
+    }
+
     /// ``merge(_:label:dryRun:otherPassphrase:)`` where the other copy's key (when it is not ours) may also come from
     /// `otherKey` (an age identity unwrapping one of its `x25519` stanzas), tried before `otherPassphrase`.
     public func merge(

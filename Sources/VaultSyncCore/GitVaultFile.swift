@@ -1,0 +1,112 @@
+import FoundationEssentials
+import Glibc
+import VaultCore
+
+/// The vault's file in a git work tree (issue 33 §5): git stores and checks out its bytes as they are, whatever a
+/// committed `.gitattributes` says, and a git sync checks that it did.
+package enum GitVaultFile {
+    /// `text` as a gitattributes or gitignore pattern matched literally: spaces and glob characters escaped.
+    package static func literal(_ text: some StringProtocol) -> String { text.map { "*?[ \\#!".contains($0) ? "\\\($0)" : String($0) }.joined() }
+
+    /// The attributes that make git change a file's bytes between the work tree and the repository.
+    package static let converting = ["text", "eol", "filter", "ident", "working-tree-encoding"]
+
+    /// The line of `$GIT_DIR/info/attributes` for the vault at `relative`: no conversion, the vault's drivers.
+    /// That file comes before every `.gitattributes` (git's highest precedence), and a clone never receives it.
+    package static func pinnedLine(_ relative: String) -> String {
+        "/\(literal(relative)) " + converting.map { "-" + $0 }.joined(separator: " ") + " merge=vault diff=vault"
+    }
+
+    /// Appends ``pinnedLine(_:)`` to this clone's `info/attributes` when it is not there; true when it was added.
+    package static func pin(_ git: Git, top: String, relative: String) throws -> Bool {
+        var path = try git.output(["rev-parse", "--git-path", "info/attributes"]).trimming(.newlines)
+        if !path.hasPrefix("/") { path = top + "/" + path }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return try !append([pinnedLine(relative)], to: path).isEmpty
+    }
+
+    /// Appends to the text file `path` those of `lines` it does not have yet (as whole lines), and returns them.
+    package static func append(_ lines: [String], to path: String) throws -> [String] {
+        let existing = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let present = Set(existing.split(separator: "\n").map { $0.trimming(.whitespaces) })
+        let missing = lines.filter { !present.contains($0) }
+        if !missing.isEmpty {
+            let text = existing + (existing.isEmpty || existing.hasSuffix("\n") ? "" : "\n") + missing.joined(separator: "\n") + "\n"
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        }
+        return missing
+    }
+
+    /// The converting attributes git gives `relative`, as `name: value` (empty when none converts).
+    package static func conversions(_ git: Git, relative: String) throws -> [String] {
+        try git.output(["check-attr"] + converting + ["--", relative]).split(separator: "\n").compactMap { line in
+            // "PATH: ATTRIBUTE: VALUE", PATH possibly quoted: the last two fields.
+            let fields = line.components(separatedBy: ": ")
+            guard fields.count >= 3, !["unspecified", "unset"].contains(fields[fields.count - 1]) else { return nil }
+            return fields.suffix(2).joined(separator: ": ")
+        }
+    }
+
+    /// Before a commit of the vault: git would store the work tree's bytes as they are (its attributes and
+    /// configuration convert nothing), or nothing is committed.
+    package static func checkStoredAsIs(_ git: Git, relative: String) throws {
+        let stored = try git.output(["hash-object", "--", relative])
+        guard stored == (try git.output(["hash-object", "--no-filters", "--", relative])) else {
+            throw SyncError.git(.converted(relative: relative, conversions: (try? conversions(git, relative: relative)) ?? [], checkedOut: false))
+        }
+    }
+
+    /// After git checked out `HEAD`: the work tree's vault holds the bytes of `HEAD:relative`. If git converted
+    /// them, the committed bytes are put back (the vault opens again) and the sync stops before it pushes.
+    package static func checkCheckedOut(_ git: Git, relative: String, path: String) throws {
+        let blob = try git.output(["rev-parse", "--verify", "HEAD:" + relative]).trimming(.newlines)
+        let present = try git.output(["hash-object", "--no-filters", "--", relative]).trimming(.newlines)
+        guard present != blob else { return }
+        try replace(path, with: git.blob(blob))
+        throw SyncError.git(.converted(relative: relative, conversions: (try? conversions(git, relative: relative)) ?? [], checkedOut: true))
+    }
+
+    /// Writes `bytes` over the file `path` (a temporary file of mode 0600 beside it, then a rename: never half).
+    package static func replace(_ path: String, with bytes: [UInt8]) throws {
+        let temporary = path + ".vault-merge.tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
+            throw VaultError.io(operation: "writing", path: temporary, errno: errno)
+        }
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw VaultError.io(operation: "renaming over", path: path, errno: code)
+        }
+    }
+
+    /// Makes the vault at `path` 0600 when git left it readable by others (git writes what it checks out 0644):
+    /// only a regular file of this user's (not a link: its target is not ours to change). True when it did.
+    package static func makePrivate(_ path: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o077 != 0,
+              chmod(path, 0o600) == 0
+        else { return false }
+        return true
+    }
+
+    /// The bytes of a copy of a vault (`vault merge`, git's merge driver and textconv, a git sync), read only while
+    /// they can be a vault: a file larger than a vault can be is refused by its size, and one that does not start
+    /// with a vault's magic at its first bytes, before the rest is read.
+    package static func read(_ path: String) throws -> [UInt8] {
+        let largestFile = VaultFileShape.largestFile
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw VaultError.io(operation: "opening", path: path, errno: errno) }
+        defer { close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > off_t(largestFile) {
+            throw VaultError.corrupt(path: path, reason: .tooLarge(byteCount: Int(info.st_size)))
+        }
+        let start = try Posix.readAll(fd, limit: VaultFileShape.magicByteCount, path: path)
+        guard VaultFileShape.startsAsVault(start) else { throw VaultError.corrupt(path: path, reason: .badMagic) }
+        guard start.count == VaultFileShape.magicByteCount else { return start }
+        let bytes = try start + Posix.readAll(fd, limit: largestFile + 1 - start.count, path: path)
+        guard bytes.count <= largestFile else { throw VaultError.vaultTooLarge(path: path, byteCount: bytes.count) }
+        return bytes
+    }
+}

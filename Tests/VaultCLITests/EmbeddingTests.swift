@@ -42,4 +42,14 @@ import VaultCore
         #expect(try vault(["get", "github", "--field", "username"]).stdoutText.trimmingCharacters(in: .newlines) == "alice")
         #expect(try SecureKeyValueStore(path: path).inspect().formatVersion == 3)
     }
+
+    /// Examples/DemoApp compiles outside the package against the library products alone (inside it, the CLI's
+    /// `package` API would be in reach without the compiler saying so), and runs.
+    @Test(.enabled(if: OutsidePackage.runs, "the embedding test builds a package with `swift`, which is not on PATH"))
+    func theDemoAppBuildsOnTheLibraryProductsAlone() throws {
+        let demo = try OutsidePackage.executable(OutsidePackage.demoApp.target)
+        let help = try CLI.exec(demo, ["--help"], environment: ["HOME": NSTemporaryDirectory()])
+        #expect(help.status == 0, "\(help.stderr)")
+        #expect(help.stdoutText.hasPrefix("OVERVIEW: The tutorials' DemoApp"), "\(help.stdoutText)")
+    }
 }

@@ -27,6 +27,13 @@ enum OutsidePackage {
         (target: "SyncFromAProgram", section: "Syncing from a program", product: "VaultSync"),
     ]
 
+    /// The DemoApp (Examples/DemoApp), built here too: it is written on the library products only, and this is
+    /// where the compiler checks that (inside the package, `package` declarations would be in its reach).
+    static let demoApp = (
+        target: "OutsideDemoApp", directory: "Examples/DemoApp",
+        products: ["VaultCore", "VaultAgent", "VaultTerminal", "VaultAuth", "MobileServices"]
+    )
+
     /// The first Swift block of the README's section `title`.
     static func readmeProgram(_ title: String) throws -> String {
         let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
@@ -60,16 +67,22 @@ enum OutsidePackage {
             try? FileManager.default.removeItem(atPath: link)
             try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: repository.path)
         }
-        let targets = programs.map {
+        var targets = programs.map {
             ".executableTarget(name: \"\($0.target)\", dependencies: [.product(name: \"\($0.product)\", package: \"vault\")])"
         }
+        let demoProducts = demoApp.products.map { ".product(name: \"\($0)\", package: \"vault\")" }
+            + [".product(name: \"ArgumentParser\", package: \"swift-argument-parser\")"]
+        targets.append(".executableTarget(name: \"\(demoApp.target)\", dependencies: [\(demoProducts.joined(separator: ", "))])")
         try update(outside + "/Package.swift", """
             // swift-tools-version: 6.1
             import PackageDescription
 
             let package = Package(
                 name: "app",
-                dependencies: [.package(path: "\(link)")],
+                dependencies: [
+                    .package(path: "\(link)"),
+                    .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+                ],
                 targets: [
                     \(targets.joined(separator: ",\n        "))
                 ]
@@ -78,6 +91,11 @@ enum OutsidePackage {
             """)
         for program in programs {
             try update(outside + "/Sources/\(program.target)/main.swift", readmeProgram(program.section))
+        }
+        let examples = repository.appendingPathComponent(demoApp.directory).path
+        for file in try FileManager.default.contentsOfDirectory(atPath: examples) where file.hasSuffix(".swift") {
+            let text = try String(contentsOfFile: examples + "/" + file, encoding: .utf8)
+            try update(outside + "/Sources/\(demoApp.target)/\(file)", text)
         }
         // The same dependency versions as this package's (resolved from SwiftPM's cache when it has them).
         if let resolved = FileManager.default.contents(atPath: repository.appendingPathComponent("Package.resolved").path) {

@@ -324,6 +324,7 @@ struct Git {
     func output(_ arguments: [String]) throws -> String {
         let result = try run(arguments)
         guard result.status == 0 else {
+            if let known = GitFailure(result.errorText, directory: directory) { throw known }
             throw CLIError.message("git \(arguments.prefix(2).joined(separator: " ")) failed: \(result.errorText)", exitCode: Exit.failure)
         }
         return result.text

@@ -75,7 +75,13 @@ package struct Export: ParsableCommand {
                         throw CLIError.message("nothing exported", exitCode: Exit.failure)
                     }
                 }
-                let source = ExportSource(names: names) { name in try document.records(of: name, .all) ?? [] }
+                // A bar on a terminal's stderr (nothing when piped), erased before the report.
+                let progress = ProgressBar.onTerminal("exporting", total: names.count)
+                defer { progress?.finish() }
+                let source = ExportSource(names: names) { name in
+                    defer { progress?.advance() }
+                    return try document.records(of: name, .all) ?? []
+                }
                 let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
                 return (names.count, try format.write(source, now: now))
             }

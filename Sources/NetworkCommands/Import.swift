@@ -57,8 +57,15 @@ package struct Import: ParsableCommand {
         try reportingErrors(json: options.json) {
             // Read and check the whole source first: a malformed one asks for no passphrase and writes nothing.
             let parsed: ParsedSource
+            // Decrypting a pass store file by file is slow (gpg each time): a bar on a terminal's stderr.
+            var progress: ProgressBar?
+            defer { progress?.finish() }
             do {
-                parsed = try format.read(source)
+                parsed = try format.read(source) { done, total in
+                    if progress == nil { progress = ProgressBar.onTerminal("decrypting", total: total, unit: "files") }
+                    progress?.advance()
+                }
+                progress?.finish()
             } catch let error as ImportError {
                 throw ImportFailure(source: source, error: error)
             }

@@ -15,7 +15,7 @@ enum PassStore {
     ///
     /// - Throws: ``ImportError/decryptionFailed(file:detail:)`` for a file gpg does not decrypt (the import stops:
     ///   a store is the user's own, and a silent gap would be worse), ``ImportError/tooLarge(what:limit:)``.
-    static func read(directory: String, gpg: String) throws -> ParsedSource {
+    static func read(directory: String, gpg: String, progress: ((_ done: Int, _ total: Int) -> Void)? = nil) throws -> ParsedSource {
         var info = stat()
         guard stat(directory, &info) == 0 else { throw VaultError.io(operation: "opening", path: directory, errno: errno) }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
@@ -41,6 +41,7 @@ enum PassStore {
             var version = parse(body, values: parsed.values)
             version.modified = times[file]?.modified
             parsed.entries.append(PortableEntry(path: path, current: version, created: times[file]?.created, origin: file))
+            progress?(parsed.entries.count, files.count)
         }
         return parsed
     }

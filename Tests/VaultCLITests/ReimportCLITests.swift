@@ -71,6 +71,13 @@ import VaultTestSupport
 
             """)
         #expect(try fields(box, "web/github")["pin"]?.value == "5678")
+        // On a terminal, a bar while gpg decrypts the store (issue 35 §3), erased before the report; piped: nothing.
+        let onTerminal = try PseudoTerminal.run(
+            CLI.vault, ["import", "pass", store, "--dry-run", "--passphrase-file", box.passphraseFile], steps: [],
+            environment: box.environment.merging(env) { $1 })
+        #expect(onTerminal.status == 0 && onTerminal.stdoutText.contains("\rdecrypting [####################] 2/2 files\u{1B}[K\r\u{1B}[K"),
+                "\(onTerminal.stdoutText.debugDescription)")
+        #expect(!again.stdoutText.contains("decrypting") && !again.stderr.contains("decrypting"))
         let asJSON = try json(box.vault(["import", "pass", store, "--json", "--dry-run"], extraEnvironment: env))
         #expect((asJSON["kept"] as? [[String: Any]])?.first?["fields"] as? [String] == ["pin"])
 

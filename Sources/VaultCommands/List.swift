@@ -17,7 +17,7 @@ package struct List: ParsableCommand {
     @Argument(help: "Only the names that start with this (e.g. 'github/').", completion: NameCompletion.existingEntry)
     var prefix: String?
 
-    @Flag(help: "List deleted entries that keep a change a deletion won over at a merge ('vault restore NAME --deleted' brings it back).")
+    @Flag(help: "List deleted entries that can be brought back ('vault restore NAME --deleted'): deleted in the last 30 days (VAULT_KEEP_DELETED days), or changed on one copy before another deleted them.")
     var deleted = false
 
     package func run() throws {

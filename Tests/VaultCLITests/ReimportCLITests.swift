@@ -92,7 +92,13 @@ import VaultTestSupport
         let newer = try box.vault(["import", "pass", store], extraEnvironment: env)
         #expect(newer.stdoutText.contains(": 0 added, 1 updated, 1 unchanged, 0 kept, 0 skipped\n  updated: web/github\n"), "\(newer.stdoutText)")
         #expect(try fields(box, "web/github")["pin"]?.value == "1234")
-        for result in [first, again, newer, forced] {
+        // Deleted in the vault since: not brought back (the vault keeps the deletion's name 30 days); --overwrite does.
+        #expect(try box.vault(["delete", "mail/work", "--yes"]).status == 0)
+        let deleted = try box.vault(["import", "pass", store], extraEnvironment: env)
+        #expect(deleted.stdoutText.hasSuffix(": 0 added, 0 updated, 1 unchanged, 1 kept, 0 skipped\n  kept: mail/work: deleted in the vault since the source's version (--overwrite brings it back)\n"), "\(deleted.stdoutText)")
+        #expect(try box.vault(["get", "mail/work"]).status == 2)
+        #expect(try box.vault(["import", "pass", store, "--overwrite"], extraEnvironment: env).stdoutText.contains("  added: mail/work\n"))
+        for result in [first, again, newer, forced, deleted] {
             for secret in ["Gh-Secret", "Mail-Secret", "5678", "9999"] { #expect(!result.stdoutText.contains(secret) && !result.stderr.contains(secret)) }
         }
     }

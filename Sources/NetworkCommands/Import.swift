@@ -27,8 +27,6 @@ package struct Import: ParsableCommand {
             Everything is read and checked before the vault is opened, then written in one atomic write (--dry-run: none); a malformed source names its line or item, writes nothing and exits 1. The report (stdout; --json) lists what was added, updated, unchanged and skipped, with why: never a value. Inputs up to 64 MiB and 100,000 entries (a pass store: 16 MiB a file, 64 MiB in all). Format version 2.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Argument(help: ArgumentHelp("pass, keepass-xml, bitwarden-json, 1pux, csv or json.", valueName: "format"))
     var format: ImportFormat
 
@@ -43,6 +41,8 @@ package struct Import: ParsableCommand {
 
     @Option(help: ArgumentHelp("Put every entry under this folder (e.g. 'keepass' makes 'keepass/Web/GitHub').", valueName: "prefix"))
     var prefix: String?
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if let prefix {

@@ -15,8 +15,6 @@ package struct Init: ParsableCommand {
             --kdf calibrate:500ms (or calibrate:1s) measures Argon2id here and picks the parameters whose unlock takes about that long: memory first (64 MiB ... 1 GiB, as libsodium's guide advises), then passes (2 ... 4).
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Flag(name: .shortAndLong, help: "Keep a passphrase the strength check finds weak, without asking.")
     var force = false
 
@@ -29,6 +27,8 @@ package struct Init: ParsableCommand {
         "Argon2id cost: interactive (2 passes, 64 MiB), moderate (3, 256 MiB), sensitive (4, 1 GiB), or calibrate:TIME (e.g. calibrate:500ms).",
         valueName: "preset"))
     var kdf: KDFPreset?
+
+    @OptionGroup var options: VaultOptions
 
     enum KDFPreset: ExpressibleByArgument, Equatable {
         case interactive, moderate, sensitive

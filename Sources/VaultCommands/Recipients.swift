@@ -27,8 +27,6 @@ package struct Recipients: ParsableCommand {
         package static let configuration = CommandConfiguration(
             abstract: "Wrap the vault's key for more recipients (the key is kept: whoever opened the vault still does).")
 
-        @OptionGroup var options: VaultOptions
-
         @Argument(help: ArgumentHelp("age recipients (age1..., or post-quantum age1pq1...: never both kinds in one vault).", valueName: "recipient"))
         var recipients: [String] = []
 
@@ -36,6 +34,8 @@ package struct Recipients: ParsableCommand {
             name: [.customShort("R"), .customLong("recipients-file")],
             help: ArgumentHelp("Add the recipients of this file too (one per line; empty lines and # comments skipped), as age -R reads it.", valueName: "path"))
         var recipientsFiles: [String] = []
+
+        @OptionGroup var options: VaultOptions
 
         package func validate() throws {
             if recipients.isEmpty && recipientsFiles.isEmpty {
@@ -104,13 +104,13 @@ package struct Recipients: ParsableCommand {
                 The removed key could read every entry the vault had while it was a recipient, and may have kept a copy: the report says how many entries the vault has (--list names them), whose secrets should be changed where they are used (a new password, a new token).
                 """)
 
-        @OptionGroup var options: VaultOptions
-
         @Argument(help: ArgumentHelp("The recipient to remove (age1... or age1pq1...).", valueName: "recipient"))
         var recipient: String
 
         @Flag(help: "Also list the entries the removed key could read (their names, never values).")
         var list = false
+
+        @OptionGroup var options: VaultOptions
 
         package func run() throws {
             try reportingErrors(json: options.json) {

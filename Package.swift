@@ -229,7 +229,7 @@ let package = Package(
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore", "VaultTestSupport"]),
         // The agent's unit layer: its key ring on a clock moved by hand, its service called directly, its wire.
         .testTarget(name: "VaultAgentTests", dependencies: ["VaultAgent", "VaultCore", "VaultAge", "VaultTestSupport"]),
-        .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
+        .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultSyncCore", "VaultTestSupport"]),
         // VaultAuthCore's rules without I/O (challenges, KeystoreAuthenticator, SigV4): no networking target among
         // its dependencies.
         .testTarget(

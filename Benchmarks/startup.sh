@@ -47,7 +47,7 @@ strip "$work/hello-foundation" "$work/hello-essentials" "$work/hello-c"
 say "a test-hook vault unlocked in an agent of its own"
 export VAULT_TESTING_INSECURE_KDF=1 VAULT_AGENT_SOCK="$work/agent.sock" VAULT_PATH="$work/bench.vault"
 printf 'pw\n' >"$work/pass" && chmod 600 "$work/pass"
-"$VAULT_BIN" init --passphrase-file "$work/pass" >/dev/null
+"$VAULT_BIN" init --force --passphrase-file "$work/pass" >/dev/null  # a weak passphrase on purpose (the timing is the point)
 printf 's3cret' | "$VAULT_BIN" put github --passphrase-file "$work/pass" >/dev/null
 "$VAULT_BIN" unlock --passphrase-file "$work/pass" >/dev/null 2>&1
 [ "$("$VAULT_BIN" get github)" = s3cret ] || { echo "startup.sh: get through the agent failed" >&2; exit 1; }

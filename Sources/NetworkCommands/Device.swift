@@ -77,12 +77,13 @@ struct DeviceRegister: AsyncParsableCommand {
             Credentials: --username with --password-fd N or --password-file PATH (first line), else the credential stored for the server, else a prompt on the terminal (without a terminal: exit 3). The server and application id are remembered: later 'status' and 'unregister' need no flags.
             """)
 
-    @OptionGroup var options: VaultOptions
     @OptionGroup var http: HTTPOptions
 
     @OptionGroup var target: ServerOptions
 
     @OptionGroup var credential: CredentialOptions
+
+    @OptionGroup var options: VaultOptions
 
     func validate() throws {
         try credential.validate(against: options)
@@ -128,8 +129,9 @@ struct DeviceStatus: AsyncParsableCommand {
             Sends one request to the service root with the stored credentials and appcid. If the server answers 404 (the registration was removed), appcid, username and password are deleted from the vault and the exit status is 2. A network failure deletes nothing (exit 1).
             """)
 
-    @OptionGroup var options: VaultOptions
     @OptionGroup var http: HTTPOptions
+
+    @OptionGroup var options: VaultOptions
 
     func run() async throws {
         try await reportingErrors(json: options.json) {
@@ -163,8 +165,9 @@ struct DeviceUnregister: AsyncParsableCommand {
         abstract: "Delete the registration on the server, then the appcid in the vault.",
         discussion: "Username, password and the remembered server stay; 'vault device register' registers again.")
 
-    @OptionGroup var options: VaultOptions
     @OptionGroup var http: HTTPOptions
+
+    @OptionGroup var options: VaultOptions
 
     func run() async throws {
         try await reportingErrors(json: options.json) {

@@ -19,8 +19,6 @@ package struct Export: ParsableCommand {
             The export holds every secret in plain text. On a terminal it asks first, unless --yes; without a terminal it needs --yes (else exit 64 and nothing is written). FILE is written atomically (a temporary file beside it, fsync, rename, fsync of the directory) with mode 0600; an existing FILE is replaced only when confirmed on a terminal or with --force (else exit 7, nothing written; --yes does not confirm it). Without --output the export goes to stdout, and only with --yes. What a format cannot carry (a value that is not text in CSV or XML, history in CSV) is named on stderr, and so is the number of CSV cells that start with =, +, - or @ (a spreadsheet may run them as formulas; they are written unchanged). Format version 2.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Option(help: ArgumentHelp("json, csv or keepass-xml.", valueName: "format"))
     var format: ExportFormat
 
@@ -30,8 +28,10 @@ package struct Export: ParsableCommand {
     @Flag(name: [.customShort("y"), .customLong("yes")], help: "Do not ask: write the secrets in plain text (needed without a terminal, and for stdout).")
     var yes = false
 
-    @Flag(help: "Replace an existing --output FILE without asking (needed without a terminal).")
+    @Flag(name: .shortAndLong, help: "Replace an existing --output FILE without asking (needed without a terminal).")
     var force = false
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if output == nil, !yes {
@@ -75,7 +75,13 @@ package struct Export: ParsableCommand {
                         throw CLIError.message("nothing exported", exitCode: Exit.failure)
                     }
                 }
-                let source = ExportSource(names: names) { name in try document.records(of: name, .all) ?? [] }
+                // A bar on a terminal's stderr (nothing when piped), erased before the report.
+                let progress = ProgressBar.onTerminal("exporting", total: names.count)
+                defer { progress?.finish() }
+                let source = ExportSource(names: names) { name in
+                    defer { progress?.advance() }
+                    return try document.records(of: name, .all) ?? []
+                }
                 let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
                 return (names.count, try format.write(source, now: now))
             }

@@ -17,7 +17,6 @@ package struct Fetch: AsyncParsableCommand {
             Like `curl --fail`: an HTTP error status (400 or more) prints a message on stderr, nothing on stdout, and exits 1. Exit 3 when the credentials were rejected (a stored credential the server rejects is stale: it is removed from the vault and not sent again) or when none is stored and there is no terminal to ask on; 1 on a network or TLS failure or timeout (--timeout). The body goes to stdout as it arrives (any length, in bounded memory). Redirects are followed; to another origin without the credential or any --header.
             """)
 
-    @OptionGroup var options: VaultOptions
     @OptionGroup var http: HTTPOptions
 
     @Argument(help: "The http(s) URL.")
@@ -27,6 +26,8 @@ package struct Fetch: AsyncParsableCommand {
         name: .customLong("header"),
         help: ArgumentHelp("An extra request header, 'Name: value' (repeatable; not Authorization).", valueName: "header"))
     var headers: [String] = []
+
+    @OptionGroup var options: VaultOptions
 
     package func run() async throws {
         // Parsed once, before anything is read or sent; a bad header is a usage error (exit 64). Not with

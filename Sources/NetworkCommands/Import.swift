@@ -20,14 +20,12 @@ package struct Import: ParsableCommand {
         commandName: "import",
         abstract: RoutedVerb.named("import").abstract,
         discussion: """
-            FORMAT and SOURCE: pass DIR (a pass or gopass store, each .gpg file decrypted by your gpg and its agent, as pass does; line 1 the password, 'login:'/'user:'/'username:' and 'url:'/'website:' lines, other 'key: value' lines as fields, an otpauth:// line as otp, the rest as notes); keepass-xml FILE (keepassxc-cli export -f xml: groups become folders, history kept); bitwarden-json FILE (the unencrypted export; folders, custom fields, cards, identities, password history); 1pux FILE (1Password's export; each 1Password vault a folder); csv FILE (Chrome, Firefox, Bitwarden, 1Password or KeePassXC, told apart by the header); json FILE (vault export --format json: fields, secret flags, order, history and times, without loss).
+            FORMAT and SOURCE: pass DIR (a pass or gopass store, each .gpg file decrypted by your gpg and its agent, as pass does; line 1 the password, 'login:'/'user:'/'username:' and 'url:'/'website:' lines, other 'key: value' lines as secret fields (email: not secret), an otpauth:// line as otp, the rest as notes; times from the store's git log, else the files'); keepass-xml FILE (keepassxc-cli export -f xml: groups become folders, history, tags and attachments kept) bitwarden-json FILE (the unencrypted export; folders, custom fields, cards, identities, password history); 1pux FILE (1Password's export; each 1Password vault a folder); csv FILE (Chrome, Firefox, Bitwarden, 1Password or KeePassXC, told apart by the header); json FILE (vault export --format json: fields, secret flags, order, history and times, without loss).
 
-            Names are the source's folders and title joined with '/', under --prefix when given; a name that appears twice in the source becomes 'NAME (2)', 'NAME (3)' in the source's order. A name the vault lacks is added whole (history and times kept); one it has gets the source's fields where they differ (its other fields stay; the version replaced goes into its history); one whose fields are all the same is unchanged, so importing twice adds nothing. Nothing is ever deleted.
+            Names are the source's folders and title joined with '/', under --prefix when given; a name that appears twice in the source becomes 'NAME (2)', 'NAME (3)' in the source's order. A name the vault lacks is added whole (history and times kept); one it has gets the source's fields where they differ (its other fields stay; the version replaced goes into its history); one whose fields are all the same is unchanged, so importing twice adds nothing. Nothing is ever deleted. An entry changed in the vault since the source's version (the vault's is newer; for a source without times, the vault once had the source's fields and moved on) is kept as it is, and one deleted in the vault since is not brought back: the report names them and the fields that differ (--overwrite replaces and brings back).
 
             Everything is read and checked before the vault is opened, then written in one atomic write (--dry-run: none); a malformed source names its line or item, writes nothing and exits 1. The report (stdout; --json) lists what was added, updated, unchanged and skipped, with why: never a value. Inputs up to 64 MiB and 100,000 entries (a pass store: 16 MiB a file, 64 MiB in all). Format version 2.
             """)
-
-    @OptionGroup var options: VaultOptions
 
     @Argument(help: ArgumentHelp("pass, keepass-xml, bitwarden-json, 1pux, csv or json.", valueName: "format"))
     var format: ImportFormat
@@ -38,8 +36,13 @@ package struct Import: ParsableCommand {
     @Flag(help: "Say what the import would do, and write nothing.")
     var dryRun = false
 
+    @Flag(help: "Replace entries changed in the vault since the source's version, and bring back ones deleted since.")
+    var overwrite = false
+
     @Option(help: ArgumentHelp("Put every entry under this folder (e.g. 'keepass' makes 'keepass/Web/GitHub').", valueName: "prefix"))
     var prefix: String?
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if let prefix {
@@ -54,18 +57,29 @@ package struct Import: ParsableCommand {
         try reportingErrors(json: options.json) {
             // Read and check the whole source first: a malformed one asks for no passphrase and writes nothing.
             let parsed: ParsedSource
+            // Decrypting a pass store file by file is slow (gpg each time): a bar on a terminal's stderr.
+            var progress: ProgressBar?
+            defer { progress?.finish() }
             do {
-                parsed = try format.read(source)
+                parsed = try format.read(source) { done, total in
+                    if progress == nil { progress = ProgressBar.onTerminal("decrypting", total: total, unit: "files") }
+                    progress?.advance()
+                }
+                progress?.finish()
             } catch let error as ImportError {
                 throw ImportFailure(source: source, error: error)
             }
             let plan = try withVault(options) { vault -> ImportPlan in
                 let entries = try vault.requiringFields()
                 let names = Set(try vault.keys())
+                var deleted: [String: UInt64] = [:]
+                for entry in try entries.deletedEntries() where !names.contains(entry.name) {
+                    deleted[entry.name] = max(deleted[entry.name] ?? 0, entry.deleted.milliseconds)
+                }
                 let plan: ImportPlan
                 do {
-                    plan = try ImportPlan.make(parsed, prefix: prefix) { name in
-                        names.contains(name) ? try entries.record(of: name) : nil
+                    plan = try ImportPlan.make(parsed, prefix: prefix, overwrite: overwrite, deleted: deleted) { name in
+                        names.contains(name) ? try entries.records(of: name, .all) : nil
                     }
                 } catch let error as ImportError {
                     throw ImportFailure(source: source, error: error)
@@ -83,16 +97,24 @@ package struct Import: ParsableCommand {
             try writeJSON([
                 "source": source, "format": format.rawValue, "vault": options.resolvedPath, "dry_run": dryRun, "written": written,
                 "added": plan.added, "updated": plan.updated, "unchanged": plan.unchanged,
+                "kept": plan.kept.map { ["name": $0.name, "fields": $0.fields, "deleted": $0.deleted] as [String: Any] },
                 "skipped": plan.skipped.map { ["item": $0.item, "reason": $0.reason] },
             ] as [String: Any])
             return
         }
-        let counts = "\(plan.added.count) added, \(plan.updated.count) updated, \(plan.unchanged.count) unchanged, \(plan.skipped.count) skipped"
+        let counts = "\(plan.added.count) added, \(plan.updated.count) updated, \(plan.unchanged.count) unchanged, "
+            + "\(plan.kept.count) kept, \(plan.skipped.count) skipped"
         var text = (dryRun ? "would import" : "imported")
             + " '\(TerminalText.escaped(source))' into '\(TerminalText.escaped(options.resolvedPath))': \(counts)"
             + (dryRun ? " (dry run: nothing written)" : "") + "\n"
         for (word, names) in [("added", plan.added), ("updated", plan.updated)] {
             for name in names { text += "  \(word): \(TerminalText.escaped(name))\n" }
+        }
+        for kept in plan.kept {
+            let name = TerminalText.escaped(kept.name)
+            text += kept.deleted
+                ? "  kept: \(name): deleted in the vault since the source's version (--overwrite brings it back)\n"
+                : "  kept: \(name): changed in the vault since the source's version (\(kept.fields.map { TerminalText.escaped($0) }.joined(separator: ", ")) differ; --overwrite replaces them)\n"
         }
         for item in plan.skipped {
             text += "  skipped: \(TerminalText.escaped(item.item)): \(TerminalText.escaped(item.reason))\n"

@@ -17,13 +17,14 @@ package struct Login: AsyncParsableCommand {
             Requests URL; when the server asks for credentials, the username and password come from --username with --password-fd/--password-file (scripts), else from a prompt on the terminal (/dev/tty). The credential is stored in the vault only after the server accepted it (2xx). Exit 0 when accepted; 3 when the credentials were rejected (or none could be asked for); 1 when the server did not ask for credentials or answered with an error status.
             """)
 
-    @OptionGroup var options: VaultOptions
     @OptionGroup var http: HTTPOptions
 
     @Argument(help: "The http(s) URL of a protected resource.")
     var url: String
 
     @OptionGroup var credential: CredentialOptions
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         try credential.validate(against: options)

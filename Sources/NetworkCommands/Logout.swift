@@ -14,10 +14,10 @@ package struct Logout: AsyncParsableCommand {
         abstract: RoutedVerb.named("logout").abstract,
         discussion: "Exit 2 when none is stored.")
 
-    @OptionGroup var options: VaultOptions
-
     @Argument(help: "A URL of the origin (scheme, host and port count; the path does not).")
     var url: String
+
+    @OptionGroup var options: VaultOptions
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {

@@ -69,8 +69,6 @@ package struct RemoteCommand: AsyncParsableCommand {
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "set", abstract: "Set the remote 'vault sync' uses when it names none (checked as sync checks it).")
 
-        @OptionGroup var options: VaultOptions
-
         @OptionGroup var http: HTTPOptions
 
         @Argument(help: ArgumentHelp("s3://BUCKET/KEY or bao://HOST[:PORT]/MOUNT/PATH.", valueName: "remote"))
@@ -81,6 +79,8 @@ package struct RemoteCommand: AsyncParsableCommand {
 
         @Option(help: ArgumentHelp("The bucket's region to remember with it.", valueName: "region"))
         var region: String?
+
+        @OptionGroup var options: VaultOptions
 
         func run() async throws {
             try await reportingErrors(json: options.json) {

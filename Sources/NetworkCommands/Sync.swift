@@ -31,8 +31,6 @@ package struct Sync: AsyncParsableCommand {
             Credentials as every AWS tool reads them: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, or the profile AWS_PROFILE (else default) of ~/.aws/credentials; the region from --region, AWS_REGION, AWS_DEFAULT_REGION or ~/.aws/config; the endpoint from --endpoint, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL (path-style addressing), else AWS. Plain http only to a loopback address with --allow-insecure-http. The store learns the vault's size and when it changes, nothing else: the object is the sealed vault file.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var http: HTTPOptions
 
     @Argument(help: ArgumentHelp("The remote copy: s3://BUCKET/KEY or bao://HOST[:PORT]/MOUNT/PATH; none for the vault's remembered remote ('vault remote show') or a vault in a git work tree.", valueName: "remote"))
@@ -61,6 +59,8 @@ package struct Sync: AsyncParsableCommand {
     var credentialsEntry: String?
 
     static let attempts = 8
+
+    @OptionGroup var options: VaultOptions
 
     package func run() async throws {
         try await reportingErrors(json: options.json) {

@@ -60,8 +60,6 @@ package struct Unlock: ParsableCommand {
             The key stays in the agent (`vault agent`), which answers requests on a Unix socket that only you can use ($VAULT_AGENT_SOCK, an absolute path; else $XDG_RUNTIME_DIR/vault/agent.sock; else /run/user/UID/vault/agent.sock when that directory is yours; else ~/.local/state/vault/agent/agent.sock). The vault locks after --idle without an operation on its entries, and --max after it was unlocked; a verb that later unlocks this vault on demand (asking on a terminal) uses the same limits (kept in the state directory, by vault id). Durations are seconds (90) or numbers with units s, m, h, d, alone or together (1h30m), up to 366 days.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Option(name: .customLong("idle"), help: ArgumentHelp("Lock after this long without use (90s, 15m, 8h; default 15m).", valueName: "duration"))
     var idleOption: Duration?
 
@@ -70,6 +68,8 @@ package struct Unlock: ParsableCommand {
 
     @Flag(name: .shortAndLong, help: "Ask for the passphrase again even when the vault is already unlocked.")
     var force = false
+
+    @OptionGroup var options: VaultOptions
 
     var idle: Duration { idleOption ?? Duration(argument: "15m")! }
     var max: Duration { maxOption ?? Duration(argument: "8h")! }

@@ -12,9 +12,7 @@ package struct Delete: ParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete the entries NAME... in one atomic write (all or none: a missing one fails unless --force).",
-        discussion: "On a terminal, asks before deleting (--yes does not ask) and says what it deleted.")
-
-    @OptionGroup var options: VaultOptions
+        discussion: "On a terminal, asks before deleting (--yes or --force does not ask) and says what it deleted.")
 
     @Argument(
         help: "The entries' names (or give them with --name-fd, off the command line).",
@@ -26,7 +24,7 @@ package struct Delete: ParsableCommand {
         help: ArgumentHelp("Read names from this file descriptor, one a line, not from the command line.", valueName: "n"))
     package var nameFD: Int32?
 
-    @Flag(name: .shortAndLong, help: "Ignore names that do not exist.")
+    @Flag(name: .shortAndLong, help: "Do not ask, and ignore names that do not exist (as rm -f).")
     package var force = false
 
     @Flag(name: .shortAndLong, help: "Do not ask on the terminal before deleting.")
@@ -34,6 +32,8 @@ package struct Delete: ParsableCommand {
 
     @Flag(name: .shortAndLong, help: "Each NAME is a folder ending in '/' (e.g. 'github/'): delete every entry under it.")
     package var recursive = false
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if names.isEmpty && nameFD == nil { throw ValidationError("Missing expected argument '<names> ...'") }
@@ -72,7 +72,7 @@ package struct Delete: ParsableCommand {
                 if !force, let missing = names.first(where: { !present.contains($0) }) {
                     throw CLIError.missingEntry(missing, in: vault)
                 }
-                if !yes, !present.isEmpty, isatty(0) == 1, let terminal = Terminal.controlling() {
+                if !yes, !force, !present.isEmpty, isatty(0) == 1, let terminal = Terminal.controlling() {
                     let shown = present.prefix(5).map { "'\(TerminalText.escaped($0))'" }.joined(separator: ", ")
                     let list = present.count > 5 ? "\(present.count) entries (\(shown), …)" : shown
                     let answer = try terminal.readLine(prompt: "Delete \(list) from '\(TerminalText.escaped(vault.path))'? [y/N] ")

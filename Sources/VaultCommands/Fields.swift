@@ -204,7 +204,7 @@ package struct Restore: ParsableCommand {
         discussion: """
             With --version N, version N of the entry's history becomes current again as a new version (the one it replaces goes into the history); 'vault history NAME' lists the versions and their numbers.
 
-            With --deleted, the entry NAME comes back as it was changed on one copy before another copy deleted it: a merge keeps such a change with the deletion (it says "kept: NAME"). It comes back under its old id, so every copy takes it back at its next merge. NAME must be free.
+            With --deleted, a deleted entry NAME comes back as it was when deleted, within 30 days of the deletion (VAULT_KEEP_DELETED=DAYS, 0 to 180, sets how long; 0 keeps nothing), or as it was changed on one copy before another copy deleted it (a merge keeps such a change with the deletion and says "kept: NAME"). 'vault list --deleted' lists them. It comes back under its old id, so every copy takes it back at its next merge. NAME must be free.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -214,7 +214,7 @@ package struct Restore: ParsableCommand {
     @Option(help: ArgumentHelp("The earlier version to restore (1 is the newest earlier one).", valueName: "n"))
     var version: Int?
 
-    @Flag(help: "Bring back the change a deletion of NAME kept (a merge says \"kept: NAME\").")
+    @Flag(help: "Bring back NAME, deleted in the last 30 days (or a change a deletion kept at a merge).")
     var deleted = false
 
     package func validate() throws {
@@ -235,13 +235,13 @@ package struct Restore: ParsableCommand {
                         // The name is taken: worth saying only when a deletion keeps a change of it.
                         guard try document.deletedEntries().contains(where: { $0.name == name }) else {
                             throw CLIError.message(
-                                "no deleted entry '\(TerminalText.escaped(name))' keeps a change in vault '\(TerminalText.escaped(options.resolvedPath))'",
+                                "no deleted entry '\(TerminalText.escaped(name))' to bring back in vault '\(TerminalText.escaped(options.resolvedPath))' (deleted entries are kept \(VaultDocument.deletedRetention / 86_400_000) days)",
                                 exitCode: Exit.notFound)
                         }
                         throw CLIError.deletedNameTaken(name: TerminalText.escaped(name), path: TerminalText.escaped(options.resolvedPath))
                     } catch VaultError.noSuchEntry {
                         throw CLIError.message(
-                            "no deleted entry '\(TerminalText.escaped(name))' keeps a change in vault '\(TerminalText.escaped(options.resolvedPath))'",
+                            "no deleted entry '\(TerminalText.escaped(name))' to bring back in vault '\(TerminalText.escaped(options.resolvedPath))' (deleted entries are kept \(VaultDocument.deletedRetention / 86_400_000) days)",
                             exitCode: Exit.notFound)
                     }
                     return
@@ -253,7 +253,7 @@ package struct Restore: ParsableCommand {
                 try writeJSON(deleted ? ["name": name, "restored": true, "deleted": true] : ["name": name, "restored": true, "version": version!])
             } else if isatty(2) == 1 {
                 writeToStderr(deleted
-                    ? "restored '\(TerminalText.escaped(name))' as it was changed before its deletion\n"
+                    ? "restored '\(TerminalText.escaped(name))' as it was before its deletion\n"
                     : "restored version \(version!) of '\(TerminalText.escaped(name))' (the version it replaced is now version 1)\n")
             }
         }

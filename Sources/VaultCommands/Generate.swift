@@ -17,8 +17,6 @@ package struct Generate: ParsableCommand {
             Character sets: alnum (A-Z a-z 0-9, 62), alpha (52), lower (26), digits (10), hex (0-9 a-f, 16), symbols (the 94 printable ASCII characters but space); or --chars 'CHARACTERS': exactly those characters (at least 2 distinct printable ASCII characters).
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Argument(help: "The entry's name.")
     package var name: String
 
@@ -42,6 +40,8 @@ package struct Generate: ParsableCommand {
 
     @Flag(name: .shortAndLong, help: "Replace NAME if it exists.")
     package var force = false
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if options.passphraseFD == 1 { throw ValidationError("stdout is not a passphrase source") }

@@ -23,18 +23,23 @@ package struct GitCommand: ParsableCommand {
             commandName: "setup",
             abstract: "Make git merge this vault with 'vault git merge-driver' (run once in every clone).",
             discussion: """
-                Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes and the vault's lock and temporary files to .gitignore (commit both), and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). In this clone only, it pins the vault's attributes in .git/info/attributes (git then converts no byte of it, whatever a committed .gitattributes says) and installs the hooks post-checkout, post-merge, post-rewrite and reference-transaction, which make the vault 0600 again after git wrote it (a hook already there is kept as NAME.before-vault and run by vault's), and sets core.trustctime false (the hooks' chmod changes the file's ctime, which git would take for a change). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
+                Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes and the vault's lock and temporary files to .gitignore (commit both), and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). In this clone only, it pins the vault's attributes in .git/info/attributes (git then converts no byte of it, whatever a committed .gitattributes says) and installs the hooks post-checkout, post-merge, post-rewrite and reference-transaction, which make the vault 0600 again after git wrote it (a hook already there is kept as NAME.before-vault and run by vault's), and sets core.trustctime false (the hooks' chmod changes the file's ctime, which git would take for a change). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent.
+
+                A vault outside any repository (--vault PATH, e.g. the default one), with the command run inside a clone, is first moved to the top of that clone under its own file name (a rename on one file system; another file system, a name taken or a vault in use is refused with the command that does it), and said so: use --vault or VAULT_PATH with its new path afterwards. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
                 """)
 
         @OptionGroup var options: VaultOptions
 
         package func run() throws {
             try reportingErrors(json: options.json) {
-                let vault = URL(fileURLWithPath: options.resolvedPath).standardizedFileURL.path
+                var vault = URL(fileURLWithPath: options.resolvedPath).standardizedFileURL.path
                 let directory = URL(fileURLWithPath: vault).deletingLastPathComponent().path
-                let top = try Git(directory: directory).output(["rev-parse", "--show-toplevel"]).trimmingCharacters(in: .whitespacesAndNewlines)
-                guard !top.isEmpty, vault.hasPrefix(top + "/") else {
-                    throw CLIError.message("'\(vault)' is not inside a git repository", exitCode: Exit.usage)
+                var top = (try? Git(directory: directory).output(["rev-parse", "--show-toplevel"]))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+                var moved: String?
+                if top.isEmpty || !vault.hasPrefix(top + "/") {
+                    // A vault outside any repository, run from inside one: moved into it.
+                    (top, moved) = try VaultMove.intoRepository(vault, from: FileManager.default.currentDirectoryPath)
+                    vault = top + "/" + moved!
                 }
                 let relative = String(vault.dropFirst(top.count + 1))
                 // Patterns are matched literally: spaces and glob characters are escaped.
@@ -67,8 +72,13 @@ package struct GitCommand: ParsableCommand {
                 }
                 GitVaultFile.makePrivate(vault, shown: shown)
                 if options.json {
-                    try writeJSON(["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver, "ignored": missing, "hooks": hooks ?? []])
+                    var object: [String: Any] = ["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver, "ignored": missing, "hooks": hooks ?? []]
+                    if moved != nil { object["moved_to"] = vault }
+                    try writeJSON(object)
                 } else {
+                    if moved != nil {
+                        try writeToStdout("moved the vault to '\(TerminalText.escaped(vault))' (commit it); from now on give --vault '\(TerminalText.escaped(vault))' or set VAULT_PATH to it\n")
+                    }
                     try writeToStdout(
                         "git merges '\(relative)' entry by entry in this clone (\(added ? "added to" : "already in") .gitattributes"
                             + (missing.isEmpty ? "" : ", its lock file to .gitignore") + (added || !missing.isEmpty ? "; commit them" : "")

@@ -10,12 +10,13 @@ package struct Init: ParsableCommand {
         commandName: "init",
         abstract: "Create a new, empty vault.",
         discussion: """
-            The passphrase is asked twice on the terminal, or read once from --passphrase-fd/--passphrase-file/VAULT_PASSPHRASE. Asked on the terminal, it also unlocks the new vault in the agent (started if none runs; VAULT_AGENT=off: not), so the next commands ask nothing for 15 minutes without use, 8 hours at most.
+            The passphrase is asked twice on the terminal, or read once from --passphrase-fd/--passphrase-file/VAULT_PASSPHRASE. Its strength is estimated (the guesses an attacker needs, as zxcvbn counts them: common passwords, keyboard walks, sequences, repeats, dates, length): the vault file goes to git, S3 or backups, where a copy can be guessed offline, so one found in fewer than 10^10 guesses is weak. On the terminal a weak one is explained and you are asked whether to keep it; given by file, fd or environment it is refused (exit 1, nothing created). --force keeps it without asking. Asked on the terminal, it also unlocks the new vault in the agent (started if none runs; VAULT_AGENT=off: not), so the next commands ask nothing for 15 minutes without use, 8 hours at most.
 
             --kdf calibrate:500ms (or calibrate:1s) measures Argon2id here and picks the parameters whose unlock takes about that long: memory first (64 MiB ... 1 GiB, as libsodium's guide advises), then passes (2 ... 4).
             """)
 
-    @OptionGroup var options: VaultOptions
+    @Flag(name: .shortAndLong, help: "Keep a passphrase the strength check finds weak, without asking.")
+    var force = false
 
     @Option(name: .customLong("format"), help: ArgumentHelp(
         "The file format: 3 (the default: entries with ids, fields and history, and what sync needs to forget deletions safely), 2 (for a vault command that reads version 2 but not 3) or 1 (for one older than version 2).",
@@ -26,6 +27,8 @@ package struct Init: ParsableCommand {
         "Argon2id cost: interactive (2 passes, 64 MiB), moderate (3, 256 MiB), sensitive (4, 1 GiB), or calibrate:TIME (e.g. calibrate:500ms).",
         valueName: "preset"))
     var kdf: KDFPreset?
+
+    @OptionGroup var options: VaultOptions
 
     enum KDFPreset: ExpressibleByArgument, Equatable {
         case interactive, moderate, sensitive
@@ -71,7 +74,7 @@ package struct Init: ParsableCommand {
         try reportingErrors(json: options.json) {
             let store = options.makeStore()
             if store.exists { throw VaultError.vaultAlreadyExists(path: store.path) }
-            let passphrase = try options.passphrase(prompt: "New passphrase: ", confirm: true, forNewVault: true)
+            let passphrase = try NewPassphrase.read(options, force: force)
             var parameters = kdf?.parameters
             if case .calibrate(let seconds)? = kdf {
                 parameters = try Argon2id.Parameters.calibrated(targetSeconds: seconds, progress: progressOnStderr)

@@ -12,13 +12,13 @@ package struct List: ParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "list", abstract: "List the entries' names (those starting with PREFIX), sorted, one a line.")
 
-    @OptionGroup var options: VaultOptions
-
     @Argument(help: "Only the names that start with this (e.g. 'github/').", completion: NameCompletion.existingEntry)
     var prefix: String?
 
-    @Flag(help: "List deleted entries that keep a change a deletion won over at a merge ('vault restore NAME --deleted' brings it back).")
+    @Flag(help: "List deleted entries that can be brought back ('vault restore NAME --deleted'): deleted in the last 30 days (VAULT_KEEP_DELETED days), or changed on one copy before another deleted them.")
     var deleted = false
+
+    @OptionGroup var options: VaultOptions
 
     package func run() throws {
         try reportingErrors(json: options.json) {

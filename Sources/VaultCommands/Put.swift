@@ -16,8 +16,6 @@ package struct Put: ParsableCommand {
             On a terminal, replacing an existing entry asks first (--force does not ask), a paste of several lines at the one-line prompt is refused and discarded (--multiline reads until Ctrl-D), and stderr says whether the entry was stored or replaced. From a pipe or a file the bytes are stored exactly, a final newline included (--trim-newline drops one), except in a field that is one line by nature (username, user, login, email, url), where a single final newline is dropped (on a terminal, stderr says when a final newline was kept or dropped); an empty input never replaces an existing entry unless --allow-empty.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var entry: EntryNameOptions
 
     @Flag(help: "Fail (exit 7) if NAME exists, and store nothing.")
@@ -39,6 +37,8 @@ package struct Put: ParsableCommand {
 
     @Flag(inversion: .prefixedNo, help: "Mark the field secret (masked by 'show' and 'history'), or not. Default: the field's flag, and for a new one secret for password and otp only.")
     var secret: Bool?
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries the value: use another --passphrase-fd") }

@@ -27,8 +27,6 @@ package struct Recipients: ParsableCommand {
         package static let configuration = CommandConfiguration(
             abstract: "Wrap the vault's key for more recipients (the key is kept: whoever opened the vault still does).")
 
-        @OptionGroup var options: VaultOptions
-
         @Argument(help: ArgumentHelp("age recipients (age1..., or post-quantum age1pq1...: never both kinds in one vault).", valueName: "recipient"))
         var recipients: [String] = []
 
@@ -36,6 +34,8 @@ package struct Recipients: ParsableCommand {
             name: [.customShort("R"), .customLong("recipients-file")],
             help: ArgumentHelp("Add the recipients of this file too (one per line; empty lines and # comments skipped), as age -R reads it.", valueName: "path"))
         var recipientsFiles: [String] = []
+
+        @OptionGroup var options: VaultOptions
 
         package func validate() throws {
             if recipients.isEmpty && recipientsFiles.isEmpty {
@@ -100,12 +100,17 @@ package struct Recipients: ParsableCommand {
             abstract: "Remove a recipient and rotate the vault's key (a new key, every other stanza wrapped again, the vault sealed again).",
             discussion: """
                 A vault with a passphrase asks for it (the new key is wrapped for it again; other passphrase stanzas, if any, are dropped); a vault without one is opened with --identity. The old key is retired here: a copy under it is refused (--accept-rollback to take it anyway). Every other recipient keeps access; the vault locks in the agent.
-                """)
 
-        @OptionGroup var options: VaultOptions
+                The removed key could read every entry the vault had while it was a recipient, and may have kept a copy: the report says how many entries the vault has (--list names them), whose secrets should be changed where they are used (a new password, a new token).
+                """)
 
         @Argument(help: ArgumentHelp("The recipient to remove (age1... or age1pq1...).", valueName: "recipient"))
         var recipient: String
+
+        @Flag(help: "Also list the entries the removed key could read (their names, never values).")
+        var list = false
+
+        @OptionGroup var options: VaultOptions
 
         package func run() throws {
             try reportingErrors(json: options.json) {
@@ -139,6 +144,8 @@ package struct Recipients: ParsableCommand {
                     vault = try openDocumentVault(options)
                 }
                 defer { vault.close() }
+                // What the removed key could read: every entry, as the vault is now (and any deleted since it came).
+                let exposed = try vault.keys()
                 try vault.rotateKey(passphrase: passphrase, reason: .recipientRemoval) { current, newKey in
                     try current.filter { $0.recipient != removed }.map { stanza in
                         try AgeKeys.recipient(parsing: stanza.recipient).wrapStanza(newKey)
@@ -147,9 +154,19 @@ package struct Recipients: ParsableCommand {
                 // The agent holds the old key, now retired: locked, so the next command opens with the new one.
                 if let client = try? AgentClient.connect() { _ = try? client.lock(path: store.path) }
                 if options.json {
-                    try writeJSON(["path": vault.path, "removed": removed, "recipients": vault.recipients, "key_rotated": true])
+                    var object: [String: Any] = [
+                        "path": vault.path, "removed": removed, "recipients": vault.recipients, "key_rotated": true, "exposed_count": exposed.count,
+                    ]
+                    if list { object["exposed"] = exposed }
+                    try writeJSON(object)
                 } else {
-                    try writeToStdout("removed recipient \(removed); the vault's key was rotated\n")
+                    var text = "removed recipient \(removed); the vault's key was rotated\n"
+                    if !exposed.isEmpty {
+                        let count = exposed.count == 1 ? "the 1 entry" : "all \(exposed.count) entries"
+                        text += "the removed key could read \(count) of this vault (and may have kept a copy): change those secrets where they are used"
+                            + (list ? ":\n" + exposed.map { "  \(TerminalText.escaped($0))\n" }.joined() : " ('--list' names them)\n")
+                    }
+                    try writeToStdout(text)
                 }
             }
         }

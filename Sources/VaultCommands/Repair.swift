@@ -14,16 +14,16 @@ package struct Repair: ParsableCommand {
         commandName: "repair",
         abstract: "Bring clocks from the future back to now (--clocks), keeping every value and version.",
         discussion: """
-            --clocks: every change, deletion and replica clock stamped more than a day ahead of this machine's clock is stamped again in the present, in the order it had, by this machine (as a new replica when this machine's own clock was among them); values, names and histories are kept. A vault that took in such a copy refuses changes to the entries stamped at the end of time (clock_exhausted), and its copies are refused by every other machine's merge (clock_ahead): run this on each machine that merged the copy, then sync. Asks for the passphrase (the vault is locked in the agent first). --dry-run says what it would change.
+            --clocks: every change, deletion and replica clock (a replica is one machine's copy of the vault, with its own clock) stamped more than a day ahead of this machine's clock is stamped again in the present, in the order it had, by this machine (as a new replica when this machine's own clock was among them); values, names and histories are kept. A vault that took in such a copy refuses changes to the entries stamped at the end of time (clock_exhausted), and its copies are refused by every other machine's merge (clock_ahead): run this on each machine that merged the copy, then sync. Asks for the passphrase (the vault is locked in the agent first). --dry-run says what it would change.
             """)
-
-    @OptionGroup var options: VaultOptions
 
     @Flag(help: "Re-stamp clocks from the future (the only repair there is).")
     var clocks = false
 
     @Flag(help: "Say what would change, and write nothing.")
     var dryRun = false
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         guard clocks else { throw ValidationError("say what to repair: --clocks") }

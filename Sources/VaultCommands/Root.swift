@@ -43,6 +43,8 @@ package enum Root {
 
             The vault is --vault PATH, else $VAULT_PATH, else $XDG_DATA_HOME/vault/default.vault (~/.local/share/vault/default.vault).
 
+            -f, --force means one thing on every verb that has it: go ahead, without asking, over what would stop the command or make it ask (an entry or file that exists, a weak new passphrase, names that do not exist, a vault already unlocked). Each verb's --help lists its own options first and the global ones (--vault, --passphrase-fd, --passphrase-file, --identity, --json, --accept-rollback) after them.
+
             EXIT CODES
               0   success
               1   other failure (I/O error, no vault, no passphrase source, HTTP

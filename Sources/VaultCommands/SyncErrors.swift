@@ -59,6 +59,7 @@ extension SyncError: CLIReportable {
     }
 
     package var hint: String? {
+        if case .git(.failed(_, let detail)) = self, let known = GitRawError(detail, directory: nil) { return known.hint }
         if let said { return said.hint }
         switch self {
         case .missingCredentials: return "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile of ~/.aws/credentials"
@@ -120,6 +121,8 @@ extension GitFailure {
         case .cannotWait(let reason):
             return .message("cannot wait for git: \(reason)", exitCode: Exit.failure)
         case .failed(let command, let detail):
+            // git's first words a user meets ("not a git repository", "no commit yet") in ours.
+            if let known = GitRawError(detail, directory: nil) { return .message(known.message, exitCode: known.exitCode) }
             return .message("git \(command) failed: \(escaped(detail))", exitCode: Exit.failure)
         }
     }

@@ -14,9 +14,9 @@ package struct Passwd: ParsableCommand {
         commandName: "passwd",
         abstract: "Change the vault's passphrase and its data key (a new random key; one atomic write).")
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var newPassphrase: SecretSourceOptions<NewPassphraseSecret>
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if let fd = newPassphrase.fd, fd == options.passphraseFD {
@@ -82,10 +82,10 @@ package struct Info: ParsableCommand {
         commandName: "info",
         abstract: "Show the vault's format and Argon2id parameters (no passphrase needed).")
 
-    @OptionGroup var options: VaultOptions
-
     @Flag(help: "Also measure what an unlock costs here: one Argon2id with the vault's parameters (takes that long).")
     package var measure = false
+
+    @OptionGroup var options: VaultOptions
 
     package func run() throws {
         try reportingErrors(json: options.json) {

@@ -11,21 +11,36 @@ import VaultCore
 /// - Names: the source's path joined with `/` under the prefix (``EntryNaming``); a name given twice in the source
 ///   becomes `name (2)`, `name (3)`, … in the source's order, the same on every run.
 public struct ImportPlan {
+    /// An entry of the source the import leaves as the vault has it (unless `overwrite`): changed in the vault since
+    /// the source's version (`fields`: the source's fields whose value or flag the vault's differs from, names
+    /// only), or deleted in the vault since (`fields` empty).
+    public struct Kept: Equatable, Sendable {
+        public var name: String
+        public var fields: [String]
+        public var deleted: Bool
+    }
+
     public var added: [String] = []
     public var updated: [String] = []
     public var unchanged: [String] = []
+    /// Changed or deleted in the vault since the source's version: left alone (``Kept``).
+    public var kept: [Kept] = []
     public var skipped: [SkippedItem] = []
     /// The batch: one atomic write.
     public var changes: [DocumentChange] = []
 
-    /// The plan for `source` under `prefix`; `existing` gives the current version of an entry the vault has
-    /// (`nil`: none).
+    /// The plan for `source` under `prefix`; `existing` gives the versions of an entry the vault has, current
+    /// first (`nil`: none); `deleted` when (milliseconds) the vault deleted an entry of that name that it lacks now.
+    ///
+    /// An entry the vault changed since the source's version is **kept** as the vault has it (``changedSince(_:_:)``). An entry the vault deleted after the source's version (or the source has no time) is not
+    /// brought back. `overwrite` updates and adds them all the same.
     ///
     /// - Throws: ``ImportError/tooLarge(what:limit:)`` past ``ImportLimits/maximumEntryCount``,
     ///   ``ImportError/malformed(location:reason:)`` for a field name a vault cannot hold (naming the item), and
     ///   what `existing` throws.
     public static func make(
-        _ source: ParsedSource, prefix: String?, existing: (String) throws -> EntryRecord?
+        _ source: ParsedSource, prefix: String?, overwrite: Bool = false, deleted: [String: UInt64] = [:],
+        existing: (String) throws -> [EntryRecord]?
     ) throws -> ImportPlan {
         guard source.entries.count <= ImportLimits.maximumEntryCount else {
             throw ImportError.tooLarge(what: "the source, with \(source.entries.count) entries,", limit: "\(ImportLimits.maximumEntryCount) entries")
@@ -57,7 +72,11 @@ public struct ImportPlan {
                     }
                 }
             }
-            guard let record = try existing(name) else {
+            guard let versions = try existing(name), let record = versions.first else {
+                if !overwrite, let when = deleted[name], entry.current.modified.map({ $0 <= when }) ?? true {
+                    plan.kept.append(Kept(name: name, fields: [], deleted: true))
+                    continue
+                }
                 func document(_ version: PortableVersion) -> DocumentVersion {
                     DocumentVersion(
                         fields: version.fields.map { DocumentField(name: $0.name, isSecret: $0.isSecret, value: $0.range) },
@@ -69,9 +88,13 @@ public struct ImportPlan {
                 plan.added.append(name)
                 continue
             }
+            let differing = entry.current.fields.filter { !matches($0, record) }
+            if !differing.isEmpty, !overwrite, changedSince(entry.current, versions) {
+                plan.kept.append(Kept(name: name, fields: differing.map(\.name), deleted: false))
+                continue
+            }
             var changes: [DocumentChange] = []
-            for field in entry.current.fields {
-                if let have = record.field(field.name), have.isSecret == field.isSecret, field.hasValue(have.value) { continue }
+            for field in differing {
                 changedFields += 1
                 guard changedFields <= ImportLimits.maximumChangedFieldCount else {
                     throw ImportError.tooLarge(
@@ -88,5 +111,19 @@ public struct ImportPlan {
             }
         }
         return plan
+    }
+
+    /// Whether `record` holds `field` with its value and secret flag.
+    static func matches(_ field: PortableField, _ record: EntryRecord) -> Bool {
+        guard let have = record.field(field.name) else { return false }
+        return have.isSecret == field.isSecret && field.hasValue(have.value)
+    }
+
+    /// Whether the vault changed the entry after the source's `version`: when the source gives a time, whether the
+    /// vault's current version is newer; else whether an earlier version of the vault holds every field of the source
+    /// as it is (the source was imported before, and the vault moved on since).
+    static func changedSince(_ version: PortableVersion, _ versions: [EntryRecord]) -> Bool {
+        if let modified = version.modified { return (versions.first?.modified.milliseconds ?? 0) > modified }
+        return versions.dropFirst().contains { earlier in version.fields.allSatisfy { matches($0, earlier) } }
     }
 }

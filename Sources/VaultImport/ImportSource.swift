@@ -66,9 +66,10 @@ extension ImportFormat {
     ///
     /// - Throws: ``ImportError`` for a source that breaks its format or a bound; ``VaultError/io(operation:path:errno:)``
     ///   when it cannot be read.
-    public func read(_ source: String, gpg: String = "gpg") throws -> ParsedSource {
+    /// `progress` is told, for a pass store, how many of its files are decrypted (done, total) after each one.
+    public func read(_ source: String, gpg: String = "gpg", progress: ((_ done: Int, _ total: Int) -> Void)? = nil) throws -> ParsedSource {
         switch self {
-        case .pass: return try PassStore.read(directory: source, gpg: gpg)
+        case .pass: return try PassStore.read(directory: source, gpg: gpg, progress: progress)
         case .keepassXML: return try KeePassXML.read(try InputFile.read(source))
         case .bitwardenJSON: return try BitwardenJSON.read(try InputFile.read(source))
         case .onePUX: return try OnePUX.read(archive: source)

@@ -12,7 +12,8 @@ enum KeePassXML {
     /// The entries of a KeePass 2 XML export: groups (the root group left out) become the name's folders; Title,
     /// UserName, Password, URL, Notes, `otp` (and the older `TOTP Seed`/`TOTP Settings` and KeePass's
     /// `TimeOtp-*`, made an otpauth:// URI) and custom strings become fields, protected ones secret; history items
-    /// the entry's history; times kept. Entries in the recycle bin and attachments are skipped, and said so.
+    /// the entry's history; times kept; attachments binary fields (``KeePassBinaries``). Entries in the recycle bin
+    /// are skipped, and said so.
     ///
     /// - Throws: ``ImportError/malformed(location:reason:)`` naming the line; ``ImportError/unsupported(reason:hint:)``
     ///   for a document type declaration (never expanded) or values protected with a database's stream key.
@@ -52,7 +53,7 @@ enum KeePassXML {
         var created: UInt64?
         var modified: UInt64?
         var tags = ""
-        var attachments: [String] = []
+        var attachments: [(name: String, content: KeePassBinaries.Content)] = []
         var history: [EntryData] = []
 
         init(line: Int) { self.line = line }
@@ -201,6 +202,13 @@ enum KeePassXML {
         let tab = String(repeating: "\t", count: indent)
         let name = version.name
         out.append("\(tab)<UUID>\(uuid)</UUID>\n")
+        // `tags` (what an import of KeePass, 1Password or Bitwarden makes of tags) goes back as KeePass's tags.
+        let tags = version.field("tags").flatMap { field in field.value.withUnsafeBytes { TextOutput.isXMLText($0) } ? field : nil }
+        if let tags {
+            out.append("\(tab)<Tags>")
+            tags.value.withUnsafeBytes { out.xmlText($0) }
+            out.append("</Tags>\n")
+        }
         writeTimes(created: min(created, version.modified.milliseconds), modified: version.modified.milliseconds, indent: indent, to: out)
         func string(_ key: String, _ write: () -> Void, protected: Bool) {
             out.append("\(tab)<String>\n\(tab)\t<Key>")
@@ -211,7 +219,7 @@ enum KeePassXML {
         }
         string("Title", { out.xmlText(title) }, protected: false)
         var keys: Set<String> = ["Title"]
-        for field in version.fields {
+        for field in version.fields where !(tags != nil && field.name == "tags") {
             var key = standardKeys[field.name] ?? field.name
             if standardKeys[field.name] == nil {
                 var number = 2

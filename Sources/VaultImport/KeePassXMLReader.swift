@@ -20,6 +20,13 @@ final class KeePassXMLReader: NSObject, XMLParserDelegate {
     private var stringKey: String?
     private var stringValue: String?
     private var protected = false
+    /// `<Meta><Binaries>`: the attachments by ID; the one being read (its ID and whether it is gzip).
+    private var binaries: [String: KeePassBinaries.Content] = [:]
+    private var binary: (id: String, compressed: Bool)?
+    /// An entry's `<Binary>` being read: its name, and its `Ref` or inline content.
+    private var binaryKey: String?
+    private var binaryValue: KeePassBinaries.Content?
+    private var binaryValueCompressed = false
 
     private var parent: String? { elements.count >= 2 ? elements[elements.count - 2] : nil }
 
@@ -43,6 +50,13 @@ final class KeePassXMLReader: NSObject, XMLParserDelegate {
                 parser.abortParsing()
             }
             protected = attributes["ProtectInMemory"]?.lowercased() == "true"
+        case "Binary" where parent == "Binaries":
+            binary = (attributes["ID"] ?? "", attributes["Compressed"]?.lowercased() == "true")
+        case "Value" where parent == "Binary":
+            if let reference = attributes["Ref"] {
+                binaryValue = binaries[reference] ?? .malformed("missing (attachment \(reference) is not in <Meta><Binaries>)")
+            }
+            binaryValueCompressed = attributes["Compressed"]?.lowercased() == "true"
         default: break
         }
     }
@@ -76,8 +90,16 @@ final class KeePassXMLReader: NSObject, XMLParserDelegate {
             guard let key = stringKey else { return fail(parser, "a <String> without a <Key>") }
             entries.last?.strings.append((key, stringValue ?? "", protected))
             (stringKey, stringValue, protected) = (nil, nil, false)
+        case ("Binary", "Binaries"):
+            if let binary { binaries[binary.id] = KeePassBinaries.decode(text, compressed: binary.compressed) }
+            binary = nil
         case ("Key", "Binary"):
-            entries.last?.attachments.append(text)
+            binaryKey = text
+        case ("Value", "Binary"):
+            if binaryValue == nil { binaryValue = KeePassBinaries.decode(text, compressed: binaryValueCompressed) }
+        case ("Binary", "Entry"):
+            entries.last?.attachments.append((binaryKey ?? "", binaryValue ?? .malformed("no <Value>")))
+            (binaryKey, binaryValue, binaryValueCompressed) = (nil, nil, false)
         case ("Tags", "Entry"):
             entries.last?.tags = text
         case ("LastModificationTime", "Times"), ("CreationTime", "Times"):
@@ -114,12 +136,30 @@ final class KeePassXMLReader: NSObject, XMLParserDelegate {
             failure = .tooLarge(what: "the file", limit: "\(ImportLimits.maximumEntryCount) entries")
             return
         }
-        for name in entry.attachments {
-            parsed.skipped.append(SkippedItem(item: origin + " attachment '\(name)'", reason: "attachments are not imported"))
+        // Attachments: binary fields of the current version (the history's copies of them are left out: they would
+        // take the room the history has, 64 KiB an entry).
+        var current = entry.version(parsed.values)
+        var fields = FieldList(parsed.values)
+        current.fields.forEach { fields.add($0) }
+        for (name, content) in entry.attachments {
+            let item = origin + " attachment '\(name)'"
+            switch content {
+            case let .bytes(bytes) where !bytes.isEmpty:
+                fields.add(parsed.values.field(name.isEmpty ? "attachment" : name, bytes: bytes, secret: true))
+            case .bytes:
+                parsed.skipped.append(SkippedItem(item: item, reason: "empty"))
+            case let .tooLarge(size):
+                let shown = size.map { "\(($0 + 1023) >> 10) KiB, " } ?? ""
+                parsed.skipped.append(SkippedItem(
+                    item: item, reason: "larger than \(KeePassBinaries.maximumByteCount >> 20) MiB (\(shown)an attachment is imported up to that): keep the file beside the vault"))
+            case let .malformed(reason):
+                parsed.skipped.append(SkippedItem(item: item, reason: "its content is \(reason)"))
+            }
         }
+        current.fields = fields.fields
         // KeePass keeps history oldest first; a vault newest first.
         parsed.entries.append(PortableEntry(
-            path: folders + [entry.title], current: entry.version(parsed.values), history: entry.history.reversed().map { $0.version(parsed.values) },
+            path: folders + [entry.title], current: current, history: entry.history.reversed().map { $0.version(parsed.values) },
             created: entry.created, origin: origin))
     }
 

@@ -10,11 +10,12 @@ import Glibc
 /// passphrase ever on a command line). docs/IMPORT-EXPORT.md, "pass".
 enum PassStore {
     /// The entries of the store at `directory`, in path order: the name is the file's path under `directory`
-    /// without `.gpg`; hidden files and directories (`.git`, `.extensions`, `.gpg-id`) are not entries.
+    /// without `.gpg`; hidden files and directories (`.git`, `.extensions`, `.gpg-id`) are not entries. Each entry
+    /// keeps its times (``PassTimes``): the store's git history, else the file's modification time.
     ///
     /// - Throws: ``ImportError/decryptionFailed(file:detail:)`` for a file gpg does not decrypt (the import stops:
     ///   a store is the user's own, and a silent gap would be worse), ``ImportError/tooLarge(what:limit:)``.
-    static func read(directory: String, gpg: String) throws -> ParsedSource {
+    static func read(directory: String, gpg: String, progress: ((_ done: Int, _ total: Int) -> Void)? = nil) throws -> ParsedSource {
         var info = stat()
         guard stat(directory, &info) == 0 else { throw VaultError.io(operation: "opening", path: directory, errno: errno) }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
@@ -27,6 +28,7 @@ enum PassStore {
             throw ImportError.tooLarge(what: "the store (\(files.count) files)", limit: "\(ImportLimits.maximumEntryCount) entries")
         }
         let executable = try GPG.locate(gpg)
+        let times = PassTimes.read(directory: directory, files: files)
         var parsed = ParsedSource(skipped: skipped)
         var total = 0
         for file in files.sorted() {
@@ -36,7 +38,10 @@ enum PassStore {
                 throw ImportError.tooLarge(what: "the decrypted store", limit: "\(ImportLimits.maximumInputByteCount >> 20) MiB")
             }
             let path = String(file.dropLast(4)).split(separator: "/").map(String.init)
-            parsed.entries.append(PortableEntry(path: path, current: parse(body, values: parsed.values), origin: file))
+            var version = parse(body, values: parsed.values)
+            version.modified = times[file]?.modified
+            parsed.entries.append(PortableEntry(path: path, current: version, created: times[file]?.created, origin: file))
+            progress?(parsed.entries.count, files.count)
         }
         return parsed
     }
@@ -66,7 +71,8 @@ enum PassStore {
 
     /// One decrypted file as an entry's fields: line 1 the password (or, when it is an `otpauth://` URI as
     /// `pass otp insert` writes, the otp); then `otpauth://` lines as otp, `key: value` lines as fields (`login`,
-    /// `user`, `username` → username; `url`, `website` → url; any case), the rest as notes. gopass's YAML after a
+    /// `user`, `username` → username; `url`, `website` → url; any case; secret unless the key is one of
+    /// ``nonSecretKeys``), the rest as notes. gopass's YAML after a
     /// `---` line gives its `key: value` lines the same way; its legacy `GOPASS-SECRET-1.0` headers too.
     ///
     /// The body is read as text line by line (ordinary copies, released when this returns).
@@ -112,6 +118,10 @@ enum PassStore {
         return PortableVersion(fields: fields.fields)
     }
 
+    /// The keys whose values are not secret: a `key: value` line with any other key is a secret field (shown masked),
+    /// as a pass store holds nothing it did not mean to encrypt.
+    static let nonSecretKeys: Set<String> = ["user", "username", "login", "email", "url", "website"]
+
     static func add(_ key: String, _ value: String, to fields: inout FieldList) {
         switch key.lowercased() {
         case "login", "user", "username": if !fields.has("username") { return fields.add("username", value) }
@@ -119,7 +129,7 @@ enum PassStore {
         case "password", "pass": return fields.add("password", value, secret: true)
         default: break
         }
-        fields.add(key, value)
+        fields.add(key, value, secret: !nonSecretKeys.contains(key.lowercased()))
     }
 
     /// `key: value` (a key of letters, digits, spaces, `_`, `-`, `.`, up to 64 characters, not starting with a space;

@@ -179,7 +179,7 @@ import Darwin
         let file = box.directory + "/raw-pass"
         FileManager.default.createFile(
             atPath: file, contents: Data([0x70, 0x61, 0x73, 0x73, 0xFF, 0x0A]), attributes: [.posixPermissions: 0o600])
-        let created = try CLI.run(["init", "--passphrase-file", file], environment: box.environment)
+        let created = try CLI.run(["init", "--force", "--passphrase-file", file], environment: box.environment)
         #expect(created.status == 0, "\(created.stderr)")
         let put = try CLI.run(["put", "k", "--passphrase-file", file], stdin: Data("v".utf8), environment: box.environment)
         #expect(put.status == 0, "\(put.stderr)")

@@ -58,9 +58,9 @@ import Testing
         #expect(try box.vault(["list", "--deleted"], extraEnvironment: here).stdoutText == "", "restored: nothing kept")
         // Nothing is kept any more; the copy that deleted nothing takes the restore as the later version.
         let none = try box.vault(["restore", "github", "--deleted"], extraEnvironment: here)
-        #expect(none.status == 2 && none.stderr.hasPrefix("vault: no deleted entry 'github' keeps a change"), "nothing kept: \(none.stderr)")
+        #expect(none.status == 2 && none.stderr.hasPrefix("vault: no deleted entry 'github' to bring back"), "nothing kept: \(none.stderr)")
         let missing = try box.vault(["restore", "nothing", "--deleted"], extraEnvironment: here)
-        #expect(missing.status == 2 && missing.stderr.hasPrefix("vault: no deleted entry 'nothing' keeps a change in vault '\(box.vaultPath)'\n"), "\(missing.stderr)")
+        #expect(missing.status == 2 && missing.stderr.hasPrefix("vault: no deleted entry 'nothing' to bring back in vault '\(box.vaultPath)' (deleted entries are kept 30 days)\n"), "\(missing.stderr)")
         let there = ["XDG_STATE_HOME": box.directory + "/state-b"]
         #expect(try box.vault(["merge", box.vaultPath, "--vault", copy], extraEnvironment: there).status == 0)
         #expect(try box.vault(["get", "github", "--vault", copy], extraEnvironment: there).stdoutText == "changed there")

@@ -109,6 +109,12 @@ struct RecipientCLITests {
 
         let removed = try team.owner(["recipients", "remove", team.otherRecipient])
         #expect(removed.status == 0, "\(removed.stderr)")
+        // Issue 35 §4: what the removed key could read, and that it should be changed.
+        #expect(removed.stdoutText == """
+            removed recipient \(team.otherRecipient); the vault's key was rotated
+            the removed key could read the 1 entry of this vault (and may have kept a copy): change those secrets where they are used ('--list' names them)
+
+            """)
         let after = team.bytes
         // No ciphertext of the old body survives: its header MAC, body nonce and sealed body are nowhere in the new file.
         let headerLength = Int(before[10]) | Int(before[11]) << 8 | Int(before[12]) << 16 | Int(before[13]) << 24

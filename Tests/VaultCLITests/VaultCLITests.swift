@@ -92,7 +92,7 @@ import VaultTestSupport
 
     @Test func passphraseFromFdAndEnvironment() throws {
         let box = try Sandbox(passphrase: "pass word")
-        try box.initVault()
+        #expect(try box.vault(["init", "--force"]).status == 0)  // weak (issue 35 §5), kept on purpose
         try box.vault(["put", "k"], stdin: Data("v".utf8))
         let viaFD = try CLI.shell(
             "exec 3<'\(box.passphraseFile)'; exec \"$VAULT\" get k --passphrase-fd 3", environment: box.environment)
@@ -148,7 +148,7 @@ import VaultTestSupport
 
     @Test func passwdChangesThePassphrase() throws {
         let box = try Sandbox(passphrase: "old")
-        try box.initVault()
+        #expect(try box.vault(["init", "--force"]).status == 0)  // weak (issue 35 §5), kept on purpose
         try box.vault(["put", "k"], stdin: Data("v".utf8))
         let newFile = box.directory + "/new"
         try box.write("new\n", to: newFile)

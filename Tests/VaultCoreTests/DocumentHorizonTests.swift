@@ -80,7 +80,12 @@ struct DocumentHorizonTests {
 
     /// To be rid of a kept change (a leaked value, say): restore it and delete the entry again; every copy that
     /// still keeps it drops it at its next merge.
+    /// (With deleted entries kept 0 days, `VAULT_KEEP_DELETED=0`: else the second deletion keeps what it deleted.)
     @Test func restoringAndDeletingAgainRidsEveryCopyOfTheKeptChange() throws {
+        try VaultDocument.$deletedRetentionOverride.withValue(0) { try restoringAndDeletingAgain() }
+    }
+
+    func restoringAndDeletingAgain() throws {
         let (_, replicas) = try copies(2)
         let (a, b) = (replicas[0], replicas[1])
         try a.apply([set("github", "v1")], replica: ra, clock: SettableClock(Self.start))
@@ -98,7 +103,12 @@ struct DocumentHorizonTests {
         }
     }
 
+    /// (With deleted entries kept 0 days: the version deleted is kept only for `vault restore --deleted`, below.)
     @Test func theVersionADeletionDeletedIsNotKept() throws {
+        try VaultDocument.$deletedRetentionOverride.withValue(0) { try versionDeletedNotKept() }
+    }
+
+    func versionDeletedNotKept() throws {
         let (_, replicas) = try copies(2)
         let (a, b) = (replicas[0], replicas[1])
         try a.apply([set("old", "v1")], replica: ra, clock: SettableClock(Self.start))
@@ -109,12 +119,48 @@ struct DocumentHorizonTests {
         #expect(result.deletion(of: try #require(result.tombstones.first?.key)).of.milliseconds == Self.start)
     }
 
+    /// Issue 35 §5: a deleted entry's version is kept for `vault restore --deleted NAME` for
+    /// ``VaultDocument/deletedRetention`` (30 days by default), not as a conflict (a merge reports nothing), in every
+    /// copy it reaches; then a writer drops it and the tombstone says again which version it deleted.
+    @Test func aDeletedEntryIsKeptThirtyDaysForRestoringThenGone() throws {
+        let (key, replicas) = try copies(2)
+        let (a, b) = (replicas[0], replicas[1])
+        try a.apply([set("github", "v1")], replica: ra, clock: SettableClock(Self.start))
+        let bCopy = try merged(b, a, now: Self.start).0
+        try a.apply([.delete(entry: "github")], replica: ra, clock: SettableClock(Self.start + 20))
+        #expect(a.deleted.map(\.name) == ["github"] && a.deleted.first?.kept.milliseconds == Self.start + 19)
+        let id = try #require(a.tombstones.first?.key)
+        #expect(a.deletion(of: id).kept?.version.conflict == false)
+        // It travels with the tombstone, reported as nothing new; either order gives the same.
+        let (there, report) = try merged(bCopy, a, now: Self.start + 30)
+        #expect(there.names.isEmpty && report.keptDeleted.isEmpty && there.deleted.map(\.name) == ["github"])
+        #expect(DocumentMergeTests.content(there) == DocumentMergeTests.content(try merged(a, bCopy, now: Self.start + 30).0))
+        // The file keeps it; restored, it comes back under its id.
+        let stored = try reopened(a, key)
+        try stored.apply([.restoreDeleted(entry: "github")], replica: ra, clock: SettableClock(Self.start + 40))
+        #expect(value(stored, "github") == "v1" && stored.entry("github")?.id == id && stored.deleted.isEmpty)
+        // Thirty days on, the next write drops it: the tombstone says again which version it deleted.
+        try a.apply([set("other", "x")], replica: ra, clock: SettableClock(Self.start + 20 + 30 * Self.day - 1))
+        #expect(a.deleted.count == 1)
+        try a.apply([set("other", "y")], replica: ra, clock: SettableClock(Self.start + 20 + 30 * Self.day))
+        #expect(a.deleted.isEmpty && a.deletion(of: id).of.milliseconds == Self.start && a.tombstones[id] != nil)
+        // A copy that still keeps it brings it back to a merge, which drops it again as it is written.
+        let late = try merged(a, there, now: Self.start + 31 * Self.day).0
+        late.settle(replica: ra, now: Self.start + 31 * Self.day)
+        #expect(late.deleted.isEmpty)
+        #expect(try reopened(a, key).deleted.isEmpty)
+    }
+
     // MARK: - Two deletions, and a deletion undone
 
     /// Two replicas delete one entry, each having seen another version; a third changed it concurrently. Every
     /// order of merging gives the same tombstone: the later deletion, the later version deleted, the kept change
     /// only when it is later than both.
     @Test func twoDeletionsOfOneEntryMergeTheSameInEveryOrder() throws {
+        try VaultDocument.$deletedRetentionOverride.withValue(0) { try twoDeletions() }
+    }
+
+    func twoDeletions() throws {
         let (_, replicas) = try copies(4)
         let (base, p, q, r) = (replicas[0], replicas[1], replicas[2], replicas[3])
         let rp = ReplicaID(rawValue: 4)

@@ -48,7 +48,7 @@ import VaultCore
     static let sample = """
         <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
         <KeePassFile>
-        \t<Meta><Generator>KeePassXC</Generator><RecycleBinUUID>cmVjeWNsZWJpbnV1aWQxMg==</RecycleBinUUID></Meta>
+        \t<Meta><Generator>KeePassXC</Generator><RecycleBinUUID>cmVjeWNsZWJpbnV1aWQxMg==</RecycleBinUUID><Binaries><Binary ID="0" Compressed="True">H4sIAAAAAAACA9PVBQInV3dPPwVv10gQR5crMSmZCwBD12B3GAAAAA==</Binary><Binary ID="1">AAH/cmF3</Binary></Binaries></Meta>
         \t<Root>
         \t\t<Group><UUID>cm9vdHJvb3Ryb290cm9vdA==</UUID><Name>Passwords</Name>
         \t\t\t<Group><UUID>d2Vid2Vid2Vid2Vid2ViMQ==</UUID><Name>Web</Name>
@@ -63,7 +63,7 @@ import VaultCore
         \t\t\t\t\t<String><Key>otp</Key><Value ProtectInMemory="True">otpauth://totp/GitHub:alice?secret=JBSWY3DPEHPK3PXP&amp;period=30&amp;digits=6&amp;issuer=GitHub</Value></String>
         \t\t\t\t\t<String><Key>PIN</Key><Value ProtectInMemory="True">1234</Value></String>
         \t\t\t\t\t<String><Key>Recovery</Key><Value>abc</Value></String>
-        \t\t\t\t\t<Binary><Key>key.pem</Key><Value Ref="0"/></Binary>
+        \t\t\t\t\t<Binary><Key>key.pem</Key><Value Ref="0"/></Binary><Binary><Key>raw</Key><Value Ref="1"/></Binary><Binary><Key>gone</Key><Value Ref="9"/></Binary>
         \t\t\t\t\t<History>
         \t\t\t\t\t\t<Entry><UUID>ZW50cnllbnRyeWVudHJ5MQ==</UUID><Times><LastModificationTime>AAfw1g4AAAA=</LastModificationTime></Times>
         \t\t\t\t\t\t\t<String><Key>Password</Key><Value ProtectInMemory="True">first</Value></String><String><Key>Title</Key><Value>GitHub</Value></String></Entry>
@@ -94,9 +94,13 @@ import VaultCore
         let parsed = try KeePassXML.read(bytes(Self.sample))
         #expect(parsed.entries.map(\.name) == ["Web/GitHub", "Web/Legacy", "Top"])
         let github = parsed.entries[0]
-        #expect(github.current.names == ["password", "username", "otp", "notes", "PIN", "Recovery"])
+        // Attachments: binary fields after the strings (gzip or not), secret; one that refers to nothing is skipped.
+        #expect(github.current.names == ["password", "username", "otp", "notes", "PIN", "Recovery", "key.pem", "raw"])
         #expect(github.current.text("password") == "x&y<z>\"" && github.current.text("notes") == "line1\nline2")
-        #expect(github.current.fields.map(\.isSecret) == [true, false, true, false, true, false])
+        #expect(github.current.fields.map(\.isSecret) == [true, false, true, false, true, false, true, true])
+        #expect(github.current.text("key.pem") == "-----BEGIN KEY-----\nabc\n")
+        #expect(github.current.field("raw")?.unprotectedBytes == [0, 1, 0xFF, 0x72, 0x61, 0x77])
+        #expect(github.history.allSatisfy { $0.field("key.pem") == nil })
         #expect(github.created == 1_795_709_883_000 && github.current.modified == 1_795_709_884_000)
         // History newest first; the first item's time is KDBX's base64 seconds since year 1 (2020-09-13T12:26:40Z).
         #expect(github.history.map { $0.text("password") } == ["second", "first"])
@@ -104,9 +108,39 @@ import VaultCore
         #expect(parsed.entries[1].current.text("otp") == "otpauth://totp/Legacy?secret=JBSWY3DPEHPK3PXP&period=30&digits=8")
         #expect(parsed.entries[2].current.text("otp") == "otpauth://totp/Top?secret=JBSWY3DPEHPK3PXP&digits=8&algorithm=SHA256")
         #expect(parsed.skipped == [
-            SkippedItem(item: "line 7 ('Web/GitHub') attachment 'key.pem'", reason: "attachments are not imported"),
+            SkippedItem(item: "line 7 ('Web/GitHub') attachment 'gone'", reason: "its content is missing (attachment 9 is not in <Meta><Binaries>)"),
             SkippedItem(item: "line 33 ('Recycle Bin/Gone')", reason: "in the recycle bin"),
         ])
+    }
+
+    @Test func attachmentsOverTheBoundAreSkippedWithTheirReason() throws {
+        // 1 MiB + 1 zero bytes, gzip: inflating stops at the bound.
+        let large = "H4sIAAAAAAACA+3BMQEAAADCoPVPbQhfoA" + String(repeating: "A", count: 1354) + "TgMoi6TGAQAQAA=="
+        let plain = Data(repeating: 7, count: (1 << 20) + 1).base64EncodedString()
+        let xml = """
+            <KeePassFile><Meta><Binaries><Binary ID="0" Compressed="True">\(large)</Binary><Binary ID="1">\(plain)</Binary><Binary ID="2" Compressed="True">bm90Z3ppcA==</Binary></Binaries></Meta>
+            <Root><Group><Name>Root</Name><Entry><String><Key>Title</Key><Value>E</Value></String><String><Key>Password</Key><Value>p</Value></String>
+            <Binary><Key>big.gz</Key><Value Ref="0"/></Binary><Binary><Key>big.bin</Key><Value Ref="1"/></Binary><Binary><Key>bad</Key><Value Ref="2"/></Binary>
+            <Binary><Key>inline</Key><Value>aGk=</Value></Binary></Entry></Group></Root></KeePassFile>
+            """
+        let parsed = try KeePassXML.read(bytes(xml))
+        #expect(parsed.entries.first?.current.names == ["password", "inline"])
+        #expect(parsed.entries.first?.current.text("inline") == "hi")
+        #expect(parsed.skipped.map(\.reason) == [
+            "larger than 1 MiB (an attachment is imported up to that): keep the file beside the vault",
+            "larger than 1 MiB (1025 KiB, an attachment is imported up to that): keep the file beside the vault",
+            "its content is not gzip",
+        ])
+        #expect(parsed.skipped.first?.item == "line 2 ('E') attachment 'big.gz'")
+    }
+
+    @Test func tagsGoBackAsKeePassTags() throws {
+        let entries = [versions("t", [([field("password", "p", secret: true), field("tags", "work;vpn")], 1_700_000_000_000)])]
+        let result = try KeePassXML.write(exportSource(entries), now: 1_800_000_000_000)
+        let text = String(decoding: result.data.unprotectedBytes, as: UTF8.self)
+        #expect(text.contains("<Tags>work;vpn</Tags>") && !text.contains("<Key>tags</Key>"))
+        let back = try KeePassXML.read(result.data.unprotectedBytes)
+        #expect(back.entries[0].current.names == ["password", "tags"] && back.entries[0].current.text("tags") == "work;vpn")
     }
 
     @Test func brokenXMLADoctypeAndEncryptedValuesAreRefused() {
@@ -152,6 +186,10 @@ import VaultCore
         let version = parse("s3cret\nlogin: alice\nURL: https://x.example\nWebsite: https://y.example\npin: 1234\notpauth://totp/x?secret=JBSWY3DPEHPK3PXP\n\nfree text: more words\nhttps://not.a.field\n")
         #expect(version.names == ["password", "username", "url", "Website", "pin", "otp", "free text", "notes"])
         #expect(version.text("password") == "s3cret" && version.field("password")!.isSecret && version.field("otp")!.isSecret)
+        // key: value lines are secret unless the key is a known non-secret one.
+        #expect(version.fields.map(\.isSecret) == [true, false, false, false, true, true, true, false])
+        let more = parse("pw\nEmail: a@example.org\nrecovery code: 1111\nLogin: bob\n")
+        #expect(more.names == ["password", "Email", "recovery code", "username"] && more.fields.map(\.isSecret) == [true, false, true, false])
         #expect(version.text("notes") == "https://not.a.field")
         #expect(parse("otpauth://totp/only?secret=JBSWY3DPEHPK3PXP\n").names == ["otp"])  // pass otp insert
         #expect(parse("pw\r\nuser: bob\r\n").text("username") == "bob")
@@ -277,7 +315,7 @@ import VaultCore
         ], skipped: [SkippedItem(item: "x", reason: "y")], values: values)
         let vault = ["b": record("b", [("password", "2", true), ("username", "u", false), ("extra", "kept", false)]),
                      "c": record("c", [("password", "old", true)])]
-        let plan = try ImportPlan.make(source, prefix: "imp") { name in vault[String(name.dropFirst(4))] }
+        let plan = try ImportPlan.make(source, prefix: "imp") { name in vault[String(name.dropFirst(4))].map { [$0] } }
         #expect(plan.added == ["imp/a", "imp/a (3)", "imp/a (2)", "imp/a (4)"])
         #expect(plan.unchanged == ["imp/b"] && plan.updated == ["imp/c"])
         #expect(plan.skipped.map(\.item) == ["x", "empty", String(repeating: "x", count: 5000)])
@@ -289,9 +327,48 @@ import VaultCore
         }
         // A secret flag that differs is a change too.
         let flagOnly = try ImportPlan.make(ParsedSource(entries: [entry(["c"], [("password", "old")])], values: values), prefix: nil) { _ in
-            record("c", [("password", "old", false)])
+            [record("c", [("password", "old", false)])]
         }
         #expect(flagOnly.updated == ["c"])
+    }
+
+    /// Versions of a vault entry, current first, each (fields, modified milliseconds).
+    func history(_ name: String, _ list: [([(String, String, Bool)], UInt64)]) -> [EntryRecord] {
+        versions(name, list.map { version in (version.0.map { field($0.0, $0.1, secret: $0.2) }, version.1) })
+    }
+
+    @Test func anEntryChangedOrDeletedInTheVaultSinceTheSourceIsKeptUnlessOverwrite() throws {
+        func timed(_ path: String, _ password: String, _ modified: UInt64?) -> PortableEntry {
+            var entry = entry([path], [("password", password), ("url", "https://x")])
+            entry.current.modified = modified
+            return entry
+        }
+        let source = ParsedSource(entries: [
+            timed("newer-in-vault", "src", 1_000), timed("newer-in-source", "src", 5_000),
+            timed("untimed-imported-then-changed", "src", nil), timed("untimed-new-in-source", "src2", nil),
+            timed("deleted-after", "src", 1_000), timed("deleted-before", "src", 9_000), timed("deleted-untimed", "src", nil),
+        ], values: values)
+        let vault: [String: [EntryRecord]] = [
+            "newer-in-vault": history("newer-in-vault", [([("password", "mine", true), ("url", "https://x", false)], 2_000)]),
+            "newer-in-source": history("newer-in-source", [([("password", "mine", true), ("url", "https://x", false)], 2_000)]),
+            // Imported once (version 1 holds the source's fields), then changed here.
+            "untimed-imported-then-changed": history("untimed-imported-then-changed", [
+                ([("password", "mine", true), ("url", "https://y", false)], 3_000), ([("password", "src", true), ("url", "https://x", false)], 2_000)]),
+            "untimed-new-in-source": history("untimed-new-in-source", [
+                ([("password", "mine", true), ("url", "https://x", false)], 3_000), ([("password", "src", true), ("url", "https://x", false)], 2_000)]),
+        ]
+        let deleted: [String: UInt64] = ["deleted-after": 2_000, "deleted-before": 2_000, "deleted-untimed": 2_000]
+        let plan = try ImportPlan.make(source, prefix: nil, deleted: deleted) { vault[$0] }
+        #expect(plan.kept == [
+            ImportPlan.Kept(name: "newer-in-vault", fields: ["password"], deleted: false),
+            ImportPlan.Kept(name: "untimed-imported-then-changed", fields: ["password", "url"], deleted: false),
+            ImportPlan.Kept(name: "deleted-after", fields: [], deleted: true),
+            ImportPlan.Kept(name: "deleted-untimed", fields: [], deleted: true),
+        ])
+        #expect(plan.updated == ["newer-in-source", "untimed-new-in-source"] && plan.added == ["deleted-before"])
+        // --overwrite: every one updated or added.
+        let forced = try ImportPlan.make(source, prefix: nil, overwrite: true, deleted: deleted) { vault[$0] }
+        #expect(forced.kept.isEmpty && forced.updated.count == 4 && forced.added == ["deleted-after", "deleted-before", "deleted-untimed"])
     }
 
     @Test func aFieldNameAVaultCannotHoldNamesTheItem() {

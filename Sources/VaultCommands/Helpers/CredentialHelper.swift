@@ -20,14 +20,14 @@ package struct CredentialHelper: ParsableCommand {
             Reads git's key=value lines from stdin up to a blank line or end of input. `get` prints username=, password= (password_expiry_utc=, oauth_refresh_token=) of a stored, unexpired credential, or authtype= and credential= to a caller that sent capability[]=authtype, or nothing; `store` stores; `erase` removes (only what matches the username and password given). Only the http and https protocols are kept. A request with a NUL or carriage return in a line, or a host that is not exactly host[:port], is refused. The passphrase comes from --passphrase-fd, --passphrase-file, VAULT_PASSPHRASE, the agent or the terminal (/dev/tty, never with git config credential.interactive=false), never from stdin. Other operations are ignored, as git expects.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Option(help: ArgumentHelp(
         "Forget what `store` stores after this many seconds (git-credential-cache's option).", valueName: "seconds"))
     var timeout: Int?
 
     @Argument(help: "get, store or erase.")
     var operation: String
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if options.passphraseFD == 0 { throw ValidationError("stdin carries git's request: use another --passphrase-fd") }

@@ -29,8 +29,6 @@ package struct DockerCredentialHelper: ParsableCommand {
             Link vault as docker-credential-vault on PATH (scripts/install does) and name it in ~/.docker/config.json ("credsStore": "vault") or in a credHelpers entry of containers' auth.json. The vault is VAULT_PATH or the default; the passphrase comes from the agent (vault unlock), VAULT_PASSPHRASE or the terminal. `list` never asks: with the vault locked it fails.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Argument(help: "store, get, erase, list or version.")
     var action: String
 
@@ -40,6 +38,8 @@ package struct DockerCredentialHelper: ParsableCommand {
     static let realmPrefix = "docker/"
     /// The most stdin accepted (a `store` request), in bytes.
     static let maximumInputByteCount = 1 << 20
+
+    @OptionGroup var options: VaultOptions
 
     package func run() throws {
         VaultOptions.caller = "docker credential helper"

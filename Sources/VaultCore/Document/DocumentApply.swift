@@ -53,11 +53,12 @@ extension VaultDocument {
             try SecureKeyValueStore.validate(key: name)
             if idsByName[name] != nil { throw VaultError.entryExists(key: name, path: label) }
         }
-        /// Deletes entry `id` (named `name`): a tombstone that says which version it deleted.
+        /// Deletes entry `id` (named `name`): a tombstone that says which version it deleted; in version 3 it keeps
+        /// that version for ``VaultDocument/deletedRetention`` (``trashed(_:name:)``), for `vault restore --deleted`.
         func bury(_ id: DocumentID, _ name: String) {
             guard let entry = entries[id] else { return }
             replaced.insert(id)
-            if formatVersion >= 3 { deletions[id] = Deletion(of: entry.modified, kept: nil) }
+            if formatVersion >= 3 { deletions[id] = Self.trashed(entry, name: name, deleted: now) }
             entries[id] = nil
             idsByName[name] = nil
             tombstones[id] = now

@@ -65,6 +65,32 @@ extension VaultDocument {
         }.sorted { ($0.name, $1.kept) < ($1.name, $0.kept) }
     }
 
+    /// How long a deleted entry's last version is kept for `vault restore --deleted NAME` (milliseconds):
+    /// `VAULT_KEEP_DELETED` days (0 to 180; 0 keeps nothing), else 30 days, as KeePassXC's recycle bin and Bitwarden's
+    /// trash keep theirs. Each writer applies its own (a copy merged from a machine that keeps longer brings the
+    /// version back until this one writes again past its own bound).
+    public static var deletedRetention: UInt64 {
+        if let given = deletedRetentionOverride { return given }
+        let days = Posix.environment("VAULT_KEEP_DELETED").flatMap { UInt64($0) }.map { min($0, 180) } ?? 30
+        return days * 86_400_000
+    }
+
+    /// ``deletedRetention`` within `withValue` (tests of what a deletion does without or with a kept version).
+    @TaskLocal public static var deletedRetentionOverride: UInt64?
+
+    /// The deletion (at `deleted`) of `entry` (named `name`): `of` the version it deleted, and that version's fields
+    /// kept while ``deletedRetention`` allows (not a conflict: bit 0 of its flags clear), stamped one tick before the
+    /// deletion by the deleting replica: the format wants a kept version made after `of` and before the deletion, and
+    /// that stamp is this deletion's alone (a version's own stamp may be shared by copies a merge united field by
+    /// field, whose contents differ). No room between them (a change one tick before its deletion): nothing kept.
+    static func trashed(_ entry: Entry, name: String, deleted: HybridTimestamp) -> Deletion {
+        let of = entry.modified
+        guard deletedRetention > 0, deleted.packed > 1 else { return Deletion(of: of, kept: nil) }
+        let stamp = HybridTimestamp(packed: deleted.packed - 1, replica: deleted.replica)
+        guard stamp > of else { return Deletion(of: of, kept: nil) }
+        return Deletion(of: of, kept: Kept(name: name, version: Version(fields: entry.fields, modified: stamp, conflict: false)))
+    }
+
     /// How long a tombstone is kept at least (its kept version recoverable), and how long a replica may be quiet
     /// (its largest `seen` time that far behind now) before a writer stops waiting for it: 180 days.
     public static let tombstoneRetention: UInt64 = 180 * 86_400_000
@@ -95,6 +121,14 @@ extension VaultDocument {
     /// ``hasSeenDrops(of:)``; none brings a deletion back (the check compares a replica's clocks with its own).
     func settle(replica: ReplicaID, now: UInt64) {
         guard formatVersion >= 3, replicas[replica] != nil else { return }
+        // A deleted entry's version kept for restoring goes once its time is up (a concurrent change a deletion won
+        // over, marked a conflict, stays with the tombstone).
+        let retention = Self.deletedRetention
+        for (id, deletion) in deletions {
+            guard let kept = deletion.kept, !kept.version.conflict, let deleted = tombstones[id],
+                  deleted.milliseconds &+ retention <= now else { continue }
+            deletions[id] = Deletion(of: deletion.of, kept: nil)
+        }
         seen[replica] = replicas.mapValues(\.packed)
         let since = now >= Self.tombstoneRetention ? now - Self.tombstoneRetention : 0
         for (other, view) in seen where other != replica {
@@ -181,12 +215,17 @@ extension VaultDocument {
     }
 
     /// Whether two kept versions are the same version (a version's clock names its content) under one name.
-    static func same(_ a: Kept, _ b: Kept) -> Bool { a.version.modified == b.version.modified && a.name == b.name }
+    static func same(_ a: Kept, _ b: Kept) -> Bool {
+        a.version.modified == b.version.modified && a.name == b.name && a.version.conflict == b.version.conflict
+    }
 
-    /// The later of two kept versions (by clock, then name: the same whichever comes first).
+    /// The later of two kept versions (a conflict first, then by clock, then name: the same whichever comes first).
     static func later(_ a: Kept?, _ b: Kept?) -> Kept? {
         guard let a else { return b }
         guard let b else { return a }
+        // A concurrent change the deletion won over (a conflict) is newer than what the deletion deleted, which a
+        // deletion keeps for restoring: the change first, then the later clock.
+        if a.version.conflict != b.version.conflict { return a.version.conflict ? a : b }
         if a.version.modified != b.version.modified { return a.version.modified > b.version.modified ? a : b }
         return a.name.utf8.lexicographicallyPrecedes(b.name.utf8) ? b : a
     }

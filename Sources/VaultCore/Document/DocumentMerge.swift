@@ -191,7 +191,9 @@ extension VaultDocument {
                 tombstones[id] = nil
                 // A version the deletion kept goes into the history of the version that brought the entry back
                 // (marked a conflict), so that no order of merging loses it.
-                if let kept = deletions[id]?.kept, kept.version.modified != merged.modified,
+                // (Not the version a deletion keeps for restoring: what it deleted, which the version bringing the
+                // entry back was made from, or restored from.)
+                if let kept = deletions[id]?.kept, kept.version.conflict, kept.version.modified != merged.modified,
                    !merged.history.contains(where: { $0.modified == kept.version.modified }) {
                     merged.history.append(kept.version)
                     merged.history.sort { $0.modified > $1.modified }
@@ -284,7 +286,8 @@ extension VaultDocument {
         report.conflicts.sort()
         report.deleted.sort()
         report.keptDeleted = deletions.compactMap { id, deletion in
-            guard let kept = deletion.kept, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }
+            // A concurrent change the deletion won over (a version kept at the deletion itself is no news).
+            guard let kept = deletion.kept, kept.version.conflict, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }
             return kept.name
         }.sorted()
         let seen = unitedSeen(ours.seen, theirs.seen)

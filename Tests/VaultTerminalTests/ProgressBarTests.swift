@@ -1,0 +1,26 @@
+import Glibc
+import Testing
+@testable import VaultTerminal
+
+@Suite struct ProgressBarTests {
+    @Test func theLineHasTheBarTheCountAndTheTimeLeft() {
+        #expect(ProgressBar.line(label: "exporting", done: 0, total: 500, unit: "entries", elapsed: 0)
+                == "exporting [--------------------] 0/500 entries")
+        // Under a second: no estimate yet.
+        #expect(ProgressBar.line(label: "exporting", done: 120, total: 500, unit: "entries", elapsed: 0.5)
+                == "exporting [####----------------] 120/500 entries")
+        // 120 in 10 s: 380 more take 31.7 s, shown rounded up.
+        #expect(ProgressBar.line(label: "exporting", done: 120, total: 500, unit: "entries", elapsed: 10)
+                == "exporting [####----------------] 120/500 entries, 0:32 left")
+        #expect(ProgressBar.line(label: "decrypting", done: 1, total: 100, unit: "files", elapsed: 2)
+                == "decrypting [--------------------] 1/100 files, 3:18 left")
+        #expect(ProgressBar.line(label: "exporting", done: 500, total: 500, unit: "entries", elapsed: 60)
+                == "exporting [####################] 500/500 entries")
+    }
+
+    @Test func nothingWithoutATerminal() {
+        // The test runner's stderr is a pipe or a file here, never a terminal (the CLI's pty test shows the other side).
+        #expect(ProgressBar.onTerminal("exporting", total: 3) == nil || isatty(2) == 1)
+        #expect(ProgressBar.onTerminal("exporting", total: 0) == nil)
+    }
+}

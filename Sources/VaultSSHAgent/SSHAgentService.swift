@@ -136,7 +136,7 @@ package struct SSHAgentService: AgentSocketProtocol {
 
     // MARK: Extensions
 
-    package static let extensions = ["query", SessionBind.name]
+    package static let extensions = ["query", SessionBind.name, SSHSignatures.extensionName]
 
     private func extensionAnswer(_ reader: inout SSHReader, _ connection: Connection) -> [UInt8] {
         guard let name = try? reader.text("extension name") else { return [SSHAgentWire.failure] }
@@ -146,6 +146,13 @@ package struct SSHAgentService: AgentSocketProtocol {
             answer.byte(SSHAgentWire.extensionResponse)
             answer.string("query")
             for name in Self.extensions { answer.string(name) }
+            return answer.bytes
+        case SSHSignatures.extensionName:
+            // The last signatures, one line each (`vault agent status`): what the log says, no secret.
+            var answer = SSHWriter()
+            answer.byte(SSHAgentWire.extensionResponse)
+            answer.string(name)
+            for record in signatures.last { answer.string(record.line) }
             return answer.bytes
         case SessionBind.name:
             do {

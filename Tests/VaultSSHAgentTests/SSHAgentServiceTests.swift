@@ -95,7 +95,7 @@ struct SSHAgentServiceTests {
         var reader = SSHReader(fixture.answer(query.bytes, on: fixture.service.connection(0)))
         #expect(try reader.byte("type") == SSHAgentWire.extensionResponse)
         #expect(try reader.text("name") == "query")
-        #expect(try [reader.text("1"), reader.text("2")] == ["query", SessionBind.name])
+        #expect(try [reader.text("1"), reader.text("2"), reader.text("3")] == ["query", SessionBind.name, "signatures@vault"])
         #expect(reader.isAtEnd)
         var unknown = SSHWriter()
         unknown.byte(SSHAgentWire.extensionRequest)

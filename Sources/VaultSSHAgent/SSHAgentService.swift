@@ -18,6 +18,8 @@ package struct SSHAgentService: AgentSocketProtocol {
     private let log: @Sendable (String) -> Void
     private let knownHosts: @Sendable (SSHPublicKey) -> KnownHosts
     package let signatures: SignatureLog
+    /// The program a key's `confirm` asks through (the agent's `SSH_ASKPASS`); `nil`: such keys never sign.
+    private let askpass: String?
 
     /// What a connection has bound (session-bind@openssh.com), in order.
     package final class Connection: Sendable {
@@ -29,8 +31,9 @@ package struct SSHAgentService: AgentSocketProtocol {
 
     package init(
         ring: KeyRing, knownHosts: @escaping @Sendable (SSHPublicKey) -> KnownHosts, signatures: SignatureLog = SignatureLog(),
-        log: @escaping @Sendable (String) -> Void
+        askpass: String? = nil, log: @escaping @Sendable (String) -> Void
     ) {
+        self.askpass = askpass
         self.ring = ring
         self.knownHosts = knownHosts
         self.signatures = signatures
@@ -109,7 +112,7 @@ package struct SSHAgentService: AgentSocketProtocol {
             log("ssh-agent: refused a signature with a key not offered on this connection")
             return [SSHAgentWire.failure]
         }
-        if entry.confirm, !Confirmation.ask(key: entry, host: binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }) {
+        if entry.confirm, !Confirmation.ask(askpass, key: entry, host: binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }) {
             log("ssh-agent: '\(entry.name)': the signature was not confirmed")
             return [SSHAgentWire.failure]
         }

@@ -138,6 +138,54 @@ struct SSHAgentCLITests {
         #expect(status.stdoutText.contains("signed with 'signing'") && status.stdoutText.contains("namespace git"), "\(status.stdoutText)")
     }
 
+    /// git's `gpg.format ssh`: a commit signed through the agent, verified by git with an allowed_signers file.
+    @Test func gitSignsACommitThroughTheAgent() throws {
+        let git = try #require(findTool("git"), "git is not installed")
+        let setup = try Setup()
+        let line = try setup.importKey("git-signing")
+        try setup.unlock()
+        let repository = setup.box.directory + "/repository"
+        let allowed = setup.box.directory + "/allowed_signers"
+        try ("signer@example " + line + "\n").write(toFile: allowed, atomically: false, encoding: .utf8)
+        let environment = ["SSH_AUTH_SOCK": setup.sshSocket, "HOME": setup.home, "PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1"]
+        func run(_ arguments: [String]) throws -> AgentRun {
+            try AgentCLI.exec(git, ["-C", repository] + arguments, environment: environment, timeout: 30)
+        }
+        try FileManager.default.createDirectory(atPath: repository, withIntermediateDirectories: true)
+        for arguments in [["init", "-q"], ["config", "user.name", "Signer"], ["config", "user.email", "signer@example"],
+                          ["config", "gpg.format", "ssh"], ["config", "user.signingkey", "key::" + line],
+                          ["config", "gpg.ssh.allowedSignersFile", allowed], ["commit", "-q", "-S", "--allow-empty", "-m", "signed"]] {
+            let result = try run(arguments)
+            try #require(result.status == 0, "git \(arguments): \(result.stderr)")
+        }
+        let verified = try run(["verify-commit", "HEAD"])
+        #expect(verified.status == 0 && verified.stderr.contains("Good \"git\" signature for signer@example"), "\(verified.stderr)")
+        let status = try setup.box.vault(["agent", "status", "--json"])
+        #expect(status.stdoutText.contains("signed with 'git-signing'") && status.stdoutText.contains("namespace git"), "\(status.stdoutText)")
+    }
+
+    @Test func aKeyWithConfirmSignsOnlyWhenSSHAskpassSaysYes() throws {
+        let setup = try Setup()
+        let line = try setup.importKey("careful", ["--confirm"])
+        let answer = setup.box.directory + "/answer"
+        let askpass = setup.box.directory + "/confirm-askpass"
+        try "#!/bin/sh\nexit $(cat '\(answer)')\n".write(toFile: askpass, atomically: false, encoding: .utf8)
+        chmod(askpass, 0o700)
+        // The agent keeps the SSH_ASKPASS of the command that started it.
+        let unlocked = try setup.box.vault(["unlock"], source: true, environment: ["HOME": setup.home, "SSH_ASKPASS": askpass])
+        try #require(unlocked.status == 0, "\(unlocked.stderr)")
+        let pub = setup.box.directory + "/careful.pub", message = setup.box.directory + "/message"
+        try (line + "\n").write(toFile: pub, atomically: false, encoding: .utf8)
+        try "text\n".write(toFile: message, atomically: false, encoding: .utf8)
+        for (exitCode, signs) in [("1", false), ("0", true)] {
+            try exitCode.write(toFile: answer, atomically: false, encoding: .utf8)
+            try? FileManager.default.removeItem(atPath: message + ".sig")
+            let signed = try OpenSSHTools.run(OpenSSHTools.keygen, "ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "file", message],
+                                              environment: ["SSH_AUTH_SOCK": setup.sshSocket, "HOME": setup.home])
+            #expect((signed.status == 0) == signs, "askpass exit \(exitCode): \(signed.stderr)")
+        }
+    }
+
     @Test func sshAddLocksEveryVaultAndCannotUnlockOrAdd() throws {
         let setup = try Setup()
         try setup.importKey("work")

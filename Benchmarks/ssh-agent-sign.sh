@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# An Ed25519 signature through the vault agent's ssh-agent socket against OpenSSH's own ssh-agent, on the same
+# key, in one run: each agent gets the same sign request (one connection each, as ssh and git hold), alternating
+# rounds of ROUNDS requests so that both see the same machine load; prints the median round trip of each and
+# their ratio (the goal, issue 36: vault ≤ 1.2× ssh-agent).
+#   Benchmarks/ssh-agent-sign.sh            # release build of vault and vault-net (built if missing)
+#   BUILD=debug ROUNDS=200 PAIRS=20 Benchmarks/ssh-agent-sign.sh
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD:-release}"
+rounds="${ROUNDS:-500}"
+pairs="${PAIRS:-20}"
+cd "$here"
+if [ "$build" = release ]; then swift build -c release --product vault --product vault-net >/dev/null; fi
+bin="$(swift build -c "$build" --show-bin-path)"
+work="$(mktemp -d)"
+agent_pid=""
+cleanup() {
+    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null || true
+    VAULT_AGENT_SOCK="$work/run/agent.sock" "$bin/vault" agent stop >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+export HOME="$work" VAULT_PATH="$work/bench.vault" VAULT_AGENT_SOCK="$work/run/agent.sock" XDG_STATE_HOME="$work/state"
+export VAULT_TESTING_INSECURE_KDF=1 VAULT_PASSPHRASE=bench   # the KDF is paid once, at unlock: not what is measured
+"$bin/vault" init >/dev/null
+ssh-keygen -q -t ed25519 -N '' -C bench -f "$work/id"
+"$bin/vault" ssh import bench "$work/id" >/dev/null
+"$bin/vault" unlock >/dev/null
+eval "$(ssh-agent -a "$work/openssh-agent.sock" -s)" >/dev/null
+agent_pid="$SSH_AGENT_PID"
+SSH_AUTH_SOCK="$work/openssh-agent.sock" ssh-add -q "$work/id"
+python3 - "$("$bin/vault" ssh socket)" "$work/openssh-agent.sock" "$work/id.pub" "$rounds" "$pairs" <<'PY'
+import base64, socket, statistics, struct, sys, time
+vault_sock, openssh_sock, pub, rounds, pairs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+blob = base64.b64decode(open(pub).read().split()[1])
+def s(b): return struct.pack(">I", len(b)) + b
+data = s(b"\x20" * 32) + b"\x32" + s(b"git") + s(b"ssh-connection") + s(b"publickey") + b"\x01" + s(b"ssh-ed25519") + s(blob)
+body = b"\x0d" + s(blob) + s(data) + struct.pack(">I", 0)
+request = struct.pack(">I", len(body)) + body
+def connect(path):
+    c = socket.socket(socket.AF_UNIX); c.connect(path); return c
+def recv(c, n):
+    out = b""
+    while len(out) < n:
+        part = c.recv(n - len(out))
+        if not part: raise SystemExit("the agent closed the connection")
+        out += part
+    return out
+def once(c):
+    c.sendall(request)
+    length = struct.unpack(">I", recv(c, 4))[0]
+    answer = recv(c, length)
+    if answer[0] != 14: raise SystemExit("sign failed: answer type %d" % answer[0])
+    return answer
+ours, theirs = connect(vault_sock), connect(openssh_sock)
+sig_ours, sig_theirs = once(ours), once(theirs)
+assert sig_ours == sig_theirs, "Ed25519 is deterministic: both agents must give the same signature"
+times = {"vault": [], "ssh-agent": []}
+for _ in range(pairs):
+    for name, c in (("vault", ours), ("ssh-agent", theirs)):
+        for _ in range(rounds):
+            t = time.perf_counter_ns(); once(c); times[name].append(time.perf_counter_ns() - t)
+v, o = statistics.median(times["vault"]), statistics.median(times["ssh-agent"])
+print("Ed25519 sign round trip, %d requests each (%d alternating rounds of %d), same key, same signature:" % (rounds * pairs, pairs, rounds))
+print("  vault agent  median %7.1f us  p90 %7.1f us" % (v / 1000, statistics.quantiles(times["vault"], n=10)[8] / 1000))
+print("  ssh-agent    median %7.1f us  p90 %7.1f us" % (o / 1000, statistics.quantiles(times["ssh-agent"], n=10)[8] / 1000))
+print("  ratio vault/ssh-agent: %.2f (goal <= 1.2)" % (v / o))
+PY

@@ -82,7 +82,11 @@ package struct SSHAgentService: AgentSocketProtocol {
         ring.documentVaults().flatMap { vault -> [SSHEntry] in
             try? vault.reload()
             guard let names = try? vault.keys().sorted() else { return [] }
-            return names.compactMap { (try? vault.record(of: $0)).flatMap { $0 }.flatMap(SSHEntry.init) }
+            return names.compactMap { name in
+                guard var entry = (try? vault.record(of: name)).flatMap({ $0 }).flatMap(SSHEntry.init) else { return nil }
+                entry.vaultPath = vault.path
+                return entry
+            }
         }
     }
 
@@ -123,8 +127,8 @@ package struct SSHAgentService: AgentSocketProtocol {
             log("ssh-agent: '\(entry.name)': \(error)")
             return [SSHAgentWire.failure]
         }
-        // Using a key is using its vault: the idle timeout starts again.
-        for vault in ring.documentVaults() { _ = ring.vault(at: vault.path, touch: true) }
+        // Using a key is using its vault: its idle timeout starts again.
+        if let path = entry.vaultPath { _ = ring.vault(at: path, touch: true) }
         let record = SignatureLog.Record(
             time: UTCTime.now(), key: entry.name, fingerprint: entry.publicKey.fingerprint,
             host: binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }, forwarded: binds.contains(where: \.forwarded),

@@ -116,6 +116,13 @@ package struct SSHAgentService: AgentSocketProtocol {
             log("ssh-agent: refused a signature with a key not offered on this connection")
             return [SSHAgentWire.failure]
         }
+        // A user authentication on a bound connection must be for the session bound last, with the key it signs
+        // with (as OpenSSH's agent checks): a request relayed from another session is refused.
+        if let bound = binds.last, let userauth = UserAuthRequest(signedData: data),
+           userauth.sessionID != bound.sessionID || userauth.keyBlob != blob {
+            log("ssh-agent: refused a user authentication for another session than the one bound")
+            return [SSHAgentWire.failure]
+        }
         if entry.confirm, !Confirmation.ask(askpass, key: entry, host: binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }) {
             log("ssh-agent: '\(entry.name)': the signature was not confirmed")
             return [SSHAgentWire.failure]

@@ -30,9 +30,14 @@ ssh-keygen -q -t ed25519 -N '' -C bench -f "$work/id"
 eval "$(ssh-agent -a "$work/openssh-agent.sock" -s)" >/dev/null
 agent_pid="$SSH_AGENT_PID"
 SSH_AUTH_SOCK="$work/openssh-agent.sock" ssh-add -q "$work/id"
-python3 - "$("$bin/vault" ssh socket)" "$work/openssh-agent.sock" "$work/id.pub" "$rounds" "$pairs" <<'PY'
-import base64, socket, statistics, struct, sys, time
+vault_pid="$("$bin/vault" agent status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')"
+python3 - "$("$bin/vault" ssh socket)" "$work/openssh-agent.sock" "$work/id.pub" "$rounds" "$pairs" "$vault_pid" "$agent_pid" <<'PY'
+import base64, os, socket, statistics, struct, sys, time
 vault_sock, openssh_sock, pub, rounds, pairs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+pids = {"vault": int(sys.argv[6]), "ssh-agent": int(sys.argv[7])}
+def cpu_seconds(pid):  # utime + stime of the agent process (all its threads), /proc/PID/stat fields 14 and 15
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 blob = base64.b64decode(open(pub).read().split()[1])
 def s(b): return struct.pack(">I", len(b)) + b
 data = s(b"\x20" * 32) + b"\x32" + s(b"git") + s(b"ssh-connection") + s(b"publickey") + b"\x01" + s(b"ssh-ed25519") + s(blob)
@@ -57,13 +62,19 @@ ours, theirs = connect(vault_sock), connect(openssh_sock)
 sig_ours, sig_theirs = once(ours), once(theirs)
 assert sig_ours == sig_theirs, "Ed25519 is deterministic: both agents must give the same signature"
 times = {"vault": [], "ssh-agent": []}
+cpu = {"vault": 0.0, "ssh-agent": 0.0}
 for _ in range(pairs):
     for name, c in (("vault", ours), ("ssh-agent", theirs)):
+        before = cpu_seconds(pids[name])
         for _ in range(rounds):
             t = time.perf_counter_ns(); once(c); times[name].append(time.perf_counter_ns() - t)
+        cpu[name] += cpu_seconds(pids[name]) - before
 v, o = statistics.median(times["vault"]), statistics.median(times["ssh-agent"])
 print("Ed25519 sign round trip, %d requests each (%d alternating rounds of %d), same key, same signature:" % (rounds * pairs, pairs, rounds))
 print("  vault agent  median %7.1f us  p90 %7.1f us" % (v / 1000, statistics.quantiles(times["vault"], n=10)[8] / 1000))
 print("  ssh-agent    median %7.1f us  p90 %7.1f us" % (o / 1000, statistics.quantiles(times["ssh-agent"], n=10)[8] / 1000))
 print("  ratio vault/ssh-agent: %.2f (goal <= 1.2)" % (v / o))
+n = rounds * pairs
+print("  agent CPU per signature (utime+stime, 10 ms ticks): vault %.1f us, ssh-agent %.1f us, ratio %.2f" % (
+    cpu["vault"] / n * 1e6, cpu["ssh-agent"] / n * 1e6, cpu["vault"] / cpu["ssh-agent"] if cpu["ssh-agent"] else float("nan")))
 PY

@@ -11,8 +11,11 @@ build="${BUILD:-release}"
 rounds="${ROUNDS:-500}"
 pairs="${PAIRS:-20}"
 cd "$here"
-if [ "$build" = release ]; then swift build -c release --product vault --product vault-net >/dev/null; fi
-bin="$(swift build -c "$build" --show-bin-path)"
+bin="$here/.build/$build"
+if ! [ -x "$bin/vault" ] || ! [ -x "$bin/vault-net" ]; then
+    swift build -c "$build" --product vault-net >/dev/null
+    swift build -c "$build" --product vault >/dev/null
+fi
 work="$(mktemp -d)"
 agent_pid=""
 cleanup() {

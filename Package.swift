@@ -38,6 +38,7 @@ let package = Package(
     products: [
         .library(name: "VaultCore", targets: ["VaultCore"]),
         .library(name: "VaultAgent", targets: ["VaultAgent"]),
+        .library(name: "VaultSSHAgent", targets: ["VaultSSHAgent"]),
         .library(name: "VaultCredentials", targets: ["VaultCredentials"]),
         .library(name: "VaultAuthCore", targets: ["VaultAuthCore"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),

@@ -26,6 +26,11 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(
+            name: "FuzzSSHAgent",
+            dependencies: [.product(name: "VaultSSHAgent", package: projectIdentity)],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
             name: "FuzzDocument",
             dependencies: [.product(name: "VaultCore", package: projectIdentity)],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]

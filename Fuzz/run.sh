@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (ASan + libFuzzer, debug) and runs each for SECONDS (default 60), seeded with the
 # malformed-file vectors (Tests/Vectors/v1/*.vault), generated plaintexts (FuzzOpen) and the committed
 # regressions, which are also replayed first. Exits non-zero on any crash, sanitizer report, leak or timeout.
-#   Fuzz/run.sh [SECONDS] [TARGET...]      targets: FuzzHeader FuzzOpen FuzzDocument FuzzAgentWire (default all)
+#   Fuzz/run.sh [SECONDS] [TARGET...]      targets: FuzzHeader FuzzOpen FuzzDocument FuzzAgentWire FuzzSSHAgent (default all)
 # Working corpora go to Fuzz/.build/fuzz/ (kept between runs, not committed); Fuzz/corpus/TARGET (committed: a
 # minimized corpus, `Fuzz/run.sh --minimize` rewrites it) seeds every run. A crashing input is saved in Fuzz/crashes/
 # (to commit to Fuzz/regressions once fixed) and printed in base64, so that a CI log alone reproduces it.
@@ -15,7 +15,7 @@ if [ "${1:-}" = "--minimize" ]; then minimize=1; shift; fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzHeader FuzzOpen FuzzDocument FuzzAgentWire)
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzHeader FuzzOpen FuzzDocument FuzzAgentWire FuzzSSHAgent)
 export SWIFT_BACKTRACE=enable=no
 
 # SwiftPM applies -sanitize=fuzzer (coverage) only to the fuzz targets themselves: ask for coverage of every
@@ -124,6 +124,32 @@ for label, data in cases.items():
     open(os.path.join(out, label), "wb").write(data)
 PY
 
+# FuzzSSHAgent reads what a client sends on one ssh-agent connection (RFC 9987 frames): give it each request's
+# shape, a session bind, an oversize header and a frame cut short.
+python3 - "$work/seeds-ssh" <<'PY'
+import os, struct, sys
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+def s(data):
+    return struct.pack(">I", len(data)) + data
+def frame(body):
+    return struct.pack(">I", len(body)) + body
+ed = s(b"ssh-ed25519") + s(b"\x11" * 32)
+cases = {
+    "identities": frame(b"\x0b"),
+    "sign": frame(b"\x0b") + frame(b"\x0d" + s(ed) + s(b"data") + struct.pack(">I", 0)),
+    "sign-rsa-flags": frame(b"\x0d" + s(s(b"ssh-rsa") + s(b"\x01\x00\x01") + s(b"\x00" + b"\xc1" * 256)) + s(b"data") + struct.pack(">I", 4)),
+    "query": frame(b"\x1b" + s(b"query")),
+    "bind": frame(b"\x1b" + s(b"session-bind@openssh.com") + s(ed) + s(b"\x22" * 32) + s(s(b"ssh-ed25519") + s(b"\x33" * 64)) + b"\x01") + frame(b"\x0b"),
+    "signatures": frame(b"\x1b" + s(b"signatures@vault")),
+    "add-remove": frame(b"\x11" + s(b"ssh-ed25519")) + frame(b"\x12" + s(ed)) + frame(b"\x13") + frame(b"\x17" + s(b"pw")),
+    "oversize": struct.pack(">I", 256 * 1024 + 1) + b"\x0b",
+    "truncated": struct.pack(">I", 9) + b"\x0d\x00",
+}
+for label, data in cases.items():
+    open(os.path.join(out, label), "wb").write(data)
+PY
+
 if [ "$minimize" = 1 ]; then
     for target in "${targets[@]}"; do
         committed="$here/corpus/$target"
@@ -148,6 +174,7 @@ for target in "${targets[@]}"; do
         [ -d "$here/../Tests/Vectors/v2" ] && seeds+=("$here/../Tests/Vectors/v2")
     fi
     [ "$target" = FuzzAgentWire ] && seeds=("$work/seeds-agent")
+    [ "$target" = FuzzSSHAgent ] && seeds=("$work/seeds-ssh")
     regressions=()
     for file in "$here"/regressions/*; do
         case "$(basename "$file")" in README.md | '*') ;; *) regressions+=("$file") ;; esac

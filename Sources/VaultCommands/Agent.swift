@@ -330,19 +330,27 @@ package struct AgentCommand: ParsableCommand {
                 let socket = AgentSocket.defaultPath
                 guard let client = try AgentClient.connect(socketPath: socket) else { throw AgentError.noAgent(socket: socket) }
                 let status = try client.status()
+                // The ssh-agent socket beside it (an agent run from vault-net): its last signatures.
+                let signatures = SSHSignatures.last(socketPath: AgentSocket.sshAgentPath(besides: socket))
                 if json {
-                    try writeJSON([
+                    var object: [String: Any] = [
                         "pid": status.pid, "protocol": AgentClient.protocolVersion, "socket": status.socketPath,
                         "vaults": status.vaults.map {
                             ["path": $0.path, "idle_seconds_left": $0.idleSecondsLeft, "max_seconds_left": $0.maxSecondsLeft]
                         },
-                    ])
+                    ]
+                    if let signatures { object["ssh_signatures"] = signatures }
+                    try writeJSON(object)
+                    return
                 } else if status.vaults.isEmpty {
                     try writeToStdout("no vault unlocked\n")
                 } else {
                     try writeToStdout(status.vaults.map {
                         "\($0.path)  idle \($0.idleSecondsLeft)s left, max \($0.maxSecondsLeft)s left\n"
                     }.joined())
+                }
+                if let signatures, !signatures.isEmpty {
+                    try writeToStdout("last ssh signatures:\n" + signatures.map { "  " + TerminalText.escaped($0) + "\n" }.joined())
                 }
             }
         }

@@ -26,6 +26,8 @@ public struct SSHEntry: Sendable {
     public let hosts: [String]
     public let forward: Bool
     public let confirm: Bool
+    /// The vault the entry was read from, when the reader says (the agent: whose idle timeout a signature restarts).
+    public var vaultPath: String?
     let privateKeyText: SecureBytes
 
     /// The ssh key of `record`, or `nil` when the entry is not one (no `private_key` and `public_key` fields, or a

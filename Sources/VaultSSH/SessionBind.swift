@@ -54,6 +54,24 @@ extension SessionBind.Refusal: CustomStringConvertible {
     }
 }
 
+/// A publickey user-authentication request as ssh asks an agent to sign it (RFC 4252 §7): its session id and the
+/// key it names; `nil` for other data (an SSHSIG, anything else).
+public struct UserAuthRequest: Sendable, Equatable {
+    public let sessionID: [UInt8]
+    public let keyBlob: [UInt8]
+
+    public init?(signedData data: [UInt8]) {
+        var reader = SSHReader(data)
+        guard let sessionID = try? reader.string("session id"), (try? reader.byte("message")) == 50,
+              (try? reader.string("user")) != nil, (try? reader.string("service")) != nil,
+              (try? reader.text("method")) == "publickey", (try? reader.bool("has signature")) == true,
+              (try? reader.string("algorithm")) != nil, let keyBlob = try? reader.string("key"), reader.isAtEnd
+        else { return nil }
+        self.sessionID = sessionID
+        self.keyBlob = keyBlob
+    }
+}
+
 /// SSHSIG (OpenSSH's PROTOCOL.sshsig): what `ssh-keygen -Y sign` asks an agent to sign starts with the magic
 /// `SSHSIG`, then the namespace (`git`, `file`, …).
 public enum SSHSig {

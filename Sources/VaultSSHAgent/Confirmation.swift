@@ -12,8 +12,9 @@ import Glibc
 enum Confirmation {
     static let timeoutSeconds = 60.0
 
-    static func ask(key: SSHEntry, host: String?, forwarded: Bool) -> Bool {
-        guard let askpass = Posix.environment("SSH_ASKPASS"), !askpass.isEmpty else { return false }
+    /// Whether the program `askpass` (the agent's `SSH_ASKPASS`; `nil`: none) says yes to a signature with `key`.
+    static func ask(_ askpass: String?, key: SSHEntry, host: String?, forwarded: Bool) -> Bool {
+        guard let askpass, !askpass.isEmpty else { return false }
         let question = "Allow use of the key \(key.name.debugDescription) (\(key.publicKey.fingerprint))"
             + (host.map { " for \($0.debugDescription)" } ?? "") + (forwarded ? " through a forwarded connection" : "") + "?"
         var environment: [String] = ["SSH_ASKPASS_PROMPT=confirm"]

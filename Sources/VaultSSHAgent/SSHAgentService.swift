@@ -18,6 +18,8 @@ package struct SSHAgentService: AgentSocketProtocol {
     private let log: @Sendable (String) -> Void
     private let knownHosts: @Sendable (SSHPublicKey) -> KnownHosts
     package let signatures: SignatureLog
+    /// The program a key's `confirm` asks through (the agent's `SSH_ASKPASS`); `nil`: such keys never sign.
+    private let askpass: String?
 
     /// What a connection has bound (session-bind@openssh.com), in order, and whether a bind on it was refused.
     package final class Connection: Sendable {
@@ -37,8 +39,9 @@ package struct SSHAgentService: AgentSocketProtocol {
 
     package init(
         ring: KeyRing, knownHosts: @escaping @Sendable (SSHPublicKey) -> KnownHosts, signatures: SignatureLog = SignatureLog(),
-        log: @escaping @Sendable (String) -> Void
+        askpass: String? = nil, log: @escaping @Sendable (String) -> Void
     ) {
+        self.askpass = askpass
         self.ring = ring
         self.knownHosts = knownHosts
         self.signatures = signatures
@@ -86,25 +89,22 @@ package struct SSHAgentService: AgentSocketProtocol {
 
     /// The ssh keys of every vault held, vaults by path, entries by name (`vault ssh list`'s order), each with the
     /// path of its vault.
-    func allKeys() -> [(vault: String, key: SSHEntry)] {
-        ring.documentVaults().flatMap { vault -> [(vault: String, key: SSHEntry)] in
+    func allKeys() -> [SSHEntry] {
+        ring.documentVaults().flatMap { vault -> [SSHEntry] in
             try? vault.reload()
             guard let names = try? vault.keys().sorted() else { return [] }
-            return names.compactMap { (try? vault.record(of: $0)).flatMap { $0 }.flatMap(SSHEntry.init) }.map { (vault.path, $0) }
+            return names.compactMap { name in
+                guard var entry = (try? vault.record(of: name)).flatMap({ $0 }).flatMap(SSHEntry.init) else { return nil }
+                entry.vaultPath = vault.path
+                return entry
+            }
         }
     }
 
     /// The keys `connection` may use, in the order they are offered.
     func offered(_ connection: Connection) -> [SSHEntry] {
-        offeredWithVaults(connection).map(\.key)
-    }
-
-    private func offeredWithVaults(_ connection: Connection) -> [(vault: String, key: SSHEntry)] {
-        let all = allKeys()
         let state = connection.state.withLock { $0 }
-        let keys = KeyChoice.offered(all.map(\.key), binds: state.binds, bindFailed: state.failed, knownHosts: knownHosts)
-        // Back to their vaults (KeyChoice keeps the entries it offers as they are).
-        return keys.compactMap { key in all.first { $0.key.name == key.name && $0.key.publicKey.blob == key.publicKey.blob } }
+        return KeyChoice.offered(allKeys(), binds: state.binds, bindFailed: state.failed, knownHosts: knownHosts)
     }
 
     private func identities(_ connection: Connection) -> [UInt8] {
@@ -125,14 +125,21 @@ package struct SSHAgentService: AgentSocketProtocol {
         else { return [SSHAgentWire.failure] }
         let binds = connection.state.withLock { $0 }
         // Every entry with this public key that the connection may use: one of them asking for confirmation asks.
-        let matching = offeredWithVaults(connection).filter { $0.key.publicKey.blob == blob }
-        guard let (vaultPath, entry) = matching.first else {
+        let matching = offered(connection).filter { $0.publicKey.blob == blob }
+        guard let entry = matching.first else {
             log("ssh-agent: refused a signature with a key not offered on this connection")
             return [SSHAgentWire.failure]
         }
-        if matching.contains(where: \.key.confirm) {
+        // A user authentication on a bound connection must be for the session bound last, with the key it signs
+        // with (as OpenSSH's agent checks): a request relayed from another session is refused.
+        if let bound = binds.binds.last, let userauth = UserAuthRequest(signedData: data),
+           userauth.sessionID != bound.sessionID || userauth.keyBlob != blob {
+            log("ssh-agent: refused a user authentication for another session than the one bound")
+            return [SSHAgentWire.failure]
+        }
+        if matching.contains(where: \.confirm) {
             let host = binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }
-            guard Confirmation.ask(key: entry, host: host, forwarded: binds.forwarded) else {
+            guard Confirmation.ask(askpass, key: entry, host: host, forwarded: binds.forwarded) else {
                 log("ssh-agent: \(entry.name.debugDescription): the signature was not confirmed")
                 return [SSHAgentWire.failure]
             }
@@ -150,7 +157,7 @@ package struct SSHAgentService: AgentSocketProtocol {
             return [SSHAgentWire.failure]
         }
         // Using a key is using its vault (that one only): its idle timeout starts again.
-        _ = ring.vault(at: vaultPath, touch: true)
+        if let path = entry.vaultPath { _ = ring.vault(at: path, touch: true) }
         let record = SignatureLog.Record(
             time: UTCTime.now(), key: entry.name, fingerprint: entry.publicKey.fingerprint,
             host: binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }, forwarded: binds.forwarded,
@@ -165,7 +172,7 @@ package struct SSHAgentService: AgentSocketProtocol {
 
     // MARK: Extensions
 
-    package static let extensions = ["query", SessionBind.name]
+    package static let extensions = ["query", SessionBind.name, SSHSignatures.extensionName]
 
     private func extensionAnswer(_ reader: inout SSHReader, _ connection: Connection) -> [UInt8] {
         guard let name = try? reader.text("extension name") else { return [SSHAgentWire.failure] }
@@ -175,6 +182,15 @@ package struct SSHAgentService: AgentSocketProtocol {
             answer.byte(SSHAgentWire.extensionResponse)
             answer.string("query")
             for name in Self.extensions { answer.string(name) }
+            return answer.bytes
+        case SSHSignatures.extensionName:
+            // The last signatures, one line each (`vault agent status`): what the log says, no secret; never to a
+            // connection that bound a session (a forwarded host would learn key names, hosts and namespaces).
+            guard connection.state.withLock({ !$0.attempted && $0.binds.isEmpty }) else { return [SSHAgentWire.failure] }
+            var answer = SSHWriter()
+            answer.byte(SSHAgentWire.extensionResponse)
+            answer.string(name)
+            for record in signatures.last { answer.string(record.line) }
             return answer.bytes
         case SessionBind.name:
             do {

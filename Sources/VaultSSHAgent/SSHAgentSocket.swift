@@ -9,7 +9,8 @@ public enum SSHAgentSocket {
     public static func install() {
         AgentServer.install { ring, agentSocket, log in
             let home = Posix.environment("HOME")
-            let service = SSHAgentService(ring: ring, knownHosts: { KnownHosts.load(hostKey: $0, home: home) }, log: log)
+            let service = SSHAgentService(
+                ring: ring, knownHosts: { KnownHosts.load(hostKey: $0, home: home) }, askpass: Posix.environment("SSH_ASKPASS"), log: log)
             return try AgentListener(
                 socketPath: AgentSocket.sshAgentPath(besides: agentSocket), service: service, exitWhenEmptyAfter: nil, log: log)
         }

@@ -25,6 +25,22 @@ import VaultCommands
         #expect(route(["vault", "help", "export"]) == .vaultNet(arguments: ["vault", "help", "export"]))
     }
 
+    /// The agent's own process runs from vault-net when it is installed (the ssh-agent socket links swift-crypto);
+    /// its status and stop, and any agent without vault-net, stay in `vault`.
+    @Test func runningAnAgentGoesToVaultNetWhenItIsInstalled() {
+        let installed = { true }, absent = { false }
+        #expect(AgentProcess.runsInVaultNet(["vault", "agent"], installed: installed))
+        #expect(AgentProcess.runsInVaultNet(["vault", "agent", "run", "--exit-when-empty", "60s"], installed: installed))
+        #expect(AgentProcess.runsInVaultNet(["vault", "agent", "--exit-when-empty", "60s"], installed: installed))
+        #expect(!AgentProcess.runsInVaultNet(["vault", "agent", "run"], installed: absent))
+        for verb in ["status", "stop", "help"] {
+            #expect(!AgentProcess.runsInVaultNet(["vault", "agent", verb], installed: installed))
+        }
+        #expect(!AgentProcess.runsInVaultNet(["vault", "unlock"], installed: installed))
+        #expect(!AgentProcess.runsInVaultNet(["vault"], installed: installed))
+        #expect(route(["vault", "ssh", "list"]) == .vaultNet(arguments: ["vault", "ssh", "list"]))
+    }
+
     @Test func plainFormsTakeTheQuickPathWithOptionsMovedAfterTheVerb() {
         let expected = QuickPath.Invocation(verb: .list, vaultPath: "x.vault", json: false)
         #expect(route(["vault", "--vault", "x.vault", "list"])

@@ -25,7 +25,7 @@ final class SSHAgentFixture {
         let lines = Mutex<[String]>([])
     }
 
-    init() throws {
+    init(askpass: String? = nil) throws {
         directory = NSTemporaryDirectory() + "vault-ssh-agent-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var options = SecureKeyValueStore.Options.insecureForTesting
@@ -34,7 +34,7 @@ final class SSHAgentFixture {
         vault = try VaultOpener.open(path: directory + "/ssh.vault", passphrase: SecureBytes(string: "pass"), options: options)
         let logged = self.logged, texts = self.texts
         service = SSHAgentService(
-            ring: ring, knownHosts: { key in KnownHosts(hostKey: key, texts: texts.lines.withLock { $0 }) },
+            ring: ring, knownHosts: { key in KnownHosts(hostKey: key, texts: texts.lines.withLock { $0 }) }, askpass: askpass,
             log: { line in logged.lines.withLock { $0.append(line) } })
     }
 
@@ -46,7 +46,7 @@ final class SSHAgentFixture {
     }
 
     /// Stores `key` as entry `name` with the optional fields, as `vault ssh import` does.
-    func add(_ name: String, _ key: SSHPrivateKey, hosts: String? = nil, forward: Bool = false) throws {
+    func add(_ name: String, _ key: SSHPrivateKey, hosts: String? = nil, forward: Bool = false, confirm: Bool = false) throws {
         func bytes(_ text: String) -> SecureBytes { SecureBytes(string: text) }
         var changes: [DocumentChange] = [
             .setField(entry: name, field: SSHEntry.privateKeyField, value: OpenSSHKeyFile.write(key), secret: true),
@@ -55,6 +55,7 @@ final class SSHAgentFixture {
         ]
         if let hosts { changes.append(.setField(entry: name, field: SSHEntry.hostsField, value: bytes(hosts), secret: false)) }
         if forward { changes.append(.setField(entry: name, field: SSHEntry.forwardField, value: bytes("yes"), secret: false)) }
+        if confirm { changes.append(.setField(entry: name, field: SSHEntry.confirmField, value: bytes("yes"), secret: false)) }
         try vault.apply(changes)
     }
 

@@ -95,7 +95,7 @@ struct SSHAgentServiceTests {
         var reader = SSHReader(fixture.answer(query.bytes, on: fixture.service.connection(0)))
         #expect(try reader.byte("type") == SSHAgentWire.extensionResponse)
         #expect(try reader.text("name") == "query")
-        #expect(try [reader.text("1"), reader.text("2")] == ["query", SessionBind.name])
+        #expect(try [reader.text("1"), reader.text("2"), reader.text("3")] == ["query", SessionBind.name, "signatures@vault"])
         #expect(reader.isAtEnd)
         var unknown = SSHWriter()
         unknown.byte(SSHAgentWire.extensionRequest)
@@ -120,5 +120,35 @@ struct SSHAgentServiceTests {
         #expect(fixture.logged.lines.withLock { $0 }.contains { $0.contains("already bound") })
         // Another connection has binds of its own.
         #expect(fixture.answer(try SSHAgentFixture.bind(host, sessionID: sid, forwarded: false), on: fixture.service.connection(1)) == [SSHAgentWire.success])
+    }
+
+    /// As OpenSSH's agent: on a bound connection, a user authentication is signed only for the session bound last.
+    @Test func aUserAuthenticationIsSignedOnlyForTheSessionBoundLast() throws {
+        let fixture = try SSHAgentFixture()
+        try fixture.add("ed", ed)
+        fixture.unlock()
+        let host = try SSHPrivateKey.generate(.ed25519, comment: "")
+        let connection = fixture.service.connection(0)
+        func userauth(_ sid: [UInt8], key: [UInt8]) -> [UInt8] {
+            var data = SSHWriter()
+            data.string(sid)
+            data.byte(50)
+            data.string("git")
+            data.string("ssh-connection")
+            data.string("publickey")
+            data.bool(true)
+            data.string("ssh-ed25519")
+            data.string(key)
+            return data.bytes
+        }
+        let bound = [UInt8](repeating: 1, count: 32), other = [UInt8](repeating: 2, count: 32)
+        // Unbound: any session.
+        #expect(try fixture.sign(ed.publicKey, userauth(other, key: ed.publicKey.blob), on: connection) != nil)
+        #expect(fixture.answer(try SSHAgentFixture.bind(host, sessionID: bound, forwarded: false), on: connection) == [SSHAgentWire.success])
+        #expect(try fixture.sign(ed.publicKey, userauth(other, key: ed.publicKey.blob), on: connection) == nil)
+        #expect(try fixture.sign(ed.publicKey, userauth(bound, key: ec.publicKey.blob), on: connection) == nil)
+        #expect(try fixture.sign(ed.publicKey, userauth(bound, key: ed.publicKey.blob), on: connection) != nil)
+        // Other data (not a user authentication) is signed as before.
+        #expect(try fixture.sign(ed.publicKey, [1, 2, 3], on: connection) != nil)
     }
 }

@@ -120,6 +120,7 @@ package struct Show: ParsableCommand {
                     var object: [String: Any] = [
                         "name": current.name, "id": current.id.description, "created": current.created.iso8601,
                         "modified": current.modified.iso8601, "replica": current.modified.replica.description,
+                        "replica_name": current.modifiedBy as Any,
                         "earlier_versions": versions.count - 1, "fields": current.fields.map { $0.json(reveal: reveal) },
                     ]
                     if let version { object["version"] = version }
@@ -130,7 +131,8 @@ package struct Show: ParsableCommand {
                 if let version { text += "version: \(version)\(current.conflict ? " (conflict)" : "")\n" }
                 text += "id: \(current.id)\n"
                 text += "created: \(current.created.iso8601)\n"
-                text += "modified: \(current.modified.iso8601) (replica \(current.modified.replica))\n"
+                text += "modified: \(current.modified.iso8601)"
+                    + (current.modifiedBy.map { " by \(TerminalText.escaped($0))" } ?? "") + " (replica \(current.modified.replica))\n"
                 text += "earlier versions: \(versions.count - 1)\n\n"
                 text += fieldLines(current.fields, reveal: reveal)
                 try writeToStdout(text)
@@ -176,6 +178,7 @@ package struct History: ParsableCommand {
                             [
                                 "version": version.version, "current": version.version == 0,
                                 "time": version.modified.iso8601, "replica": version.modified.replica.description,
+                                "replica_name": version.modifiedBy as Any,
                                 "conflict": version.conflict, "fields": version.fields.map { $0.json(reveal: reveal) },
                             ]
                         },
@@ -185,7 +188,7 @@ package struct History: ParsableCommand {
                 var text = ""
                 for version in versions {
                     text += "version \(version.version)\(version.version == 0 ? " (current)" : "")"
-                        + "  \(version.modified.iso8601)  replica \(version.modified.replica)"
+                        + "  \(version.modified.iso8601)  \(TerminalText.escaped(version.author))"
                         + (version.conflict ? "  conflict" : "") + "\n"
                     text += fieldLines(version.fields, reveal: reveal, indent: "  ")
                 }

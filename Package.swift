@@ -3,7 +3,9 @@ import PackageDescription
 
 // The arrows go one way:
 //   CSodium → VaultSodium → VaultCore → VaultCredentials → VaultAuthCore → VaultAuth (SwiftNIO, NIOSSL) → MobileServices
-//   → NetworkCommands → vault-net, DemoApp
+//   → NetworkCommands → vault-net; the library products → DemoApp
+//   VaultCore → VaultSyncCore (the sync engine, its record, git sync: no networking) → VaultCommands, and
+//   → VaultSync (+ VaultAuth: the S3 and OpenBao stores) → NetworkCommands
 //   CVaultSystem → VaultTerminal (→ VaultCore, VaultCredentials) → VaultCommands (+ VaultCredentials: the credential
 //   helpers) → NetworkCommands; VaultCommands → vault
 //   VaultAuthCore → VaultAuthTesting (test doubles, no networking) → the test targets
@@ -40,11 +42,13 @@ let package = Package(
         .library(name: "VaultAuthCore", targets: ["VaultAuthCore"]),
         .library(name: "VaultAuth", targets: ["VaultAuth"]),
         .library(name: "VaultOTP", targets: ["VaultOTP"]),
+        .library(name: "VaultSyncCore", targets: ["VaultSyncCore"]),
         .library(name: "VaultSync", targets: ["VaultSync"]),
         .library(name: "VaultAge", targets: ["VaultAge"]),
         .library(name: "VaultAgePQ", targets: ["VaultAgePQ"]),
         .library(name: "MobileServices", targets: ["MobileServices"]),
         .library(name: "VaultAuthTesting", targets: ["VaultAuthTesting"]),
+        .library(name: "VaultTerminal", targets: ["VaultTerminal"]),
         .executable(name: "vault", targets: ["vault"]),
         .executable(name: "vault-net", targets: ["vault-net"]),
         .executable(name: "mobile-services-emulator", targets: ["mobile-services-emulator"]),
@@ -111,6 +115,16 @@ let package = Package(
         // `mlkem768x25519` stanza: HPKE with the ML-KEM-768 + X25519 KEM (X-Wing), which libsodium lacks, from
         // swift-crypto (BoringSSL), in a target of its own so that only what reads or writes such a stanza links it.
         .target(name: "VaultAgePQ", dependencies: ["VaultAge", "VaultCore", .product(name: "Crypto", package: "swift-crypto")]),
+        // ssh keys (issue 36): SSH's wire encoding, openssh-key-v1 and PEM/PKCS#8 keys (bcrypt_pbkdf, aes256-ctr),
+        // generation and signing (Ed25519 via VaultSodium; ECDSA P-256, RSA and AES-CTR from swift-crypto),
+        // known_hosts and ssh_config host patterns, session binds and SSHSIG. No sockets, no terminal; only
+        // vault-net links it (swift-crypto).
+        .target(
+            name: "VaultSSH",
+            dependencies: [
+                "VaultCore", "VaultSodium", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]),
         // Import and export (docs/IMPORT-EXPORT.md): pure parsers and writers from bytes to entries and back (pass,
         // KeePass XML, Bitwarden JSON, 1PUX, CSV, vault's JSON). FoundationXML (libxml2) and ZIPFoundation (zlib):
         // only vault-net links it, so that `vault`'s start pays for neither.
@@ -118,13 +132,23 @@ let package = Package(
             name: "VaultImport",
             dependencies: ["VaultCore", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
         ),
-        // Sync with remote stores (S3 conditional writes): the transport and SigV4 of VaultAuth.
-        .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth"]),
+        // Sync without networking: the engine (read a copy, merge it entry by entry, write back conditionally, try
+        // again), the record of each copy's last sync and the remote a vault remembers, and git sync. The seam, a
+        // copy read and written conditionally (`VaultCopy`), is VaultCore's, whose local file is one. `vault` links
+        // it (git sync), so it links no networking: as VaultAuthCore is to VaultAuth.
+        .target(name: "VaultSyncCore", dependencies: ["VaultCore", "VaultSodium", "CVaultSystem"]),
+        // The remote stores, S3 (conditional writes) and OpenBao (check-and-set), over the transport and SigV4 of
+        // VaultAuth. Re-exports VaultSyncCore, so `import VaultSync` is the whole sync library.
+        .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth", "VaultSyncCore"]),
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
         // Test doubles of the authentication layer (a counting in-memory credential store, a scripted prompt, an
         // in-memory server), as HummingbirdTesting; no networking, so VaultAuthCore's tests link none.
         .target(name: "VaultAuthTesting", dependencies: ["VaultAuthCore", "VaultCredentials"]),
+
+        // The agent's ssh-agent socket (issue 36): the ssh-agent protocol over the agent's key ring, a companion
+        // of the vault's socket (AgentServer.install(companion:)), installed by vault-net, the program agents run from.
+        .target(name: "VaultSSHAgent", dependencies: ["VaultAgent", "VaultSSH", "VaultCore", "CVaultSystem"]),
 
         // The CLI: `vault` runs the vault's own verbs and the git and docker credential helpers (VaultCredentials:
         // they send no HTTP), and links no networking (SwiftNIO and BoringSSL would cost every start ~3 ms of CPU:
@@ -153,7 +177,7 @@ let package = Package(
             name: "NetworkCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP", "VaultSync",
-                "VaultImport",
+                "VaultSyncCore", "VaultImport", "VaultSSH", "VaultAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -162,7 +186,7 @@ let package = Package(
         .executableTarget(
             name: "vault-net",
             dependencies: [
-                "NetworkCommands", "VaultCommands", "VaultTerminal", "VaultAgePQ",
+                "NetworkCommands", "VaultCommands", "VaultTerminal", "VaultAgePQ", "VaultSSHAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -180,11 +204,12 @@ let package = Package(
             ]
         ),
 
-        // The SAP mobile-services tutorials' demo app on a terminal.
+        // The SAP mobile-services tutorials' demo app on a terminal, written as an embedder writes: library products
+        // only (EmbeddingTests builds it again outside this package, where nothing else is in reach).
         .executableTarget(
             name: "DemoApp",
             dependencies: [
-                "VaultCore", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "NetworkCommands",
+                "VaultCore", "VaultTerminal", "VaultAgent", "VaultAuth", "MobileServices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/DemoApp"
@@ -195,12 +220,14 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgePQTests", dependencies: ["VaultAgePQ", "VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgeTests", dependencies: ["VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
+        .testTarget(name: "VaultSSHTests", dependencies: ["VaultSSH", "VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "VaultSSHAgentTests", dependencies: ["VaultSSHAgent", "VaultSSH", "VaultAgent", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
-        .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
+        .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultSyncCore", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),
-        .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore"]),
+        .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore", "VaultTestSupport"]),
         // The agent's unit layer: its key ring on a clock moved by hand, its service called directly, its wire.
-        .testTarget(name: "VaultAgentTests", dependencies: ["VaultAgent", "VaultCore", "VaultAge"]),
+        .testTarget(name: "VaultAgentTests", dependencies: ["VaultAgent", "VaultCore", "VaultAge", "VaultTestSupport"]),
         .testTarget(name: "VaultCLITests", dependencies: ["VaultAgent", "VaultCore", "VaultTerminal", "VaultCommands", "VaultTestSupport"]),
         // VaultAuthCore's rules without I/O (challenges, KeystoreAuthenticator, SigV4): no networking target among
         // its dependencies.

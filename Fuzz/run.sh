@@ -50,7 +50,7 @@ for label, entries in cases.items():
 PY
 
 # FuzzDocument reads a whole version-2 file, then the input as a version-2 body plaintext behind a fixed header
-# (docs/FORMAT.md, "Version 2"): give it well-formed plaintexts (the target fills in the 32-byte binding).
+# (docs/FORMAT.md, "Plaintext"): give it well-formed plaintexts (the target fills in the 32-byte binding).
 python3 - "$work/seeds-document" <<'PY'
 import os, struct, sys
 out = sys.argv[1]

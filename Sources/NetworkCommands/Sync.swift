@@ -5,6 +5,7 @@ import VaultCommands
 import VaultCore
 import VaultSodium
 import VaultSync
+import VaultSyncCore
 import VaultTerminal
 #if canImport(Glibc)
 import Glibc
@@ -90,7 +91,7 @@ package struct Sync: AsyncParsableCommand {
         let local = OpenedOnce(options)
         defer { local.close() }
         let store = try makeRemote(remote, environment: ProcessInfo.processInfo.environment, local: local)
-        let outcome = try await synchronize(store, local: local)
+        let outcome = try await engine(local).sync(with: store)
         if !remembered, !dryRun, RemoteRecord.read(vault: options.resolvedPath) == nil {
             try? RemoteRecord(remote: remote, endpoint: endpoint, region: region).write(vault: options.resolvedPath)
         }
@@ -99,7 +100,7 @@ package struct Sync: AsyncParsableCommand {
 
     /// The store `remote` names: `s3://` (AWS's credentials, region and endpoint) or `bao://` (a token); with
     /// `--credentials-entry`, the key or token from that entry of the local vault.
-    func makeRemote(_ remote: String, environment: [String: String], local: OpenedOnce) throws -> any RemoteCopy {
+    func makeRemote(_ remote: String, environment: [String: String], local: OpenedOnce) throws -> any VaultCopy {
         let client = HTTPClient(timeout: http.timeout, tls: try http.tlsOptions())
         var fromEntry: EntryRecord?
         if let credentialsEntry {
@@ -161,134 +162,23 @@ package struct Sync: AsyncParsableCommand {
         return S3ObjectStore(location: location, signer: signer, client: client)
     }
 
-    /// What one sync did.
-    struct Outcome {
-        var fetched = false
-        var merge: MergeReport?
-        var pushed = false
-        var created = false
-        var attempts = 1
-    }
-
-    func synchronize(_ store: any RemoteCopy, local opened: OpenedOnce) async throws -> Outcome {
-        let path = options.resolvedPath
-        let local = LocalFileStorage(path: path)
-        var outcome = Outcome()
-        func vault() throws -> any KeyValueVault { try opened.entries() }
-        var conditional = true
+    /// The library's engine with this command's options: the local vault opened once (`local`), another copy's
+    /// passphrase and the consent to a mass deletion asked as `vault merge` asks them.
+    func engine(_ local: OpenedOnce) -> SyncEngine {
+        var engine = SyncEngine(path: options.resolvedPath, open: { try local.entries() })
+        engine.rollbackProtection = options.storeOptions.rollbackProtection
+        engine.kdfPolicy = options.storeOptions.kdfPolicy
+        engine.dryRun = dryRun
+        engine.recreate = recreate
+        engine.attempts = Self.attempts
         let otherCopy = OtherCopyPassphrase(otherPassphrase)
         let deletions = DeletionConsent(accepted: acceptDeletions)
-        for attempt in 1...Self.attempts {
-            outcome.attempts = attempt
-            let localBytes = try local.loadForWrite()?.bytes
-            let record = localBytes.flatMap { SyncRecord.read(for: $0, path: path, store: store) }
-            let askedETag = conditional ? record?.etag : nil
-            let fetched = try await store.get(ifNoneMatch: askedETag)
-            var etag: String?
-            var creating = false
-            switch fetched {
-            case .notModified:
-                guard let localBytes, askedETag != nil else {
-                    throw SyncError.status(304, code: nil, message: "a 304 to a GET that named no version", url: store.label)
-                }
-                if LocalFileStorage.version(of: localBytes).description == record?.localVersion { return outcome }
-                // This side changed since the last sync: read the object and merge as always (the local vault is
-                // opened and checked by the merge; a copy put back here is refused, not sent).
-                conditional = false
-                continue
-            case .notFound(let deletedVersion):
-                guard localBytes != nil else {
-                    throw CLIError.message("neither '\(TerminalText.escaped(path))' nor \(store.label) exists: nothing to sync", exitCode: Exit.notFound)
-                }
-                if let record, !record.legacy, !recreate {
-                    throw CLIError.message("\(store.label) was deleted in the store since the last sync; --recreate writes it again", exitCode: Exit.notFound)
-                }
-                // Open and check the local vault (format version 2, its key, MACs and rollback record; the agent reads
-                // the file again for a listing) before it is sent.
-                _ = try vault().keys()
-                etag = deletedVersion
-                creating = true
-                outcome.merge = outcome.merge ?? MergeReport()
-                outcome.merge!.otherLacks = true
-            case .object(let bytes, let objectETag):
-                etag = objectETag
-                guard let localBytes else {
-                    try adopt(bytes, etag: objectETag, into: local, from: store)
-                    outcome.fetched = true
-                    return outcome
-                }
-                if bytes == localBytes {
-                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, path: path, store: store)
-                    return outcome
-                }
-                let entries = try vault()
-                let report: MergeReport
-                do {
-                    report = try otherCopy.merging(label: store.label) { passphrase in
-                        try deletions.merging(label: store.label) {
-                            try entries.merge(bytes, label: store.label, dryRun: dryRun, otherPassphrase: passphrase, acceptDeletions: $0)
-                        }
-                    }
-                } catch VaultError.staleKey where record.map({ !$0.legacy && $0.etag == objectETag }) ?? false {
-                    // The object is the very one this vault last synced with (its ETag), all of which this vault holds,
-                    // under the key a change made here since (a recipient's removal) retired at once: nothing of it to
-                    // merge; the change is sent.
-                    var behind = MergeReport()
-                    behind.otherLacks = true
-                    report = behind
-                }
-                outcome.merge = report
-                if !dryRun, !report.otherLacks, !report.written {
-                    // Nothing changed here and the object holds all of it: remember the pair. (When the merge wrote,
-                    // a write of another process may have followed it: the next sync looks again.)
-                    SyncRecord(etag: objectETag, localVersion: LocalFileStorage.version(of: localBytes).description).write(for: localBytes, path: path, store: store)
-                }
-            }
-            guard !dryRun, outcome.merge?.otherLacks == true else { return outcome }
-            guard let merged = try local.loadForWrite()?.bytes else { throw VaultError.vaultNotFound(path: path) }
-            switch try await store.put(merged, ifMatch: etag) {
-            case .stored(let newETag):
-                outcome.pushed = true
-                outcome.created = creating
-                // A key change made here is in the remote now: other copies follow it; it is no longer pending.
-                if let protection = options.storeOptions.rollbackProtection { DocumentVault.keyChangePublished(merged, protection: protection) }
-                if let newETag {
-                    SyncRecord(etag: newETag, localVersion: LocalFileStorage.version(of: merged).description).write(for: merged, path: path, store: store)
-                }
-                return outcome
-            case .preconditionFailed:
-                conditional = false
-                continue  // another machine wrote: read, merge, try again
-            case .conflict:
-                try await Task.sleep(nanoseconds: UInt64(50_000_000 << min(attempt, 5)))
-            case .notFound:
-                guard recreate else {
-                    throw CLIError.message("\(store.label) was deleted in the store while syncing; --recreate writes it again", exitCode: Exit.notFound)
-                }
-                SyncRecord.remove(for: merged, path: path, store: store)
+        engine.merging = { label, merge in
+            try otherCopy.merging(label: label) { passphrase in
+                try deletions.merging(label: label) { try merge(passphrase, $0) }
             }
         }
-        throw CLIError.message("\(store.label) kept changing: gave up after \(Self.attempts) tries; run vault sync again", exitCode: Exit.busy)
-    }
-
-    /// No local vault: the remote one becomes it, once it opens with the key source given.
-    func adopt(_ bytes: [UInt8], etag: String, into local: LocalFileStorage, from store: any RemoteCopy) throws {
-        let location = store.label
-        guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: location) }
-        _ = try DocumentHeader.parse(bytes, label: location, policy: options.storeOptions.kdfPolicy)
-        if dryRun { return }
-        _ = try local.replace(bytes, expecting: nil)
-        do {
-            _ = try withVault(options) { vault in try vault.keys().count }
-        } catch {
-            // It does not open with what was given: no vault is left behind, unless another process wrote one
-            // there meanwhile (then it stays: it is someone's vault now).
-            _ = try? local.exclusively { _ in
-                if try local.loadForWrite()?.version == LocalFileStorage.version(of: bytes) { unlink(local.path) }
-            }
-            throw error
-        }
-        SyncRecord(etag: etag, localVersion: LocalFileStorage.version(of: bytes).description).write(for: bytes, path: local.path, store: store)
+        return engine
     }
 
     func report(_ outcome: GitRepositorySync.Outcome) throws {
@@ -319,7 +209,7 @@ package struct Sync: AsyncParsableCommand {
         try writeToStdout(lines.joined())
     }
 
-    func report(_ outcome: Outcome) throws {
+    func report(_ outcome: SyncReport) throws {
         let remote = self.remote ?? ""
         let merge = outcome.merge ?? MergeReport()
         if options.json {
@@ -349,25 +239,44 @@ package struct Sync: AsyncParsableCommand {
 }
 
 extension SyncError: CLIReportable {
+    /// The engine's errors, said as `vault sync` said them before the engine was the library's.
+    var said: CLIError? {
+        switch self {
+        case .nothingToSync(let local, let remote):
+            return .message("neither '\(TerminalText.escaped(local))' nor \(remote) exists: nothing to sync", exitCode: Exit.notFound)
+        case .deletedInStore(let remote, let whileSyncing):
+            return .message("\(remote) was deleted in the store \(whileSyncing ? "while syncing" : "since the last sync"); --recreate writes it again", exitCode: Exit.notFound)
+        case .keptChanging(let remote, let attempts):
+            return .message("\(remote) kept changing: gave up after \(attempts) tries; run vault sync again", exitCode: Exit.busy)
+        default:
+            return nil
+        }
+    }
+
     package var exitCode: Int32 {
+        if let said { return said.exitCode }
         switch self {
         case .badLocation: return Exit.usage
         case .missingCredentials, .badConfiguration, .objectTooLarge: return Exit.failure
         case .status(let status, _, _, _): return status == 401 || status == 403 ? Exit.authentication : Exit.failure
+        case .nothingToSync, .deletedInStore, .keptChanging: return Exit.failure
         }
     }
 
     package var code: String {
+        if let said { return said.code }
         switch self {
         case .badLocation: return "bad_location"
         case .missingCredentials: return "no_credentials"
         case .badConfiguration: return "bad_configuration"
         case .objectTooLarge: return "too_large"
         case .status(let status, _, _, _): return status == 401 || status == 403 ? "rejected" : "http_error"
+        case .nothingToSync, .deletedInStore, .keptChanging: return "error"
         }
     }
 
     package var message: String {
+        if let said { return said.message }
         switch self {
         case .badLocation(let reason): return "not a remote location: \(reason)"
         case .missingCredentials(let profile): return "no S3 credentials: no access key in the environment nor for profile '\(TerminalText.escaped(profile))' of ~/.aws/credentials"
@@ -376,10 +285,12 @@ extension SyncError: CLIReportable {
         case .status(let status, let code, let message, let url):
             let what = [code, message].compactMap { $0.map { TerminalText.escaped($0) } }.joined(separator: ": ")
             return "\(url): the store answered \(status)\(what.isEmpty ? "" : " (\(what))")"
+        case .nothingToSync, .deletedInStore, .keptChanging: return String(describing: self)
         }
     }
 
     package var hint: String? {
+        if let said { return said.hint }
         switch self {
         case .missingCredentials: return "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile of ~/.aws/credentials"
         case .status(let status, _, _, _) where status == 403: return "check the access key and secret (and the clock: signatures are valid for 15 minutes)"

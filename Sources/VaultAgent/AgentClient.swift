@@ -44,7 +44,9 @@ public final class AgentClient: Sendable {
     /// its environment is readable in /proc by every process of the user as long as it runs.
     static func agentEnvironment() -> [String] {
         let kept = ["HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "XDG_RUNTIME_DIR", "XDG_STATE_HOME",
-                    "XDG_DATA_HOME", "XDG_CONFIG_HOME", "VAULT_AGENT_SOCK", "DBUS_SYSTEM_BUS_ADDRESS", "VAULT_LOCK_ON_SLEEP"]
+                    "XDG_DATA_HOME", "XDG_CONFIG_HOME", "VAULT_AGENT_SOCK", "DBUS_SYSTEM_BUS_ADDRESS", "VAULT_LOCK_ON_SLEEP",
+                    // The ssh-agent socket's confirmations ask through SSH_ASKPASS on this display (docs/SSH-AGENT.md).
+                    "SSH_ASKPASS", "DISPLAY", "WAYLAND_DISPLAY"]
         var environment = kept.compactMap { name in Posix.environment(name).map { "\(name)=\($0)" } }
         var cursor = environ
         while let entry = cursor.pointee {

@@ -9,17 +9,32 @@ import Glibc
 /// what answers it, and how the answer is sent; all over one ``KeyRing``. The vault protocol is
 /// ``AgentService`` (``AgentWire``'s frames); an ssh-agent or a Secret Service bridge would be others, each on
 /// its own socket, reading the same key ring (issue 34 §3).
-protocol AgentSocketProtocol: Sendable {
+package protocol AgentSocketProtocol: Sendable {
     associatedtype Request
     associatedtype Reply
-    /// The keys its answers read; the listener sweeps it and locks it all when it ends.
+    /// What a protocol remembers of one connection (the ssh-agent: its session binds); made when it is let in.
+    associatedtype Connection: Sendable
+    /// The keys its answers read; the listener sweeps it and, when ``locksRingAtEnd``, locks it all when it ends.
     var ring: KeyRing { get }
+    /// Whether the listener's end locks every vault (the vault's own socket: yes; a companion socket whose path
+    /// was removed only stops serving).
+    var locksRingAtEnd: Bool { get }
+    /// A new connection's state.
+    func connection(_ fd: Int32) -> Connection
     /// The next request on `fd`; `nil` at the end of the stream. Bytes held for a request still arriving are
     /// counted against `budget` (every connection's).
     func receive(on fd: Int32, budget: AgentWire.FrameBudget) throws -> Request?
-    /// The answer to `request`, and whether the connection ends after it.
-    func answer(_ request: Request) -> (reply: Reply, endsConnection: Bool)
+    /// The answer to `request` on `connection`, and whether the connection ends after it.
+    func answer(_ request: Request, on connection: Connection) -> (reply: Reply, endsConnection: Bool)
     func send(_ reply: Reply, on fd: Int32) throws
+}
+
+extension AgentSocketProtocol {
+    package var locksRingAtEnd: Bool { true }
+}
+
+extension AgentSocketProtocol where Connection == Void {
+    package func connection(_ fd: Int32) {}
 }
 
 extension AgentService: AgentSocketProtocol {
@@ -27,18 +42,32 @@ extension AgentService: AgentSocketProtocol {
         try AgentWire.receive(on: fd, budget: budget)
     }
 
+    func answer(_ request: AgentWire.Message, on _: Void) -> (reply: AgentWire.Writer, endsConnection: Bool) {
+        answer(request)
+    }
+
     func send(_ reply: AgentWire.Writer, on fd: Int32) throws {
         try AgentWire.send(reply, on: fd)
     }
 }
+
+/// A socket served beside the vault's, over the same key ring (the ssh-agent's): run on a thread of its own by
+/// ``AgentServer``, stopped when the agent ends.
+package protocol AgentCompanionSocket: AnyObject, Sendable {
+    var socketPath: String { get }
+    func run() throws
+    func stop()
+}
+
+extension AgentListener: AgentCompanionSocket {}
 
 /// An agent's socket: binds it (taking over only a stale socket of this user's) or serves the one a service
 /// manager handed in, lets in clients of this user only (`SO_PEERCRED`), reads their requests on a thread per
 /// connection, and sends what `Handler` answers. Generic over the protocol (framing and handler): one listener per
 /// socket, one socket per protocol. Ends when asked (``stop()``), when its socket path no longer leads to it
 /// (``SocketWatch``), or when it has held nothing for a while (``EmptyExit``, when asked for).
-final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
-    let socketPath: String
+package final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
+    package let socketPath: String
     private let service: Handler
     private let clock: any AgentClock
     private let log: @Sendable (String) -> Void
@@ -57,7 +86,7 @@ final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
     /// - Parameter exitWhenEmptyAfter: seconds after which an agent that holds nothing and hears from no client
     ///   ends (``EmptyExit``); `nil`: never.
     /// - Parameter adopted: a listening socket bound at `socketPath` that a service manager handed in.
-    init(
+    package init(
         socketPath: String, adopted: Int32? = nil, service: Handler, exitWhenEmptyAfter: Double?,
         log: @escaping @Sendable (String) -> Void
     ) throws {
@@ -85,14 +114,14 @@ final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
     var connectionCount: Int { connections.withLock { $0.count } }
 
     /// Asks ``run()`` to return (one `write` to a pipe: safe from any thread).
-    func stop() {
+    package func stop() {
         var byte: UInt8 = 1
         _ = write(stopPipe.write, &byte, 1)
     }
 
     /// Binds the socket and serves until asked to stop, until the socket path no longer leads here, or until it
     /// has held nothing for ``exitWhenEmptyAfter``; then locks every vault and removes the socket if it is still ours.
-    func run() throws {
+    package func run() throws {
         // A handed-in socket's directory is checked as a bound one's: another user able to write there could have
         // put a socket of their own in its place by the time a client connects.
         try AgentSocket.checkDirectory(of: socketPath, create: adopted == nil)
@@ -147,8 +176,11 @@ final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
                 }
             }
         }
-        let count = service.ring.lockAll()
-        log("stopping; forgot \(count) key(s)")
+        // A companion's end says nothing: the agent's own last line stays its last.
+        if service.locksRingAtEnd {
+            let count = service.ring.lockAll()
+            log("stopping; forgot \(count) key(s)")
+        }
     }
 
     /// A listening socket bound at `socketPath`. An agent that answers there is never displaced, nor is anything
@@ -208,7 +240,7 @@ final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
                 return
             }
             AgentSocket.setTimeout(fd, seconds: 60)
-            serve(fd)
+            serve(fd, connection: service.connection(fd))
         }
     }
 
@@ -228,7 +260,7 @@ final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
         }
     }
 
-    private func serve(_ fd: Int32) {
+    private func serve(_ fd: Int32, connection: Handler.Connection) {
         while true {
             let request: Handler.Request
             do {
@@ -239,7 +271,7 @@ final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
             }
             let now = clock.now
             connections.withLock { $0[fd] = now }
-            let (reply, ends) = service.answer(request)
+            let (reply, ends) = service.answer(request, on: connection)
             noteClientActivity()
             do { try service.send(reply, on: fd) } catch { return }
             if ends { return }

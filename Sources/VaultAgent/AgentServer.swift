@@ -1,3 +1,4 @@
+import Synchronization
 import VaultCore
 #if canImport(Glibc)
 import Glibc
@@ -44,6 +45,20 @@ public final class AgentServer: Sendable {
         public var locksOnSleepAndScreenLock = false
 
         public init() {}
+    }
+
+    /// What makes a socket served beside the vault's over its key ring (the ssh-agent's): given the ring, the
+    /// vault socket's path and the log.
+    package typealias Companion = @Sendable (
+        _ ring: KeyRing, _ agentSocket: String, _ log: @escaping @Sendable (String) -> Void
+    ) throws -> any AgentCompanionSocket
+
+    private static let companions = Mutex<[Companion]>([])
+
+    /// Adds a companion every agent this process runs from now on serves (vault-net installs the ssh-agent's at
+    /// start: `vault` does not link it).
+    package static func install(companion: @escaping Companion) {
+        companions.withLock { $0.append(companion) }
     }
 
     public let socketPath: String
@@ -105,8 +120,45 @@ public final class AgentServer: Sendable {
                 log("\(reason): locked every vault (\(count) key(s) forgotten)")
             }
         }
+        let running = startCompanions()
+        defer { stopCompanions(running) }
         try listener.run()
     }
+
+    /// The installed companions, each on a thread of its own; one that cannot start is logged and left out (the
+    /// vault's socket is served all the same).
+    private func startCompanions() -> [(socket: any AgentCompanionSocket, done: CompanionDone)] {
+        let factories = Self.companions.withLock { $0 }
+        return factories.compactMap { make in
+            do {
+                let companion = try make(ring, socketPath, log)
+                let entry = (socket: companion, done: CompanionDone())
+                startDetachedThread { [log] in
+                    do { try companion.run() } catch { log("cannot serve \(companion.socketPath): \(error)") }
+                    entry.done.flag.withLock { $0 = true }
+                }
+                return entry
+            } catch {
+                log("cannot start a companion socket: \(error)")
+                return nil
+            }
+        }
+    }
+
+    /// Stops the companions and waits (2 s at most) until they have removed their sockets.
+    private func stopCompanions(_ running: [(socket: any AgentCompanionSocket, done: CompanionDone)]) {
+        for entry in running { entry.socket.stop() }
+        var waited = 0
+        while waited < 200, !running.allSatisfy({ $0.done.flag.withLock { $0 } }) {
+            usleep(10_000)
+            waited += 1
+        }
+    }
+}
+
+/// Whether a companion's thread has ended.
+final class CompanionDone: Sendable {
+    let flag = Mutex(false)
 }
 
 /// A failure as an error answer presents it to a client that does not know its case: docs/AGENT.md's `code`,

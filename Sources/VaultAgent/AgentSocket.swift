@@ -12,6 +12,16 @@ public enum AgentSocket {
     /// never a directory under /tmp, which another local user could make first.
     public static var defaultPath: String { defaultPath(environment: Posix.environment) }
 
+    /// The ssh-agent socket an agent at ``defaultPath`` serves beside its own (docs/SSH-AGENT.md).
+    public static var sshAgentPath: String { sshAgentPath(besides: defaultPath) }
+
+    /// The ssh-agent socket of the agent at `socket`: in the same directory, its file name prefixed with `ssh-`
+    /// (`…/vault/agent.sock` → `…/vault/ssh-agent.sock`), so that two agents never share one.
+    public static func sshAgentPath(besides socket: String) -> String {
+        guard let slash = socket.lastIndex(of: "/") else { return "ssh-" + socket }
+        return String(socket[...slash]) + "ssh-" + String(socket[socket.index(after: slash)...])
+    }
+
     /// ``defaultPath`` in `environment` (a lookup of one variable: the process's, or a test's), with
     /// `userRuntimeDirectory` in place of `/run/user/$UID`: used when it is a real directory of the user's with no
     /// permission for group or others.

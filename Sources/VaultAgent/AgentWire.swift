@@ -8,7 +8,7 @@ import Glibc
 /// and a payload. A payload is the protocol version (1 byte), an operation or a status (1 byte), then fields,
 /// each a tag (1 byte), a 4-byte big-endian length and the bytes. Payloads are read into and built in guarded
 /// memory, so the secrets they carry (passphrases, values) never sit in ordinary memory.
-enum AgentWire {
+package enum AgentWire {
     /// The protocol version this build speaks; a peer of another version is refused with a clear error.
     static let version: UInt8 = 4
     /// The largest payload accepted (a value is at most 64 MiB; a batch or a list may be larger).
@@ -243,13 +243,13 @@ enum AgentWire {
     }
 
     /// The bytes an agent may hold for frames still arriving, over all its connections.
-    final class FrameBudget: Sendable {
+    package final class FrameBudget: Sendable {
         private let left: Mutex<Int>
 
-        init(byteCount: Int) { left = Mutex(byteCount) }
+        package init(byteCount: Int) { left = Mutex(byteCount) }
 
         /// Takes `byteCount` from the budget; false (and nothing taken) when not that much is left.
-        func take(_ byteCount: Int) -> Bool {
+        package func take(_ byteCount: Int) -> Bool {
             left.withLock { left in
                 guard left >= byteCount else { return false }
                 left -= byteCount
@@ -257,7 +257,7 @@ enum AgentWire {
             }
         }
 
-        func release(_ byteCount: Int) { left.withLock { $0 += byteCount } }
+        package func release(_ byteCount: Int) { left.withLock { $0 += byteCount } }
     }
 
     /// Reads until `buffer` is full or the stream ends; returns the number of bytes read.

@@ -11,8 +11,8 @@ import VaultCore
 ///   shell completion are not.
 /// - Kept identities open, on demand, every vault that has a stanza for them, with their timeouts, until their
 ///   own limit or any lock.
-final class KeyRing: Sendable {
-    let clock: any AgentClock
+package final class KeyRing: Sendable {
+    package let clock: any AgentClock
     private let log: @Sendable (String) -> Void
     private let vaults = Mutex<[String: Held]>([:])
     private let identities = Mutex<Kept?>(nil)
@@ -51,14 +51,14 @@ final class KeyRing: Sendable {
     }
 
     /// - Parameter log: one line per event (unlock, lock, expiry); never a secret.
-    init(clock: any AgentClock = BootClock(), log: @escaping @Sendable (String) -> Void = { _ in }) {
+    package init(clock: any AgentClock = BootClock(), log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.clock = clock
         self.log = log
         changedAt = Mutex(clock.now)
     }
 
     /// When the ring last changed: with nothing held, since when it has held nothing.
-    var lastChange: Double { changedAt.withLock { $0 } }
+    package var lastChange: Double { changedAt.withLock { $0 } }
 
     /// Notes a change made at `time` (now by default: an expiry is dated when it was due, not when it was found).
     private func changed(at time: Double? = nil) {
@@ -67,7 +67,7 @@ final class KeyRing: Sendable {
     }
 
     /// Holds `store` as the vault at `path` from now on (a store held there before is closed).
-    func hold(_ store: any KeyValueVault, at path: String, idleSeconds: Double, maxSeconds: Double) {
+    package func hold(_ store: any KeyValueVault, at path: String, idleSeconds: Double, maxSeconds: Double) {
         let now = clock.now
         let replaced = vaults.withLock {
             $0.updateValue(Held(store: store, idleSeconds: idleSeconds, maxSeconds: maxSeconds, unlockedAt: now, lastUse: now), forKey: path)
@@ -87,7 +87,7 @@ final class KeyRing: Sendable {
 
     /// The open store of `path`, unless it is not held or has expired (then it is locked now); `touch` counts the
     /// request as activity. A vault not held is opened with a kept identity when one opens it.
-    func vault(at path: String, touch: Bool) -> (any KeyValueVault)? {
+    package func vault(at path: String, touch: Bool) -> (any KeyValueVault)? {
         let now = clock.now
         var expired: Held?
         let store: (any KeyValueVault)? = vaults.withLock { vaults in
@@ -129,13 +129,13 @@ final class KeyRing: Sendable {
     }
 
     /// The version-2 vaults held (not expired), by path.
-    func documentVaults() -> [DocumentVault] {
+    package func documentVaults() -> [DocumentVault] {
         sweep()
         return vaults.withLock { vaults in vaults.keys.sorted().compactMap { vaults[$0]?.store as? DocumentVault } }
     }
 
     /// Locks every vault whose idle or hard timeout has passed, and forgets identities past their limit.
-    func sweep() {
+    package func sweep() {
         let now = clock.now
         let expired = vaults.withLock { vaults in
             let gone = vaults.filter { $0.value.expired(at: now) }
@@ -182,7 +182,7 @@ final class KeyRing: Sendable {
     }
 
     /// Locks every vault and forgets the identities; how many vaults there were.
-    func lockAll() -> Int {
+    package func lockAll() -> Int {
         identities.withLock { $0 = nil }
         let all = vaults.withLock { vaults in
             defer { vaults.removeAll() }
@@ -208,7 +208,7 @@ final class KeyRing: Sendable {
     }
 
     /// Whether nothing is held: no vault unlocked, no identity kept (past their timeouts they count as gone).
-    var holdsNothing: Bool {
+    package var holdsNothing: Bool {
         sweep()
         return vaults.withLock { $0.isEmpty } && identities.withLock { $0 == nil }
     }

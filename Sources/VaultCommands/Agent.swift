@@ -217,10 +217,12 @@ package struct AgentCommand: ParsableCommand {
     /// The command a client runs to start an agent in the background (``AgentClient/connectStarting(command:socketPath:)``).
     package static var startCommand: [String] { startCommand(postQuantum: false) }
 
-    /// The command that starts an agent in the background; with `postQuantum`, one that keeps post-quantum
-    /// identities: this program (vault-net, the only one that reads them) rather than `vault`.
+    /// The command that starts an agent in the background: vault-net's `agent run` (``AgentProcess``), which also
+    /// keeps post-quantum identities and serves the ssh-agent socket; `vault`'s own when no vault-net is installed
+    /// (then `postQuantum` identities cannot be kept: this program, when it is vault-net, runs it).
     package static func startCommand(postQuantum: Bool) -> [String] {
-        [postQuantum ? ownExecutable : executable, "agent", "run", "--exit-when-empty", backgroundEmptyExit]
+        let program = AgentProcess.vaultNetInstalled ? VaultNetBinary.path : (postQuantum ? ownExecutable : executable)
+        return [program, "agent", "run", "--exit-when-empty", backgroundEmptyExit]
     }
 
     package struct Run: ParsableCommand {

@@ -5,8 +5,8 @@ import VaultCore
 import VaultTerminal
 
 // The verbs of format version 2's entries: `show`, `history`, `restore`, and the `--field`/`--version` of `get`
-// and `put` (docs/FORMAT.md, "Version 2"). They read and write through ``KeyValueVault``'s operations of fields
-// (``KeyValueVault/requiringFields()`` first): the document opened here, or the agent's.
+// and `put` (docs/FORMAT.md, "Entries and fields"). They read and write through ``KeyValueVault``'s operations of
+// fields (``KeyValueVault/requiringFields()`` first): the document opened here, or the agent's.
 
 /// `--field`: which field of the entry.
 package struct FieldOption: ParsableArguments {

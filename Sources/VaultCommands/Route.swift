@@ -4,6 +4,20 @@ import VaultCore
 import Glibc
 #endif
 
+/// The agent's own process runs from vault-net when it is installed: the ssh-agent socket it serves beside the
+/// vault's links swift-crypto (VaultSSHAgent), which `vault` does not. `vault agent run` (and `vault agent` alone, whose
+/// default is run), also as a service manager starts it, executes vault-net; `status` and `stop` stay here.
+package enum AgentProcess {
+    static var vaultNetInstalled: Bool { access(VaultNetBinary.path, X_OK) == 0 }
+
+    /// Whether `verbFirst` (a full argv, verb first) runs an agent and vault-net is there to run it.
+    package static func runsInVaultNet(_ verbFirst: [String], installed: () -> Bool = { vaultNetInstalled }) -> Bool {
+        guard verbFirst.count > 1, verbFirst[1] == "agent" else { return false }
+        if verbFirst.count > 2, ["status", "stop", "help"].contains(verbFirst[2]) { return false }
+        return installed()
+    }
+}
+
 /// Where `vault`'s command line runs, decided from argv before ArgumentParser builds its command tree (which costs
 /// half of a short command's start: Benchmarks/README.md, "Size and start-up"). `vault`'s `main` asks
 /// ``decide(_:root:)`` once and ``run(root:)``s the answer; every rule that reads argv before the parser is here, in
@@ -31,6 +45,7 @@ package enum Route: Equatable {
         if arguments.dropFirst().elementsEqual(["--version"]) { return .printVersion }
         let verbFirst = [arguments[0]] + CommandLineRunner.verbFirst(Array(arguments.dropFirst()), root: root)
         if RoutedVerb.forwarded(by: verbFirst) != nil { return .vaultNet(arguments: arguments) }
+        if AgentProcess.runsInVaultNet(verbFirst) { return .vaultNet(arguments: arguments) }
         if let invocation = QuickPath.parse(Array(verbFirst.dropFirst())) {
             return .quickPath(invocation, arguments: arguments, verbFirst: verbFirst)
         }

@@ -73,6 +73,10 @@ package struct RoutedVerb: Sendable {
         RoutedVerb(
             "export", .vaultNet,
             "Write every entry, secrets in plain text, as vault's JSON, CSV or KeePass XML (a file of mode 0600, or stdout)."),
+        // ECDSA, RSA, AES-CTR and bcrypt's SHA-512 are swift-crypto's (VaultSSH).
+        RoutedVerb(
+            "ssh", .vaultNet,
+            "ssh keys in the vault (import, generate, public, list) and the agent's ssh-agent socket (socket, env)."),
     ]
 
     /// The row of `name`, for a command's own configuration; a name not in the table is a programming error.

@@ -35,12 +35,8 @@ package enum Posix {
 
     /// Calls `body` until it does not fail with `EINTR`; on failure (`-1`) returns the `errno` it set.
     package static func valueOrErrno<T: BinaryInteger>(_ body: () -> T) -> Result<T, Errno> {
-        while true {
-            let result = body()
-            if result != -1 { return .success(result) }
-            let code = errno
-            if code != EINTR { return .failure(Errno(code: code)) }
-        }
+        let result = retryingEINTR(body)  // the one EINTR loop
+        return result == -1 ? .failure(Errno(code: errno)) : .success(result)
     }
 
     /// Calls `body` until it does not fail with `EINTR` and returns its result (`errno` is left as it set it).

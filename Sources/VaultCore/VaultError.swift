@@ -89,8 +89,8 @@ public enum VaultError: Error, Equatable, Sendable {
     /// A merge of two files that are not copies of one vault (their vault ids differ): nothing was merged.
     case notTheSameVault(path: String)
     /// A merge of a copy (`path`) that has not seen deletions the other copy has since forgotten (below its
-    /// tombstone horizon: docs/FORMAT.md, "Version 3"): merging it would bring deleted entries back. Nothing was
-    /// merged; the newer copy should replace it.
+    /// tombstone horizon: docs/FORMAT.md, "The tombstone horizon"): merging it would bring deleted entries back.
+    /// Nothing was merged; the newer copy should replace it.
     case behindHorizon(path: String)
     /// A replica's clock reached the largest timestamp (the year 10889): no later one can be issued.
     case clockExhausted

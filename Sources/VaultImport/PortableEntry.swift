@@ -8,6 +8,8 @@ import VaultCore
 /// Parsers read text through Foundation (JSON, XML), which holds ordinary `String` copies of every value until the
 /// parse ends: that copy cannot be avoided with these parsers, and is released when the parse returns. Values are
 /// copied here as soon as each item is read.
+// Unchecked: one parser fills it on one thread; the import then hands it on and it is only read (its values copied
+// into the vault), never appended to by two threads at once.
 public final class ValueArena: @unchecked Sendable {
     private let buffer = SecretBuffer()
 

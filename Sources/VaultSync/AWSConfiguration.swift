@@ -1,5 +1,6 @@
 import Foundation
 import VaultCore
+import VaultSyncCore
 
 /// The credentials, region and endpoint every AWS tool reads: the environment (`AWS_ACCESS_KEY_ID`,
 /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`/`AWS_DEFAULT_REGION`,

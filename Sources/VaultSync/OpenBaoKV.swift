@@ -1,10 +1,12 @@
 import Foundation
 import VaultAuth
+import VaultCore
+import VaultSyncCore
 
 /// A vault kept as one secret of an OpenBao (or HashiCorp Vault) KV version-2 engine: the file base64 in the
 /// secret's `vault` key, written with `options.cas` set to the version read (`0`: only if absent). The store is a
 /// compare-and-set blob store here: entries are never mapped onto secrets (that would show names to operators).
-public final class OpenBaoKV: RemoteCopy {
+public final class OpenBaoKV: VaultCopy {
     /// `bao://HOST[:PORT]/MOUNT/PATH`.
     public let label: String
     let dataURL: URL
@@ -64,17 +66,17 @@ public final class OpenBaoKV: RemoteCopy {
 
     /// The version tag of a secret: its version number and when the secret was created (after `kv metadata delete`
     /// the numbers start again at 1: the creation time tells the new secret from the old one).
-    static func tag(_ metadata: [String: Any]?) -> String? {
+    static func tag(_ metadata: [String: Any]?) -> StorageVersion? {
         guard let metadata, let number = metadata["version"] as? Int, number > 0 else { return nil }
-        return "\(number)@\(metadata["created_time"] as? String ?? "")"
+        return StorageVersion("\(number)@\(metadata["created_time"] as? String ?? "")")
     }
 
     /// The version number of a tag (``tag(_:)``), what `options.cas` takes.
-    static func number(_ tag: String?) -> Int {
-        tag.flatMap { Int($0.split(separator: "@", maxSplits: 1).first ?? "") } ?? 0
+    static func number(_ tag: StorageVersion?) -> Int {
+        tag.flatMap { Int($0.value.split(separator: "@", maxSplits: 1).first ?? "") } ?? 0
     }
 
-    public func get(ifNoneMatch version: String?) async throws -> RemoteFetched {
+    public func fetch(ifNoneMatch version: StorageVersion?) async throws -> FetchedCopy {
         let (body, response) = try await client.data(for: request("GET"), maximumBodySize: 4 * Self.largestVault)
         let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
         let data = object?["data"] as? [String: Any]
@@ -89,13 +91,13 @@ public final class OpenBaoKV: RemoteCopy {
                 throw SyncError.status(200, code: nil, message: "the secret has no 'vault' key holding base64", url: label)
             }
             if tag == version { return .notModified }
-            return .object(bytes: [UInt8](bytes), etag: tag)
+            return .object(bytes: [UInt8](bytes), version: tag)
         case 404: return .notFound(deleted: tag)
         default: throw failure(response.statusCode, body)
         }
     }
 
-    public func put(_ bytes: [UInt8], ifMatch version: String?) async throws -> RemoteStored {
+    public func store(_ bytes: [UInt8], ifMatch version: StorageVersion?) async throws -> StoredCopy {
         guard bytes.count <= Self.largestVault else { throw SyncError.objectTooLarge(url: label) }
         let document: [String: Any] = ["options": ["cas": Self.number(version)], "data": ["vault": Data(bytes).base64EncodedString()]]
         let json = try JSONSerialization.data(withJSONObject: document)
@@ -103,7 +105,7 @@ public final class OpenBaoKV: RemoteCopy {
         switch response.statusCode {
         case 200, 204:
             let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
-            return .stored(etag: Self.tag(object?["data"] as? [String: Any]))
+            return .stored(version: Self.tag(object?["data"] as? [String: Any]))
         case 400 where errors(body).contains { $0.contains("check-and-set parameter did not match") }:
             return .preconditionFailed
         default: throw failure(response.statusCode, body)

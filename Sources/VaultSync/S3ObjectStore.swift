@@ -1,6 +1,7 @@
 import Foundation
 import VaultAuth
 import VaultCore
+import VaultSyncCore
 
 /// Where a vault lives in an S3-compatible object store: `s3://BUCKET/KEY`, at an endpoint.
 public struct S3Location: Sendable, Equatable, CustomStringConvertible {
@@ -63,23 +64,10 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// What goes wrong with a remote store (S3, OpenBao): its answers and its set-up. No case carries a secret.
-public enum SyncError: Error, Equatable, Sendable {
-    case badLocation(String)
-    /// No access key: neither the environment nor `~/.aws/credentials` has one for the profile.
-    case missingCredentials(profile: String)
-    /// A malformed `~/.aws/credentials` or `~/.aws/config` line.
-    case badConfiguration(path: String, line: Int)
-    /// An answer the sync cannot use: its status and S3's error code and message (from the XML body), if any.
-    case status(Int, code: String?, message: String?, url: String)
-    /// A remote object larger than a vault can be.
-    case objectTooLarge(url: String)
-}
-
 /// One object in an S3-compatible store, read and written conditionally: GET keeping the ETag as the server
 /// sent it (never computed here), PUT with `If-Match: ETAG` over the version read or `If-None-Match: *` to create.
 /// Every request is signed (SigV4, `x-amz-content-sha256` always sent and signed).
-public final class S3ObjectStore: RemoteCopy {
+public final class S3ObjectStore: VaultCopy {
     public let location: S3Location
     public var label: String { location.description }
     let signer: SigV4Signer
@@ -106,9 +94,9 @@ public final class S3ObjectStore: RemoteCopy {
     /// GET the object, with `If-None-Match: etag` when given. Its body is read only while it can be a vault: at most
     /// a vault's largest file (an answer whose Content-Length says more is refused before its body is read) that
     /// starts with a vault's magic (anything else is refused at its first bytes); any other answer at most 64 KiB.
-    public func get(ifNoneMatch etag: String? = nil) async throws -> RemoteFetched {
+    public func fetch(ifNoneMatch etag: StorageVersion? = nil) async throws -> FetchedCopy {
         var request = HTTPRequest(method: "GET", url: location.objectURL)
-        if let etag { request.headers.add("If-None-Match", etag) }
+        if let etag { request.headers.add("If-None-Match", etag.value) }
         signer.sign(&request, date: now())
         let label = location.description
         let body: Data, response: HTTPResponse
@@ -132,7 +120,7 @@ public final class S3ObjectStore: RemoteCopy {
             guard let etag = response.headers["ETag"] else {
                 throw SyncError.status(200, code: nil, message: "the answer has no ETag", url: location.description)
             }
-            return .object(bytes: [UInt8](body), etag: etag)
+            return .object(bytes: [UInt8](body), version: StorageVersion(etag))
         case 304: return .notModified
         case 404 where Self.errorCode(body) != "NoSuchBucket": return .notFound(deleted: nil)
         default: throw Self.failure(response.statusCode, body, location)
@@ -140,14 +128,14 @@ public final class S3ObjectStore: RemoteCopy {
     }
 
     /// PUT `bytes` over the version `ifMatch` (an ETag as GET gave it), or only if no object exists (`nil`).
-    public func put(_ bytes: [UInt8], ifMatch etag: String?) async throws -> RemoteStored {
+    public func store(_ bytes: [UInt8], ifMatch etag: StorageVersion?) async throws -> StoredCopy {
         var request = HTTPRequest(method: "PUT", url: location.objectURL, body: bytes)
         request.headers.add("Content-Type", "application/octet-stream")
-        if let etag { request.headers.add("If-Match", etag) } else { request.headers.add("If-None-Match", "*") }
+        if let etag { request.headers.add("If-Match", etag.value) } else { request.headers.add("If-None-Match", "*") }
         signer.sign(&request, date: now())
         let (body, response) = try await client.data(for: request, maximumBodySize: 64 << 10)
         switch response.statusCode {
-        case 200, 201, 204: return .stored(etag: response.headers["ETag"])
+        case 200, 201, 204: return .stored(version: response.headers["ETag"].map(StorageVersion.init))
         case 412: return .preconditionFailed
         case 409: return .conflict
         case 404 where etag != nil && Self.errorCode(body) != "NoSuchBucket": return .notFound

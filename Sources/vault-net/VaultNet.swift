@@ -2,6 +2,7 @@ import ArgumentParser
 import NetworkCommands
 import VaultCommands
 import VaultAgePQ
+import VaultSSHAgent
 import VaultTerminal
 
 /// `vault-net`: the `vault` CLI with the verbs that need SwiftNIO and BoringSSL, swift-crypto, libxml2 or zlib
@@ -16,6 +17,8 @@ struct VaultNetMain {
         AgePostQuantum.install()
         // One-time codes (HMAC-SHA-1 from swift-crypto) for `vault clip NAME --otp`, which `vault` runs here.
         OTPCommand.installCodes()
+        // An agent run from here serves the ssh-agent socket beside the vault's (docs/SSH-AGENT.md).
+        SSHAgentSocket.install()
         // As docker-credential-vault (a symbolic link; scripts/install links vault, earlier installs vault-net).
         let arguments = RoutedVerb.dispatchingOnProgramName(CommandLine.arguments).dropFirst()
         await CommandLineRunner.main(VaultNet.self, arguments: Array(arguments))

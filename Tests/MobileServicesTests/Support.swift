@@ -95,11 +95,7 @@ final class TestVault: @unchecked Sendable {
     let passphrase = SecureBytes(string: "correct horse battery staple")
 
     init() throws {
-        var template = Array((NSTemporaryDirectory() + "/ms-test-XXXXXX").utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw TestFailure("mkdtemp failed")
-        }
-        directory = String(cString: template)
+        directory = try makePrivateDirectory(prefix: "ms-test")
         path = directory + "/test.vault"
     }
 

@@ -9,7 +9,7 @@ import Glibc
 /// When an agent ends by itself: its socket path no longer leads to it (``SocketWatch``), or it has held nothing for
 /// a while (``EmptyExit``). Real sockets in a private directory; time moves by hand.
 @Suite struct AgentLifetimeTests {
-    let directory = TemporaryDirectory()
+    let directory = AgentTestDirectory()
     let clock = TestClock()
 
     /// A Unix socket bound at `path` (not listening: a file of type socket is all the watch looks at); its descriptor.

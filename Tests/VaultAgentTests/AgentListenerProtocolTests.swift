@@ -17,7 +17,7 @@ import Glibc
             return read(fd, &byte, 1) == 1 ? byte : nil
         }
 
-        func answer(_ request: UInt8) -> (reply: [UInt8], endsConnection: Bool) {
+        func answer(_ request: UInt8, on _: Void) -> (reply: [UInt8], endsConnection: Bool) {
             (Array("\(ring.status().count)\n".utf8), false)
         }
 

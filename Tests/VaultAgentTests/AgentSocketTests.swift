@@ -10,7 +10,7 @@ import Glibc
 /// Where the agent's socket is (from an environment given by the test, not the process's) and what a new agent
 /// may take over there.
 @Suite struct AgentSocketTests {
-    let directory = TemporaryDirectory()
+    let directory = AgentTestDirectory()
 
     /// A lookup in `variables`, as the agent code takes an environment.
     static func environment(_ variables: [String: String]) -> (String) -> String? { { variables[$0] } }

@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Synchronization
 import Testing
 @testable import VaultAgent
@@ -18,21 +19,15 @@ final class TestClock: AgentClock {
     }
 }
 
-/// A fresh private directory (0700), removed with everything in it when the value goes away.
-final class TemporaryDirectory: Sendable {
+/// A fresh private directory (0700), removed with everything in it when the value goes away; its path canonical
+/// (no `//`, no link), as a client names a vault to the agent.
+final class AgentTestDirectory: Sendable {
+    private let directory = TemporaryDirectory(prefix: "vault-agent-tests")
     let path: String
 
-    init() {
-        var template = Array((NSTemporaryDirectory() + "/vault-agent-tests.XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed: errno \(errno)")
-        // Canonical (no `//`, no link), as a client names a vault to the agent.
-        path = RollbackGuard.canonicalPath(String(cString: made!))
-    }
+    init() { path = RollbackGuard.canonicalPath(directory.path) }
 
     func file(_ name: String) -> String { path + "/" + name }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// An error answer's fields.
@@ -74,7 +69,7 @@ struct ErrorAnswer: Equatable, CustomStringConvertible {
 /// A key ring on a ``TestClock``, the service over it, and vaults to unlock in a private directory.
 final class AgentFixture {
     static let passphrase = "correct horse battery staple"
-    let directory: TemporaryDirectory
+    let directory: AgentTestDirectory
     let clock: TestClock
     let ring: KeyRing
     let service: AgentService
@@ -86,7 +81,7 @@ final class AgentFixture {
     }
 
     init(allowsInsecureKDFForTesting: Bool = true) {
-        let directory = TemporaryDirectory(), clock = TestClock(), logged = LogLines()
+        let directory = AgentTestDirectory(), clock = TestClock(), logged = LogLines()
         (self.directory, self.clock, self.logged) = (directory, clock, logged)
         let log: @Sendable (String) -> Void = { line in logged.lines.withLock { $0.append(line) } }
         let ring = KeyRing(clock: clock, log: log)

@@ -47,7 +47,7 @@ import Glibc
     }
 
     @Test func aBoundButNotListeningSocketAndAnAbstractOneAreRefused() throws {
-        let directory = TemporaryDirectory()
+        let directory = AgentTestDirectory()
         let path = directory.path + "/s.sock"
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }

@@ -24,7 +24,7 @@ struct NginxTests {
 
     @Test func loginWithRightCredentialsStoresThemAndFetchUsesThem() async throws {
         let nginx = try NginxFixture(users: ["alice": "correct horse"])
-        let vaultDirectory = try TemporaryDirectory()
+        let vaultDirectory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: vaultDirectory)
         let store = VaultCredentialStore(store: vault)
         let prompt = ScriptedPrompt([Credential(username: "alice", password: "correct horse")])
@@ -51,7 +51,7 @@ struct NginxTests {
 
     @Test func loginWithWrongCredentialsFailsAfterTwoPromptsAndStoresNothing() async throws {
         let nginx = try NginxFixture(users: ["alice": "correct horse"])
-        let vaultDirectory = try TemporaryDirectory()
+        let vaultDirectory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: vaultDirectory)
         let prompt = ScriptedPrompt([
             Credential(username: "alice", password: "wrong"), Credential(username: "mallory", password: "guess"),
@@ -70,7 +70,7 @@ struct NginxTests {
 
     @Test func passwordChangedOnTheServerMakesTheStoredCredentialStale() async throws {
         let nginx = try NginxFixture(users: ["alice": "first"])
-        let vaultDirectory = try TemporaryDirectory()
+        let vaultDirectory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: vaultDirectory)
         let store = VaultCredentialStore(store: vault)
         try store.store(Credential(username: "alice", password: "first"), for: nginx.space)

@@ -24,17 +24,8 @@ func withTimeout<T: Sendable>(
     }
 }
 
-/// A temporary directory removed when the value is released.
-final class TemporaryDirectory: Sendable {
-    let path: String
-    init() throws {
-        let template = NSTemporaryDirectory() + "vaultauth-tests-XXXXXX"
-        var bytes = Array(template.utf8CString)
-        guard let result = mkdtemp(&bytes) else { throw POSIXError(.EIO) }
-        path = String(cString: result)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
+/// VaultTestSupport's, for every file of this target (without an import in each).
+typealias TemporaryDirectory = VaultTestSupport.TemporaryDirectory
 
 func password(of credential: Credential?) -> String? { credential?.password.stringValue }
 

@@ -15,7 +15,7 @@ struct VaultCredentialStoreTests {
     /// Issue 25 §4: every credential lives under `credential/<space key>/`; the first stored space is recorded as
     /// the primary one in `credential/primary`; nothing is written at the top level, where the user's entries are.
     @Test func everyCredentialLivesUnderItsSpaceAndTheFirstIsRecordedAsPrimary() throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         let store = VaultCredentialStore(store: vault)
         try store.store(Credential(username: "alice", password: "pw1"), for: Self.primary)
@@ -41,7 +41,7 @@ struct VaultCredentialStoreTests {
     /// The user's own `username` and `password` entries are never read as a credential, never overwritten,
     /// never removed, whatever the store does.
     @Test func theUsersOwnUsernameAndPasswordAreNeverTouched() throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         let store = VaultCredentialStore(store: vault)
         try store.store(Credential(username: "alice", password: "server-pw"), for: Self.primary)
@@ -60,7 +60,7 @@ struct VaultCredentialStoreTests {
     }
 
     @Test func replacingAndRemovingThePrimaryKeepsOtherEntries() throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         try vault.put("connection-id", forKey: "appcid")
         let store = VaultCredentialStore(store: vault)
@@ -75,7 +75,7 @@ struct VaultCredentialStoreTests {
     }
 
     @Test func storingIsOneAtomicUpdate() throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         let store = VaultCredentialStore(store: vault)
         let before = try #require(vault.generation)
@@ -91,7 +91,7 @@ struct VaultCredentialStoreTests {
     /// and moved under `credential/` by the next write of a credential, in that one write.
     @Test(arguments: ["store", "remove-other", "store-other"])
     func anEarlierLayoutIsReadThenMigratedByTheNextWrite(write: String) throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         try vault.update { changes in
             try changes.put("alice", forKey: "username")
@@ -124,7 +124,7 @@ struct VaultCredentialStoreTests {
     }
 
     @Test func seedWrittenVaultIsReadOnlyForTheConfiguredPrimarySpace() throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         try vault.put("alice", forKey: "username")
         try vault.put("seed-pw", forKey: "password")
@@ -147,7 +147,7 @@ struct VaultCredentialStoreTests {
     }
 
     @Test func authenticatorOnTheVaultStoresAfterAcceptanceAndErasesStale() async throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         let store = VaultCredentialStore(store: vault)
         let url = URL(string: "https://hcpms-p1trial.example.com/app")!
@@ -169,7 +169,7 @@ struct VaultCredentialStoreTests {
 
     @Test(arguments: ["credential/primary", "credential.space"])
     func malformedRecordedSpaceIsAnErrorNotNoPrimary(record: String) throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         try vault.update { changes in
             try changes.put("alice", forKey: "username")
@@ -187,7 +187,7 @@ struct VaultCredentialStoreTests {
     /// What device registration does: the new server's credential becomes primary, together with the caller's
     /// entries, in one write; the previous primary's credential stays under its own keys.
     @Test func stagingAsPrimaryRecordsThePrimaryInTheCallersUpdate() throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         let store = VaultCredentialStore(store: vault)
         try store.store(Credential(username: "bob", password: "git-pw"), for: Self.other)  // the first: primary
@@ -208,7 +208,7 @@ struct VaultCredentialStoreTests {
     /// What `vault logout` and the git helper's erase do: every key of the space (the expiry too); the 404 purge
     /// removes only the primary credential, and only for its own server.
     @Test func stagedRemovalAndPurge() throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory(prefix: "vaultauth-tests")
         let vault = try makeTestVault(in: directory)
         try vault.put("connection-id", forKey: "appcid")
         let store = VaultCredentialStore(store: vault)

@@ -168,11 +168,7 @@ final class AgentBox: @unchecked Sendable {
 
     /// A box with its own directory; with `sharingAgentWith`, its commands use that box's socket (one agent).
     init(passphrase: String = "correct horse battery staple", sharingAgentWith other: AgentBox? = nil) throws {
-        var template = Array((Self.temporaryRoot + "/vault-agent-XXXXXX").utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        let directory = String(cString: template)
+        let directory = try makePrivateDirectory(prefix: "vault-agent", root: Self.temporaryRoot)
         let passphraseFile = directory + "/passphrase"
         self.directory = directory
         self.vaultPath = directory + "/vaults/test.vault"
@@ -320,7 +316,10 @@ struct AgentTestError: Error, CustomStringConvertible {
 enum AgentProcesses {
     /// Inodes of the Unix sockets bound to a path for which `matches` is true (/proc/net/unix).
     static func socketInodes(_ matches: (String) -> Bool) -> Set<String> {
-        let table = (try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8)) ?? ""
+        // Read to the end: `String(contentsOfFile:)` stops at the first page of a /proc file (about 60 sockets),
+        // so on a busy machine the agent's row was missed and its socket seemed held by nobody.
+        let bytes = (try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/net/unix")).readToEnd()) ?? nil
+        let table = String(decoding: bytes ?? Data(), as: UTF8.self)
         var inodes = Set<String>()
         for line in table.split(separator: "\n").dropFirst() {
             // Num RefCount Protocol Flags Type St Inode [Path]

@@ -70,11 +70,6 @@ import VaultTestSupport
         return try condition()
     }
 
-    static func sleep(until moment: Double) {
-        let left = moment - monotonicNow()
-        if left > 0 { usleep(useconds_t(left * 1_000_000)) }
-    }
-
     /// A box with an initialised vault holding `k` = a canary, and its agent stopped at the end.
     static func boxWithEntry() throws -> (AgentBox, String) {
         let box = try AgentBox()
@@ -516,7 +511,10 @@ import VaultTestSupport
 
     // MARK: - expiry
 
-    @Test func idleTimeoutLocksAndStatusIsNotActivity() throws {
+    /// The one end-to-end expiry test: a real agent process locks a vault idle for its `--idle` time, on the real
+    /// clock. The rules themselves (what counts as activity, that status does not, the hard limit from the unlock)
+    /// are KeyRingTests', on a clock moved by hand: windows of real seconds flake on a loaded machine.
+    @Test func idleTimeoutLocksTheVaultInTheRunningAgent() throws {
         let (box, value) = try Self.boxWithEntry()
         defer { box.stopAgents() }
         let unlocked = try box.unlock(["--idle", "2s", "--max", "1h"])
@@ -524,63 +522,14 @@ import VaultTestSupport
         let get = try box.vault(["get", "k"])
         #expect(get.status == 0 && get.stdout == Data(value.utf8))
         let lastActivity = monotonicNow()  // the agent saw the get before this
-
-        let first = try #require(try box.status()?.vaults.first)
-        #expect((1...2).contains(first.idleSecondsLeft), "idle left \(first.idleSecondsLeft)")
-        #expect((3590...3600).contains(first.maxSecondsLeft), "max left \(first.maxSecondsLeft)")
-        // Ask status over and over: it must not extend the idle time.
-        while monotonicNow() < lastActivity + 1.3 {
-            _ = try box.vault(["agent", "status"])
-            usleep(100_000)
-        }
-        if let late = try box.status()?.vaults.first {
-            #expect(late.idleSecondsLeft <= 1, "status extended the idle timeout: \(late.idleSecondsLeft) s left")
-        }
-        Self.sleep(until: lastActivity + 2.5)
-        #expect(try box.status().map(\.vaults).map(\.isEmpty) ?? true, "still listed after the idle timeout")
+        #expect(try box.status()?.vaults.count == 1, "locked at once")
+        // Bounded poll: locked within a few seconds, not before the idle time.
+        let locked = try Self.poll { try box.status().map(\.vaults).map(\.isEmpty) ?? true }
+        let lockedAfter = monotonicNow() - lastActivity
+        #expect(locked, "still listed 10 s after the idle timeout")
+        #expect(lockedAfter >= 1.5, "locked \(lockedAfter) s after the last activity, before its idle time of 2 s")
         Self.expectLocked(try box.vault(["get", "k"]), "get after the idle timeout")
         Self.expectLocked(try box.vault(["list"]), "list after the idle timeout")
-    }
-
-    @Test func operationsOnSecretsExtendTheIdleTimeout() throws {
-        let (box, value) = try Self.boxWithEntry()
-        defer { box.stopAgents() }
-        try box.unlock(["--idle", "2s"])
-        let started = monotonicNow()
-        var round = 0
-        while monotonicNow() < started + 4.5 {  // more than twice the idle time, one get every 0.7 s
-            usleep(700_000)
-            round += 1
-            let get = try box.vault(["get", "k"])
-            #expect(get.status == 0 && get.stdout == Data(value.utf8), "get \(round) at \(monotonicNow() - started) s: exit \(get.status), \(get.stderr)")
-        }
-        let left = try #require(try box.status()?.vaults.first)
-        #expect((1...2).contains(left.idleSecondsLeft), "idle left \(left.idleSecondsLeft)")
-    }
-
-    @Test func hardLimitCountsFromUnlockWhateverTheActivity() throws {
-        let (box, value) = try Self.boxWithEntry()
-        defer { box.stopAgents() }
-        let unlockStart = monotonicNow()
-        try box.unlock(["--idle", "1h", "--max", "3s"])
-        let unlockEnd = monotonicNow()
-        var gets = 0
-        while monotonicNow() < unlockStart + 2.0 {
-            let get = try box.vault(["get", "k"])
-            #expect(get.status == 0 && get.stdout == Data(value.utf8), "get before the limit: exit \(get.status), \(get.stderr)")
-            gets += 1
-            usleep(250_000)
-        }
-        #expect(gets >= 2)
-        let asked = monotonicNow()
-        if let left = try box.status()?.vaults.first {
-            let bound = Int((unlockEnd + 3 - asked).rounded(.up))
-            #expect(left.maxSecondsLeft <= bound, "max left \(left.maxSecondsLeft) s, at most \(bound) s expected: activity extended it")
-            #expect(left.idleSecondsLeft > 3500)
-        }
-        Self.sleep(until: unlockEnd + 3.5)
-        #expect(try box.status().map(\.vaults).map(\.isEmpty) ?? true, "still listed after the hard limit")
-        Self.expectLocked(try box.vault(["get", "k"]), "get after the hard limit")
     }
 
     /// An agent that is stopped (SIGSTOP) with its listener's backlog full lets no client in: a second agent

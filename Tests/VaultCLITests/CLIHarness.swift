@@ -117,10 +117,7 @@ final class Sandbox: @unchecked Sendable {
     let passphraseFile: String
 
     init(passphrase: String = "correct horse battery staple") throws {
-        var template = Array((NSTemporaryDirectory() + "/vault-cli-XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard made != nil else { throw CocoaError(.fileWriteUnknown) }
-        directory = String(cString: template)
+        directory = try makePrivateDirectory(prefix: "vault-cli")
         vaultPath = directory + "/vaults/test.vault"
         passphraseFile = directory + "/passphrase"
         try write(passphrase + "\n", to: passphraseFile)

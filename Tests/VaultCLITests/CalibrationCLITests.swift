@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 
 /// `vault init --kdf calibrate:TIME` and `vault info --measure`. No timing is asserted (the machine may be
@@ -6,9 +7,7 @@ import Testing
 /// the measured unlock cost is reported.
 @Suite struct CalibrationCLITests {
     private static func directory() throws -> String {
-        var template = Array((NSTemporaryDirectory() + "/vault-calibration-XXXXXX").utf8CString)
-        guard let path = mkdtemp(&template) else { throw CalibrationFailure("mkdtemp failed") }
-        return String(cString: path)
+        try makePrivateDirectory(prefix: "vault-calibration")
     }
 
     struct CalibrationFailure: Error, CustomStringConvertible {

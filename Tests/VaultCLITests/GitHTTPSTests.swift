@@ -41,11 +41,7 @@ import VaultTestSupport
             guard status == 0, FileManager.default.isExecutableFile(atPath: backend) else {
                 throw AgentTestError(description: "git http-backend is missing (\(backend)): install git")
             }
-            var template = Array((AgentBox.temporaryRoot + "/vault-githttps-XXXXXX").utf8CString)
-            guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-                throw AgentTestError(description: "mkdtemp failed")
-            }
-            directory = String(cString: template)
+            directory = try makePrivateDirectory(prefix: "vault-githttps", root: AgentBox.temporaryRoot)
             port = try freeTCPPort()
             let root = directory
             // nginx's workers run as an unprivileged user when the tests run as root: let them read the files

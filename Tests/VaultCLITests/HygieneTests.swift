@@ -20,11 +20,7 @@ import VaultTestSupport
     }
 
     static func makeTemporaryDirectory(_ prefix: String) throws -> String {
-        var template = Array((NSTemporaryDirectory() + "/\(prefix)-XXXXXX").utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        return String(cString: template)
+        try makePrivateDirectory(prefix: prefix)
     }
 
     /// Every regular file below `directory` (not following symlinks).

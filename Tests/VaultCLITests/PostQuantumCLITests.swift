@@ -94,12 +94,17 @@ struct PostQuantumCLITests {
         #expect(quick.status == 0 && quick.stdoutText == "t0k3n", "\(quick.stderr)")
     }
 
-    /// An agent that runs from `vault` (started by a passphrase unlock) cannot keep a post-quantum identity:
-    /// `vault unlock --identity` replaces it with one that runs from vault-net, and says so.
+    /// An agent that runs from `vault` (started by a `vault` installed without vault-net: a copy of it alone)
+    /// cannot keep a post-quantum identity: `vault unlock --identity` replaces it with one that runs from
+    /// vault-net, and says so.
     @Test func anAgentFromVaultIsReplacedToKeepAHybridIdentity() throws {
         let (team, mine, box) = try Self.agentBoxSharedWithAHybridIdentity()
         defer { withExtendedLifetime(team) {} }  // its directory holds the identity file
-        try box.unlock()
+        let alone = box.directory + "/alone/vault"
+        try FileManager.default.createDirectory(atPath: box.directory + "/alone", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: CLI.vault, toPath: alone)
+        let started = try AgentCLI.exec(alone, ["unlock", "--passphrase-file", box.passphraseFile], environment: box.environment)
+        try #require(started.status == 0, "\(started.stderr)")
         let first = try #require(try box.agentPID())
         #expect(try Self.executable(of: first).hasSuffix("/vault"))
         let unlocked = try box.vault(["unlock", "--force", "--identity", mine.path])
@@ -110,6 +115,19 @@ struct PostQuantumCLITests {
         #expect(try Self.executable(of: second).hasSuffix("/vault-net"))
         let read = try box.vault(["get", "github"])
         #expect(read.status == 0 && read.stdoutText == "t0k3n", "\(read.stderr)")
+    }
+
+    /// With vault-net installed, every agent runs from it (it serves the ssh-agent socket too): the agent a
+    /// passphrase unlock started keeps a post-quantum identity as it is.
+    @Test func anAgentAPassphraseUnlockStartedKeepsAHybridIdentityWithoutReplacement() throws {
+        let (team, mine, box) = try Self.agentBoxSharedWithAHybridIdentity()
+        defer { withExtendedLifetime(team) {} }
+        try box.unlock()
+        let first = try #require(try box.agentPID())
+        #expect(try Self.executable(of: first).hasSuffix("/vault-net"))
+        let unlocked = try box.vault(["unlock", "--force", "--identity", mine.path])
+        #expect(unlocked.status == 0 && !unlocked.stderr.contains("stopped the running agent"), "\(unlocked.stderr)")
+        #expect(try box.agentPID() == first)
     }
 
     /// `vault` decides before anything is asked or read which command lines need vault-net's post-quantum keys, and

@@ -4,9 +4,9 @@ import Testing
 @testable import VaultCore
 import VaultSodium
 
-/// Issue 19 §1, format version 3 (docs/FORMAT.md, "Version 3"): what each replica has seen of every other, tombstones
-/// dropped once every view holds them and they are 180 days old, quiet replicas forgotten, a copy that has not seen a
-/// dropped deletion refused, and a change that lost to a concurrent deletion kept with it and restorable.
+/// Issue 19 §1, format version 3 (docs/FORMAT.md, "The tombstone horizon"): what each replica has seen of every other,
+/// tombstones dropped once every view holds them and they are 180 days old, quiet replicas forgotten, a copy that has
+/// not seen a dropped deletion refused, and a change that lost to a concurrent deletion kept with it and restorable.
 @Suite("Document horizon and kept deletions")
 struct DocumentHorizonTests {
     static let start: UInt64 = 1_764_000_000_000

@@ -10,36 +10,13 @@ import Glibc
 import Darwin
 #endif
 
-// Shared helpers for the VaultCore tests. Every vault lives in a fresh directory made by `mkdtemp` (mode 0700)
+// Shared helpers for the VaultCore tests. Every vault lives in a fresh directory (VaultTestSupport's
+// `TemporaryDirectory`: `mkdtemp`, mode 0700)
 // and uses the explicit test hook (`Options.insecureForTesting`: 1 pass, 8 KiB) unless a test is about the
 // real presets.
 
-/// A fresh private directory, removed with everything in it when the value goes away.
-final class TemporaryDirectory {
-    let path: String
-
-    init() {
-        var template = Array((NSTemporaryDirectory() + "/vaultcore-tests.XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed: errno \(errno)")
-        path = String(cString: made!)
-        precondition(chmod(path, 0o700) == 0)
-    }
-
-    /// The path of `name` inside the directory.
-    func file(_ name: String) -> String { path + "/" + name }
-
-    /// The names in the directory, sorted.
-    func listing() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
-    }
-
-    deinit {
-        // Put back permissions a test may have taken away, then remove everything.
-        _ = chmod(path, 0o700)
-        try? FileManager.default.removeItem(atPath: path)
-    }
-}
+/// VaultTestSupport's, for every file of this target (without an import in each).
+typealias TemporaryDirectory = VaultTestSupport.TemporaryDirectory
 
 /// The passphrase most tests use, and a wrong one.
 let testPassphrase = SecureBytes(string: "correct horse battery staple")

@@ -13,7 +13,7 @@ final class SettableClock: WallClock, @unchecked Sendable {
     func milliseconds() -> UInt64 { lock.withLock { now } }
 }
 
-/// Issue 18: the version-2 document layer on bytes (docs/FORMAT.md, "Version 2"): round trips, clocks, history,
+/// Issue 18: the version-2 document layer on bytes (docs/FORMAT.md, "Plaintext"): round trips, clocks, history,
 /// tombstones, ids, and what a reader refuses.
 @Suite("Vault document (format v2)")
 struct VaultDocumentTests {

@@ -1,4 +1,5 @@
 import Foundation
+import VaultTestSupport
 import Testing
 import VaultCore
 @testable import VaultTerminal
@@ -11,16 +12,8 @@ import Glibc
 /// each refusal in their own words (the CLI tests check the exit code, 4, on a few of them).
 @Suite("Secret input files")
 final class SecretInputFileTests {
-    let directory: String
-
-    init() {
-        var template = Array((NSTemporaryDirectory() + "/vault-terminal-tests.XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed: errno \(errno)")
-        directory = String(cString: made!)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
+    let temporary = TemporaryDirectory(prefix: "vault-terminal-tests")
+    var directory: String { temporary.path }
 
     func file(_ name: String, _ contents: String = "correct horse\nsecond line\n", mode: mode_t = 0o600) -> String {
         let path = directory + "/" + name

@@ -1,7 +1,7 @@
 import Synchronization
 import VaultSodium
 
-/// The plaintext of a version-2 or -3 body (docs/FORMAT.md, "Version 2", "Version 3"): encoded from a document in
+/// The plaintext of a version-2 or -3 body (docs/FORMAT.md, "Plaintext"): encoded from a document in
 /// one guarded region (here), and parsed with every rule checked (lengths, UTF-8, unique names and ids, flags, caps,
 /// padding: DocumentBodyParse.swift).
 enum DocumentBody {

@@ -1,7 +1,7 @@
 import Glibc
 import VaultSodium
 
-/// Reading a body (docs/FORMAT.md, "Version 2" and "Version 3"): every rule checked, in the order the format gives
+/// Reading a body (docs/FORMAT.md, "Reading, in order"): every rule checked, in the order the format gives
 /// (its writing is in DocumentBody.swift).
 extension DocumentBody {
     /// Whether `bytes` are printable ASCII (no control character, no DEL): such a name passes the name checks

@@ -1,5 +1,5 @@
-/// Format version 3's sync bookkeeping (docs/FORMAT.md, "Version 3"): what each replica has seen of every other,
-/// the tombstone horizon (per replica, the latest of its deletions dropped), when a writer drops a tombstone and
+/// Format version 3's sync bookkeeping (docs/FORMAT.md, "The tombstone horizon"): what each replica has seen of every
+/// other, the tombstone horizon (per replica, the latest of its deletions dropped), when a writer drops a tombstone and
 /// when a merge refuses a copy, and what a deletion deleted and kept.
 extension VaultDocument {
     /// What a tombstone knows besides when it was made.
@@ -84,11 +84,11 @@ extension VaultDocument {
     }
 
     /// After `replica` changed or merged this document, when it is about to be written (version 3 only; a
-    /// version-2 file stores none of this), docs/FORMAT.md, "Version 3": `replica`'s `seen` becomes its whole table;
-    /// a replica other than it whose view is more than ``tombstoneRetention`` old is forgotten (it stays in the
-    /// table; a copy it still holds is refused once a deletion it did not see is dropped); then, unless a replica
-    /// active in that time has no known view, every tombstone older than ``tombstoneRetention`` that every known
-    /// view has seen is dropped, with what it kept, and its replica's dropped mark rises to it.
+    /// version-2 file stores none of this), docs/FORMAT.md, "The tombstone horizon": `replica`'s `seen` becomes its
+    /// whole table; a replica other than it whose view is more than ``tombstoneRetention`` old is forgotten (it stays
+    /// in the table; a copy it still holds is refused once a deletion it did not see is dropped); then, unless a
+    /// replica active in that time has no known view, every tombstone older than ``tombstoneRetention`` that every
+    /// known view has seen is dropped, with what it kept, and its replica's dropped mark rises to it.
     ///
     /// `now` (the wall clock) decides when, and which views count: a clock set far ahead here forgets every other
     /// view and drops what only this copy has seen, so that other copies with changes of their own are refused by

@@ -414,8 +414,8 @@ extension VaultDocument {
     ///   make a merge take it for one that holds everything, and remove what it lacks;
     /// - deletions forgotten that `ours` has not seen, while it holds everything of `ours`, although `replica` changed
     ///   `ours` within the last 180 days: a tombstone is dropped only once every replica that wrote in that time has
-    ///   seen it (docs/FORMAT.md, "Version 3"), so no such copy can exist; merged, it would remove every entry it
-    ///   lacks without a trace.
+    ///   seen it (docs/FORMAT.md, "The tombstone horizon"), so no such copy can exist; merged, it would remove every
+    ///   entry it lacks without a trace.
     public func checkClaims(about replica: ReplicaID, ownClock: UInt64, mergingInto ours: VaultDocument?, now: UInt64) throws {
         var claimed = replicas[replica]?.packed ?? 0
         claimed = max(claimed, dropped[replica] ?? 0)

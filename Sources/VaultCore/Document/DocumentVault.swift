@@ -81,8 +81,8 @@ public final class DocumentVault: KeyValueVault, Sendable {
             // Accepted: a fork of this replica's history (a branch checked out, a backup put back). Writing on it
             // as the same replica would make two lines of changes one replica's: a clock of it in a table would no
             // longer say what that table has seen, and a merge could bring back a deletion whose tombstone was
-            // dropped, or take one copy for the other's past (docs/FORMAT.md, "Version 3"). From here on this user
-            // writes to the vault as a new replica.
+            // dropped, or take one copy for the other's past (docs/FORMAT.md, "The tombstone horizon"). From here on
+            // this user writes to the vault as a new replica.
             store.renewReplica(try ReplicaRegistry.replica(for: document.vaultID, stateDirectory: protection.stateDirectory, renew: true))
         }
     }

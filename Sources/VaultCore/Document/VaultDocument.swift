@@ -76,11 +76,15 @@ public struct DocumentVersion: Sendable {
 
 /// A vault as a document, on bytes only: no path, no lock, no clock read except through an injected
 /// ``WallClock``. It parses and checks a version-2 header without a key, unlocks it with a key source, opens the
-/// body into entries, applies batches of changes and seals bytes (docs/FORMAT.md, "Version 2"). Merge code, the
-/// store and the agent all use it.
+/// body into entries, applies batches of changes and seals bytes (docs/FORMAT.md, "Version 3, the current format").
+/// Merge code, the store and the agent all use it.
 ///
 /// Values live in one libsodium-guarded region per document (never one allocation per field); a reader gets a
 /// copy in its own guarded memory (``value(of:in:)``).
+// Unchecked: its `var`s (entries, deletions, stanzas, the arena) change only in ``apply(_:replica:clock:)``, a
+// merge or an upgrade, on a document its writer loaded for that write and holds alone (DocumentStore's write runs
+// under the vault's lock); a document handed to readers (a store's cache, the agent's) is not changed afterwards.
+// The caches readers fill lazily (sorted names, the encoded body) are behind their own `Mutex`.
 public final class VaultDocument: @unchecked Sendable {
     /// The history kept per entry: the last 10 earlier versions, at most 64 KiB of them, oldest dropped first.
     public static let maximumHistoryVersions = 10
@@ -120,6 +124,8 @@ public final class VaultDocument: @unchecked Sendable {
     /// Documents are copied on every write (a held one is never changed) and sealed in id order: a copy of an
     /// entry is then one retain, not one per part (at 10,000 entries the copies were a fifth of a put's time).
     struct Entry: Sendable {
+        // Unchecked: shared parts are never changed (``unique`` copies them first, copy-on-write), so a `Parts`
+        // another value or thread can see is only read.
         private final class Parts: @unchecked Sendable {
             var id: DocumentID
             var name: String
@@ -204,7 +210,8 @@ public final class VaultDocument: @unchecked Sendable {
     /// The ids of deleted entries, with when and by which replica.
     public internal(set) var tombstones: [DocumentID: HybridTimestamp]
     /// The format version the document is written in: 2, or 3, which also stores ``seen``, ``dropped`` and
-    /// ``deletions`` (docs/FORMAT.md, "Version 3"). A document keeps its file's version; a merge takes the higher.
+    /// ``deletions`` (docs/FORMAT.md, "The replica table", "Tombstones"). A document keeps its file's version; a merge
+    /// takes the higher.
     public internal(set) var formatVersion: UInt16
     /// Version 3: each replica's table as it was when that replica last wrote (replica → packed time); none for a
     /// replica whose view is not known (``settle(replica:now:)``).

@@ -7,15 +7,25 @@ import Glibc
 /// version 2 with ``DocumentVault``. The CLI and the agent open vaults through it, so every verb works on both.
 public enum VaultOpener {
     /// Whether the file at `path` starts as a version-2 vault (magic and version: its first 10 bytes, read
-    /// without the rest; nothing authenticated). A missing or unreadable file is not: the version-1 store's open
-    /// then reports why, with its own checks.
-    static func startsAsVersion2(_ path: String) -> Bool {
+    /// without the rest; nothing authenticated). A missing file or a symbolic link is not: the version-1 store's
+    /// open then reports why, with its own checks. Any other failure to open or read it is an I/O error: taken for
+    /// "not version 2", a file of version 3 would then be refused as "unsupported format version 3" (exit 6, as if
+    /// corrupt) for a momentary EACCES or EIO.
+    ///
+    /// - Throws: ``VaultError/io(operation:path:errno:)``.
+    static func startsAsVersion2(_ path: String) throws -> Bool {
         let fd = Posix.retryingEINTR { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT || code == ELOOP { return false }
+            throw VaultError.io(operation: "cannot open vault", path: path, errno: code)
+        }
         defer { Glibc.close(fd) }
         var start = [UInt8](repeating: 0, count: VaultFormat.magic.count + 2)
-        let n = start.withUnsafeMutableBytes { buffer in Posix.retryingEINTR { pread(fd, buffer.baseAddress, buffer.count, 0) } }
-        return n == start.count && DocumentHeader.isVersion2(start)
+        switch start.withUnsafeMutableBytes({ buffer in Posix.valueOrErrno { pread(fd, buffer.baseAddress, buffer.count, 0) } }) {
+        case .failure(let error): throw VaultError.io(operation: "cannot read vault", path: path, errno: error.code)
+        case .success(let n): return n == start.count && DocumentHeader.isVersion2(start)
+        }
     }
 
     /// The vault at `path`, opened with `passphrase` under `options` (KDF policy, lock timeout, rollback
@@ -24,7 +34,7 @@ public enum VaultOpener {
     /// - Throws: ``VaultError/vaultNotFound(path:)`` and what each format's open throws.
     public static func open(path: String, passphrase: SecureBytes, options: VaultStoreOptions) throws -> any KeyValueVault {
         // Version 1, the common case, is read once, by its store; version 2's header is read here for its vault id.
-        guard startsAsVersion2(path), let bytes = try VaultFile.read(path: path), DocumentHeader.isVersion2(bytes) else {
+        guard try startsAsVersion2(path), let bytes = try VaultFile.read(path: path), DocumentHeader.isVersion2(bytes) else {
             let store = FormatOneStore(path: path, options: options)
             try store.open(with: passphrase, createIfMissing: false)
             return store
@@ -119,8 +129,8 @@ public enum VaultOpener {
 /// state directory copied to another machine (a home directory restored or cloned, a container image) would make
 /// two machines one replica: two different changes with one timestamp, which a merge takes for one (a version's
 /// clock names its content), and a clock that no longer says what its replica has seen (docs/FORMAT.md,
-/// "Version 3"). On another machine the file is replaced by a new replica id; a file of an older `vault` (the id
-/// alone) is kept and given this machine's name.
+/// "The tombstone horizon"). On another machine the file is replaced by a new replica id; a file of an older `vault`
+/// (the id alone) is kept and given this machine's name.
 public enum ReplicaRegistry {
     /// The replica id for `vaultID`; without a state directory (`nil`: no rollback protection, a test), a fresh
     /// random one. `machine`: what names this machine (``machine``; a test gives another). `renew`: a new one in

@@ -16,10 +16,10 @@ public struct StoredVault: Sendable {
     }
 }
 
-/// Where a vault's bytes live, behind one seam (issue 18 §1): the local file first; S3 conditional writes and
-/// OpenBao's check-and-set next (issue 19). A storage knows nothing of the format; the document layer knows
-/// nothing of where bytes live.
-public protocol VaultStorage: Sendable {
+/// Where the vault a program opens lives (issue 18 §1): the local file. A storage knows nothing of the format; the
+/// document layer knows nothing of where bytes live. It is the synchronous, lockable form of the one seam of copies
+/// (``VaultCopy``, issue 34 §2): every storage is a copy too, so sync reaches it as it reaches S3 or OpenBao.
+public protocol VaultStorage: VaultCopy {
     /// How messages name the vault (a path, a URL).
     var label: String { get }
     /// The stored bytes and their version, or `nil` when nothing is stored.

@@ -284,3 +284,11 @@ long vault_raise_open_files_limit(void) {
 const char *vault_libexec_directory(void) {
     return VAULT_LIBEXECDIR;
 }
+
+#include <sys/vfs.h>
+
+long vault_filesystem_type(const char *path) {
+    struct statfs info;
+    if (statfs(path, &info) != 0) return -1;
+    return (long)info.f_type;
+}

@@ -19,7 +19,7 @@ package struct OTPCommand: ParsableCommand {
         discussion: """
             The entry's otp field holds an otpauth://totp/ URI (what authenticator apps, KeePassXC, Bitwarden and pass-otp keep: secret, and optionally algorithm SHA1/SHA256/SHA512, digits 6-8, period, issuer; otpauth://steam/ or encoder=steam for Steam Guard) or a bare base32 secret (SHA-1, 6 digits, 30 s). Store one with 'vault put NAME --field otp'.
 
-            The code goes to stdout (with a newline only on a terminal); --json adds the seconds it stays valid. Format version 2.
+            The code goes to stdout (with a newline only on a terminal); --json adds the seconds it stays valid. With --clip it goes to the clipboard instead, cleared after --clear SECONDS (default 45) if it still holds it, as 'vault clip NAME --otp' does ('vault clip --help'). Format version 2.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -29,8 +29,19 @@ package struct OTPCommand: ParsableCommand {
     @Option(name: .customLong("at"), help: ArgumentHelp("The code at this time (seconds since the Unix epoch) instead of now.", valueName: "unixtime"))
     var at: Int64?
 
+    @Flag(help: "Copy the code to the clipboard instead of printing it (as 'vault clip NAME --otp').")
+    var clip = false
+
+    @Option(name: .customLong("clear"), help: ArgumentHelp("With --clip: clear the clipboard after this many seconds if it still holds the code (0: never).", valueName: "seconds"))
+    var clearSeconds: Int = 45
+
+    @Flag(name: .customLong("osc52"), help: "With --clip: copy with an OSC 52 sequence to the terminal instead of a clipboard tool.")
+    var osc52 = false
+
     package func validate() throws {
         if let at, at < 0 || at > 1 << 62 { throw ValidationError("--at takes seconds since the Unix epoch (0 to 2^62)") }
+        guard (0...86_400).contains(clearSeconds) else { throw ValidationError("--clear must be 0 to 86400 seconds") }
+        if !clip, osc52 || clearSeconds != 45 { throw ValidationError("--clear and --osc52 go with --clip") }
         if let fd = entry.nameFD, fd == options.passphraseFD {
             throw ValidationError("the name and the passphrase need different descriptors")
         }
@@ -39,6 +50,14 @@ package struct OTPCommand: ParsableCommand {
     package func run() throws {
         try reportingErrors(json: options.json) {
             let name = try entry.resolve()
+            if clip {
+                // Which clipboard first: no passphrase is asked for a copy that cannot happen.
+                let clipboard = try Clipboard.choose(osc52: osc52)
+                let code = try withVault(options) { vault in try OTPCodes.code(of: name, in: vault) }
+                return try Clip.copy(
+                    code, describing: "the code of '\(TerminalText.escaped(name))'", json: options.json ? ["name": name, "otp": true] : nil,
+                    to: clipboard, clearSeconds: clearSeconds)
+            }
             let uri = try withVault(options) { vault -> SecureBytes in
                 guard let record = try vault.requiringFields().records(of: name, .current)?.first else {
                     throw CLIError.missingEntry(name, in: vault)
@@ -62,6 +81,19 @@ package struct OTPCommand: ParsableCommand {
             if let issuer = totp.issuer { object["issuer"] = issuer }
             if let account = totp.account { object["account"] = account }
             try writeJSON(object)
+        }
+    }
+}
+
+extension OTPCommand {
+    /// Makes ``OTPCodes`` compute codes in this process (`vault-net`: `vault clip NAME --otp` runs here).
+    package static func installCodes() {
+        OTPCodes.install { uri, name in
+            do throws(OTPError) {
+                return try TOTP(uri: uri).code(at: Int64(Date().timeIntervalSince1970))
+            } catch {
+                throw OTPFieldError(name: name, error: error)
+            }
         }
     }
 }

@@ -198,7 +198,7 @@ package struct Sync: AsyncParsableCommand {
                 "remote": "git", "repository": outcome.repository, "upstream": outcome.upstream, "dry_run": dryRun,
                 "committed": outcome.committed, "fast_forwarded": outcome.fastForwarded, "merge_commit": outcome.mergedCommit,
                 "pushed": outcome.pushed, "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated,
-                "deleted": merge.deleted, "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted,
+                "deleted": merge.deleted, "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON,
             ] as [String: Any])
             return
         }
@@ -226,7 +226,7 @@ package struct Sync: AsyncParsableCommand {
             try writeJSON([
                 "remote": remote, "dry_run": dryRun, "fetched": outcome.fetched, "pushed": outcome.pushed, "created": outcome.created,
                 "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated, "deleted": merge.deleted,
-                "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted,
+                "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON,
             ] as [String: Any])
             return
         }

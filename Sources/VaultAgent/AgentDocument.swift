@@ -19,6 +19,7 @@ extension AgentWire {
             writer.field(.version, UInt64(record.version))
             writer.field(.modified, record.modified.packed)
             writer.field(.replica, record.modified.replica.rawValue)
+            if let name = record.modifiedBy { writer.field(.replicaName, name) }
             writer.field(.conflict, record.conflict)
             for field in record.fields {
                 writer.field(.field, field.name)
@@ -35,7 +36,7 @@ extension AgentWire {
         var id: DocumentID?, name: String?, created: UInt64?, createdReplica: UInt64?
         var records: [EntryRecord] = []
         // The version being read: number, modified time and replica, conflict, fields.
-        var version: (number: Int, modified: UInt64?, replica: UInt64?, conflict: Bool, fields: [EntryRecord.Field])?
+        var version: (number: Int, modified: UInt64?, replica: UInt64?, conflict: Bool, fields: [EntryRecord.Field], by: String?)?
         var fieldName: String?, fieldSecret = false
         func finishVersion() throws {
             guard let current = version else { return }
@@ -45,7 +46,7 @@ extension AgentWire {
                 id: id, name: name, version: current.number,
                 created: HybridTimestamp(packed: created, replica: ReplicaID(rawValue: createdReplica)),
                 modified: HybridTimestamp(packed: modified, replica: ReplicaID(rawValue: replica)),
-                conflict: current.conflict, fields: current.fields))
+                conflict: current.conflict, fields: current.fields, modifiedBy: current.by))
             version = nil
         }
         for field in answer.fields {
@@ -62,13 +63,16 @@ extension AgentWire {
             case .version:
                 try finishVersion()
                 guard let number = answer.number(range), number <= UInt64(Int.max) else { throw malformed() }
-                version = (Int(number), nil, nil, false, [])
+                version = (Int(number), nil, nil, false, [], nil)
             case .modified:
                 guard version != nil else { throw malformed() }
                 version!.modified = answer.number(range)
             case .conflict:
                 guard version != nil else { throw malformed() }
                 version!.conflict = answer.bool(range)
+            case .replicaName:
+                guard version != nil, let text = answer.string(range) else { throw malformed() }
+                version!.by = text
             case .field:
                 guard version != nil, fieldName == nil, let text = answer.string(range) else { throw malformed() }
                 fieldName = text
@@ -366,6 +370,14 @@ extension AgentWire {
             writer.field(.source, renamed.from)
             writer.field(.name, renamed.to)
         }
+        for lost in report.lostEdits {
+            writer.field(.code, "lost")
+            writer.field(.replica, lost.winner.rawValue)
+            writer.field(.replica, lost.loser.rawValue)
+            if let name = lost.winnerName { writer.field(.replicaName, name) }
+            writer.field(.version, UInt64(lost.version))
+            writer.field(.name, lost.name)
+        }
         for replica in report.replicasAhead {
             writer.field(.code, "ahead")
             writer.field(.replica, replica.rawValue)
@@ -379,11 +391,14 @@ extension AgentWire {
         report.written = answer.bool(.bool)
         var sawCompleteness = false
         var code: String?, source: String?
+        // A lost edit being read: its replicas (the winner's, then the loser's), the winner's name, its version.
+        var lost: (replicas: [UInt64], name: String?, version: Int?) = ([], nil, nil)
         for field in answer.fields {
             switch Tag(rawValue: field.tag) {
             case .code:
                 code = answer.string(field.range)
                 source = nil
+                lost = ([], nil, nil)
                 if code == "other-lacks" { report.otherLacks = true }
                 if code == "other-complete" { sawCompleteness = true }
             case .source: source = answer.string(field.range)
@@ -396,14 +411,28 @@ extension AgentWire {
                 case "resurrected": report.resurrected.append(name)
                 case "conflict": report.conflicts.append(name)
                 case "kept": report.keptDeleted.append(name)
+                case "lost":
+                    guard lost.replicas.count == 2, let version = lost.version else { throw AgentError.protocolError("a malformed merge report") }
+                    report.lostEdits.append(.init(
+                        name: name, winner: ReplicaID(rawValue: lost.replicas[0]), winnerName: lost.name,
+                        loser: ReplicaID(rawValue: lost.replicas[1]), version: version))
                 case "renamed":
                     guard let source else { throw AgentError.protocolError("a malformed merge report") }
                     report.renamed.append(.init(from: source, to: name))
                 default: throw AgentError.protocolError("a malformed merge report")
                 }
             case .replica:
-                guard code == "ahead", let value = answer.number(field.range) else { throw AgentError.protocolError("a malformed merge report") }
-                report.replicasAhead.append(ReplicaID(rawValue: value))
+                guard let value = answer.number(field.range) else { throw AgentError.protocolError("a malformed merge report") }
+                if code == "lost", lost.replicas.count < 2 {
+                    lost.replicas.append(value)
+                } else {
+                    guard code == "ahead" else { throw AgentError.protocolError("a malformed merge report") }
+                    report.replicasAhead.append(ReplicaID(rawValue: value))
+                }
+            case .replicaName where code == "lost": lost.name = answer.string(field.range)
+            case .version where code == "lost":
+                guard let value = answer.number(field.range), value <= UInt64(Int.max) else { throw AgentError.protocolError("a malformed merge report") }
+                lost.version = Int(value)
             default: break
             }
         }

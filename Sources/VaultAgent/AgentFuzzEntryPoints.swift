@@ -103,7 +103,7 @@ import VaultCore
 
     /// A record as text (values in hex).
     static func describe(_ record: EntryRecord) -> String {
-        "\(record.id) \(record.name) \(record.version) \(record.created) \(record.modified) \(record.conflict) "
+        "\(record.id) \(record.name) \(record.version) \(record.created) \(record.modified) \(record.modifiedBy ?? "-") \(record.conflict) "
             + record.fields.map { "\($0.name) \($0.isSecret) " + $0.value.unprotectedBytes.map { String($0, radix: 16) }.joined(separator: ",") }
                 .joined(separator: ";")
     }

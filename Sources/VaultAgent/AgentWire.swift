@@ -33,6 +33,9 @@ package enum AgentWire {
         case dataKey
         /// The age stanza types of the identities an agent can keep (`X25519`, `mlkem768x25519`), in its status.
         case identityType
+        /// The name of the replica that made an entry's version (``EntryRecord/modifiedBy``), or of the one whose
+        /// change won in a merge report's lost edit.
+        case replicaName
     }
 
     /// A payload being built, in guarded memory.

@@ -14,7 +14,7 @@ package enum Clipboard: String, CaseIterable, Sendable {
     /// The tool for this session: OSC 52 when asked for; else wl-copy under Wayland, xclip or xsel under X11.
     ///
     /// - Throws: ``ClipboardError/noClipboard(reason:)`` naming what is missing.
-    static func choose(osc52: Bool) throws -> Clipboard {
+    package static func choose(osc52: Bool) throws -> Clipboard {
         if osc52 { return .osc52 }
         let wayland = Posix.environment("WAYLAND_DISPLAY").map { !$0.isEmpty } ?? false
         let x11 = Posix.environment("DISPLAY").map { !$0.isEmpty } ?? false

@@ -224,7 +224,17 @@ extension CLIError: CLIReportable {
         return .noSuchEntry(name: name, path: vault.path, suggestions: closest(to: name, among: names))
     }
 
+    /// The names `name` may have meant: those whose last path component is `name`'s (`github` → `web/github`,
+    /// `totp/github`), then those within two typos of it; at most 5.
     static func closest(to name: String, among names: [String]) -> [String] {
+        let leaf = name.split(separator: "/").last.map { $0.lowercased() } ?? ""
+        let sameLeaf = names.filter { candidate in
+            candidate != name && candidate.split(separator: "/").last.map { $0.lowercased() } == leaf && !leaf.isEmpty
+        }.sorted()
+        return Array((sameLeaf + typos(of: name, among: names).filter { !sameLeaf.contains($0) }).prefix(5))
+    }
+
+    static func typos(of name: String, among names: [String]) -> [String] {
         let word = Array(name.lowercased())
         let scored = names.compactMap { candidate -> (String, Int)? in
             guard candidate != name else { return nil }

@@ -120,6 +120,7 @@ package struct Show: ParsableCommand {
                     var object: [String: Any] = [
                         "name": current.name, "id": current.id.description, "created": current.created.iso8601,
                         "modified": current.modified.iso8601, "replica": current.modified.replica.description,
+                        "replica_name": current.modifiedBy as Any,
                         "earlier_versions": versions.count - 1, "fields": current.fields.map { $0.json(reveal: reveal) },
                     ]
                     if let version { object["version"] = version }
@@ -130,7 +131,8 @@ package struct Show: ParsableCommand {
                 if let version { text += "version: \(version)\(current.conflict ? " (conflict)" : "")\n" }
                 text += "id: \(current.id)\n"
                 text += "created: \(current.created.iso8601)\n"
-                text += "modified: \(current.modified.iso8601) (replica \(current.modified.replica))\n"
+                text += "modified: \(current.modified.iso8601)"
+                    + (current.modifiedBy.map { " by \(TerminalText.escaped($0))" } ?? "") + " (replica \(current.modified.replica))\n"
                 text += "earlier versions: \(versions.count - 1)\n\n"
                 text += fieldLines(current.fields, reveal: reveal)
                 try writeToStdout(text)
@@ -145,7 +147,7 @@ package struct History: ParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "history",
         abstract: "List an entry's versions, newest first: version 0 is the current one; 'get --version N' and 'restore --version N' take the numbers.",
-        discussion: "Format version 2 keeps the last 10 earlier versions of an entry, at most 64 KiB of them. A version marked 'conflict' lost a concurrent change in a merge. Secret fields are masked unless --reveal.")
+        discussion: "Format version 2 keeps the last 10 earlier versions of an entry, at most 64 KiB of them. Each version names who made it (the replica's name: 'vault replica --help') and, under it, which fields it changed from the version before ('changed: password, url; removed: notes': names only, never values). A version marked 'conflict' lost a concurrent change in a merge. Secret fields are masked unless --reveal.")
 
     @OptionGroup var options: VaultOptions
 
@@ -169,14 +171,21 @@ package struct History: ParsableCommand {
                 let all = try allVersions(of: name, in: vault)
                 let current = all[0]
                 let versions = try version.map { [try pick($0, of: all, name: name)] } ?? all
+                /// What version `record` changed from the one before it (the next older one), when that one is kept.
+                func marks(_ record: EntryRecord) -> FieldChanges? {
+                    all.first { $0.version == record.version + 1 }.map { FieldChanges(from: $0, to: record) }
+                }
                 if options.json {
                     try writeJSON([
                         "name": current.name, "id": current.id.description,
                         "versions": versions.map { version -> [String: Any] in
-                            [
+                            let changes = marks(version)
+                            return [
                                 "version": version.version, "current": version.version == 0,
                                 "time": version.modified.iso8601, "replica": version.modified.replica.description,
+                                "replica_name": version.modifiedBy as Any,
                                 "conflict": version.conflict, "fields": version.fields.map { $0.json(reveal: reveal) },
+                                "changed": changes?.changed as Any, "removed": changes?.removed as Any,
                             ]
                         },
                     ])
@@ -185,13 +194,38 @@ package struct History: ParsableCommand {
                 var text = ""
                 for version in versions {
                     text += "version \(version.version)\(version.version == 0 ? " (current)" : "")"
-                        + "  \(version.modified.iso8601)  replica \(version.modified.replica)"
+                        + "  \(version.modified.iso8601)  \(TerminalText.escaped(version.author))"
                         + (version.conflict ? "  conflict" : "") + "\n"
+                    if let changes = marks(version), let line = changes.line { text += "  " + line + "\n" }
                     text += fieldLines(version.fields, reveal: reveal, indent: "  ")
                 }
                 try writeToStdout(text)
             }
         }
+    }
+}
+
+/// Which fields a version changed from the version before it: names only, never values (`vault history`).
+struct FieldChanges {
+    /// Fields new in the later version, or with another value or secret flag, in its order.
+    let changed: [String]
+    /// Fields the earlier version had and the later one has not, in the earlier one's order.
+    let removed: [String]
+
+    init(from older: EntryRecord, to newer: EntryRecord) {
+        changed = newer.fields.filter { field in
+            guard let before = older.field(field.name) else { return true }
+            return before.isSecret != field.isSecret || before.value != field.value
+        }.map(\.name)
+        removed = older.fields.filter { newer.field($0.name) == nil }.map(\.name)
+    }
+
+    /// `changed: a, b; removed: c` (escaped for a terminal), or `nil` when nothing changed (a rename, a restore of the
+    /// same fields, a merge's version).
+    var line: String? {
+        let parts = (changed.isEmpty ? [] : ["changed: " + changed.map { TerminalText.escaped($0) }.joined(separator: ", ")])
+            + (removed.isEmpty ? [] : ["removed: " + removed.map { TerminalText.escaped($0) }.joined(separator: ", ")])
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 }
 

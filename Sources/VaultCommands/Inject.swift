@@ -5,15 +5,15 @@ import VaultCore
 import VaultTerminal
 
 /// `vault inject [-i TEMPLATE] [-o OUT]`: copies a template, each `{{ vault "ENTRY" }}` replaced by the entry's
-/// value (docs in the README, "Any process").
+/// value and each `{{ vault "ENTRY" "FIELD" }}` by that field's (docs in the README, "Any process").
 package struct Inject: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
         commandName: "inject",
-        abstract: "Fill {{ vault \"ENTRY\" }} placeholders of a template (stdin or -i) into stdout or -o OUT (0600, atomic).",
+        abstract: "Fill {{ vault \"ENTRY\" }} and {{ vault \"ENTRY\" \"FIELD\" }} placeholders of a template (stdin or -i) into stdout or -o OUT (0600, atomic).",
         discussion: """
-            A placeholder is `{{`, optional spaces, `vault`, spaces, the entry's name in double quotes (\\" and \\\\ inside it stand for " and \\), optional spaces, `}}`. Any other text, other `{{ ... }}` included, is copied as it is. A missing entry is an error naming it (exit 2) and nothing is written; a malformed placeholder is an error naming its line (exit 64). OUT is replaced atomically and created 0600.
+            A placeholder is `{{`, optional spaces, `vault`, spaces, the entry's name in double quotes (\\" and \\\\ inside it stand for " and \\), optionally spaces and a field's name in double quotes (`{{ vault "servers/db" "username" }}`; without it, the entry's value: its password field), optional spaces, `}}`. Any other text, other `{{ ... }}` included, is copied as it is. A missing entry or field is an error naming it (exit 2) and nothing is written; a malformed placeholder is an error naming its line (exit 64). OUT is replaced atomically and created 0600.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -44,16 +44,11 @@ package struct Inject: ParsableCommand {
                 template = bytes.withUnsafeBytes { Array($0) }
             }
             let pieces = try Template.parse(template)
-            let names = Template.names(pieces)
-            var values: [String: SecureBytes] = [:]
-            if !names.isEmpty {
+            let references = Template.references(pieces)
+            var values: [SecretReference: SecureBytes] = [:]
+            if !references.isEmpty {
                 try withVault(options) { vault in
-                    for name in names where values[name] == nil {
-                        guard let value = try vault.getBytes(name) else {
-                            throw CLIError.missingEntry(name, in: vault)
-                        }
-                        values[name] = value
-                    }
+                    values = try SecretReference.values(references, in: vault) { throw CLIError.missingEntry($0.entry, in: vault) }
                 }
             }
             let filled = Template.fill(pieces, of: template, with: values)
@@ -66,21 +61,21 @@ package struct Inject: ParsableCommand {
     }
 }
 
-/// A template cut into literal text and `{{ vault "NAME" }}` placeholders.
+/// A template cut into literal text and `{{ vault "NAME" }}` / `{{ vault "NAME" "FIELD" }}` placeholders.
 enum Template {
     enum Piece: Equatable {
         case text(Range<Int>)
-        case entry(String)
+        case entry(SecretReference)
     }
 
-    /// The names of the entries `pieces` hold, in order (a name may come more than once).
-    static func names(_ pieces: [Piece]) -> [String] {
-        pieces.compactMap { if case let .entry(name) = $0 { return name } else { return nil } }
+    /// What the placeholders of `pieces` name, in order (one may come more than once).
+    static func references(_ pieces: [Piece]) -> [SecretReference] {
+        pieces.compactMap { if case let .entry(reference) = $0 { return reference } else { return nil } }
     }
 
     /// `template` with each placeholder of `pieces` replaced by its value (every one must be in `values`), in
     /// guarded memory.
-    static func fill(_ pieces: [Piece], of template: [UInt8], with values: [String: SecureBytes]) -> SecureBytes {
+    static func fill(_ pieces: [Piece], of template: [UInt8], with values: [SecretReference: SecureBytes]) -> SecureBytes {
         let count = pieces.reduce(0) { total, piece in
             switch piece {
             case let .text(range): return total + range.count
@@ -111,32 +106,37 @@ enum Template {
                   [UInt8(ascii: " "), UInt8(ascii: "\"")].contains(at(cursor + 5))
             else { index += 1; continue }  // another `{{`: literal text
             let malformed = CLIError.message(
-                "malformed placeholder on line \(line(index)): expected {{ vault \"ENTRY\" }}", exitCode: Exit.usage)
+                "malformed placeholder on line \(line(index)): expected {{ vault \"ENTRY\" }} or {{ vault \"ENTRY\" \"FIELD\" }}", exitCode: Exit.usage)
             cursor += 5
-            while at(cursor) == UInt8(ascii: " ") { cursor += 1 }
-            guard at(cursor) == UInt8(ascii: "\"") else { throw malformed }
-            cursor += 1
-            var name: [UInt8] = []
-            while true {
-                guard let byte = at(cursor), byte != 0x0A else { throw malformed }
+            /// A double-quoted string at `cursor` (after spaces), `\"` and `\\` inside it; `nil`: none there.
+            func quoted() throws -> String? {
+                while at(cursor) == UInt8(ascii: " ") { cursor += 1 }
+                guard at(cursor) == UInt8(ascii: "\"") else { return nil }
                 cursor += 1
-                if byte == UInt8(ascii: "\"") { break }
-                if byte == UInt8(ascii: "\\") {
-                    guard let escaped = at(cursor), escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\") else {
-                        throw malformed
-                    }
-                    name.append(escaped)
+                var name: [UInt8] = []
+                while true {
+                    guard let byte = at(cursor), byte != 0x0A else { throw malformed }
                     cursor += 1
-                } else {
-                    name.append(byte)
+                    if byte == UInt8(ascii: "\"") { break }
+                    if byte == UInt8(ascii: "\\") {
+                        guard let escaped = at(cursor), escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\") else {
+                            throw malformed
+                        }
+                        name.append(escaped)
+                        cursor += 1
+                    } else {
+                        name.append(byte)
+                    }
                 }
+                guard let text = String(validating: name, as: UTF8.self), !text.isEmpty else { throw malformed }
+                return text
             }
+            guard let entry = try quoted() else { throw malformed }
+            let field = try quoted()
             while at(cursor) == UInt8(ascii: " ") { cursor += 1 }
-            guard at(cursor) == UInt8(ascii: "}"), at(cursor + 1) == UInt8(ascii: "}"),
-                  let text = String(validating: name, as: UTF8.self), !text.isEmpty
-            else { throw malformed }
+            guard at(cursor) == UInt8(ascii: "}"), at(cursor + 1) == UInt8(ascii: "}") else { throw malformed }
             if textStart < index { pieces.append(.text(textStart..<index)) }
-            pieces.append(.entry(text))
+            pieces.append(.entry(SecretReference(entry: entry, field: field)))
             index = cursor + 2
             textStart = index
         }

@@ -75,6 +75,7 @@ package struct Merge: ParsableCommand {
                     "other": other, "dry_run": dryRun, "changed": !report.isEmpty, "written": report.written,
                     "added": report.added, "updated": report.updated, "deleted": report.deleted,
                     "resurrected": report.resurrected, "conflicts": report.conflicts, "kept_deleted": report.keptDeleted,
+                    "lost": report.lostEditsJSON,
                     "renamed": report.renamed.map { ["from": $0.from, "to": $0.to] },
                     "replicas_ahead": report.replicasAhead.map(\.description),
                 ])
@@ -108,6 +109,7 @@ package struct Merge: ParsableCommand {
                               ("resurrected", report.resurrected), ("conflict", report.conflicts)] {
             for name in names { text += "  \(word): \(TerminalText.escaped(name))\n" }
         }
+        text += lostEditLines(report)
         for renamed in report.renamed {
             text += "  renamed: \(TerminalText.escaped(renamed.from)) -> \(TerminalText.escaped(renamed.to))\n"
         }
@@ -115,6 +117,16 @@ package struct Merge: ParsableCommand {
             text += "  kept: \(TerminalText.escaped(name)) (changed before a deletion it lost to; 'vault restore --deleted NAME' brings the change back)\n"
         }
         return text
+    }
+
+    /// One line per entry whose change here lost to a later one (``MergeReport/lostEdits``): who won, and where the
+    /// lost change is.
+    package static func lostEditLines(_ report: MergeReport) -> String {
+        report.lostEdits.map { lost in
+            let name = TerminalText.escaped(lost.name)
+            return "  your change to \(name) lost to a later one from \(TerminalText.escaped(lost.winnerDescription)); "
+                + "'vault history \(name)' shows it as version \(lost.version)\n"
+        }.joined()
     }
 
     /// The other copy's bytes (its permissions are not ours to police: it is ciphertext, maybe on a USB stick).
@@ -222,5 +234,16 @@ package final class DeletionConsent {
         let answer = try terminal.readLine(prompt: "Delete these \(names.count) entries? [y/N] ")
         let text = answer.map { String(decoding: $0.unprotectedBytes, as: UTF8.self) } ?? ""
         return ["y", "yes"].contains(text.trimmingCharacters(in: .whitespaces).lowercased())
+    }
+}
+
+extension MergeReport {
+    /// ``lostEdits`` for `--json`: per entry its name, the winner (its name, `null` when it has none, and its replica
+    /// id) and the lost change's version number.
+    package var lostEditsJSON: [[String: Any]] {
+        lostEdits.map {
+            ["name": $0.name, "winner": $0.winnerName as Any, "winner_replica": $0.winner.description,
+             "replica": $0.loser.description, "version": $0.version]
+        }
     }
 }

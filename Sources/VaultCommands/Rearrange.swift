@@ -75,32 +75,51 @@ package struct SourceAndTarget: ParsableArguments {
     }
 }
 
-/// `vault find`: names that contain PATTERN, or match it as a glob, ignoring case.
+/// `vault find`: entries whose name, or a field that is not secret (url, username, notes when not secret), contains
+/// PATTERN, or matches it as a glob, ignoring case. Secret fields are never searched.
 package struct Find: ParsableCommand {
     package init() {}
 
     package static let configuration = CommandConfiguration(
         commandName: "find",
-        abstract: "List the names that contain PATTERN, or match it as a glob (*, ?, [...]), ignoring case.",
-        discussion: "Exits 2 when no name matches. Reads names only: no value is decrypted into output.")
+        abstract: "List the entries whose name or non-secret field (url, username, …) contains PATTERN, or matches it as a glob (*, ?, [...]), ignoring case.",
+        discussion: "Secret fields (password, otp, and any field marked secret) are never searched, nor shown. Exits 2 when nothing matches. Prints names, one a line; --json adds which fields matched (their names, never their values). --names-only searches names alone (and a format-version-1 vault has nothing else).")
 
     @OptionGroup var options: VaultOptions
 
     @Argument(help: "A substring, or a glob when it holds *, ? or [.")
     package var pattern: String
 
+    @Flag(help: "Search the names only, not the fields.")
+    var namesOnly = false
+
     package func run() throws {
         try reportingErrors(json: options.json) {
-            let matches = try withVault(options) { vault in
-                try vault.keys().filter(NamePattern(pattern).matches)
+            let match = NamePattern(pattern)
+            let matches = try withVault(options) { vault -> [(name: String, fields: [String])] in
+                let names = try vault.keys()
+                // Fields only where the vault has them (format version 2 and later).
+                let document = namesOnly ? nil : try? vault.requiringFields()
+                return try names.compactMap { name in
+                    var fields: [String] = []
+                    if let document, let record = try document.record(of: name) {
+                        fields = record.fields.filter { field in
+                            !field.isSecret && field.value.withUnsafeBytes { String(validating: $0, as: UTF8.self) }.map(match.matches) == true
+                        }.map(\.name)
+                    }
+                    return match.matches(name) || !fields.isEmpty ? (name, fields) : nil
+                }
             }
             guard !matches.isEmpty else {
                 throw CLIError.message("no entry matches '\(pattern)'", exitCode: Exit.notFound)
             }
             if options.json {
-                try writeJSON(["pattern": pattern, "names": matches])
+                try writeJSON([
+                    "pattern": pattern, "names": matches.map(\.name),
+                    "fields": Dictionary(uniqueKeysWithValues: matches.filter { !$0.fields.isEmpty }.map { ($0.name, $0.fields) }),
+                ])
             } else {
-                try writeLines(matches)
+                try writeLines(matches.map(\.name))
             }
         }
     }

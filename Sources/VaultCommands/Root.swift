@@ -10,10 +10,10 @@ package enum Root {
     /// The vault's own verbs, which both binaries run themselves (the credential helpers, which both run too, are
     /// rows of ``RoutedVerb/all``).
     package static let vaultVerbs: [ParsableCommand.Type] = [
-        Init.self, Put.self, Get.self, Show.self, History.self, Restore.self, Delete.self, List.self, Find.self, Move.self, Copy.self, Generate.self,
+        Init.self, Put.self, Get.self, Edit.self, Show.self, History.self, Restore.self, Delete.self, List.self, Find.self, Move.self, Copy.self, Generate.self,
         Passwd.self, Info.self, Upgrade.self, Merge.self, Repair.self, GitCommand.self,
         Unlock.self, Lock.self, AgentCommand.self, RunCommand.self, Inject.self, Clip.self, ClipClear.self,
-        Recipients.self, IdentityCommand.self,
+        Recipients.self, IdentityCommand.self, ReplicaCommand.self,
     ]
 
     /// `vault`'s root command: the vault's verbs, then each row of ``RoutedVerb/all``: its command when `vault`

@@ -7,7 +7,8 @@ import VaultTerminal
 import Glibc
 #endif
 
-/// `vault run [--env NAME=ENTRY]… [--env-file FILE]… [--stdin ENTRY] [--file NAME=ENTRY]… -- CMD ARGS…`.
+/// `vault run [--env NAME=ENTRY]… [--env-file FILE]… [--stdin ENTRY] [--file NAME=ENTRY]… -- CMD ARGS…`; ENTRY may be
+/// `vault://ENTRY#FIELD`, one field of an entry (``SecretReference``).
 package struct RunCommand: ParsableCommand {
     package init() {}
 
@@ -15,6 +16,8 @@ package struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run CMD with secrets from the vault: in its environment, on its stdin, or in in-memory files.",
         discussion: """
+            ENTRY is an entry's name (its value: the password field) or vault://ENTRY#FIELD for any field of it, e.g. --env DB_USER=vault://servers/db#username (the field after the one '#'; '#' and '%' inside a name are written %23 and %25); the same in --env-file, --stdin, --file and --mount-template's {{ vault "ENTRY" "FIELD" }}.
+
             --env NAME=ENTRY sets NAME to the entry's value; --env-file FILE reads NAME=ENTRY lines as dotenv files are written (LF or CRLF, blank lines and # comments skipped, export and quotes allowed; a bad line is named by its number only); --stdin ENTRY feeds the value on CMD's stdin; --file NAME=ENTRY sets NAME to /dev/fd/N, an in-memory file (memfd, never on disk, sealed) holding the value. No secret is ever on a command line. VAULT_PASSPHRASE is not passed on.
 
             vault exits with CMD's status (or dies of the signal that ended it); SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to vault are passed to CMD, and Ctrl-C on the terminal reaches CMD once (the terminal sends it to both; vault passes on only a SIGINT sent to it alone). A missing entry is an error naming it (exit 2) and CMD does not run.
@@ -56,7 +59,8 @@ package struct RunCommand: ParsableCommand {
 
     package func validate() throws {
         guard !command.isEmpty else { throw ValidationError("give the command after --") }
-        for mapping in environment + files { _ = try Self.mapping(mapping) }
+        for mapping in environment + files { _ = try SecretReference.parse(Self.mapping(mapping).entry) }
+        if let stdinEntry { _ = try SecretReference.parse(stdinEntry) }
         if mountTemplate != nil, mount == nil { throw ValidationError("--mount-template needs --mount PATH") }
         if let mount, mount.isEmpty { throw ValidationError("--mount needs a path") }
         if stdinEntry != nil, options.passphraseFD == 0 {
@@ -80,9 +84,10 @@ package struct RunCommand: ParsableCommand {
     package func run() throws {
         var status: Int32 = 0
         try reportingErrors(json: options.json) {
-            var variables = try environment.map(Self.mapping)
+            var variables = try environment.map(Self.mapping).map { ($0.name, try SecretReference.parse($0.entry)) }
+            let onCommandLine = Set(variables.map(\.1))
             // Where each --env-file mapping came from: a missing entry is named by its file and line, not shown.
-            var fromFiles: [String: (file: String, line: Int)] = [:]
+            var fromFiles: [SecretReference: (file: String, line: Int)] = [:]
             for file in environmentFiles {
                 errno = 0
                 guard let data = FileManager.default.contents(atPath: file) else {
@@ -96,11 +101,17 @@ package struct RunCommand: ParsableCommand {
                         exitCode: Exit.usage)
                 }
                 for line in parsed.lines {
-                    variables.append((line.name, line.entry))
-                    if fromFiles[line.entry] == nil { fromFiles[line.entry] = (file, line.number) }
+                    guard let reference = try? SecretReference.parse(line.entry) else {
+                        throw CLIError.message(
+                            "\(file): line \(line.number): expected ENTRY or vault://ENTRY#FIELD after '=' (the line is not shown: it may hold a secret)",
+                            exitCode: Exit.usage)
+                    }
+                    variables.append((line.name, reference))
+                    if fromFiles[reference] == nil { fromFiles[reference] = (file, line.number) }
                 }
             }
-            let fileMappings = try files.map(Self.mapping)
+            let fileMappings = try files.map(Self.mapping).map { ($0.name, try SecretReference.parse($0.entry)) }
+            let stdinReference = try stdinEntry.map(SecretReference.parse)
             var template: (bytes: [UInt8], pieces: [Template.Piece])?
             if let mountTemplate {
                 errno = 0
@@ -110,42 +121,39 @@ package struct RunCommand: ParsableCommand {
                 template = (Array(data), try Template.parse(Array(data)))
             }
             // Every value first, then the vault is closed (its key zeroed) before the command starts.
-            var values: [String: SecureBytes] = [:]
+            var values: [SecretReference: SecureBytes] = [:]
             try withVault(options) { vault in
-                for entry in variables.map(\.entry) + fileMappings.map(\.entry) + (stdinEntry.map { [$0] } ?? [])
-                    + Template.names(template?.pieces ?? [])
-                where values[entry] == nil {
-                    guard let value = try vault.getBytes(entry) else {
-                        if let origin = fromFiles[entry], !environment.contains(where: { $0.hasSuffix("=" + entry) }) {
-                            throw CLIError.message(
-                                "\(origin.file): line \(origin.line): no such entry in vault '\(vault.path)' (the entry's name is not shown: a .env file of values would show a secret)",
-                                exitCode: Exit.notFound)
-                        }
-                        throw CLIError.missingEntry(entry, in: vault)
+                let references = variables.map(\.1) + fileMappings.map(\.1) + (stdinReference.map { [$0] } ?? [])
+                    + Template.references(template?.pieces ?? [])
+                values = try SecretReference.values(references, in: vault) { reference in
+                    if let origin = fromFiles[reference], !onCommandLine.contains(reference) {
+                        throw CLIError.message(
+                            "\(origin.file): line \(origin.line): no such entry in vault '\(vault.path)' (the entry's name is not shown: a .env file of values would show a secret)",
+                            exitCode: Exit.notFound)
                     }
-                    values[entry] = value
+                    throw CLIError.missingEntry(reference.entry, in: vault)
                 }
             }
             var child = ChildCommand(arguments: command)
-            for (name, entry) in variables {
-                guard let value = values[entry], !value.withUnsafeBytes({ $0.contains(0) }) else {
+            for (name, reference) in variables {
+                guard let value = values[reference], !value.withUnsafeBytes({ $0.contains(0) }) else {
                     throw CLIError.message(
-                        "entry '\(entry)' contains a NUL byte and cannot be an environment variable (use --file or --stdin)",
+                        "\(reference) contains a NUL byte and cannot be an environment variable (use --file or --stdin)",
                         exitCode: Exit.usage)
                 }
                 child.setSecret(name, value)
             }
-            for (name, entry) in fileMappings {
-                let fd = try InMemoryFile.make(name: "vault-" + entry, contents: values[entry]!)
+            for (name, reference) in fileMappings {
+                let fd = try InMemoryFile.make(name: "vault-" + reference.entry, contents: values[reference]!)
                 child.inherit(fd)
                 child.set(name, "/dev/fd/\(fd)")
             }
-            child.stdinSecret = stdinEntry.flatMap { values[$0] }
+            child.stdinSecret = stdinReference.flatMap { values[$0] }
             if mask { child.maskedValues = Array(values.values) }
             var mounted: MountedFile?
             if let mount {
                 let contents = template.map { Template.fill($0.pieces, of: $0.bytes, with: values) }
-                    ?? MountedFile.dotenv(variables.map { ($0.name, values[$0.entry]!) })
+                    ?? MountedFile.dotenv(variables.map { ($0.0, values[$0.1]!) })
                 mounted = try MountedFile(path: mount, contents: contents)
             }
             defer { mounted?.remove() }

@@ -241,6 +241,7 @@ extension MergeReport {
         resurrected += other.resurrected
         conflicts += other.conflicts
         keptDeleted += other.keptDeleted
+        lostEdits += other.lostEdits
         renamed += other.renamed
         replicasAhead = Array(Set(replicasAhead + other.replicasAhead)).sorted()
         written = written || other.written

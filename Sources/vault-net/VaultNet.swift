@@ -15,6 +15,8 @@ struct VaultNetMain {
         ProcessHardening.apply()
         // age's post-quantum keys (swift-crypto's X-Wing), which `vault` does not link: every verb takes them here.
         AgePostQuantum.install()
+        // One-time codes (HMAC-SHA-1 from swift-crypto) for `vault clip NAME --otp`, which `vault` runs here.
+        OTPCommand.installCodes()
         // An agent run from here serves the ssh-agent socket beside the vault's (docs/SSH-AGENT.md).
         SSHAgentSocket.install()
         // As docker-credential-vault (a symbolic link; scripts/install links vault, earlier installs vault-net).

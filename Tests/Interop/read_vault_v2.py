@@ -464,6 +464,39 @@ def unwrap_with_identity(recipients, identity):
     return None
 
 
+def replica_names(header, data_key):
+    """The replicas' names ("Replica names", stanza type 5): the first such stanza that opens under
+    BLAKE2b-256(key = data_key, "vault v3 replica names") and is well formed; {} when none (informative: a stanza that
+    does not open is skipped, as one of a type not known)."""
+    (count,) = struct.unpack_from("<H", header, 54)
+    offset = 56
+    for _ in range(count):
+        kind, length = struct.unpack_from("<HI", header, offset)
+        body = header[offset + 6:offset + 6 + length]
+        offset += 6 + length
+        if kind != 5 or length < 24 + 16 + 2:
+            continue
+        try:
+            names = secret.SecretBox(blake(b"vault v3 replica names", key=data_key)).decrypt(body[24:], body[:24])
+        except exceptions.CryptoError:
+            continue
+        (n,) = struct.unpack_from("<H", names, 0)
+        at, out, previous = 2, {}, -1
+        try:
+            for _ in range(n):
+                replica, time, length = struct.unpack_from("<QQB", names, at)
+                name = names[at + 17:at + 17 + length].decode("utf-8")
+                if replica <= previous or not 1 <= length <= 64 or len(name.encode()) != length or any(map(is_control, name)):
+                    raise ValueError(name)
+                out[replica.to_bytes(8, "big").hex()] = {"name": name, "time": show_time(time)}
+                at, previous = at + 17 + length, replica
+        except (struct.error, UnicodeDecodeError, ValueError):
+            continue
+        if at == len(names):
+            return out
+    return {}
+
+
 def read(file, size, passphrase, identity=None):
     header, version, vault_id, generation, _, argon, recipients, links = read_header(file, size)
     data_key = unwrap_with_identity(recipients, identity) if identity else None
@@ -495,6 +528,9 @@ def read(file, size, passphrase, identity=None):
            "tombstones": tombstones, "replicas": replicas}
     if version == 3:
         out.update(format_version=3)
+    names = replica_names(header, data_key)
+    if names:
+        out.update(replica_names=names)
     return out
 
 

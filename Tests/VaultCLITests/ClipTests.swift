@@ -35,6 +35,21 @@ final class XvfbFixture: @unchecked Sendable {
     }
 }
 
+/// What the X clipboard of `display` holds (xclip).
+func clipboardText(_ display: String) throws -> String {
+    try CLI.exec("/usr/bin/xclip", ["-selection", "clipboard", "-out"], environment: ["DISPLAY": display]).stdoutText
+}
+
+/// Polls `condition` every 50 ms for at most `seconds`.
+func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    return try condition()
+}
+
 /// `vault clip` (issue 21) with real clipboards: xclip and xsel on an Xvfb display, OSC 52 into a tmux pane.
 @Suite(.processTimeLimit, .serialized) struct ClipTests {
     let box: Sandbox
@@ -56,19 +71,7 @@ final class XvfbFixture: @unchecked Sendable {
         return bin
     }
 
-    func clipboard(_ display: String) throws -> String {
-        try CLI.exec("/usr/bin/xclip", ["-selection", "clipboard", "-out"], environment: ["DISPLAY": display]).stdoutText
-    }
-
-    /// Polls `condition` every 50 ms for at most `seconds`.
-    func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return try condition()
-    }
+    func clipboard(_ display: String) throws -> String { try clipboardText(display) }
 
     @Test(arguments: ["xclip", "xsel"])
     func copiesThenClearsWhatItStillHolds(tool: String) throws {

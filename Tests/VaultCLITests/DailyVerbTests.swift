@@ -231,7 +231,7 @@ import VaultCore
         #expect(try box.vault(["find", "b?nk"]).stdoutText == "Bank\n")
         #expect(try box.vault(["find", "[nb]*"]).stdoutText == "Bank\nnotes\n")
         let json = try box.vault(["find", "bob", "--json"])
-        #expect(json.stdoutText == #"{"names":["gitlab.com/bob"],"pattern":"bob"}"# + "\n")
+        #expect(json.stdoutText == #"{"fields":{},"names":["gitlab.com/bob"],"pattern":"bob"}"# + "\n")
         let none = try box.vault(["find", "zz"])
         #expect(none.status == 2 && none.stdout.isEmpty && none.stderr == "vault: no entry matches 'zz'\n")
     }

@@ -78,11 +78,12 @@ import Testing
         #expect(text.status == 0)
         let created = try #require(shown["created"] as? String), modified = try #require(shown["modified"] as? String)
         let replica = try #require(shown["replica"] as? String)
+        #expect(shown["replica_name"] as? String == ReplicaNameTests.userAtHost)
         #expect(text.stdoutText == """
             name: github
             id: \(id)
             created: \(created)
-            modified: \(modified) (replica \(replica))
+            modified: \(modified) by \(ReplicaNameTests.userAtHost) (replica \(replica))
             earlier versions: 5
 
             password: ********

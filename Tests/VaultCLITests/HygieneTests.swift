@@ -242,10 +242,10 @@ import VaultTestSupport
                 #expect(Self.mode(directory) == S_IFDIR | 0o700, "umask \(umask): \(directory)")
             }
             let records = try FileManager.default.contentsOfDirectory(atPath: state + "/vault")
-            // Version 2: the records of the path and of the vault's id, and once written this user's replica id
-            // and its latest write.
+            // Version 2: the records of the path and of the vault's id, this user's replica id (made by init, which
+            // names the replica in the new vault), and once written its latest write.
             let kinds = Set(records.map { $0.split(separator: ".").last.map(String.init) ?? "" })
-            #expect(kinds == (command == "init" ? ["generation", "vault"] : ["generation", "replica", "vault", "written"])
+            #expect(kinds == (command == "init" ? ["generation", "replica", "vault"] : ["generation", "replica", "vault", "written"])
                     && records.count == kinds.count,
                     "umask \(umask), \(command): state records \(records)")
             for record in records {

@@ -38,6 +38,7 @@ import Testing
               updated: shared
               deleted: gone
               conflict: shared
+              your change to shared lost to a later one from \(ReplicaNameTests.userAtHost); 'vault history shared' shows it as version 1
 
             """)
         #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before, "a dry run writes nothing")

@@ -53,6 +53,7 @@ struct DocumentMergeTests {
             lines += entry.history.map { "  version \($0.modified) \($0.conflict) [\(fields($0.fields))]" }
         }
         lines += document.idsByName.sorted { $0.key < $1.key }.map { "name \($0.key) \($0.value)" }
+        lines += document.replicaNames.sorted { $0.key < $1.key }.map { "replica name \($0.key) \($0.value.name) \($0.value.time)" }
         return lines.joined(separator: "\n")
     }
 

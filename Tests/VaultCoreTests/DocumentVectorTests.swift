@@ -67,6 +67,11 @@ struct DocumentVectorTests {
             "tombstones": Dictionary(uniqueKeysWithValues: document.tombstones.map { ($0.key.description, $0.value.description) }),
             "replicas": Dictionary(uniqueKeysWithValues: document.replicas.map { ($0.key.description, time($0.value.packed)) }),
         ]
+        if !document.replicaNames.isEmpty {  // "Replica names": by replica, its name and the time it took it
+            object["replica_names"] = Dictionary(uniqueKeysWithValues: document.replicaNames.map { replica, name in
+                (replica.description, ["name": name.name, "time": time(name.time)] as [String: Any])
+            })
+        }
         guard document.formatVersion >= 3 else { return object }
         object["format_version"] = Int(document.formatVersion)
         object["replicas"] = Dictionary(uniqueKeysWithValues: document.replicas.map { replica, clock in
@@ -227,6 +232,9 @@ struct DocumentVectorTests {
             .setField(entry: "gone", field: "password", value: SecureBytes(string: "x")),
         ], replica: replica, clock: clock)
         try document.apply([.setField(entry: "github", field: "password", value: SecureBytes(string: "n3w")), .delete(entry: "gone")], replica: replica, clock: clock)
+        // Named replicas (the `replica_names` stanza), one with a name of several bytes per character.
+        document.setName("alice@laptop", of: replica, now: 1_764_000_000_000)
+        document.setName("zoë@büro", of: ReplicaID(rawValue: 7), now: 1_764_000_000_001)
         try Self.expectTheReaderReads(document, dataKey: dataKey, formatVersion: formatVersion)
     }
 

@@ -616,7 +616,7 @@ def main():
     valid("valid-unknown-stanza.vault", d, "none: an unknown stanza type (0x7777) before the argon2id one, skipped")
     d = basic()
     d["stanzas"] = [(5, det("type 4 stanza", 32)), (5, b""), argon2id()]
-    valid("valid-reserved-stanzas.vault", d, "none: two stanzas of the undefined type 5 (one empty), skipped (type 4 is key_link)")
+    valid("valid-reserved-stanzas.vault", d, "none: two stanzas of type 5 (replica_names) that do not open under the data key (one empty): skipped as stanzas of a type not known, no names (type 4 is key_link)")
     d = basic(); d["stanzas"] = [argon2id(), x25519()]
     valid("valid-recipient.vault", d, "none: an argon2id stanza and an x25519 stanza for identity.txt's recipient "
           "(opens with the passphrase or the identity)")

@@ -19,7 +19,8 @@ from nacl import signing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import generate_v2 as v2  # noqa: E402  (the shared model, encoding and sealing)
-from generate_v2 import (RA, RB, T, Index, bad, det, entry, field, plain_bad, seal, small, stamp, time, uvar,  # noqa: E402
+from nacl import secret  # noqa: E402
+from generate_v2 import (RA, RB, T, VECTORS, Index, bad, shown, det, entry, field, plain_bad, seal, small, stamp, time, uvar,  # noqa: E402
                          valid, version)
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "v3")
@@ -297,8 +298,34 @@ def key_links():
         "bad_key_link; the library names the short link's index)")
 
 
+def replica_names_stanza(names, key=None, label="replica names"):
+    """A replica_names stanza (type 5, docs/FORMAT.md "Replica names"): nonce || SecretBox(BLAKE2b-256(key = data_key,
+    "vault v3 replica names"), nonce, count u16 || (replica_id u64 || time u64 || name_length u8 || name)*)."""
+    plain = struct.pack("<H", len(names)) + b"".join(
+        struct.pack("<QQB", rid, (ms << 16) | counter, len(name.encode())) + name.encode() for rid, (ms, counter), name in names)
+    nonce = det(label, 24)
+    box = secret.SecretBox(v2.blake(b"vault v3 replica names", key=key or v2.DATA_KEY)).encrypt(plain, nonce).ciphertext
+    return (5, nonce + box)
+
+
+def replica_names():
+    """Two named replicas (one name of several bytes per character), and a names stanza under another key (skipped)."""
+    names = [(RA, (T + 100, 0), "alice@laptop"), (RB, (T + 5, 3), "zo\u00eb@b\u00fcro")]
+    d = small3()
+    d["stanzas"] = d["stanzas"] + [replica_names_stanza(names)]
+    shown_names = {f"{rid:016x}": {"name": name, "time": f"{ms}.{counter}"} for rid, (ms, counter), name in names}
+    VECTORS["valid-v3-replica-names.vault"] = (seal(d, "names"), dict(shown(d), replica_names=shown_names),
+                                               "none: a replica_names stanza after the argon2id stanza naming RA and RB "
+                                               "(RB not in the table): the names are read")
+    d = small3()
+    d["stanzas"] = d["stanzas"] + [replica_names_stanza(names, key=det("another data key", 32), label="other names")]
+    valid("valid-v3-replica-names-other-key.vault", d, "none: a replica_names stanza that does not open under the data "
+          "key: skipped as a stanza of a type not known (no names; the file is not refused)")
+
+
 def main():
     # ---- valid
+    replica_names()
     valid("valid-v3-basic.vault", basic3(), "none: 3 replicas: RA with a full seen row, RB without one, RC with a "
           "row that skips RB; dropped below each replica's deletions (RB's 0); a tombstone keeping a version with "
           "well-known, secret, spelled-out, binary and empty fields, a tombstone keeping nothing, a kept name equal "

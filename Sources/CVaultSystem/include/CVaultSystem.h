@@ -60,4 +60,8 @@ long vault_raise_open_files_limit(void);
    "" when not set: vault-net is next to vault. */
 const char *vault_libexec_directory(void);
 
+/// The type of the file system `path` is on (statfs(2)'s f_type: 0x01021994 tmpfs, 0x858458f6 ramfs), or -1 with
+/// errno. The corresponding C function is `statfs`.
+long vault_filesystem_type(const char *path);
+
 #endif

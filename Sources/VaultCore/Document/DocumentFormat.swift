@@ -35,9 +35,10 @@ public struct DocumentHeader: Sendable {
     /// The header's bytes as read, which its MAC covers.
     let bytes: [UInt8]
 
-    /// The stanza types, in order (`argon2id`, `x25519`, … and `unknown(N)`).
+    /// The key stanza types, in order (`argon2id`, `x25519`, … and `unknown(N)`; not the `replica_names` stanza,
+    /// which opens nothing).
     public var stanzaTypes: [String] {
-        stanzas.map {
+        stanzas.filter { $0.type != KeyStanza.replicaNames }.map {
             switch $0.type {
             case KeyStanza.argon2id: return "argon2id"
             case KeyStanza.x25519: return "x25519"
@@ -295,6 +296,7 @@ extension VaultDocument {
         }
         let binding = file.withUnsafeBytes { Sodium.blake2b256(UnsafeRawBufferPointer(rebasing: $0[0..<nonceStart])) }
         let document = try DocumentBody.parse(plaintext, binding: binding, header: header, label: label, reference: reference)
+        document.takeReplicaNames(dataKey: dataKey)
         return (document, dataKey)
     }
 
@@ -312,7 +314,8 @@ extension VaultDocument {
     func seal(dataKey: SecureBytes, recycling spare: consuming SecureBytes?) throws -> [UInt8] {
         guard generation < UInt64.max else { throw VaultError.generationExhausted(path: label) }
         let header = DocumentHeader.encode(
-            vaultID: vaultID, generation: generation + 1, dataKeyID: dataKeyID, version: formatVersion, stanzas: stanzas)
+            vaultID: vaultID, generation: generation + 1, dataKeyID: dataKeyID, version: formatVersion,
+            stanzas: try stanzasToSeal(dataKey: dataKey))
         // A header past its bound (18 mlkem768x25519 stanzas, or 218 x25519 ones) would be refused by every reader.
         guard header.count <= DocumentFormat.maximumHeaderByteCount else {
             throw VaultError.vaultTooLarge(path: label, byteCount: header.count)

@@ -10,6 +10,9 @@ public struct MergeReport: Sendable, Equatable {
     public var resurrected: [String] = []
     /// Entries changed on both sides: the later change won, the other is in the entry's history marked `conflict`.
     public var conflicts: [String] = []
+    /// Entries whose version in ours lost to a later, concurrent one of the other side: ours's change is in the
+    /// entry's history, marked `conflict`, as version ``LostEdit/version`` (`vault history NAME` numbers it so).
+    public var lostEdits: [LostEdit] = []
     /// Entries renamed because two ids ended up with one name: (the name they had, the name they have now).
     public var renamed: [Renamed] = []
     /// Entries deleted on one side after the other side changed them (concurrently): the deletion won, and the
@@ -33,6 +36,30 @@ public struct MergeReport: Sendable, Equatable {
             self.from = from
             self.to = to
         }
+    }
+
+    /// An entry whose change in ours lost to a later one (``lostEdits``).
+    public struct LostEdit: Sendable, Equatable {
+        /// The entry's name after the merge.
+        public let name: String
+        /// The replica whose change won, and its name (``ReplicaName``) when it has one.
+        public let winner: ReplicaID
+        public let winnerName: String?
+        /// The replica that made ours's change (the one that lost).
+        public let loser: ReplicaID
+        /// Ours's change's number in the entry's history after the merge (1 the newest earlier version).
+        public let version: Int
+
+        public init(name: String, winner: ReplicaID, winnerName: String?, loser: ReplicaID, version: Int) {
+            self.name = name
+            self.winner = winner
+            self.winnerName = winnerName
+            self.loser = loser
+            self.version = version
+        }
+
+        /// The winner for a person: its name, else `replica <id>`.
+        public var winnerDescription: String { winnerName ?? "replica \(winner)" }
     }
 
     public init() {}
@@ -269,10 +296,16 @@ extension VaultDocument {
 
         // What changed for ours, each list in name order (only the changed entries are sorted; an entry left as
         // ours had it is none of these).
+        var lostEdits: [(String, ReplicaID, ReplicaID, Int)] = []
         for id in changed {
             guard let entry = entries[id] else { continue }
             if let before = ours.entries[id] {
                 if entry.modified != before.modified { report.updated.append(entry.name) }
+                // Ours's version lost to a concurrent one: it is in the history now, marked a conflict.
+                if conflicted.contains(id), entry.modified > before.modified,
+                   let index = entry.history.firstIndex(where: { $0.modified == before.modified && $0.conflict }) {
+                    lostEdits.append((entry.name, entry.modified.replica, before.modified.replica, index + 1))
+                }
             } else if ours.tombstones[id] != nil || ours.forgotDeletion(of: entry) {
                 report.resurrected.append(entry.name)
             } else {
@@ -285,6 +318,10 @@ extension VaultDocument {
         report.added.sort()
         report.conflicts.sort()
         report.deleted.sort()
+        let names = unitedNames(ours.replicaNames, theirs.replicaNames)
+        report.lostEdits = lostEdits.sorted { $0.0 < $1.0 }.map {
+            MergeReport.LostEdit(name: $0.0, winner: $0.1, winnerName: names[$0.1]?.name, loser: $0.2, version: $0.3)
+        }
         report.keptDeleted = deletions.compactMap { id, deletion in
             // A concurrent change the deletion won over (a version kept at the deletion itself is no news).
             guard let kept = deletion.kept, kept.version.conflict, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }
@@ -305,6 +342,7 @@ extension VaultDocument {
             sync: SyncState(seen: seen, dropped: dropped, deletions: deletions))
         // Live bytes: ours's as they were (its dead values came along in the copy) and everything moved in.
         merged.compactedByteCount = ours.compactedByteCount + (values.count - ours.values.count)
+        merged.replicaNames = names
         // Ours's entries kept as they were: their bytes as ours was last sealed, for the next seal, which encodes
         // only the entries changed since (ours's changes and the merge's).
         merged.encoded.withLock { $0 = ours.encoded.withLock { $0 } }
@@ -402,7 +440,7 @@ extension VaultDocument {
     /// marks; a version's clock names its content), tombstones and replica clocks.
     func sameContent(as other: VaultDocument) -> Bool {
         guard tombstones == other.tombstones, Set(recipients) == Set(other.recipients), replicas == other.replicas, entries.count == other.entries.count,
-              formatVersion == other.formatVersion, seen == other.seen, dropped == other.dropped,
+              formatVersion == other.formatVersion, seen == other.seen, dropped == other.dropped, replicaNames == other.replicaNames,
               tombstones.keys.allSatisfy({ deletion(of: $0).of == other.deletion(of: $0).of
                   && deletion(of: $0).kept?.version.modified == other.deletion(of: $0).kept?.version.modified })
         else { return false }
@@ -430,6 +468,7 @@ extension VaultDocument {
         guard formatVersion <= other.formatVersion, dataKeyID == other.dataKeyID,
               Set(recipients).isSubset(of: other.recipients),
               replicas.allSatisfy({ replica, time in other.replicas[replica].map { $0 >= time } ?? false }),
+              replicaNames.allSatisfy({ replica, name in other.replicaNames[replica].map { $0.time >= name.time } ?? false }),
               tombstones.allSatisfy({ id, time in
                   other.tombstones[id] == time && deletion(of: id).of == other.deletion(of: id).of
                       && deletion(of: id).kept?.version.modified == other.deletion(of: id).kept?.version.modified

@@ -77,7 +77,8 @@ extension VaultDocument {
         func record(_ number: Int, _ fields: [Field], _ modified: HybridTimestamp, _ conflict: Bool) -> EntryRecord {
             EntryRecord(
                 id: entry.id, name: entry.name, version: number, created: entry.created, modified: modified,
-                conflict: conflict, fields: fields.map { .init(name: $0.name, isSecret: $0.isSecret, value: copy($0.value)) })
+                conflict: conflict, fields: fields.map { .init(name: $0.name, isSecret: $0.isSecret, value: copy($0.value)) },
+                modifiedBy: self.name(of: modified.replica))
         }
         switch which {
         case .current:

@@ -43,6 +43,14 @@ public final class DocumentStore: Sendable {
     /// Writes as `replica` from now on.
     func renewReplica(_ replica: ReplicaID) { currentReplica.withLock { $0 = replica } }
 
+    /// The name this store's replica goes by (``ReplicaName``), asked at every write; `nil`: none is given.
+    private let replicaName = Mutex<(@Sendable () -> String?)?>(nil)
+
+    /// Sets what names this store's replica: every write gives the replica that name when the vault has another or
+    /// none for it (``VaultDocument/setName(_:of:now:)``), so a new replica is named at its first write, and a name
+    /// changed here reaches the file with the next write.
+    public func setReplicaName(_ name: (@Sendable () -> String?)?) { replicaName.withLock { $0 = name } }
+
     /// The document as last loaded or written (a document is never changed once held: each load or write makes a
     /// new one).
     public var document: VaultDocument? { state.withLock { loaded in loaded?.document } }
@@ -413,6 +421,7 @@ public final class DocumentStore: Sendable {
                         return nil
                     }
                     (document, key) = made
+                    if let name = replicaName.withLock({ $0 })?() { document.setName(name, of: replica, now: clock.milliseconds()) }
                 } catch let error as VaultError {
                     if Self.isRace(error), attempt < attempts, try storage.load()?.version != stored.version { return nil }
                     throw error

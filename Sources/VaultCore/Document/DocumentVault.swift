@@ -38,6 +38,10 @@ public final class DocumentVault: KeyValueVault, Sendable {
         store.setVerify(rollbackCheck(accept: acceptRollback))
         try store.open(with: key)
         store.setVerify(rollbackCheck(accept: false))
+        if let vaultID = store.document?.vaultID {
+            let directory = rollbackProtection?.stateDirectory
+            store.setReplicaName { ReplicaRegistry.name(for: vaultID, stateDirectory: directory) }
+        }
     }
 
     /// The check of every load: the record of the vault's id (generation and data-key id, wherever the file is),
@@ -256,7 +260,8 @@ public final class DocumentVault: KeyValueVault, Sendable {
     }
 
     /// What a file of this vault (given as bytes: a version git hands its textconv) holds, without a single value:
-    /// each live entry's name, id, last change, field names (secret ones marked) and number of earlier versions,
+    /// each live entry's name, id, last change (its time in ISO 8601 and the replica that made it, by name when it has
+    /// one), field names (secret ones marked) and number of earlier versions,
     /// sorted by name; then the number of tombstones. The data key held opens it; nothing on disk is read.
     public func describeFile(_ bytes: [UInt8], label: String) throws -> [String] {
         guard let dataKey = store.dataKey, let vaultID else { throw VaultError.notOpen }
@@ -269,7 +274,10 @@ public final class DocumentVault: KeyValueVault, Sendable {
         for name in document.names {
             guard let entry = document.entry(name) else { continue }
             lines.append("\(name)")
-            lines.append("  id \(entry.id)  modified \(entry.modified)  earlier versions \(entry.versionCount)")
+            // The time as a person reads it (ISO 8601, UTC), and who made the change: its replica's name, else its id.
+            let by = document.name(of: entry.modified.replica) ?? "replica \(entry.modified.replica)"
+            lines.append("  id \(entry.id)  modified \(UTCTime.iso8601(milliseconds: Int64(entry.modified.milliseconds), fractional: true)) by \(by)"
+                + "  earlier versions \(entry.versionCount)")
             lines.append("  fields " + entry.fields.map { $0.name + ($0.isSecret ? " (secret)" : "") }.joined(separator: ", "))
         }
         lines.append("deleted entries \(document.tombstones.count)")

@@ -29,6 +29,9 @@ public struct EntryRecord: Sendable {
     public let created: HybridTimestamp
     /// When this version was made (and by which replica).
     public let modified: HybridTimestamp
+    /// The name of the replica that made this version (``ReplicaName``), or `nil` when it has none (a vault written
+    /// before replicas had names: show ``modified``'s replica id).
+    public let modifiedBy: String?
     /// Whether a merge kept this version as the loser of a conflict.
     public let conflict: Bool
     /// The fields, in the entry's order.
@@ -36,7 +39,7 @@ public struct EntryRecord: Sendable {
 
     public init(
         id: DocumentID, name: String, version: Int, created: HybridTimestamp, modified: HybridTimestamp, conflict: Bool,
-        fields: [Field]
+        fields: [Field], modifiedBy: String? = nil
     ) {
         self.id = id
         self.name = name
@@ -45,7 +48,11 @@ public struct EntryRecord: Sendable {
         self.modified = modified
         self.conflict = conflict
         self.fields = fields
+        self.modifiedBy = modifiedBy
     }
+
+    /// Who made this version, for a person: the replica's name, else its id.
+    public var author: String { modifiedBy ?? "replica \(modified.replica)" }
 
     /// The field named `name`, or `nil`.
     public func field(_ name: String) -> Field? { fields.first { $0.name == name } }

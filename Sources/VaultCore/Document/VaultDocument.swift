@@ -222,8 +222,11 @@ public final class VaultDocument: @unchecked Sendable {
     /// Version 3: what each tombstone deleted, and a concurrent version it won over (by tombstone id; a tombstone
     /// without one deleted the version stamped like itself and keeps nothing: ``deletion(of:)``).
     var deletions: [DocumentID: Deletion]
-    /// The key stanzas of the header, as they will be written again (those of unknown types included).
+    /// The key stanzas of the header, as they will be written again (those of unknown types included; the
+    /// replicas' names are in ``replicaNames``, sealed anew by each seal).
     var stanzas: [KeyStanza]
+    /// The names people know replicas by (``ReplicaName``), from the header's `replica_names` stanza.
+    public internal(set) var replicaNames: [ReplicaID: ReplicaName] = [:]
     /// The live entries by id (a table whose copy costs one shard: ``IDTable``).
     var entries: Entries {
         didSet { changed = nil }
@@ -320,6 +323,7 @@ public final class VaultDocument: @unchecked Sendable {
                 values: values.copy(reserving: extra, recycling: spare, slack: Self.slack(values.count)),
                 label: label, formatVersion: formatVersion, sync: syncState)
             copy.compactedByteCount = compactedByteCount
+            copy.replicaNames = replicaNames
             copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
             copy.encoded.withLock { $0 = encoded.withLock { $0 } }
             copy.changed = changed
@@ -334,6 +338,7 @@ public final class VaultDocument: @unchecked Sendable {
             vaultID: vaultID, generation: generation, dataKeyID: dataKeyID, stanzas: stanzas, replicas: replicas,
             tombstones: tombstones, entries: entries.mapValues { moved($0, into: arena) }, idsByName: idsByName,
             values: arena, label: label, formatVersion: formatVersion, sync: syncState(movedInto: arena))
+        copy.replicaNames = replicaNames
         copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
         return copy
     }

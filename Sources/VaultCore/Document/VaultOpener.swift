@@ -101,6 +101,10 @@ public enum VaultOpener {
         if VaultFile.exists(path) { throw VaultError.vaultAlreadyExists(path: path) }
         let (document, dataKey) = try VaultDocument.create(
             passphrase: passphrase, parameters: parameters, label: path, formatVersion: formatVersion)
+        // Named from the start: the replica that will write it, by the name its user goes by.
+        let directory = options.rollbackProtection?.stateDirectory
+        let replica = try ReplicaRegistry.replica(for: document.vaultID, stateDirectory: directory)
+        document.setName(ReplicaRegistry.name(for: document.vaultID, stateDirectory: directory), of: replica, now: SystemWallClock().milliseconds())
         let bytes = try document.seal(dataKey: dataKey)
         let storage = LocalFileStorage(path: path, lockTimeoutSeconds: options.lockTimeoutSeconds)
         do {

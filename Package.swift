@@ -118,6 +118,18 @@ let package = Package(
             name: "VaultImport",
             dependencies: ["VaultCore", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
         ),
+        // The freedesktop Secret Service (`vault secret-service`, docs/SECRET-SERVICE.md): sd-bus from libsystemd and GMP's
+        // constant-time powm for its Diffie-Hellman session, wrapped in CSecretService and linked only by SecretService
+        // (so only by vault-net); AES-128-CBC and HKDF from swift-crypto. A client of the agent: it holds no key.
+        .target(name: "CSecretService", linkerSettings: [.linkedLibrary("systemd"), .linkedLibrary("gmp")]),
+        .target(
+            name: "SecretService",
+            dependencies: [
+                "CSecretService", "CVaultSystem", "VaultAgent", "VaultCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Sync with remote stores (S3 conditional writes): the transport and SigV4 of VaultAuth.
         .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth"]),
         // Device registration with the mobile-services API.
@@ -153,7 +165,7 @@ let package = Package(
             name: "NetworkCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP", "VaultSync",
-                "VaultImport",
+                "VaultImport", "SecretService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -196,6 +208,7 @@ let package = Package(
         .testTarget(name: "VaultAgePQTests", dependencies: ["VaultAgePQ", "VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultAgeTests", dependencies: ["VaultAge", "VaultCore", "VaultSodium", "VaultTestSupport"]),
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "VaultCore"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultCore"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore"]),

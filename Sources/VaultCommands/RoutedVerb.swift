@@ -73,6 +73,10 @@ package struct RoutedVerb: Sendable {
         RoutedVerb(
             "export", .vaultNet,
             "Write every entry, secrets in plain text, as vault's JSON, CSV or KeePass XML (a file of mode 0600, or stdout)."),
+        // sd-bus (libsystemd), GMP and swift-crypto: the Secret Service's bus and its Diffie-Hellman session.
+        RoutedVerb(
+            "secret-service", .vaultNet,
+            "Serve the freedesktop Secret Service (org.freedesktop.secrets: secret-tool, libsecret, Python keyring) from the agent's vaults."),
     ]
 
     /// The row of `name`, for a command's own configuration; a name not in the table is a programming error.

@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+import VaultTestSupport
+
+/// `vault secret-service` against Python's clients (`keyring`'s SecretService backend, `secretstorage`, `jeepney`)
+/// and `gdbus`: the signals, `--replace`, a prompt dismissed, and bad input that gets a D-Bus error and changes nothing.
+@Suite(.processTimeLimit, .serialized) struct SecretServiceClientsTests {
+    typealias Provider = SecretServiceCLITests.Provider
+
+    static func boxWithProvider() throws -> (AgentBox, Provider) {
+        let (box, _) = try AgentTests.boxWithEntry()
+        try box.unlock()
+        return (box, try Provider(box))
+    }
+
+    @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
+    func pythonKeyringsSecretServiceBackendLandsInTheVault() throws {
+        let (box, bus) = try Self.boxWithProvider()
+        defer { box.stopAgents() }
+        let secret = AgentTests.canary("keyring")
+        let script = """
+            import sys
+            from keyring.backends import SecretService
+            k = SecretService.Keyring()
+            k.set_password('pypi.example.org', 'alice', sys.argv[1])
+            assert k.get_password('pypi.example.org', 'alice') == sys.argv[1]
+            assert k.get_password('pypi.example.org', 'bob') is None
+            print('stored')
+            """
+        let run = try bus.python(script, [secret])
+        try #require(run.status == 0 && run.stdoutText == "stored\n", "\(run.stderr)")
+        let names = try box.vault(["list"]).stdoutText.split(separator: "\n").filter { $0.hasPrefix("secret-service/") }
+        try #require(names.count == 1, "\(names)")
+        #expect(try box.vault(["get", String(names[0])]).stdoutText == secret)
+        #expect(try box.vault(["get", String(names[0]), "--field", "attribute:username"]).stdoutText == "alice")
+        #expect(try box.vault(["get", String(names[0]), "--field", "attribute:service"]).stdoutText == "pypi.example.org")
+
+        let delete = try bus.python("""
+            from keyring.backends import SecretService
+            k = SecretService.Keyring()
+            k.delete_password('pypi.example.org', 'alice')
+            assert k.get_password('pypi.example.org', 'alice') is None
+            """)
+        #expect(delete.status == 0, "\(delete.stderr)")
+        #expect(try box.vault(["get", String(names[0])]).status != 0, "the entry is deleted")
+    }
+
+    @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
+    func itemSignalsAreEmitted() throws {
+        let (box, bus) = try Self.boxWithProvider()
+        defer { box.stopAgents() }
+        let monitor = try AgentCLI.start(
+            "/usr/bin/gdbus", ["monitor", "--address", bus.address, "--dest", "org.freedesktop.secrets"], environment: bus.environment)
+        defer { kill(monitor.pid, SIGTERM) }
+        #expect(try AgentTests.poll { Provider.text(monitor.files.stdout).contains("owned by") }, "gdbus monitor did not start")
+        for value in ["one", "two"] {
+            #expect(try bus.tool(["store", "--label=L", "a", "b"], stdin: Data(value.utf8)).status == 0)
+        }
+        #expect(try bus.tool(["clear", "a", "b"]).status == 0)
+        let signals = { Provider.text(monitor.files.stdout) }
+        #expect(try AgentTests.poll { signals().contains("org.freedesktop.Secret.Collection.ItemDeleted") }, "\(signals())")
+        let path = "/org/freedesktop/secrets/collection/test"
+        #expect(signals().contains("\(path): org.freedesktop.Secret.Collection.ItemCreated (objectpath '\(path)/"), "\(signals())")
+        #expect(signals().contains("\(path): org.freedesktop.Secret.Collection.ItemChanged (objectpath '\(path)/"), "\(signals())")
+    }
+
+    @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
+    func replaceTakesTheNameAndWithoutItTheSecondProviderSaysWhy() throws {
+        let (box, bus) = try Self.boxWithProvider()
+        defer { box.stopAgents() }
+        let second = try AgentCLI.exec(CLI.vault, ["secret-service"], environment: bus.environment)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("org.freedesktop.secrets is owned by another program on this bus"), "\(second.stderr)")
+        #expect(bus.isRunning)
+
+        let first = try #require(bus.provider)
+        bus.provider = try bus.start(extra: ["--replace"])
+        let ended = first.finish()
+        #expect(ended.status == 0, "\(ended.stderr)")
+        #expect(ended.stderr.contains("another provider took org.freedesktop.secrets; stopping"), "\(ended.stderr)")
+        #expect(try bus.tool(["store", "--label=L", "a", "b"], stdin: Data("x".utf8)).status == 0)
+        #expect(try bus.tool(["lookup", "a", "b"]).stdoutText == "x")
+    }
+
+    /// jeepney (secretstorage's D-Bus library), one connection: a session of its own, then `script`'s checks.
+    static let jeepney = """
+        import sys
+        from jeepney import DBusAddress, new_method_call, MatchRule, DBusErrorResponse
+        from jeepney.wrappers import unwrap_msg
+        from jeepney.bus_messages import message_bus
+        from jeepney.io.blocking import open_dbus_connection
+        conn = open_dbus_connection(bus='SESSION')
+        service = DBusAddress('/org/freedesktop/secrets', bus_name='org.freedesktop.secrets', interface='org.freedesktop.Secret.Service')
+        default = DBusAddress('/org/freedesktop/secrets/aliases/default', bus_name='org.freedesktop.secrets', interface='org.freedesktop.Secret.Collection')
+        def call(address, method, signature, *args):
+            return unwrap_msg(conn.send_and_get_reply(new_method_call(address, method, signature, args)))
+        def error(address, method, signature, *args):
+            try:
+                call(address, method, signature, *args)
+            except DBusErrorResponse as e:
+                return e.name
+            return None
+        _, session = call(service, 'OpenSession', 'sv', 'plain', ('s', ''))
+
+        """
+
+    @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
+    func badInputGetsADBusErrorAndChangesNothing() throws {
+        let (box, bus) = try Self.boxWithProvider()
+        defer { box.stopAgents() }
+        let before = try box.vault(["list"]).stdoutText
+        let script = Self.jeepney + """
+            def create(attributes, secret, sess=None):
+                props = {'org.freedesktop.Secret.Item.Label': ('s', 'x'), 'org.freedesktop.Secret.Item.Attributes': ('a{ss}', attributes)}
+                return error(default, 'CreateItem', 'a{sv}(oayays)b', props, (sess or session, b'', secret, 'text/plain'), False)
+            results = [
+                create({'k%d' % i: 'v' for i in range(2000)}, b's'),
+                create({'a': 'b'}, b'x' * (64 << 20)),
+                create({'a': 'b'}, b's', '/org/freedesktop/secrets/session/999'),
+                create({'a' * 300: 'b'}, b's'),
+                error(service, 'OpenSession', 'sv', 'dh-ietf1024-sha256-aes128-cbc-pkcs7', ('ay', b'\\x01')),
+                error(service, 'OpenSession', 'sv', 'dh-ietf1024-sha256-aes128-cbc-pkcs7', ('ay', b'\\xff' * 129)),
+                error(service, 'OpenSession', 'sv', 'dh-ietf1024-sha256-aes128-cbc-pkcs7', ('s', 'not bytes')),
+                error(service, 'OpenSession', 'sv', 'rsa', ('s', '')),
+                error(service, 'GetSecrets', 'aoo', [], '/org/freedesktop/secrets/session/999'),
+                error(service, 'CreateCollection', 'a{sv}s', {}, ''),
+                error(service, 'SearchItems', 's', 'wrong signature'),
+            ]
+            print('\\n'.join(str(r) for r in results))
+            """
+        let run = try bus.python(script)
+        try #require(run.status == 0, "\(run.stderr)")
+        var lines = run.stdoutText.split(separator: "\n").map(String.init)
+        try #require(lines.count == 11, "\(run.stdoutText)")
+        // 64 MiB: refused by the bus (its message limit) or by the provider (4 MiB a secret), never stored.
+        #expect(["org.freedesktop.DBus.Error.LimitsExceeded", "org.freedesktop.DBus.Error.InvalidArgs"].contains(lines.remove(at: 1)))
+        #expect(lines == [
+            "org.freedesktop.DBus.Error.InvalidArgs",  // 2000 attributes
+            "org.freedesktop.Secret.Error.NoSession",
+            "org.freedesktop.DBus.Error.InvalidArgs",  // an attribute name longer than a field name
+            "org.freedesktop.DBus.Error.InvalidArgs",  // DH public value 1
+            "org.freedesktop.DBus.Error.InvalidArgs",  // longer than the prime
+            "org.freedesktop.DBus.Error.InvalidArgs",  // not bytes
+            "org.freedesktop.DBus.Error.NotSupported",
+            "org.freedesktop.Secret.Error.NoSession",
+            "org.freedesktop.DBus.Error.NotSupported",
+            "org.freedesktop.DBus.Error.InvalidArgs",
+        ], "\(run.stdoutText)")
+        #expect(try box.vault(["list"]).stdoutText == before, "bad input changed the vault")
+        #expect(bus.isRunning, "\(bus.log)")
+    }
+
+    @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
+    func aPromptIsDismissedAndAnotherCompletesOnVaultUnlock() throws {
+        let (box, bus) = try Self.boxWithProvider()
+        defer { box.stopAgents() }
+        #expect(try box.vault(["lock"]).status == 0)
+        let script = Self.jeepney + """
+            def prompt(dismiss):
+                unlocked, path = call(service, 'Unlock', 'ao', ['/org/freedesktop/secrets/aliases/default'])
+                assert unlocked == [] and path.startswith('/org/freedesktop/secrets/prompt/'), (unlocked, path)
+                rule = MatchRule(type='signal', interface='org.freedesktop.Secret.Prompt', member='Completed', path=path)
+                call(message_bus, 'AddMatch', 's', rule.serialise())
+                with conn.filter(rule) as queue:
+                    address = DBusAddress(path, bus_name='org.freedesktop.secrets', interface='org.freedesktop.Secret.Prompt')
+                    call(address, 'Dismiss' if dismiss else 'Prompt', '' if dismiss else 's', *([] if dismiss else ['']))
+                    print('waiting', flush=True)
+                    signal = conn.recv_until_filtered(queue, timeout=20)
+                    print(signal.body, flush=True)
+            prompt(True)
+            prompt(False)
+            """
+        let running = try AgentCLI.start(SecretServiceCLITests.python, ["-c", script], environment: bus.environment)
+        #expect(try AgentTests.poll { Provider.text(running.files.stdout).components(separatedBy: "waiting").count == 3 },
+                "\(Provider.text(running.files.stdout)) \(Provider.text(running.files.stderr))")
+        try box.unlock()
+        let ended = running.finish()
+        #expect(ended.status == 0, "\(ended.stderr)")
+        #expect(ended.stdoutText == "waiting\n(True, ('ao', []))\nwaiting\n(False, ('ao', ['/org/freedesktop/secrets/aliases/default']))\n")
+    }
+}

@@ -81,15 +81,18 @@ extension SecretServiceProvider {
     // MARK: Item
 
     func handleItem(_ call: DBusReader) throws(SecretServiceError) {
-        let item = try store.item(at: call.path)
-        switch call.member {
-        case "GetSecret":
+        if call.member == "GetSecret" {
             try Self.requireSignature(call, "o")
             let session = try self.session(try call.string("o"), caller: call.sender)
-            let encoded = try session.encode(try store.secret(of: item))
+            let (item, secret) = try store.itemWithSecret(at: call.path)
+            let encoded = try session.encode(secret)
             try DBusConnection.reply(to: call.message) { reply in
                 try Self.writeSecret(reply, session: session.path, parameters: encoded.parameters, value: encoded.value, contentType: item.contentType)
             }
+            return
+        }
+        let item = try store.item(at: call.path)
+        switch call.member {
         case "SetSecret":
             try Self.requireSignature(call, "(oayays)")
             let (secret, contentType) = try readSecret(call)

@@ -176,8 +176,13 @@ public final class SecretServiceProvider {
             let session = try self.session(try call.string("o"), caller: call.sender)
             var secrets: [(String, [UInt8], [UInt8], String)] = []
             for path in paths {
-                guard let item = try? store.item(at: path) else { continue }
-                let encoded = try session.encode(try store.secret(of: item))
+                let item: SecretItem, secret: SecureBytes
+                do {
+                    (item, secret) = try store.itemWithSecret(at: path)
+                } catch .noSuchObject {
+                    continue
+                }
+                let encoded = try session.encode(secret)
                 secrets.append((path, encoded.parameters, encoded.value, item.contentType))
             }
             try DBusConnection.reply(to: call.message) { reply in

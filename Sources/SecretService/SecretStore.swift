@@ -141,7 +141,7 @@ final class SecretStore {
         let id = String(record.name.dropFirst(Self.entryPrefix.count))
         guard !id.isEmpty, !id.contains("/") else { return nil }
         func text(_ field: EntryRecord.Field) -> String { field.value.stringValue ?? "" }
-        let attributes = record.fields.filter { $0.name.hasPrefix(Self.attributePrefix) }
+        let attributes = record.fields.filter { !$0.isSecret && $0.name.hasPrefix(Self.attributePrefix) }
             .map { (String($0.name.dropFirst(Self.attributePrefix.count)), text($0)) }
         return SecretItem(
             collection: collection, id: id, path: DBusConnection.path(collection.path, id),
@@ -150,11 +150,12 @@ final class SecretStore {
             created: record.created.milliseconds / 1000, modified: record.modified.milliseconds / 1000)
     }
 
-    /// The item's secret (its `password` field, empty when it has none), for one reply.
-    func secret(of item: SecretItem) throws(SecretServiceError) -> SecureBytes {
-        let record = try withVault(item.collection) { try $0.record(of: item.entryName) }
-        guard let record else { throw .noSuchObject("no such item: \(item.path)") }
-        return record.field("password")?.value ?? SecureBytes(count: 0) { _ in }
+    /// The item at `path` and its secret (its `password` field, empty when it has none), for one reply: one request.
+    func itemWithSecret(at path: String) throws(SecretServiceError) -> (SecretItem, SecureBytes) {
+        guard let (collection, id) = itemAddress(path) else { throw .noSuchObject("no such item: \(path)") }
+        let record = try withVault(collection) { try $0.record(of: Self.entryPrefix + id) }
+        guard let record, let item = item(from: record, in: collection) else { throw .noSuchObject("no such item: \(path)") }
+        return (item, record.field("password")?.value ?? SecureBytes(count: 0) { _ in })
     }
 
     // MARK: Writing

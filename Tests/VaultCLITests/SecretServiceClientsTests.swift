@@ -178,4 +178,40 @@ import VaultTestSupport
         #expect(ended.status == 0, "\(ended.stderr)")
         #expect(ended.stdoutText == "waiting\n(True, ('ao', []))\nwaiting\n(False, ('ao', ['/org/freedesktop/secrets/aliases/default']))\n")
     }
+
+    /// packaging/dbus/org.freedesktop.secrets.service as installed (its @BINDIR@ this build's): a bus whose service
+    /// directory holds it starts the provider on the first client's call, which gets its answer.
+    @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
+    func theActivationFileStartsTheProviderOnTheFirstCall() throws {
+        let (box, _) = try AgentTests.boxWithEntry()
+        defer { box.stopAgents() }
+        try box.unlock()
+        let services = box.directory + "/services"
+        try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("packaging/dbus/org.freedesktop.secrets.service.in")
+        let file = try String(contentsOf: source, encoding: .utf8).replacingOccurrences(of: "@BINDIR@", with: CLI.binDirectory.path)
+        try file.write(toFile: services + "/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
+        let address = "unix:path=\(box.directory)/activation_bus"
+        let config = box.directory + "/bus.conf"
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig><type>session</type><listen>\(address)</listen><servicedir>\(services)</servicedir>
+            <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy></busconfig>
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        // The bus hands its own environment to what it starts: the box's vault and agent, and the bus's address.
+        let environment = box.environment.merging(["DBUS_SESSION_BUS_ADDRESS": address]) { $1 }
+        let daemon = try AgentCLI.start("/usr/bin/dbus-daemon", ["--config-file=\(config)", "--nofork", "--nopidfile"], environment: environment, timeout: 120)
+        defer {
+            kill(daemon.pid, SIGTERM)
+            _ = daemon.finish()
+        }
+        try #require(AgentTests.poll { AgentFiles.lstatMode(box.directory + "/activation_bus") != nil }, "dbus-daemon made no socket")
+        let secret = AgentTests.canary("activated")
+        let store = try AgentCLI.exec("/usr/bin/secret-tool", ["store", "--label=a", "k", "v"], stdin: Data(secret.utf8), environment: environment)
+        #expect(store.status == 0, "\(store.stderr) \(Provider.text(daemon.files.stderr))")
+        #expect(try AgentCLI.exec("/usr/bin/secret-tool", ["lookup", "k", "v"], environment: environment).stdoutText == secret)
+        #expect(try box.vault(["list"]).stdoutText.contains("secret-service/"))
+        // The provider the bus started ends with the bus (its connection lost), in the defer above.
+    }
 }

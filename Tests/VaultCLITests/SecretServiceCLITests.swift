@@ -144,4 +144,42 @@ import VaultTestSupport
         #expect(try bus.tool(["lookup", "k", "v"]).stdoutText == secret)
         #expect(try bus.tool(["lookup", "k", "w"]).stdoutText == other)
     }
+
+    /// Two vaults, two collections: `default` is the first; an item made in the second lands in its vault; a search
+    /// spans both, and the second locked leaves the first's items found. The agent stopped and started again: the
+    /// provider stays up and reconnects.
+    @Test(.enabled(if: present, missing))
+    func twoVaultsAreTwoCollectionsAndTheProviderOutlivesTheAgent() throws {
+        let (box, _) = try AgentTests.boxWithEntry()
+        defer { box.stopAgents() }
+        let second = box.directory + "/vaults/work.vault"
+        #expect(try box.vault(["init", "--vault", second], source: true).status == 0)
+        try box.unlock()
+        #expect(try box.vault(["unlock", "--vault", second], source: true).status == 0)
+        let bus = try Provider(box, vaults: [box.vaultPath, second])
+        #expect(try bus.tool(["store", "--label=home", "shared", "yes", "where", "home"], stdin: Data("H".utf8)).status == 0)
+        let script = """
+            import secretstorage
+            conn = secretstorage.dbus_init()
+            work = secretstorage.Collection(conn, '/org/freedesktop/secrets/collection/work')
+            work.create_item('work', {'shared': 'yes', 'where': 'work'}, b'W')
+            print(secretstorage.get_default_collection(conn).get_label())
+            print(sorted(i.get_secret().decode() for i in secretstorage.search_items(conn, {'shared': 'yes'})))
+            """
+        let run = try bus.python(script)
+        #expect(run.status == 0 && run.stdoutText == "test\n['H', 'W']\n", "\(run.stdoutText) \(run.stderr)")
+        let workNames = try box.vault(["list", "--vault", second]).stdoutText.split(separator: "\n").map(String.init)
+        try #require(workNames.count == 1 && workNames[0].hasPrefix("secret-service/"), "\(workNames)")
+        #expect(try box.vault(["get", "--vault", second, workNames[0]]).stdoutText == "W")
+
+        #expect(try box.vault(["lock", "--vault", second]).status == 0)
+        #expect(try bus.tool(["lookup", "shared", "yes", "where", "home"]).stdoutText == "H")
+        #expect(try bus.tool(["lookup", "where", "work"]).stdout.isEmpty)
+
+        #expect(try box.vault(["agent", "stop"]).status == 0)
+        #expect(try bus.tool(["lookup", "where", "home"]).stdout.isEmpty, "no agent: nothing")
+        #expect(bus.isRunning, "\(bus.log)")
+        try box.unlock()
+        #expect(try bus.tool(["lookup", "where", "home"]).stdoutText == "H", "a new agent is found: \(bus.log)")
+    }
 }

@@ -92,11 +92,12 @@ final class DBusConnection {
         guard sd_bus_send(bus, message, nil) >= 0 else { throw .failed("cannot send the signal \(member)") }
     }
 
-    /// Answers `call` with the arguments `body` writes.
-    static func reply(to call: OpaquePointer, _ body: (DBusWriter) throws -> Void) throws(SecretServiceError) {
+    /// Answers `call` with the arguments `body` writes; a `sensitive` reply (a secret) is zeroed when sd-bus frees it.
+    static func reply(to call: OpaquePointer, sensitive: Bool = false, _ body: (DBusWriter) throws -> Void) throws(SecretServiceError) {
         var reply: OpaquePointer?
         guard sd_bus_message_new_method_return(call, &reply) >= 0, let reply else { throw .failed("cannot make a reply") }
         defer { sd_bus_message_unref(reply) }
+        if sensitive { _ = sd_bus_message_sensitive(reply) }
         try writing { try body(DBusWriter(reply)) }
         guard sd_bus_send(nil, reply, nil) >= 0 else { throw .failed("cannot send a reply") }
     }
@@ -179,6 +180,8 @@ struct DBusReader {
     init(_ message: OpaquePointer) { self.message = message }
 
     var member: String { sd_bus_message_get_member(message).map { String(cString: $0) } ?? "" }
+    /// Marks the call as holding a secret: sd-bus zeroes its buffers when it frees it.
+    func markSensitive() { _ = sd_bus_message_sensitive(message) }
     var interface: String { sd_bus_message_get_interface(message).map { String(cString: $0) } ?? "" }
     var path: String { sd_bus_message_get_path(message).map { String(cString: $0) } ?? "" }
     var sender: String { sd_bus_message_get_sender(message).map { String(cString: $0) } ?? "" }

@@ -85,8 +85,9 @@ extension SecretServiceProvider {
             try Self.requireSignature(call, "o")
             let session = try self.session(try call.string("o"), caller: call.sender)
             let (item, secret) = try store.itemWithSecret(at: call.path)
-            let encoded = try session.encode(secret)
-            try DBusConnection.reply(to: call.message) { reply in
+            var encoded = try session.encode(secret)
+            defer { encoded.value.wipe() }
+            try DBusConnection.reply(to: call.message, sensitive: true) { reply in
                 try Self.writeSecret(reply, session: session.path, parameters: encoded.parameters, value: encoded.value, contentType: item.contentType)
             }
             return

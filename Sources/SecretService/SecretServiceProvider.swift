@@ -77,6 +77,7 @@ public final class SecretServiceProvider {
     /// Answers one method call; 1 when answered, 0 for what is not this provider's (sd-bus answers that).
     func handle(_ call: DBusReader) -> Int32 {
         let path = call.path, interface = call.interface, member = call.member
+        if ["CreateItem", "SetSecret", "Set"].contains(member) { call.markSensitive() }
         do {
             if interface == "org.freedesktop.DBus.Introspectable" {
                 guard member == "Introspect", let xml = introspection(of: path) else { return 0 }
@@ -185,7 +186,8 @@ public final class SecretServiceProvider {
                 let encoded = try session.encode(secret)
                 secrets.append((path, encoded.parameters, encoded.value, item.contentType))
             }
-            try DBusConnection.reply(to: call.message) { reply in
+            defer { for index in secrets.indices { secrets[index].2.wipe() } }
+            try DBusConnection.reply(to: call.message, sensitive: true) { reply in
                 try reply.open("a", "{o(oayays)}")
                 for (path, parameters, value, contentType) in secrets {
                     try reply.open("e", "o(oayays)")
@@ -250,5 +252,14 @@ public final class SecretServiceProvider {
             if !found.contains(collection) { found.append(collection) }
         }
         return found
+    }
+}
+
+extension [UInt8] {
+    /// Overwrites the bytes (a secret's copy, once sent).
+    mutating func wipe() {
+        withUnsafeMutableBytes { bytes in
+            for index in bytes.indices { bytes[index] = 0 }
+        }
     }
 }

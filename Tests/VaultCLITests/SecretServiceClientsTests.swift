@@ -82,6 +82,33 @@ import VaultTestSupport
         #expect(try bus.tool(["lookup", "a", "b"]).stdoutText == "x")
     }
 
+    /// `Introspect` and `Properties` as gdbus shows them: the service, its collection with the item's node, the item.
+    @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
+    func introspectionAndPropertiesDescribeTheObjects() throws {
+        let (box, bus) = try Self.boxWithProvider()
+        defer { box.stopAgents() }
+        #expect(try bus.tool(["store", "--label=Shown", "a", "b"], stdin: Data("x".utf8)).status == 0)
+        let id = try #require(SecretServiceCLITests.ids(try bus.tool(["search", "--all", "a", "b"])).first)
+        func introspect(_ path: String) throws -> String {
+            try AgentCLI.exec("/usr/bin/gdbus", ["introspect", "--address", bus.address, "--dest", "org.freedesktop.secrets", "--object-path", path],
+                              environment: bus.environment).stdoutText
+        }
+        let root = try introspect("/org/freedesktop/secrets")
+        #expect(root.contains("interface org.freedesktop.Secret.Service") && root.contains("node collection"), "\(root)")
+        let collection = try introspect("/org/freedesktop/secrets/collection/test")
+        #expect(collection.contains("ItemCreated(o item);") && collection.contains("node \(id)"), "\(collection)")
+        let item = "/org/freedesktop/secrets/collection/test/\(id)"
+        #expect(try introspect(item).contains("GetSecret(in  o session,"))
+        let label = try bus.gdbus(["--object-path", item, "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Item", "Label"])
+        #expect(label.stdoutText == "(<'Shown'>,)\n", "\(label.stdoutText) \(label.stderr)")
+        let set = try bus.gdbus(["--object-path", item, "--method", "org.freedesktop.DBus.Properties.Set", "org.freedesktop.Secret.Item", "Label", "<'Renamed'>"])
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(try box.vault(["get", "secret-service/\(id)", "--field", "label"]).stdoutText == "Renamed")
+        let locked = try bus.gdbus(["--object-path", "/org/freedesktop/secrets/collection/test", "--method", "org.freedesktop.DBus.Properties.Get",
+                                    "org.freedesktop.Secret.Collection", "Locked"])
+        #expect(locked.stdoutText == "(<false>,)\n", "\(locked.stdoutText) \(locked.stderr)")
+    }
+
     /// jeepney (secretstorage's D-Bus library), one connection: a session of its own, then `script`'s checks.
     static let jeepney = """
         import sys

@@ -61,11 +61,12 @@ final class DBusConnection {
         slots.append(slot)
     }
 
-    /// Calls `handler` with `context` for the bus daemon's `NameLost` signals (another provider took the name).
-    func watchNameLost(context: UnsafeMutableRawPointer, _ handler: Handler) throws(SecretServiceError) {
+    /// Calls `handler` with `context` for the bus daemon's signal `member` (`NameLost`: another provider took the
+    /// name; `NameOwnerChanged`: a client left).
+    func watchBus(_ member: String, context: UnsafeMutableRawPointer, _ handler: Handler) throws(SecretServiceError) {
         var slot: OpaquePointer?
         let result = sd_bus_match_signal(
-            bus, &slot, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameLost", handler, context)
+            bus, &slot, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", member, handler, context)
         guard result >= 0 else { throw .cannotStart("cannot watch the bus: \(Posix.describe(errno: -result))") }
         slots.append(slot)
     }

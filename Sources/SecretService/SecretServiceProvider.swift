@@ -44,10 +44,18 @@ public final class SecretServiceProvider {
             guard let message, let context else { return 0 }
             return Unmanaged<SecretServiceProvider>.fromOpaque(context).takeUnretainedValue().handle(DBusReader(message))
         }
-        try bus.watchNameLost(context: context) { message, context, _ in
+        try bus.watchBus("NameLost", context: context) { message, context, _ in
             guard let message, let context else { return 0 }
             let provider = Unmanaged<SecretServiceProvider>.fromOpaque(context).takeUnretainedValue()
             if (try? DBusReader(message).string()) == "org.freedesktop.secrets" { provider.nameLost = true }
+            return 0
+        }
+        // A client that leaves (most never call Close) takes its sessions and prompts with it.
+        try bus.watchBus("NameOwnerChanged", context: context) { message, context, _ in
+            guard let message, let context else { return 0 }
+            let reader = DBusReader(message)
+            guard let name = try? reader.string(), (try? reader.string()) != nil, (try? reader.string()) == "", name.hasPrefix(":") else { return 0 }
+            Unmanaged<SecretServiceProvider>.fromOpaque(context).takeUnretainedValue().forget(client: name)
             return 0
         }
         try bus.requestName("org.freedesktop.secrets", replace: replace)
@@ -65,6 +73,12 @@ public final class SecretServiceProvider {
             }
             completePrompts()
         }
+    }
+
+    /// Drops what the client `name` (a unique bus name) opened.
+    func forget(client name: String) {
+        sessions = sessions.filter { $0.value.owner != name }
+        prompts = prompts.filter { $0.value.owner != name }
     }
 
     func nextPath(_ kind: String) -> String {

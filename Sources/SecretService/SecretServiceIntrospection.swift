@@ -64,9 +64,10 @@ extension SecretServiceProvider {
                 + "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n<node>\n" + Self.standard + body
                 + children.map { "  <node name=\"\($0)\"/>\n" }.joined() + "</node>\n"
         }
-        if path == Self.root { return node(Self.serviceXML, children: ["collection", "aliases"]) }
+        if path == Self.root { return node(Self.serviceXML, children: ["collection", "aliases", "session"]) }
         if path == SecretStore.collectionPrefix { return node("", children: store.collections.map { String($0.path.split(separator: "/").last!) }) }
         if path == Self.root + "/aliases" { return node("", children: ["default"]) }
+        if path == Self.root + "/session" { return node("", children: sessions.keys.sorted().map { String($0.split(separator: "/").last!) }) }
         if let collection = store.collection(at: path) {
             let items = (try? store.items(in: collection, matching: [])) ?? []
             return node(Self.collectionXML, children: items.map { String($0.path.split(separator: "/").last!) })

@@ -109,6 +109,28 @@ import VaultTestSupport
         #expect(locked.stdoutText == "(<false>,)\n", "\(locked.stdoutText) \(locked.stderr)")
     }
 
+    /// A session lives as long as its client: one left open by a client that is gone is dropped (most never call
+    /// Close); the sessions open are the nodes below /org/freedesktop/secrets/session.
+    @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
+    func aClientThatLeavesTakesItsSessionsWithIt() throws {
+        let (box, bus) = try Self.boxWithProvider()
+        defer { box.stopAgents() }
+        func sessions() throws -> [String] {
+            try AgentCLI.exec("/usr/bin/gdbus", ["introspect", "--address", bus.address, "--dest", "org.freedesktop.secrets",
+                                                 "--object-path", "/org/freedesktop/secrets/session"], environment: bus.environment)
+                .stdoutText.split(separator: "\n").filter { $0.contains("node ") && !$0.contains("/session") }.map(String.init)
+        }
+        let held = try AgentCLI.start(SecretServiceCLITests.python, ["-c", Self.jeepney + "print('open', flush=True)\nimport time\ntime.sleep(30)\n"],
+                                      environment: bus.environment)
+        #expect(try AgentTests.poll { Provider.text(held.files.stdout) == "open\n" })
+        #expect(try bus.tool(["store", "--label=a", "a", "b"], stdin: Data("x".utf8)).status == 0)
+        for _ in 0..<3 { #expect(try bus.tool(["lookup", "a", "b"]).stdoutText == "x") }
+        #expect(try AgentTests.poll { try sessions().count == 1 }, "\((try? sessions()) ?? [])")
+        kill(held.pid, SIGTERM)
+        _ = held.finish()
+        #expect(try AgentTests.poll { try sessions().isEmpty }, "\((try? sessions()) ?? [])")
+    }
+
     /// jeepney (secretstorage's D-Bus library), one connection: a session of its own, then `script`'s checks.
     static let jeepney = """
         import sys

@@ -141,6 +141,18 @@ let package = Package(
         // The remote stores, S3 (conditional writes) and OpenBao (check-and-set), over the transport and SigV4 of
         // VaultAuth. Re-exports VaultSyncCore, so `import VaultSync` is the whole sync library.
         .target(name: "VaultSync", dependencies: ["VaultCore", "VaultAuth", "VaultSyncCore"]),
+        // The freedesktop Secret Service (`vault secret-service`, docs/SECRET-SERVICE.md): sd-bus from libsystemd and GMP's
+        // constant-time powm for its Diffie-Hellman session, wrapped in CSecretService and linked only by SecretService
+        // (so only by vault-net); AES-128-CBC and HKDF from swift-crypto. A client of the agent: it holds no key.
+        .target(name: "CSecretService", linkerSettings: [.linkedLibrary("systemd"), .linkedLibrary("gmp")]),
+        .target(
+            name: "SecretService",
+            dependencies: [
+                "CSecretService", "CVaultSystem", "VaultAgent", "VaultCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Device registration with the mobile-services API.
         .target(name: "MobileServices", dependencies: ["VaultCore", "VaultAuth"]),
         // Test doubles of the authentication layer (a counting in-memory credential store, a scripted prompt, an
@@ -178,7 +190,7 @@ let package = Package(
             name: "NetworkCommands",
             dependencies: [
                 "VaultCore", "VaultSodium", "VaultTerminal", "VaultAuth", "MobileServices", "VaultCommands", "VaultOTP", "VaultSync",
-                "VaultSyncCore", "VaultImport", "VaultSSH", "VaultAgent",
+                "VaultSyncCore", "VaultImport", "VaultSSH", "VaultAgent", "SecretService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -226,6 +238,7 @@ let package = Package(
         .testTarget(name: "VaultOTPTests", dependencies: ["VaultOTP", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultSyncCoreTests", dependencies: ["VaultSyncCore", "VaultCore"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["VaultSync", "VaultSyncCore", "VaultCore", "VaultTestSupport"]),
+        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "VaultCore"]),
         .testTarget(name: "VaultImportTests", dependencies: ["VaultImport", "VaultCore", "VaultTestSupport"]),
         .testTarget(name: "VaultTerminalTests", dependencies: ["VaultTerminal", "VaultCore", "VaultTestSupport"]),
         // The agent's unit layer: its key ring on a clock moved by hand, its service called directly, its wire.

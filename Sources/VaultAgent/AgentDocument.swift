@@ -32,6 +32,22 @@ extension AgentWire {
     /// The records in `answer` (``encode(_:into:)``'s inverse); `nil` when it holds no entry.
     static func records(from answer: Message) throws -> [EntryRecord]? {
         guard answer.first(.entryID) != nil else { return nil }
+        return try records(from: answer, answer.fields[...])
+    }
+
+    /// The entries of a ``AgentOperation/search`` answer: one ``encode(_:into:)`` block each, starting at its `entryID`.
+    static func searchResults(from answer: Message) throws -> [EntryRecord] {
+        let starts = answer.fields.indices.filter { answer.fields[$0].tag == Tag.entryID.rawValue }
+        guard answer.fields.first.map({ $0.tag == Tag.entryID.rawValue }) ?? true else {
+            throw AgentError.protocolError("a malformed search answer")
+        }
+        return try starts.indices.flatMap { index in
+            let end = index + 1 < starts.count ? starts[index + 1] : answer.fields.endIndex
+            return try records(from: answer, answer.fields[starts[index]..<end])
+        }
+    }
+
+    private static func records(from answer: Message, _ fields: ArraySlice<Message.Field>) throws -> [EntryRecord] {
         func malformed() -> AgentError { .protocolError("a malformed entry") }
         var id: DocumentID?, name: String?, created: UInt64?, createdReplica: UInt64?
         var records: [EntryRecord] = []
@@ -49,7 +65,7 @@ extension AgentWire {
                 conflict: current.conflict, fields: current.fields, modifiedBy: current.by))
             version = nil
         }
-        for field in answer.fields {
+        for field in fields {
             let range = field.range
             switch Tag(rawValue: field.tag) {
             case .entryID:

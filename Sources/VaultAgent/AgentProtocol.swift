@@ -51,6 +51,11 @@ enum AgentOperation: UInt8 {
     /// `created` and `replica` (when it was deleted, by whom), `modified` and `replica` (when the kept change was
     /// made, by whom) (``AgentWire/encode(_:into:)-deleted``). An older agent refuses the code.
     case deleted
+    /// The entries named `name…` whose non-secret fields include every (`field`, `value`) pair of the request
+    /// (format version 2; the Secret Service's attribute search): path, `name` (the prefix), then (`field`,
+    /// `value`)*. Answers, per entry sorted by name, its current version as ``records`` encodes it (each starting
+    /// with `entryID`), non-secret fields only. An older agent refuses the code.
+    case search
 }
 
 /// The status of an answer (the second byte of a response payload).

@@ -36,6 +36,8 @@ enum AgentRequest {
         case entries(names: [String])
         case merge(Merge)
         case deleted
+        /// The entries named `prefix…` whose non-secret fields include every one of `required`.
+        case search(prefix: String, required: [(field: String, value: [UInt8])])
 
         /// Whether the request is an activity (extends the vault's idle timeout).
         var isActivity: Bool {
@@ -101,6 +103,7 @@ enum AgentRequest {
             case .entries: return .entries
             case .merge: return .merge
             case .deleted: return .deleted
+            case .search: return .search
             }
         }
     }
@@ -163,7 +166,7 @@ enum AgentRequest {
             self = .mergeFiles(ours: files[0], theirs: files[1], labels: (labels[0], labels[1]))
         case .describeFile:
             self = .describeFile(bytes(try required(message.first(.value))), label: message.string(.source) ?? "file")
-        case .probe, .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge, .deleted:
+        case .probe, .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge, .deleted, .search:
             let path = try text(.path)
             let request: VaultRequest
             switch operation {
@@ -193,6 +196,25 @@ enum AgentRequest {
                     otherPassphrase: message.secret(.passphrase), acceptDeletions: message.strings(.code).contains("accept-deletions"),
                     keepFile: message.strings(.code).contains("keep-file")))
             case .deleted: request = .deleted
+            case .search:
+                var required: [(field: String, value: [UInt8])] = []
+                var field: String?
+                for item in message.fields {
+                    switch AgentWire.Tag(rawValue: item.tag) {
+                    case .field:
+                        guard field == nil, let text = message.string(item.range) else {
+                            throw AgentError.badRequest("a search with a malformed field")
+                        }
+                        field = text
+                    case .value:
+                        guard let name = field else { throw AgentError.badRequest("a search value without its field") }
+                        required.append((name, bytes(item.range)))
+                        field = nil
+                    default: break
+                    }
+                }
+                guard field == nil else { throw AgentError.badRequest("a search field without its value") }
+                request = .search(prefix: try text(.name), required: required)
             default: throw AgentError.badRequest("unknown operation \(message.kind)")
             }
             self = .vault(path: path, request)
@@ -228,6 +250,12 @@ enum AgentRequest {
         case .vault(_, let request):
             switch request {
             case .probe, .list, .deleted: break
+            case .search(let prefix, let required):
+                writer.field(.name, prefix)
+                for (field, value) in required {
+                    writer.field(.field, field)
+                    value.withUnsafeBytes { writer.field(.value, $0) }
+                }
             case .get(let name), .remove(let name): writer.field(.name, name)
             case .names(let withoutActivity): if withoutActivity { writer.field(.flags, true) }
             case .write(let changes): try AgentWire.encode(changes, into: writer)

@@ -11,6 +11,9 @@ extension AgentService {
             if let records = try document.records(of: name, which) { AgentWire.encode(records, into: reply) }
         case .apply(let changes):
             try document.apply(changes)
+        case .search(let prefix, let required):
+            try store.reload()
+            for record in try document.search(prefix: prefix, required: required) { AgentWire.encode([record], into: reply) }
         case .deleted:
             try store.reload()
             AgentWire.encode(try document.deletedEntries(), into: reply)

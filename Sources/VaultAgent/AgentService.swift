@@ -128,7 +128,7 @@ final class AgentService: Sendable {
                 Self.encode(attributes, into: reply)
                 if let value { reply.field(.value, value) }
             }
-        case .records, .apply, .merge, .deleted:
+        case .records, .apply, .merge, .deleted, .search:
             try performOnDocument(request, on: store, reply: reply)
         }
         return reply

@@ -92,6 +92,10 @@ public final class AgentVault: KeyValueVault {
         return try AgentWire.records(from: answer)
     }
 
+    public func search(prefix: String, required: [(field: String, value: [UInt8])]) throws -> [EntryRecord] {
+        try AgentWire.searchResults(from: try client.request(.search(prefix: prefix, required: required), on: path))
+    }
+
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
         let answer = try client.request(.merge(AgentRequest.Merge(
             label: label, file: other, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)), on: path)

@@ -77,6 +77,10 @@ package struct RoutedVerb: Sendable {
         RoutedVerb(
             "ssh", .vaultNet,
             "ssh keys in the vault (import, generate, public, list) and the agent's ssh-agent socket (socket, env)."),
+        // sd-bus (libsystemd), GMP and swift-crypto: the Secret Service's bus and its Diffie-Hellman session.
+        RoutedVerb(
+            "secret-service", .vaultNet,
+            "Serve the freedesktop Secret Service (org.freedesktop.secrets: secret-tool, libsecret, Python keyring) from the agent's vaults."),
     ]
 
     /// The row of `name`, for a command's own configuration; a name not in the table is a programming error.

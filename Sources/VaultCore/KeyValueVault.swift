@@ -43,6 +43,9 @@ public protocol KeyValueVault: AnyObject, Sendable {
     ///
     /// - Throws: ``VaultError/noSuchVersion(key:version:)``, ``VaultError/needsVersion2(path:)``.
     func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]?
+    /// The current versions, non-secret fields only, of the entries named `prefix…` whose non-secret fields
+    /// include every one of `required` (``VaultDocument/search(prefix:required:)``): one request through the agent.
+    func search(prefix: String, required: [(field: String, value: [UInt8])]) throws -> [EntryRecord]
     /// Applies `changes` (fields, restores, …) in one atomic, durable write (``VaultDocument/apply(_:replica:clock:)``).
     func apply(_ changes: [DocumentChange]) throws
     /// Merges another copy of this vault, the bytes of its file (`label` names it in errors), into this one
@@ -198,6 +201,9 @@ extension FormatOneStore: KeyValueVault {
 
     // A version-1 vault has no fields, versions or replicas.
     public func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]? { throw VaultError.needsVersion2(path: path) }
+    public func search(prefix: String, required: [(field: String, value: [UInt8])]) throws -> [EntryRecord] {
+        throw VaultError.needsVersion2(path: path)
+    }
     public func apply(_ changes: [DocumentChange]) throws { throw VaultError.needsVersion2(path: path) }
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
         throw VaultError.needsVersion2(path: path)

@@ -207,6 +207,9 @@ public final class SecureKeyValueStore: KeyValueVault, Sendable {
     // MARK: Fields, versions, merges (format versions 2 and 3)
 
     public func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]? { try vault().records(of: name, which) }
+    public func search(prefix: String, required: [(field: String, value: [UInt8])]) throws -> [EntryRecord] {
+        try vault().search(prefix: prefix, required: required)
+    }
     public func apply(_ changes: [DocumentChange]) throws { try vault().apply(changes) }
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
         try vault().merge(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)

@@ -58,6 +58,40 @@ import VaultCore
         #expect(ErrorAnswer(noSuchVersion) == .vault(.noSuchVersion(key: "k", version: 9)))
     }
 
+    /// `search` (operation 19, the Secret Service's attribute search): entries by name prefix whose non-secret fields
+    /// include every pair given, non-secret fields only; a secret field is never matched nor answered.
+    @Test func searchFiltersByPrefixAndNonSecretFieldsAndAnswersNoSecret() throws {
+        let path = try unlockedDocument()
+        func set(_ entry: String, _ field: String, _ value: String, secret: Bool = false) -> DocumentChange {
+            .setField(entry: entry, field: field, value: SecureBytes(string: value), secret: secret)
+        }
+        let changes = [
+            set("secret-service/a", "attribute:user", "alice"), set("secret-service/a", "password", "PW-A", secret: true),
+            set("secret-service/b", "attribute:user", "bob"), set("secret-service/b", "attribute:host", "h"),
+            set("secret-service/c", "attribute:user", "alice"), set("secret-service/c", "attribute:host", "h"),
+            set("other", "attribute:user", "alice"), set("secret-service/d", "token", "alice", secret: true),
+        ]
+        #expect(status(try fixture.ask(.apply, path: path) { AgentWire.encode(changes, into: $0) }) == .ok)
+        func search(_ prefix: String, _ pairs: [(String, String)]) throws -> [EntryRecord] {
+            try AgentWire.searchResults(from: fixture.ask(.search, path: path) { writer in
+                writer.field(.name, prefix)
+                for (field, value) in pairs { writer.field(.field, field); writer.field(.value, value) }
+            })
+        }
+        #expect(try search("secret-service/", []).map(\.name) == ["secret-service/a", "secret-service/b", "secret-service/c", "secret-service/d"])
+        let alice = try search("secret-service/", [("attribute:user", "alice")])
+        #expect(alice.map(\.name) == ["secret-service/a", "secret-service/c"])
+        #expect(alice[0].fields.map(\.name) == ["attribute:user"], "the secret field is not answered")
+        #expect(alice[1].fields.map { "\($0.name)=\($0.value.stringValue!)" } == ["attribute:user=alice", "attribute:host=h"])
+        #expect(try search("secret-service/", [("attribute:user", "alice"), ("attribute:host", "h")]).map(\.name) == ["secret-service/c"])
+        #expect(try search("secret-service/", [("token", "alice")]).isEmpty, "a secret field is never compared")
+        #expect(try search("secret-service/", [("password", "PW-A")]).isEmpty)
+        #expect(try search("nothing/", []).isEmpty)
+        let unpaired = try fixture.ask(.search, path: path) { $0.field(.name, ""); $0.field(.field, "attribute:user") }
+        #expect(ErrorAnswer(unpaired) == .badRequest("a search field without its value"), "\(ErrorAnswer(unpaired))")
+        #expect(status(try fixture.ask(.search, path: fixture.directory.file("absent.vault")) { $0.field(.name, "") }) == .locked)
+    }
+
     @Test func applyWritesADocumentBatchOrNothing() throws {
         let path = try unlockedDocument()
         let changes: [DocumentChange] = [.setField(entry: "k", field: "user", value: SecureBytes(string: "alice")), .rename(from: "k", to: "renamed")]

@@ -117,6 +117,9 @@ import VaultSyncCore
         }
         func deletedEntries() throws -> [VaultDocument.DeletedEntry] { try store.deletedEntries() }
         func requireFields() throws { try store.requireFields() }
+        func search(prefix: String, required: [(field: String, value: [UInt8])]) throws -> [EntryRecord] {
+            try store.search(prefix: prefix, required: required)
+        }
     }
 
     /// Through the agent a sync is one operation (issue 34 §2): the file the merge wrote, as the vault said it, is

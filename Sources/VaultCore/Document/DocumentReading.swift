@@ -100,6 +100,26 @@ extension VaultDocument {
         fields(of: entry, version: version)?.first(where: { $0.name == field })?.isSecret ?? false
     }
 
+    /// The live entries whose names start with `prefix` and whose non-secret fields include every one of
+    /// `required` (same name, same bytes), sorted by name: each one's current version with its non-secret fields
+    /// only (copies in guarded memory). One pass over the entries, nothing decrypted: the Secret Service's attribute
+    /// search (docs/SECRET-SERVICE.md). A secret field is never compared, so a search cannot probe a secret.
+    public func search(prefix: String, required: [(field: String, value: [UInt8])]) -> [EntryRecord] {
+        names.filter { $0.hasPrefix(prefix) }.compactMap { name -> EntryRecord? in
+            guard let id = idsByName[name], let entry = entries[id] else { return nil }
+            let visible = entry.fields.filter { !$0.isSecret }
+            let matches = required.allSatisfy { wanted in
+                visible.contains { field in
+                    field.name == wanted.field && values.withUnsafeBytes { all in all[field.value].elementsEqual(wanted.value) }
+                }
+            }
+            guard matches else { return nil }
+            return EntryRecord(
+                id: entry.id, name: entry.name, version: 0, created: entry.created, modified: entry.modified,
+                conflict: false, fields: visible.map { .init(name: $0.name, isSecret: false, value: copy($0.value)) })
+        }
+    }
+
     func copy(_ range: Range<Int>) -> SecureBytes {
         values.withUnsafeBytes { all in
             SecureBytes(count: range.count) { out in

@@ -200,6 +200,10 @@ public final class DocumentVault: KeyValueVault, Sendable {
         try current().records(of: name, which)
     }
 
+    public func search(prefix: String, required: [(field: String, value: [UInt8])]) throws -> [EntryRecord] {
+        try current().search(prefix: prefix, required: required)
+    }
+
     public func apply(_ changes: [DocumentChange]) throws {
         renewReplicaIfAhead()
         try store.update(changes)

@@ -1,0 +1,264 @@
+import FoundationEssentials
+import VaultAgent
+import VaultCore
+
+/// A collection of the Secret Service: one vault, reached through the agent.
+struct SecretCollection: Equatable {
+    /// The last element of its object path (the vault file's name without `.vault`).
+    let id: String
+    let path: String
+    let vaultPath: String
+}
+
+/// An item as the provider shows it, without its secret: an entry `secret-service/ID` of its collection's vault.
+struct SecretItem {
+    let collection: SecretCollection
+    let id: String
+    let path: String
+    let label: String
+    let attributes: [(String, String)]
+    let contentType: String
+    /// Seconds since 1970.
+    let created: UInt64
+    let modified: UInt64
+
+    var entryName: String { SecretStore.entryPrefix + id }
+}
+
+/// The items of the Secret Service as vault entries (docs/SECRET-SERVICE.md): item `ID` of a collection is the entry
+/// `secret-service/ID` of its vault, the secret its `password` field, the label, the content type and each attribute
+/// `KEY` non-secret fields (`label`, `content-type`, `attribute:KEY`). So an item syncs, is shared, keeps history, and
+/// `vault get secret-service/ID` prints its secret. Every operation is one request to the agent (an attribute search
+/// too: ``KeyValueVault/search(prefix:required:)``); the provider holds no key and keeps no secret past one reply.
+final class SecretStore {
+    static let entryPrefix = "secret-service/"
+    static let attributePrefix = "attribute:"
+    static let collectionPrefix = "/org/freedesktop/secrets/collection"
+    static let defaultAlias = "/org/freedesktop/secrets/aliases/default"
+
+    /// Bounds on what a client sends, checked before anything is written.
+    static let maximumSecretBytes = 4 << 20
+    static let maximumAttributes = 128
+    static let maximumTextBytes = 64 << 10
+
+    /// The first is the `default` alias.
+    let collections: [SecretCollection]
+    let socketPath: String
+    private var client: AgentClient?
+
+    init(vaultPaths: [String], socketPath: String) {
+        var collections: [SecretCollection] = []
+        for vaultPath in vaultPaths {
+            var stem = String(vaultPath.split(separator: "/").last ?? "vault")
+            if stem.hasSuffix(".vault") { stem.removeLast(6) }
+            var id = stem.isEmpty ? "vault" : stem
+            var suffix = 2
+            while collections.contains(where: { $0.id == id }) {
+                id = "\(stem)_\(suffix)"
+                suffix += 1
+            }
+            collections.append(SecretCollection(id: id, path: DBusConnection.path(Self.collectionPrefix, id), vaultPath: vaultPath))
+        }
+        self.collections = collections
+        self.socketPath = socketPath
+    }
+
+    /// The collection at `path` (its own path or the `default` alias's).
+    func collection(at path: String) -> SecretCollection? {
+        if path == Self.defaultAlias { return collections.first }
+        return collections.first { $0.path == path }
+    }
+
+    /// The collection and item id of the item at `path`, or `nil` for a path that is no item's.
+    func itemAddress(_ path: String) -> (SecretCollection, String)? {
+        for collection in collections {
+            if let id = DBusConnection.id(of: path, below: collection.path), !id.isEmpty, !id.contains("/") { return (collection, id) }
+        }
+        return nil
+    }
+
+    // MARK: The agent
+
+    /// `body` on `collection`'s vault in the agent; a vault it does not hold (or no agent) is ``SecretServiceError/isLocked(_:)``.
+    /// A broken connection is made again once.
+    func withVault<T>(_ collection: SecretCollection, _ body: (AgentVault) throws -> T) throws(SecretServiceError) -> T {
+        for attempt in 0..<2 {
+            do {
+                if client == nil { client = try AgentClient.connect(socketPath: socketPath, timeoutSeconds: 5) }
+                guard let client else { throw AgentError.locked(path: collection.vaultPath) }
+                return try body(client.vaultWithoutProbe(at: collection.vaultPath))
+            } catch let error as SecretServiceError {
+                throw error
+            } catch AgentError.locked {
+                throw .isLocked("the vault '\(collection.vaultPath)' is locked: unlock it with 'vault unlock --vault \(collection.vaultPath)'")
+            } catch let error as AgentError {
+                client = nil
+                if attempt == 0, case .connection = error { continue }
+                if attempt == 0, case .protocolError = error { continue }
+                throw .failed("the agent: \(error)")
+            } catch let error as VaultError {
+                switch error {
+                case .invalidFieldName, .invalidEntryName: throw .invalidArguments("the vault refused it: \(error)")
+                default: throw .failed("the vault '\(collection.vaultPath)': \(error)")
+                }
+            } catch {
+                throw .failed("\(error)")
+            }
+        }
+        throw .failed("the agent does not answer")
+    }
+
+    /// Whether the agent does not hold `collection`'s vault.
+    func isLocked(_ collection: SecretCollection) -> Bool {
+        do {
+            _ = try withVault(collection) { try $0.search(prefix: Self.entryPrefix + "\u{0}", required: []) }
+            return false
+        } catch {
+            return true
+        }
+    }
+
+    // MARK: Reading
+
+    /// The items of `collection` whose attributes include every one of `attributes`, by name.
+    func items(in collection: SecretCollection, matching attributes: [(String, String)]) throws(SecretServiceError) -> [SecretItem] {
+        let required = attributes.map { (field: Self.attributePrefix + $0.0, value: Array($0.1.utf8)) }
+        return try withVault(collection) { try $0.search(prefix: Self.entryPrefix, required: required) }
+            .compactMap { item(from: $0, in: collection) }
+    }
+
+    /// The item at `path`.
+    func item(at path: String) throws(SecretServiceError) -> SecretItem {
+        guard let (collection, id) = itemAddress(path) else { throw .noSuchObject("no such item: \(path)") }
+        let name = Self.entryPrefix + id
+        let found = try withVault(collection) { try $0.search(prefix: name, required: []) }.first { $0.name == name }
+        guard let found, let item = item(from: found, in: collection) else { throw .noSuchObject("no such item: \(path)") }
+        return item
+    }
+
+    private func item(from record: EntryRecord, in collection: SecretCollection) -> SecretItem? {
+        guard record.name.hasPrefix(Self.entryPrefix) else { return nil }
+        let id = String(record.name.dropFirst(Self.entryPrefix.count))
+        guard !id.isEmpty, !id.contains("/") else { return nil }
+        func text(_ field: EntryRecord.Field) -> String { field.value.stringValue ?? "" }
+        let attributes = record.fields.filter { !$0.isSecret && $0.name.hasPrefix(Self.attributePrefix) }
+            .map { (String($0.name.dropFirst(Self.attributePrefix.count)), text($0)) }
+        return SecretItem(
+            collection: collection, id: id, path: DBusConnection.path(collection.path, id),
+            label: record.field("label").map(text) ?? id, attributes: attributes,
+            contentType: record.field("content-type").map(text) ?? "text/plain",
+            created: record.created.milliseconds / 1000, modified: record.modified.milliseconds / 1000)
+    }
+
+    /// The item at `path` and its secret (its `password` field, empty when it has none), for one reply: one request.
+    func itemWithSecret(at path: String) throws(SecretServiceError) -> (SecretItem, SecureBytes) {
+        guard let (collection, id) = itemAddress(path) else { throw .noSuchObject("no such item: \(path)") }
+        let record = try withVault(collection) { try $0.record(of: Self.entryPrefix + id) }
+        guard let record, let item = item(from: record, in: collection) else { throw .noSuchObject("no such item: \(path)") }
+        return (item, record.field("password")?.value ?? SecureBytes(count: 0) { _ in })
+    }
+
+    // MARK: Writing
+
+    static func check(label: String?, attributes: [(String, String)]?, secret: SecureBytes?) throws(SecretServiceError) {
+        if let label, label.utf8.count > maximumTextBytes { throw .invalidArguments("the label is longer than \(maximumTextBytes) bytes") }
+        if let secret, secret.count > maximumSecretBytes {
+            throw .invalidArguments("the secret is larger than \(maximumSecretBytes) bytes")
+        }
+        for (key, value) in attributes ?? [] {
+            let field = attributePrefix + key
+            guard !key.isEmpty, field.utf8.count <= VaultDocument.maximumFieldNameByteCount,
+                  !key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw .invalidArguments("an attribute name has 1 to \(VaultDocument.maximumFieldNameByteCount - attributePrefix.utf8.count) bytes and no control characters")
+            }
+            guard value.utf8.count <= maximumTextBytes else { throw .invalidArguments("an attribute value is longer than \(maximumTextBytes) bytes") }
+        }
+    }
+
+    private static func text(_ string: String) -> SecureBytes {
+        let bytes = Array(string.utf8)
+        return SecureBytes(count: bytes.count) { $0.copyBytes(from: bytes) }
+    }
+
+    /// Makes an item (or, with `replace`, replaces the secret and label of one whose attributes are exactly
+    /// `attributes`) in one atomic write; whether it was made, and its path.
+    func create(
+        in collection: SecretCollection, label: String, attributes: [(String, String)], secret: SecureBytes,
+        contentType: String, replace: Bool
+    ) throws(SecretServiceError) -> (path: String, created: Bool) {
+        try Self.check(label: label, attributes: attributes, secret: secret)
+        try Self.check(label: contentType, attributes: nil, secret: nil)
+        let sorted = attributes.sorted { $0.0 < $1.0 }
+        var existing: SecretItem?
+        if replace {
+            existing = try items(in: collection, matching: attributes).first { item in
+                item.attributes.sorted { $0.0 < $1.0 }.elementsEqual(sorted) { $0 == $1 }
+            }
+        }
+        let id = existing?.id ?? SecureBytes.random(count: 16).unprotectedBytes.map { String($0, radix: 16).leftPadded(2) }.joined()
+        let name = Self.entryPrefix + id
+        var changes: [DocumentChange] = [.require(entry: name, exists: existing != nil)]
+        changes.append(.setField(entry: name, field: "password", value: secret, secret: true))
+        changes.append(.setField(entry: name, field: "label", value: Self.text(label), secret: false))
+        changes.append(.setField(entry: name, field: "content-type", value: Self.text(contentType), secret: false))
+        if existing == nil {
+            for (key, value) in attributes {
+                changes.append(.setField(entry: name, field: Self.attributePrefix + key, value: Self.text(value), secret: false))
+            }
+        }
+        try withVault(collection) { try $0.apply(changes) }
+        return (DBusConnection.path(collection.path, id), existing == nil)
+    }
+
+    func setSecret(_ item: SecretItem, _ secret: SecureBytes, contentType: String) throws(SecretServiceError) {
+        try Self.check(label: contentType, attributes: nil, secret: secret)
+        try withVault(item.collection) {
+            try $0.apply([
+                .require(entry: item.entryName, exists: true),
+                .setField(entry: item.entryName, field: "password", value: secret, secret: true),
+                .setField(entry: item.entryName, field: "content-type", value: Self.text(contentType), secret: false),
+            ])
+        }
+    }
+
+    func setLabel(_ item: SecretItem, _ label: String) throws(SecretServiceError) {
+        try Self.check(label: label, attributes: nil, secret: nil)
+        try withVault(item.collection) {
+            try $0.apply([
+                .require(entry: item.entryName, exists: true),
+                .setField(entry: item.entryName, field: "label", value: Self.text(label), secret: false),
+            ])
+        }
+    }
+
+    func setAttributes(_ item: SecretItem, _ attributes: [(String, String)]) throws(SecretServiceError) {
+        try Self.check(label: nil, attributes: attributes, secret: nil)
+        var changes: [DocumentChange] = [.require(entry: item.entryName, exists: true)]
+        for (key, _) in item.attributes where !attributes.contains(where: { $0.0 == key }) {
+            changes.append(.removeField(entry: item.entryName, field: Self.attributePrefix + key))
+        }
+        for (key, value) in attributes {
+            changes.append(.setField(entry: item.entryName, field: Self.attributePrefix + key, value: Self.text(value), secret: false))
+        }
+        try withVault(item.collection) { try $0.apply(changes) }
+    }
+
+    func delete(_ item: SecretItem) throws(SecretServiceError) {
+        try withVault(item.collection) { try $0.apply([.delete(entry: item.entryName)]) }
+    }
+
+    /// Locks `collection`'s vault in the agent (`Lock`); whether it was unlocked.
+    func lock(_ collection: SecretCollection) throws(SecretServiceError) {
+        do {
+            if client == nil { client = try AgentClient.connect(socketPath: socketPath, timeoutSeconds: 5) }
+            try client?.lock(path: collection.vaultPath)
+        } catch {
+            client = nil
+            throw .failed("cannot lock '\(collection.vaultPath)': \(error)")
+        }
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}

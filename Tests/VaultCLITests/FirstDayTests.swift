@@ -360,7 +360,7 @@ import Testing
         #expect(try box.vault(["get", "sshd"]).status == 0)  // all or none
     }
 
-    @Test(arguments: [("cat", "get"), ("ls", "list"), ("rm", "delete"), ("insert", "put"), ("edit", "put"), ("remove", "delete")])
+    @Test(arguments: [("cat", "get"), ("ls", "list"), ("rm", "delete"), ("insert", "put"), ("remove", "delete")])
     func aPeersVerbNamesOurs(peer: String, ours: String) throws {
         let result = try box.vault([peer, "github"], passphrase: false)
         #expect(result.status == 64 && result.stdout.isEmpty)

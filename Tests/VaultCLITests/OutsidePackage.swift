@@ -101,6 +101,16 @@ enum OutsidePackage {
         if let resolved = FileManager.default.contents(atPath: repository.appendingPathComponent("Package.resolved").path) {
             try update(outside + "/Package.resolved", String(decoding: resolved, as: UTF8.self))
         }
+        // The programs' own sources are compiled again every time (seconds): across packages, SwiftPM's incremental
+        // build kept a main.o compiled against an older layout of a library type (MergeReport) and the program read
+        // garbage (a crash: "No foreign strings on Linux"). The libraries' objects stay incremental.
+        // So their sources are touched: newer than their objects, they are compiled again.
+        for target in programs.map(\.target) + [demoApp.target] {
+            let sources = outside + "/Sources/" + target
+            for file in (try? FileManager.default.contentsOfDirectory(atPath: sources)) ?? [] {
+                try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: sources + "/" + file)
+            }
+        }
         let environment = ProcessInfo.processInfo.environment
         let built = try CLI.exec(
             swift, ["build", "--package-path", outside], environment: [

@@ -421,7 +421,12 @@ public final class DocumentStore: Sendable {
                         return nil
                     }
                     (document, key) = made
-                    if let name = replicaName.withLock({ $0 })?() { document.setName(name, of: replica, now: clock.milliseconds()) }
+                    // Named once it is an author (its clock in the table: a change of its own). A replica that only
+                    // merged has made nothing to name, and naming it would make the merged copy differ from the one it
+                    // was merged with (a library user without a state directory is a new replica in every process).
+                    if document.replicas[replica] != nil, let name = replicaName.withLock({ $0 })?() {
+                        document.setName(name, of: replica, now: clock.milliseconds())
+                    }
                 } catch let error as VaultError {
                     if Self.isRace(error), attempt < attempts, try storage.load()?.version != stored.version { return nil }
                     throw error

@@ -23,7 +23,7 @@ public struct SessionBind: Sendable, Equatable {
     public static func parse(_ reader: inout SSHReader) throws(Refusal) -> SessionBind {
         let bind: SessionBind, signature: [UInt8]
         do {
-            let hostKey = try SSHPublicKey(blob: try reader.string("host key"))
+            let hostKey = try SSHPublicKey(hostKeyBlob: try reader.string("host key"))
             let sessionID = try reader.string("session id")
             signature = try reader.string("signature")
             let forwarded = try reader.bool("forwarding flag")

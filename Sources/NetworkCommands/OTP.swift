@@ -22,8 +22,6 @@ package struct OTPCommand: ParsableCommand {
             The code goes to stdout (with a newline only on a terminal); --json adds the seconds it stays valid. With --clip it goes to the clipboard instead, cleared after --clear SECONDS (default 45) if it still holds it, as 'vault clip NAME --otp' does ('vault clip --help'). Format version 2.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var entry: EntryNameOptions
 
     @Option(name: .customLong("at"), help: ArgumentHelp("The code at this time (seconds since the Unix epoch) instead of now.", valueName: "unixtime"))
@@ -37,6 +35,8 @@ package struct OTPCommand: ParsableCommand {
 
     @Flag(name: .customLong("osc52"), help: "With --clip: copy with an OSC 52 sequence to the terminal instead of a clipboard tool.")
     var osc52 = false
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if let at, at < 0 || at > 1 << 62 { throw ValidationError("--at takes seconds since the Unix epoch (0 to 2^62)") }

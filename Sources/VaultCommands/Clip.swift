@@ -26,8 +26,6 @@ package struct Clip: ParsableCommand {
             After --clear SECONDS (default 45; 0: never) a process of its own empties the clipboard if it still holds the value (it keeps only a keyed hash of it, not the value); a value copied over it in the meantime stays. A terminal cannot be asked what its clipboard holds, so with --osc52 nothing is cleared.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var entry: EntryNameOptions
 
     @Option(name: .customLong("clear"), help: ArgumentHelp("Clear the clipboard after this many seconds if it still holds the value (0: never).", valueName: "seconds"))
@@ -41,6 +39,8 @@ package struct Clip: ParsableCommand {
 
     @Flag(help: "Copy the entry's current one-time code (its otp field), as 'vault otp NAME --clip'.")
     var otp = false
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         guard (0...86_400).contains(clearSeconds) else { throw ValidationError("--clear must be 0 to 86400 seconds") }

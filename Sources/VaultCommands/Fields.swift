@@ -95,8 +95,6 @@ package struct Show: ParsableCommand {
         abstract: "Show an entry: its fields (secret ones masked unless --reveal), id and times.",
         discussion: "Format version 2. Values are shown for a person (control characters escaped); 'vault get NAME --field FIELD' prints one field's exact bytes.")
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var entry: EntryNameOptions
 
     @Flag(help: "Show the values of secret fields (password, otp, and fields marked secret).")
@@ -105,6 +103,8 @@ package struct Show: ParsableCommand {
     // Declared here so that `show NAME --version 1` is this option, never the program's --version.
     @Option(help: ArgumentHelp("Show this version: 0 the current one, 1 the newest earlier one ('vault history NAME' numbers them).", valueName: "n"))
     var version: Int?
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if let version, version < 0 { throw ValidationError("--version takes 0 (the current version) or more") }
@@ -149,8 +149,6 @@ package struct History: ParsableCommand {
         abstract: "List an entry's versions, newest first: version 0 is the current one; 'get --version N' and 'restore --version N' take the numbers.",
         discussion: "Format version 2 keeps the last 10 earlier versions of an entry, at most 64 KiB of them. Each version names who made it (the replica's name: 'vault replica --help') and, under it, which fields it changed from the version before ('changed: password, url; removed: notes': names only, never values). A version marked 'conflict' lost a concurrent change in a merge. Secret fields are masked unless --reveal.")
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var entry: EntryNameOptions
 
     @Flag(help: "Show the values of secret fields.")
@@ -159,6 +157,8 @@ package struct History: ParsableCommand {
     // Declared here so that `history NAME --version 1` is this option, never the program's --version.
     @Option(help: ArgumentHelp("List only this version: 0 the current one, 1 the newest earlier one.", valueName: "n"))
     var version: Int?
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if let version, version < 0 { throw ValidationError("--version takes 0 (the current version) or more") }
@@ -241,8 +241,6 @@ package struct Restore: ParsableCommand {
             With --deleted, a deleted entry NAME comes back as it was when deleted, within 30 days of the deletion (VAULT_KEEP_DELETED=DAYS, 0 to 180, sets how long; 0 keeps nothing), or as it was changed on one copy before another copy deleted it (a merge keeps such a change with the deletion and says "kept: NAME"). 'vault list --deleted' lists them. It comes back under its old id, so every copy takes it back at its next merge. NAME must be free.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var entry: EntryNameOptions
 
     @Option(help: ArgumentHelp("The earlier version to restore (1 is the newest earlier one).", valueName: "n"))
@@ -250,6 +248,8 @@ package struct Restore: ParsableCommand {
 
     @Flag(help: "Bring back NAME, deleted in the last 30 days (or a change a deletion kept at a merge).")
     var deleted = false
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if deleted, version != nil { throw ValidationError("give --version N or --deleted, not both") }

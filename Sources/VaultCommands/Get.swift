@@ -14,14 +14,14 @@ package struct Get: ParsableCommand {
         abstract: "Print the value stored under NAME, exactly as stored (a newline is added only when stdout is a terminal).",
         discussion: "The value is the entry's password field; --field prints another one, --version N a field of an earlier version ('vault history NAME' numbers them; format version 2).")
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var entry: EntryNameOptions
 
     @OptionGroup var field: FieldOption
 
     @Option(help: ArgumentHelp("Print the field of this version: 0 the current one, 1 the newest earlier one.", valueName: "n"))
     var version: Int?
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if let fd = entry.nameFD, fd == options.passphraseFD {

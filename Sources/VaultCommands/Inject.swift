@@ -16,8 +16,6 @@ package struct Inject: ParsableCommand {
             A placeholder is `{{`, optional spaces, `vault`, spaces, the entry's name in double quotes (\\" and \\\\ inside it stand for " and \\), optionally spaces and a field's name in double quotes (`{{ vault "servers/db" "username" }}`; without it, the entry's value: its password field), optional spaces, `}}`. Any other text, other `{{ ... }}` included, is copied as it is. A missing entry or field is an error naming it (exit 2) and nothing is written; a malformed placeholder is an error naming its line (exit 64). OUT is replaced atomically and created 0600.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Option(name: [.customShort("i"), .customLong("in")], help: ArgumentHelp("The template (default: stdin).", valueName: "path"))
     var input: String?
 
@@ -26,6 +24,8 @@ package struct Inject: ParsableCommand {
 
     /// The largest template accepted, in bytes.
     static let maximumTemplateByteCount = 16 << 20
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         if input == nil, options.passphraseFD == 0 { throw ValidationError("stdin carries the template: use another --passphrase-fd") }

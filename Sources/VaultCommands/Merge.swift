@@ -19,8 +19,6 @@ package struct Merge: ParsableCommand {
             Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it, the other gets '~' and the start of its id. Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written, and so is (exit 6) a copy with a clock more than a day ahead of this machine's and the vault's (clock_ahead: 'vault repair --clocks' on the machine that wrote it) or one that claims changes this machine never made (untrusted_copy). A merge that would delete more than 10 entries and more than a tenth of the vault asks on a terminal, else needs --accept-deletions (exit 1, mass_deletion, naming them). Format version 2 on both sides.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Argument(help: ArgumentHelp("The other copy's file.", valueName: "other"), completion: .file())
     var other: String
 
@@ -34,6 +32,8 @@ package struct Merge: ParsableCommand {
 
     /// The most bytes read of the other copy: a vault holds at most 1 GiB of plaintext, plus its header.
     static let largestFile = VaultFileShape.largestFile
+
+    @OptionGroup var options: VaultOptions
 
     package func run() throws {
         try reportingErrors(json: options.json) {

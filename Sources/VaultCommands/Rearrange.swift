@@ -13,8 +13,9 @@ package struct Move: ParsableCommand {
         commandName: "mv",
         abstract: "Rename the entry SOURCE to TARGET in one atomic write, keeping its creation time (TARGET must not exist unless --force).")
 
-    @OptionGroup var options: VaultOptions
     @OptionGroup var names: SourceAndTarget
+
+    @OptionGroup var options: VaultOptions
 
     package func run() throws {
         try reportingErrors(json: options.json) {
@@ -31,8 +32,9 @@ package struct Copy: ParsableCommand {
         commandName: "cp",
         abstract: "Copy the value of SOURCE to a new entry TARGET in one atomic write (TARGET must not exist unless --force).")
 
-    @OptionGroup var options: VaultOptions
     @OptionGroup var names: SourceAndTarget
+
+    @OptionGroup var options: VaultOptions
 
     package func run() throws {
         try reportingErrors(json: options.json) {
@@ -85,13 +87,13 @@ package struct Find: ParsableCommand {
         abstract: "List the entries whose name or non-secret field (url, username, …) contains PATTERN, or matches it as a glob (*, ?, [...]), ignoring case.",
         discussion: "Secret fields (password, otp, and any field marked secret) are never searched, nor shown. Exits 2 when nothing matches. Prints names, one a line; --json adds which fields matched (their names, never their values). --names-only searches names alone (and a format-version-1 vault has nothing else).")
 
-    @OptionGroup var options: VaultOptions
-
     @Argument(help: "A substring, or a glob when it holds *, ? or [.")
     package var pattern: String
 
     @Flag(help: "Search the names only, not the fields.")
     var namesOnly = false
+
+    @OptionGroup var options: VaultOptions
 
     package func run() throws {
         try reportingErrors(json: options.json) {

@@ -25,8 +25,6 @@ package struct RunCommand: ParsableCommand {
             --mount PATH serves a .env of the variables (or --mount-template's template, filled) through a FIFO made at PATH (0600; an existing PATH is refused, exit 7, except a FIFO of yours that nothing serves, left by a run that was killed: it is replaced, with a note) to every reader while CMD runs, and removes it when CMD ends: a file for tools that read .env, never on disk. Values are single-quoted unless they hold ', \\ or a line break (then double-quoted with escapes); a loader that expands ${NAME} expands it in a value too.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @Option(name: .customLong("env"), help: ArgumentHelp("Set NAME to ENTRY's value.", valueName: "NAME=ENTRY"))
     var environment: [String] = []
 
@@ -56,6 +54,8 @@ package struct RunCommand: ParsableCommand {
 
     @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
     var command: [String] = []
+
+    @OptionGroup var options: VaultOptions
 
     package func validate() throws {
         guard !command.isEmpty else { throw ValidationError("give the command after --") }

@@ -33,6 +33,9 @@ package enum GitVaultFile {
         let missing = lines.filter { !present.contains($0) }
         if !missing.isEmpty {
             let text = existing + (existing.isEmpty || existing.hasSuffix("\n") ? "" : "\n") + missing.joined(separator: "\n") + "\n"
+            // Foundation's atomic write on purpose, not the vault's (VaultFile: 0600, fsync of the directory): these are
+            // git's own files (.gitattributes, .gitignore, info/attributes), shared and committed, with the mode git
+            // and the user's umask give them; nothing in them is secret, and git re-creates nothing from them.
             try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
         }
         return missing

@@ -1,0 +1,76 @@
+/// What a merge did, seen from the document merged into ("ours"): names as they are after the merge.
+public struct MergeReport: Sendable, Equatable {
+    /// Entries that ours did not have.
+    public var added: [String] = []
+    /// Entries of ours that the other side changed later.
+    public var updated: [String] = []
+    /// Entries of ours that the other side deleted after their last change.
+    public var deleted: [String] = []
+    /// Entries ours had deleted that the other side changed after the deletion.
+    public var resurrected: [String] = []
+    /// Entries changed on both sides: the later change won, the other is in the entry's history marked `conflict`.
+    public var conflicts: [String] = []
+    /// Entries whose version in ours lost to a later, concurrent one of the other side: ours's change is in the
+    /// entry's history, marked `conflict`, as version ``LostEdit/version`` (`vault history NAME` numbers it so).
+    public var lostEdits: [LostEdit] = []
+    /// Entries renamed because two ids ended up with one name: (the name they had, the name they have now).
+    public var renamed: [Renamed] = []
+    /// Entries deleted on one side after the other side changed them (concurrently): the deletion won, and the
+    /// change is kept with it (``VaultDocument/deleted``; `vault restore --deleted NAME` brings it back).
+    public var keptDeleted: [String] = []
+    /// Replicas whose clock is more than ``VaultDocument/maximumClockLead`` ahead of now: their entries are kept,
+    /// their clock is not adopted for this replica's next changes.
+    public var replicasAhead: [ReplicaID] = []
+    /// Whether the vault was written: the entries above, or only what a person does not see (tombstones, replica
+    /// clocks, histories, a merge's name suffix dropped). A dry run writes nothing.
+    public var written = false
+    /// Whether the other copy lacks something of the result (an entry, a version, a deletion, a clock): a sync
+    /// sends the result back only then.
+    public var otherLacks = false
+
+    public struct Renamed: Sendable, Equatable {
+        public let from: String
+        public let to: String
+
+        public init(from: String, to: String) {
+            self.from = from
+            self.to = to
+        }
+    }
+
+    /// An entry whose change in ours lost to a later one (``lostEdits``).
+    public struct LostEdit: Sendable, Equatable {
+        /// The entry's name after the merge.
+        public let name: String
+        /// The replica whose change won, and its name (``ReplicaName``) when it has one.
+        public let winner: ReplicaID
+        public let winnerName: String?
+        /// The replica that made ours's change (the one that lost).
+        public let loser: ReplicaID
+        /// Ours's change's number in the entry's history after the merge (1 the newest earlier version).
+        public let version: Int
+
+        public init(name: String, winner: ReplicaID, winnerName: String?, loser: ReplicaID, version: Int) {
+            self.name = name
+            self.winner = winner
+            self.winnerName = winnerName
+            self.loser = loser
+            self.version = version
+        }
+
+        /// The winner for a person: its name, else `replica <id>`.
+        public var winnerDescription: String { winnerName ?? "replica \(winner)" }
+    }
+
+    public init() {}
+
+    /// Whether the merge deletes many of ours's `count` entries at once: more than 10, and more than a tenth of them
+    /// (what a merge or sync does only when asked: ``VaultError/massDeletion(path:names:)``).
+    public func isMassDeletion(outOf count: Int) -> Bool { deleted.count > 10 && deleted.count * 10 > count }
+
+    /// Whether the merge changed nothing of ours.
+    public var isEmpty: Bool {
+        added.isEmpty && updated.isEmpty && deleted.isEmpty && resurrected.isEmpty && conflicts.isEmpty && renamed.isEmpty
+            && keptDeleted.isEmpty
+    }
+}

@@ -150,12 +150,13 @@ public final class AgentClient: Sendable {
 
     // MARK: Requests
 
-    /// Sends `request` and returns the agent's answer when it is a success.
+    /// Sends `request` and returns the agent's answer when it is a success: ``AgentError/locked(path:)`` when the
+    /// vault is not held there, and the agent's failure as the error it is.
     ///
     /// The wait for the answer is bounded: 2 s for a probe and a status (an agent that answers nothing, e.g.
     /// stopped, must not hold a command up), 120 s where Argon2id runs (unlock, passwd), 30 s otherwise (a write
     /// may wait for another writer's lock).
-    func request(_ request: AgentRequest, timeoutSeconds: Int? = nil) throws -> AgentWire.Message {
+    func request(_ request: AgentRequest, timeoutSeconds: Int? = nil) throws -> AgentResponse {
         // The agent knows a vault by its canonical path: every spelling of one file (`./v.vault`, `//`, a linked
         // directory) unlocks, uses and locks the same vault. Messages keep the caller's spelling.
         let writer = try request.mappingPath(RollbackGuard.canonicalPath).encode()
@@ -165,17 +166,6 @@ public final class AgentClient: Sendable {
         case .unlock, .passwd: timeout = timeoutSeconds ?? 120
         default: timeout = timeoutSeconds ?? 30
         }
-        return try exchange(writer, path: request.path, timeoutSeconds: timeout)
-    }
-
-    /// A request on the vault at `path`.
-    func request(_ request: AgentRequest.VaultRequest, on path: String, timeoutSeconds: Int? = nil) throws -> AgentWire.Message {
-        try self.request(.vault(path: path, request), timeoutSeconds: timeoutSeconds)
-    }
-
-    /// Sends the payload `writer` (a request naming the vault at `path`, as the caller spelled it) and returns the
-    /// agent's answer when it is a success; the agent's failure as the error it is.
-    func exchange(_ writer: AgentWire.Writer, path: String?, timeoutSeconds timeout: Int) throws -> AgentWire.Message {
         let answer: AgentWire.Message = try connection.withLock { fd in
             AgentSocket.setTimeout(fd, seconds: timeout)
             try AgentWire.send(writer, on: fd)
@@ -185,23 +175,23 @@ public final class AgentClient: Sendable {
             return answer
         }
         guard answer.version == AgentWire.version else { throw AgentError.versionMismatch(agentVersion: Int(answer.version)) }
-        switch AgentStatus(rawValue: answer.kind) {
-        case .ok: return answer
+        let path = request.path
+        switch try AgentResponse(answer, answering: request.operation) {
         case .locked: throw AgentError.locked(path: path ?? "")
-        case .error:
+        case .failure(let failure):
             // The library's own error, as the local store would throw it, naming the vault as the caller did.
-            if let name = answer.string(.errorCase) {
+            if let errorCase = failure.errorCase {
                 let canonical = path.map(RollbackGuard.canonicalPath)
-                if let error = AgentErrorWire.decode(name, answer.strings(.argument), path: { $0 == canonical ? path! : $0 }) {
-                    throw error
-                }
+                if let error = AgentErrorWire.decode(errorCase.name, errorCase.arguments, path: { $0 == canonical ? path! : $0 }) { throw error }
             }
-            throw AgentError.remote(AgentFailure(
-                code: answer.string(.code) ?? "error",
-                exitCode: Int32(truncatingIfNeeded: answer.number(.exitCode) ?? 1),
-                message: answer.string(.message) ?? "the agent reported a failure", hint: answer.string(.hint)))
-        case nil: throw AgentError.protocolError("unknown status \(answer.kind)")
+            throw AgentError.remote(failure.presented)
+        case let response: return response
         }
+    }
+
+    /// A request on the vault at `path`.
+    func request(_ request: AgentRequest.VaultRequest, on path: String, timeoutSeconds: Int? = nil) throws -> AgentResponse {
+        try self.request(.vault(path: path, request), timeoutSeconds: timeoutSeconds)
     }
 
     /// What the agent holds.
@@ -221,16 +211,9 @@ public final class AgentClient: Sendable {
 
     /// What is unlocked and the time left (not an activity: it extends no timeout).
     public func status() throws -> Status {
-        let answer = try request(.status)
-        let paths = answer.strings(.path)
-        let idle = answer.numbers(.idleLeft)
-        let max = answer.numbers(.maxLeft)
-        guard paths.count == idle.count, idle.count == max.count else { throw AgentError.protocolError("a malformed status") }
-        let types = answer.strings(.identityType)
-        return Status(
-            pid: Int(answer.number(.pid) ?? 0), socketPath: answer.string(.socket) ?? socketPath,
-            vaults: paths.indices.map { Status.Vault(path: paths[$0], idleSecondsLeft: Int(idle[$0]), maxSecondsLeft: Int(max[$0])) },
-            identityTypes: types.isEmpty ? ["X25519"] : types)
+        guard case .status(var status) = try request(.status) else { throw AgentResponse.unexpected }
+        if status.socketPath.isEmpty { status.socketPath = socketPath }
+        return status
     }
 
     /// Opens the vault at `path` in the agent. `allowInsecureKDFForTesting` is the test hook of
@@ -279,13 +262,15 @@ public final class AgentClient: Sendable {
     /// Forgets the key of the vault at `path`; whether it was unlocked.
     @discardableResult
     public func lock(path: String) throws -> Bool {
-        try request(.lock(path: path)).bool(.bool)
+        guard case .existed(let existed) = try request(.lock(path: path)) else { throw AgentResponse.unexpected }
+        return existed
     }
 
     /// Forgets every key; how many there were.
     @discardableResult
     public func lockAll() throws -> Int {
-        Int(try request(.lockAll).number(.count) ?? 0)
+        guard case .count(let count) = try request(.lockAll) else { throw AgentResponse.unexpected }
+        return count
     }
 
     /// The names of the vault at `path`, sorted, or `nil` when it is not unlocked there: for shell completion,
@@ -293,7 +278,10 @@ public final class AgentClient: Sendable {
     /// vault), and the answer is awaited 2 s at most (the shell waits on it).
     public func namesWithoutActivity(at path: String) throws -> [String]? {
         do {
-            return try request(.names(withoutActivity: true), on: path, timeoutSeconds: 2).strings(.name)
+            guard case .names(let names) = try request(.names(withoutActivity: true), on: path, timeoutSeconds: 2) else {
+                throw AgentResponse.unexpected
+            }
+            return names
         } catch AgentError.locked {
             return nil
         }
@@ -302,21 +290,24 @@ public final class AgentClient: Sendable {
     /// Merges two files of a version-2 vault unlocked in the agent, whatever its path (git's merge driver): the
     /// merged file, sealed with that vault's key, and the report; `nil` when no unlocked vault has their vault id.
     public func mergeFiles(ours: [UInt8], theirs: [UInt8], labels: (String, String)) throws -> ([UInt8], MergeReport)? {
-        let answer: AgentWire.Message
+        let answer: AgentResponse
         do {
             answer = try request(.mergeFiles(ours: ours, theirs: theirs, labels: labels), timeoutSeconds: 120)
         } catch AgentError.locked {
             return nil
         }
-        guard let merged = answer.first(.value) else { throw AgentError.protocolError("a merge without its file") }
-        return (answer.payload.withUnsafeBytes { Array($0[merged]) }, try AgentWire.mergeReport(from: answer))
+        guard case .merged(let report, let merged?) = answer else { throw AgentError.protocolError("a merge without its file") }
+        return (merged, report)
     }
 
     /// What a file of a version-2 vault unlocked in the agent holds (git's textconv): lines of names, ids, times and
     /// field names, never a value; `nil` when no unlocked vault has its vault id.
     public func describeFile(_ bytes: [UInt8], label: String) throws -> [String]? {
         do {
-            return try request(.describeFile(bytes, label: label), timeoutSeconds: 60).strings(.message)
+            guard case .described(let lines) = try request(.describeFile(bytes, label: label), timeoutSeconds: 60) else {
+                throw AgentResponse.unexpected
+            }
+            return lines
         } catch AgentError.locked {
             return nil
         }

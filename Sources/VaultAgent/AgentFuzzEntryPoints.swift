@@ -3,8 +3,8 @@ import VaultCore
 /// Entry points for the libFuzzer targets in `Fuzz/` (not API: `@_spi(Fuzzing)`), as VaultCore's.
 @_spi(Fuzzing) public enum AgentFuzzEntryPoints {
     /// Reads `bytes` as the payload of a frame the agent received (what any process of the user can send it):
-    /// the message parse, every field accessor the agent and its clients use, and the batch of changes of a
-    /// write. A batch that decodes is encoded again, as a client sends it, and must decode to the same items.
+    /// the message parse, every field accessor the agent and its clients use, the typed request and a document
+    /// batch. What decodes is encoded again, as a client sends it, and must decode to the same.
     public static func decodeRequest(_ bytes: [UInt8]) {
         guard let message = try? AgentWire.Message(payload: SecureBytes(bytes)) else { return }
         // The typed request, as the agent reads it: one that decodes encodes, as a client sends it, to a payload
@@ -43,15 +43,38 @@ import VaultCore
             let again = try? AgentWire.records(from: AgentWire.Message(payload: writer.buffer.secureBytes()))
             precondition(again?.map(describe) == records.map(describe), "an entry changed on its way through the wire")
         }
-        guard let changes = try? AgentWire.changes(from: message) else { return }
-        let writer = AgentWire.Writer(kind: message.kind)
-        do {
-            try AgentWire.encode(changes, into: writer)
-            let again = try AgentWire.changes(from: AgentWire.Message(payload: writer.buffer.secureBytes()))
-            let sent = try items(of: changes), received = try items(of: again)
-            precondition(sent == received, "a batch changed on its way through the wire")
-        } catch {
-            preconditionFailure("a decoded batch did not encode and decode again: \(error)")
+        // The same bytes as an answer (what a client reads from whatever listens on the agent's path), to a request
+        // of each kind: one that decodes encodes, as the agent sends it, to a payload that decodes to the same.
+        for operation in (UInt8.min...UInt8.max).compactMap(AgentOperation.init(rawValue:)) {
+            guard let response = try? AgentResponse(message, answering: operation) else { continue }
+            do {
+                let again = try AgentResponse(AgentWire.Message(payload: response.encode().buffer.secureBytes()), answering: operation)
+                precondition(describe(response) == describe(again), "an answer changed on its way through the wire")
+            } catch {
+                preconditionFailure("a decoded answer did not encode and decode again: \(error)")
+            }
+        }
+    }
+
+    /// An answer as text (secrets and files in hex), for comparing two.
+    static func describe(_ response: AgentResponse) -> String {
+        func hex(_ bytes: [UInt8]?) -> String { bytes.map { $0.map { String($0, radix: 16) }.joined(separator: ",") } ?? "none" }
+        func attributes(_ attributes: EntryAttributes) -> String {
+            "\(attributes.created.timeIntervalSince1970) \(attributes.modified.timeIntervalSince1970) \(attributes.byteCount)"
+        }
+        switch response {
+        case .value(let value): return "value " + hex(value?.unprotectedBytes)
+        case .listing(let entries): return "listing " + entries.map { "\($0.name) " + attributes($0.attributes) }.joined(separator: "|")
+        case .entries(let entries):
+            return "entries " + entries.map { entry in
+                entry.map { hex($0.value?.unprotectedBytes) + " " + attributes($0.attributes) } ?? "absent"
+            }.joined(separator: "|")
+        case .records(let records): return "records " + (records?.map(describe).joined(separator: "|") ?? "none")
+        case .found(let records): return "found " + records.map(describe).joined(separator: "|")
+        case .merged(let report, let file): return "merged \(report) " + hex(file)
+        case .failure(let failure):
+            return "failure \(failure.presented) \(String(describing: failure.errorCase?.name)) \(failure.errorCase?.arguments ?? [])"
+        default: return "\(response)"
         }
     }
 
@@ -74,7 +97,6 @@ import VaultCore
         case let .vault(path, operation):
             let what: String
             switch operation {
-            case .write(let changes): what = "write " + (try items(of: changes)).joined(separator: "|")
             case .passwd(let passphrase): what = "passwd " + hex(passphrase)
             case .apply(let changes): what = "apply " + changes.map(describe).joined(separator: "|")
             case .merge(let merge):
@@ -106,19 +128,5 @@ import VaultCore
         "\(record.id) \(record.name) \(record.version) \(record.created) \(record.modified) \(record.modifiedBy ?? "-") \(record.conflict) "
             + record.fields.map { "\($0.name) \($0.isSecret) " + $0.value.unprotectedBytes.map { String($0, radix: 16) }.joined(separator: ",") }
                 .joined(separator: ";")
-    }
-
-    /// The batch's items as text (values in hex), in order, with its remove-everything flag.
-    static func items(of changes: SecureKeyValueStore.Changes) throws -> [String] {
-        var items = ["removes everything: \(changes.removesEverything)"]
-        try changes.forEach { item in
-            switch item {
-            case .put(let name, let value): items.append("put \(name) " + value.map { String($0, radix: 16) }.joined(separator: ","))
-            case .remove(let name): items.append("remove \(name)")
-            case .copy(let name, let source, let keepCreated): items.append("copy \(source) to \(name) keeping created: \(keepCreated)")
-            case .require(let name, let exists): items.append("require \(name) exists: \(exists)")
-            }
-        }
-        return items
     }
 }

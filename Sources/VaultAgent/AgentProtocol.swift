@@ -3,59 +3,60 @@ enum AgentOperation: UInt8 {
     /// What is unlocked, with the time left. Not an activity: it extends no idle timeout.
     case status = 1
     /// Open a vault with a passphrase and keep its key: path, passphrase, idle and max seconds, options.
-    case unlock
+    case unlock = 2
     /// Forget a vault's key: path. Answers whether it was unlocked.
-    case lock
+    case lock = 3
     /// Forget every key. Answers how many there were.
-    case lockAll
+    case lockAll = 4
     /// Whether a vault is unlocked (not an activity): path.
-    case probe
+    case probe = 5
     /// The value of an entry: path, name. Answers the value, or no value field when there is none.
-    case get
+    case get = 6
     /// Every entry's name and attributes: path.
-    case list
-    /// A batch of changes in one atomic write: path, flags (bit 0: remove everything first), then change
-    /// (``AgentChange``), name and, for a put its value, for a copy its source, repeated.
-    case write
+    case list = 7
+    /// Protocol version 4's batch of puts and removes (format version 1's terms). Retired in version 5: every write,
+    /// of any format version, is an ``apply`` (one change vocabulary); the code is not reused.
+    case retiredWrite = 8
     /// Remove one entry: path, name. Answers whether there was one.
-    case remove
+    case remove = 9
     /// Change the passphrase: path, passphrase (the new one).
-    case passwd
+    case passwd = 10
     /// Every entry's name, sorted, without attributes (`vault list`): path; with flags set, not an activity
     /// (shell completion: it extends no idle timeout).
-    case names
+    case names = 11
     /// Versions of one entry with their fields (format version 2): path, name, and `version` N or `flags` for
     /// every version (neither: the current one). Answers the entry (``AgentWire/encode(_:into:)``), or nothing
     /// when there is no such entry.
-    case records
-    /// A batch of document changes in one atomic write (format version 2): path, then the changes
-    /// (``AgentDocumentChange``).
-    case apply
+    case records = 12
+    /// A batch of document changes in one atomic write: path, then the changes (``AgentDocumentChange``). A
+    /// version-1 vault takes the changes its format can hold (``VaultChanges/documentChanges()``'s image: puts of
+    /// the password field, removes, moves, copies, requirements first) and answers others `needs_version_2`.
+    case apply = 13
     /// Several entries in one round trip: path, then `name`*. Answers per name, in order, `bool` (it exists),
     /// and for one that exists `created`, `modified`, `size` and its `value` when it has one.
-    case entries
+    case entries = 14
     /// Merge another copy of the vault (format version 2): path, `source` (how errors name it), `value` (its file's
     /// bytes: ciphertext), `flags` (1: a dry run), `code` accept-deletions, `code` keep-file. Answers the report:
     /// (`code` added/updated/deleted/resurrected/conflict, `name`)*, (`code` renamed, `source`, `name`)*, (`code`
     /// ahead, `replica`)*, and with keep-file, when the merge wrote, `value`: the file it wrote (a sync sends it
     /// without reading the file again).
-    case merge
+    case merge = 15
     /// Merge two files of an unlocked version-2 vault, found by the vault id in their headers (git's merge
     /// driver): `value` (ours), `value` (theirs), `source` twice (their names). Answers `value` (the merged file,
     /// sealed with that vault's key) and the report as for `merge`. Nothing on disk is read or written.
-    case mergeFiles
+    case mergeFiles = 16
     /// What a file of an unlocked version-2 vault holds, by the vault id in its header (git's textconv): `value`
     /// (the file), `source` (its name). Answers `message`* (lines: names, ids, times, field names; never a value).
-    case describeFile
+    case describeFile = 17
     /// The deleted entries that keep a change (format version 3): path. Answers per entry `entryID`, `name`,
     /// `created` and `replica` (when it was deleted, by whom), `modified` and `replica` (when the kept change was
     /// made, by whom) (``AgentWire/encode(_:into:)-deleted``). An older agent refuses the code.
-    case deleted
+    case deleted = 18
     /// The entries named `name…` whose non-secret fields include every (`field`, `value`) pair of the request
     /// (format version 2; the Secret Service's attribute search): path, `name` (the prefix), then (`field`,
     /// `value`)*. Answers, per entry sorted by name, its current version as ``records`` encodes it (each starting
     /// with `entryID`), non-secret fields only. An older agent refuses the code.
-    case search
+    case search = 19
 }
 
 /// The status of an answer (the second byte of a response payload).
@@ -65,19 +66,6 @@ enum AgentStatus: UInt8 {
     case error = 1
     /// The vault is not unlocked (never, expired, or locked).
     case locked = 2
-}
-
-/// One change of a batch on the wire.
-enum AgentChange: UInt8 {
-    case put = 1
-    case remove = 2
-    /// A copy of the entry in the following `source` field (its creation time: now, or the target's).
-    case copy = 3
-    /// The same, keeping the source's creation time (the first half of a move).
-    case copyKeepingCreated = 4
-    /// The batch fails unless the entry exists / does not exist (no further fields but the name).
-    case requireExists = 5
-    case requireAbsent = 6
 }
 
 /// One change of a document batch on the wire (``AgentOperation/apply``): the `change` byte, then its fields.

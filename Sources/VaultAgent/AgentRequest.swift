@@ -28,7 +28,6 @@ enum AgentRequest {
         case list
         /// Names only; `withoutActivity`: shell completion, which extends no idle timeout.
         case names(withoutActivity: Bool)
-        case write(SecureKeyValueStore.Changes)
         case remove(name: String)
         case passwd(SecureBytes)
         case records(name: String, EntryVersions)
@@ -95,7 +94,6 @@ enum AgentRequest {
             case .get: return .get
             case .list: return .list
             case .names: return .names
-            case .write: return .write
             case .remove: return .remove
             case .passwd: return .passwd
             case .records: return .records
@@ -148,6 +146,9 @@ enum AgentRequest {
         }
         func bytes(_ range: Range<Int>) -> [UInt8] { message.payload.withUnsafeBytes { Array($0[range]) } }
         switch operation {
+        case .retiredWrite:
+            // Protocol version 4's write: every write is an `apply` now, whatever the vault's format version.
+            throw AgentError.badRequest("operation \(message.kind) (version 4's write) is retired: writes are `apply`")
         case .status: self = .status
         case .lockAll: self = .lockAll
         case .lock: self = .lock(path: try text(.path))
@@ -166,7 +167,7 @@ enum AgentRequest {
             self = .mergeFiles(ours: files[0], theirs: files[1], labels: (labels[0], labels[1]))
         case .describeFile:
             self = .describeFile(bytes(try required(message.first(.value))), label: message.string(.source) ?? "file")
-        case .probe, .get, .list, .names, .write, .remove, .passwd, .records, .apply, .entries, .merge, .deleted, .search:
+        case .probe, .get, .list, .names, .remove, .passwd, .records, .apply, .entries, .merge, .deleted, .search:
             let path = try text(.path)
             let request: VaultRequest
             switch operation {
@@ -174,7 +175,6 @@ enum AgentRequest {
             case .get: request = .get(name: try text(.name))
             case .list: request = .list
             case .names: request = .names(withoutActivity: message.bool(.flags))
-            case .write: request = .write(try AgentWire.changes(from: message))
             case .remove: request = .remove(name: try text(.name))
             case .passwd: request = .passwd(try required(message.secret(.passphrase)))
             case .records:
@@ -258,7 +258,6 @@ enum AgentRequest {
                 }
             case .get(let name), .remove(let name): writer.field(.name, name)
             case .names(let withoutActivity): if withoutActivity { writer.field(.flags, true) }
-            case .write(let changes): try AgentWire.encode(changes, into: writer)
             case .passwd(let passphrase): writer.field(.passphrase, passphrase)
             case .records(let name, let which):
                 writer.field(.name, name)

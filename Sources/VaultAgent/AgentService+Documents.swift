@@ -3,31 +3,28 @@ import VaultCore
 /// The service's operations of format version 2: an entry's versions, document changes, merges of another copy,
 /// and git's merge driver and textconv on files of a vault held here (found by the vault id in their header).
 extension AgentService {
-    func performOnDocument(_ request: AgentRequest.VaultRequest, on store: any KeyValueVault, reply: AgentWire.Writer) throws {
+    func performOnDocument(_ request: AgentRequest.VaultRequest, on store: any KeyValueVault) throws -> AgentResponse {
         let document = try store.requiringFields()
         switch request {
         case .records(let name, let which):
             try store.reload()
-            if let records = try document.records(of: name, which) { AgentWire.encode(records, into: reply) }
-        case .apply(let changes):
-            try document.apply(changes)
+            return .records(try document.records(of: name, which))
         case .search(let prefix, let required):
             try store.reload()
-            for record in try document.search(prefix: prefix, required: required) { AgentWire.encode([record], into: reply) }
+            return .found(try document.search(prefix: prefix, required: required))
         case .deleted:
             try store.reload()
-            AgentWire.encode(try document.deletedEntries(), into: reply)
+            return .deleted(try document.deletedEntries())
         case .merge(let merge) where merge.keepFile:
             let (report, file) = try document.mergeKeepingFile(
                 merge.file, label: merge.label, dryRun: merge.dryRun, otherPassphrase: merge.otherPassphrase,
                 acceptDeletions: merge.acceptDeletions)
-            AgentWire.encode(report, into: reply)
-            file?.withUnsafeBytes { reply.field(.value, $0) }
+            return .merged(report, file: file)
         case .merge(let merge):
             let report = try document.merge(
                 merge.file, label: merge.label, dryRun: merge.dryRun, otherPassphrase: merge.otherPassphrase,
                 acceptDeletions: merge.acceptDeletions)
-            AgentWire.encode(report, into: reply)
+            return .merged(report, file: nil)
         default:
             throw AgentError.badRequest("not an operation on a document")
         }
@@ -56,21 +53,16 @@ extension AgentService {
     }
 
     /// git's textconv: what a file of a vault unlocked here holds, never a value.
-    func describeFile(_ bytes: [UInt8], label: String) throws -> AgentWire.Writer {
-        guard let vault = try vault(holding: bytes, label: label) else { return locked() }
-        let reply = ok()
-        for line in try vault.describeFile(bytes, label: label) { reply.field(.message, line) }
-        return reply
+    func describeFile(_ bytes: [UInt8], label: String) throws -> AgentResponse {
+        guard let vault = try vault(holding: bytes, label: label) else { return .locked }
+        return .described(try vault.describeFile(bytes, label: label))
     }
 
     /// git's merge driver: two files of a vault unlocked here (by vault id, whatever its path), merged with its key.
-    func mergeFiles(ours: [UInt8], theirs: [UInt8], labels: (String, String)) throws -> AgentWire.Writer {
-        guard let vault = try vault(holding: ours, label: labels.0) else { return locked() }
+    func mergeFiles(ours: [UInt8], theirs: [UInt8], labels: (String, String)) throws -> AgentResponse {
+        guard let vault = try vault(holding: ours, label: labels.0) else { return .locked }
         let (merged, report) = try vault.mergeFiles(
             ours: ours, theirs: theirs, labels: labels, now: configuration.wallClock.milliseconds())
-        let reply = ok()
-        merged.withUnsafeBytes { reply.field(.value, $0) }
-        AgentWire.encode(report, into: reply)
-        return reply
+        return .merged(report, file: merged)
     }
 }

@@ -46,40 +46,14 @@ final class AgentService: Sendable {
     /// gets a bare error in its terms (a status byte it cannot mistake for success, and our version) and no more.
     func answer(_ request: AgentWire.Message) -> (reply: AgentWire.Writer, endsConnection: Bool) {
         guard request.version == AgentWire.version else { return (AgentWire.Writer(kind: AgentStatus.error.rawValue), true) }
-        return (handle(request), false)
+        return (respond(to: request).encode(), false)
     }
 
-    private func handle(_ message: AgentWire.Message) -> AgentWire.Writer {
+    /// The typed answer to the frame `message`: the wire is read here once, into a typed request (AgentRequest),
+    /// and written once, from a typed response (AgentResponse); nothing below picks or writes fields.
+    func respond(to message: AgentWire.Message) -> AgentResponse {
         do {
-            // The wire's fields are read here once, into a typed request (AgentRequest); nothing below picks fields.
-            switch try AgentRequest(message) {
-            case .status: return status()
-            case .unlock(let path, let unlock): return try self.unlock(path, unlock)
-            case .lock(let path):
-                let reply = ok()
-                reply.field(.bool, ring.lock(path))
-                return reply
-            case .lockAll:
-                let reply = ok()
-                reply.field(.count, UInt64(ring.lockAll()))
-                return reply
-            case .mergeFiles(let ours, let theirs, let labels): return try mergeFiles(ours: ours, theirs: theirs, labels: labels)
-            case .describeFile(let bytes, let label): return try describeFile(bytes, label: label)
-            case .vault(let path, let request):
-                // Every answer about a vault says whether it is held here: `locked` when not, so a client needs no
-                // probe before its request.
-                guard let store = ring.vault(at: path, touch: request.isActivity) else { return locked() }
-                do {
-                    return try perform(request, on: store)
-                } catch VaultError.keyChanged {
-                    // The passphrase changed elsewhere: the key held here is retired, so the vault is locked
-                    // and the client asks for the new passphrase as for any locked vault.
-                    _ = ring.lock(path, reason: "re-keyed elsewhere, locked")
-                    return locked()
-                }
-            }
-        } catch VaultError.notOpen {
-            return locked()
+            return try respond(to: try AgentRequest(message))
         } catch AgentError.protocolError(let what) {
             // Here, what breaks the protocol is the request (the decoders say "protocol" on both sides).
             return failure(AgentError.badRequest(what))
@@ -88,8 +62,37 @@ final class AgentService: Sendable {
         }
     }
 
-    private func perform(_ request: AgentRequest.VaultRequest, on store: any KeyValueVault) throws -> AgentWire.Writer {
-        let reply = ok()
+    /// The answer to `request`.
+    func respond(to request: AgentRequest) throws -> AgentResponse {
+        do {
+            switch request {
+            case .status: return .status(status())
+            case .unlock(let path, let unlock):
+                try self.unlock(path, unlock)
+                return .done
+            case .lock(let path): return .existed(ring.lock(path))
+            case .lockAll: return .count(ring.lockAll())
+            case .mergeFiles(let ours, let theirs, let labels): return try mergeFiles(ours: ours, theirs: theirs, labels: labels)
+            case .describeFile(let bytes, let label): return try describeFile(bytes, label: label)
+            case .vault(let path, let request):
+                // Every answer about a vault says whether it is held here: `locked` when not, so a client needs no
+                // probe before its request.
+                guard let store = ring.vault(at: path, touch: request.isActivity) else { return .locked }
+                do {
+                    return try perform(request, on: store)
+                } catch VaultError.keyChanged {
+                    // The passphrase changed elsewhere: the key held here is retired, so the vault is locked
+                    // and the client asks for the new passphrase as for any locked vault.
+                    _ = ring.lock(path, reason: "re-keyed elsewhere, locked")
+                    return .locked
+                }
+            }
+        } catch VaultError.notOpen {
+            return .locked
+        }
+    }
+
+    private func perform(_ request: AgentRequest.VaultRequest, on store: any KeyValueVault) throws -> AgentResponse {
         switch request {
         case .probe:
             // A passphrase change elsewhere retired the key held here (keyChanged: locked now, so the client takes
@@ -97,51 +100,34 @@ final class AgentService: Sendable {
             do { try store.reload() } catch let error as VaultError {
                 if case .keyChanged = error { throw error }
             } catch {}
+            return .done
         case .get(let name):
             try store.reload()
-            if let value = try store.getBytes(name) { reply.field(.value, value) }
+            return .value(try store.getBytes(name))
         case .list:
             try store.reload()
-            let names = try store.keys()
-            reply.reserve(names.reduce(0) { $0 + AgentWire.Writer.fieldSize($1.utf8.count) + 3 * AgentWire.Writer.fieldSize(8) })
-            for name in names {
-                guard let attributes = try store.attributes(forKey: name) else { continue }
-                reply.field(.name, name)
-                Self.encode(attributes, into: reply)
-            }
+            return .listing(try store.listing())
         case .names:
             try store.reload()
-            let names = try store.keys()
-            reply.reserve(names.reduce(0) { $0 + AgentWire.Writer.fieldSize($1.utf8.count) })
-            for name in names { reply.field(.name, name) }
-        case .write(let changes):
-            try store.write(changes)
+            return .names(try store.keys())
+        case .apply(let changes):
+            // Every format version: a version-1 vault takes the changes its format can hold.
+            try store.apply(changes)
+            return .done
         case .remove(let name):
-            reply.field(.bool, try store.remove(name))
+            return .existed(try store.remove(name))
         case .passwd(let passphrase):
             try store.changePassphrase(to: passphrase, parameters: nil)
+            return .done
         case .entries(let names):
             try store.reload()
-            for entry in try store.entries(names) {
-                reply.field(.bool, entry != nil)
-                guard let (value, attributes) = entry else { continue }
-                Self.encode(attributes, into: reply)
-                if let value { reply.field(.value, value) }
-            }
-        case .records, .apply, .merge, .deleted, .search:
-            try performOnDocument(request, on: store, reply: reply)
+            return .entries(try store.entries(names))
+        case .records, .merge, .deleted, .search:
+            return try performOnDocument(request, on: store)
         }
-        return reply
     }
 
-    /// An entry's `created`, `modified` (milliseconds since 1970) and `size`.
-    private static func encode(_ attributes: SecureKeyValueStore.EntryAttributes, into reply: AgentWire.Writer) {
-        reply.field(.created, Int64((attributes.created.timeIntervalSince1970 * 1000).rounded()))
-        reply.field(.modified, Int64((attributes.modified.timeIntervalSince1970 * 1000).rounded()))
-        reply.field(.size, UInt64(attributes.byteCount))
-    }
-
-    private func unlock(_ path: String, _ request: AgentRequest.Unlock) throws -> AgentWire.Writer {
+    private func unlock(_ path: String, _ request: AgentRequest.Unlock) throws {
         let idleSeconds = request.idleSeconds, maxSeconds = request.maxSeconds
         guard (1...Self.longestTimeoutSeconds).contains(idleSeconds), (1...Self.longestTimeoutSeconds).contains(maxSeconds) else {
             throw AgentError.badRequest("idle and max must be 1 second to 366 days")
@@ -186,44 +172,22 @@ final class AgentService: Sendable {
         if !kept.isEmpty { (store as? DocumentVault)?.setOtherKey(VaultRecipientStanza.followingKey(kept)) }
         ring.hold(store, at: path, idleSeconds: idle, maxSeconds: max)
         log("unlocked \(path) (idle \(Int(idle)) s, max \(Int(max)) s)")
-        return ok()
     }
 
-    private func status() -> AgentWire.Writer {
-        let reply = ok()
-        reply.field(.pid, UInt64(getpid()))
-        reply.field(.socket, configuration.socketPath)
-        // The identities it can keep (`vault unlock --identity`), by age stanza type: `mlkem768x25519` only when
-        // it runs from vault-net (VaultAgePQ installed).
-        for type in AgeKeys.identityStanzaTypes { reply.field(.identityType, type) }
-        for vault in ring.status() {
-            reply.field(.path, vault.path)
-            reply.field(.idleLeft, vault.idleSecondsLeft)
-            reply.field(.maxLeft, vault.maxSecondsLeft)
-        }
-        return reply
+    private func status() -> AgentClient.Status {
+        AgentClient.Status(
+            pid: Int(getpid()), socketPath: configuration.socketPath,
+            vaults: ring.status().map { .init(path: $0.path, idleSecondsLeft: Int($0.idleSecondsLeft), maxSecondsLeft: Int($0.maxSecondsLeft)) },
+            // The identities it can keep (`vault unlock --identity`), by age stanza type: `mlkem768x25519` only when
+            // it runs from vault-net (VaultAgePQ installed).
+            identityTypes: AgeKeys.identityStanzaTypes)
     }
-
-    // MARK: Answers
-
-    func ok() -> AgentWire.Writer { AgentWire.Writer(kind: AgentStatus.ok.rawValue) }
-
-    func locked() -> AgentWire.Writer { AgentWire.Writer(kind: AgentStatus.locked.rawValue) }
 
     /// An error answer: the presentation (`code`, `exit_code`, `message`, `hint`) and, for the library's own
     /// errors, the ``VaultError`` case and its arguments (``AgentErrorWire``).
-    private func failure(_ error: any Error) -> AgentWire.Writer {
-        let presented = configuration.present(error)
-        let reply = AgentWire.Writer(kind: AgentStatus.error.rawValue)
-        reply.field(.code, presented.code)
-        reply.field(.exitCode, UInt64(UInt32(bitPattern: presented.exitCode)))
-        reply.field(.message, presented.message)
-        if let hint = presented.hint { reply.field(.hint, hint) }
-        if let error = error as? VaultError {
-            let (name, arguments) = AgentErrorWire.encode(error)
-            reply.field(.errorCase, name)
-            for argument in arguments { reply.field(.argument, argument) }
-        }
-        return reply
+    private func failure(_ error: any Error) -> AgentResponse {
+        .failure(AgentResponse.Failure(
+            presented: configuration.present(error),
+            errorCase: (error as? VaultError).map { AgentErrorWire.encode($0) }))
     }
 }

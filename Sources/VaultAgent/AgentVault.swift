@@ -18,7 +18,10 @@ public final class AgentVault: KeyValueVault {
     }
 
     public func getBytes(_ key: String) throws -> SecureBytes? {
-        try client.request(.get(name: key), on: path, timeoutSeconds: getTimeoutSeconds).secret(.value)
+        guard case .value(let value) = try client.request(.get(name: key), on: path, timeoutSeconds: getTimeoutSeconds) else {
+            throw AgentResponse.unexpected
+        }
+        return value
     }
 
     public func contains(_ key: String) throws -> Bool {
@@ -26,88 +29,62 @@ public final class AgentVault: KeyValueVault {
     }
 
     public func keys() throws -> [String] {
-        try client.request(.names(withoutActivity: false), on: path).strings(.name)
+        guard case .names(let names) = try client.request(.names(withoutActivity: false), on: path) else { throw AgentResponse.unexpected }
+        return names
     }
 
-    public func attributes(forKey key: String) throws -> SecureKeyValueStore.EntryAttributes? {
+    public func attributes(forKey key: String) throws -> EntryAttributes? {
         try entries([key])[0]?.attributes
     }
 
     /// Several entries in one request (not a listing of the whole vault, as `contains` and `attributes` were).
-    public func entries(_ keys: [String]) throws -> [(value: SecureBytes?, attributes: SecureKeyValueStore.EntryAttributes)?] {
-        let answer = try client.request(.entries(names: keys), on: path)
-        func date(_ milliseconds: UInt64) -> Date { Date(timeIntervalSince1970: Double(Int64(bitPattern: milliseconds)) / 1000) }
-        var out: [(value: SecureBytes?, attributes: SecureKeyValueStore.EntryAttributes)?] = []
-        var current: (created: UInt64?, modified: UInt64?, size: UInt64?, value: SecureBytes?)?
-        func finish() throws {
-            guard let entry = current else { return }
-            guard let created = entry.created, let modified = entry.modified, let size = entry.size, size <= UInt64(Int.max) else {
-                throw AgentError.protocolError("a malformed entry")
-            }
-            out.append((entry.value, SecureKeyValueStore.EntryAttributes(created: date(created), modified: date(modified), byteCount: Int(size))))
-            current = nil
-        }
-        for field in answer.fields {
-            switch AgentWire.Tag(rawValue: field.tag) {
-            case .bool:
-                try finish()
-                if answer.bool(field.range) { current = (nil, nil, nil, nil) } else { out.append(nil) }
-            case .created: current?.created = answer.number(field.range)
-            case .modified: current?.modified = answer.number(field.range)
-            case .size: current?.size = answer.number(field.range)
-            case .value: current?.value = answer.secret(field.range)
-            default: break
-            }
-        }
-        try finish()
-        guard out.count == keys.count else { throw AgentError.protocolError("an answer for \(out.count) entries, not \(keys.count)") }
-        return out
+    public func entries(_ keys: [String]) throws -> [(value: SecureBytes?, attributes: EntryAttributes)?] {
+        guard case .entries(let entries) = try client.request(.entries(names: keys), on: path) else { throw AgentResponse.unexpected }
+        guard entries.count == keys.count else { throw AgentError.protocolError("an answer for \(entries.count) entries, not \(keys.count)") }
+        return entries
     }
 
     /// Every entry's name and attributes, sorted by name, in one request.
-    public func listing() throws -> [(name: String, attributes: SecureKeyValueStore.EntryAttributes)] {
-        let answer = try client.request(.list, on: path)
-        let names = answer.strings(.name)
-        let created = answer.numbers(.created)
-        let modified = answer.numbers(.modified)
-        let sizes = answer.numbers(.size)
-        guard [created.count, modified.count, sizes.count].allSatisfy({ $0 == names.count }) else {
-            throw AgentError.protocolError("a malformed list")
-        }
-        func date(_ milliseconds: UInt64) -> Date { Date(timeIntervalSince1970: Double(Int64(bitPattern: milliseconds)) / 1000) }
-        return names.indices.map {
-            (names[$0], SecureKeyValueStore.EntryAttributes(
-                created: date(created[$0]), modified: date(modified[$0]), byteCount: Int(sizes[$0])))
-        }
+    public func listing() throws -> [(name: String, attributes: EntryAttributes)] {
+        guard case .listing(let listing) = try client.request(.list, on: path) else { throw AgentResponse.unexpected }
+        return listing
     }
 
-    public func write(_ changes: SecureKeyValueStore.Changes) throws {
-        _ = try client.request(.write(changes), on: path)
+    /// The batch in the document's terms (``VaultChanges/documentChanges()``), as one `apply`: the agent's one write.
+    public func write(_ changes: VaultChanges) throws {
+        try apply(changes.documentChanges())
     }
 
     /// The versions of entry `name` (format version 2), in one request; the agent answers a version-1 vault with
     /// ``VaultError/needsVersion2(path:)``.
     public func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]? {
-        let answer = try client.request(.records(name: name, which), on: path)
-        return try AgentWire.records(from: answer)
+        guard case .records(let records) = try client.request(.records(name: name, which), on: path) else { throw AgentResponse.unexpected }
+        return records
     }
 
     public func search(prefix: String, required: [(field: String, value: [UInt8])]) throws -> [EntryRecord] {
-        try AgentWire.searchResults(from: try client.request(.search(prefix: prefix, required: required), on: path))
+        guard case .found(let found) = try client.request(.search(prefix: prefix, required: required), on: path) else {
+            throw AgentResponse.unexpected
+        }
+        return found
     }
 
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
-        let answer = try client.request(.merge(AgentRequest.Merge(
-            label: label, file: other, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions)), on: path)
-        return try AgentWire.mergeReport(from: answer)
+        try mergeKeepingFile(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions, keepFile: false).report
     }
 
     /// The merge and the file the agent wrote, in one request (an agent that does not send the file: `nil`).
     public func mergeKeepingFile(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> (report: MergeReport, file: [UInt8]?) {
-        let answer = try client.request(.merge(AgentRequest.Merge(
-            label: label, file: other, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions, keepFile: true)), on: path)
-        let file = answer.first(.value).map { range in answer.payload.withUnsafeBytes { Array($0[range]) } }
-        return (try AgentWire.mergeReport(from: answer), file)
+        try mergeKeepingFile(other, label: label, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions, keepFile: true)
+    }
+
+    private func mergeKeepingFile(
+        _ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool, keepFile: Bool
+    ) throws -> (report: MergeReport, file: [UInt8]?) {
+        let merge = AgentRequest.Merge(
+            label: label, file: other, dryRun: dryRun, otherPassphrase: otherPassphrase, acceptDeletions: acceptDeletions, keepFile: keepFile)
+        guard case .merged(let report, let file) = try client.request(.merge(merge), on: path) else { throw AgentResponse.unexpected }
+        return (report, file)
     }
 
     public func apply(_ changes: [DocumentChange]) throws {
@@ -115,12 +92,14 @@ public final class AgentVault: KeyValueVault {
     }
 
     public func deletedEntries() throws -> [VaultDocument.DeletedEntry] {
-        try AgentWire.deletedEntries(from: try client.request(.deleted, on: path))
+        guard case .deleted(let entries) = try client.request(.deleted, on: path) else { throw AgentResponse.unexpected }
+        return entries
     }
 
     @discardableResult
     public func remove(_ key: String) throws -> Bool {
-        try client.request(.remove(name: key), on: path).bool(.bool)
+        guard case .existed(let existed) = try client.request(.remove(name: key), on: path) else { throw AgentResponse.unexpected }
+        return existed
     }
 
     public func changePassphrase(to newPassphrase: SecureBytes, parameters: Argon2id.Parameters?) throws {

@@ -46,7 +46,8 @@ public protocol KeyValueVault: AnyObject, Sendable {
     /// The current versions, non-secret fields only, of the entries named `prefix…` whose non-secret fields
     /// include every one of `required` (``VaultDocument/search(prefix:required:)``): one request through the agent.
     func search(prefix: String, required: [(field: String, value: [UInt8])]) throws -> [EntryRecord]
-    /// Applies `changes` (fields, restores, …) in one atomic, durable write (``VaultDocument/apply(_:replica:clock:)``).
+    /// Applies `changes` (fields, restores, …) in one atomic, durable write (``VaultDocument/apply(_:replica:clock:)``);
+    /// a version-1 vault takes those its format can hold (puts of the password field, removes, moves, copies).
     func apply(_ changes: [DocumentChange]) throws
     /// Merges another copy of this vault, the bytes of its file (`label` names it in errors), into this one
     /// (``DocumentStore/merge(_:label:dryRun:otherPassphrase:attempts:)``); with `dryRun` nothing is
@@ -204,7 +205,9 @@ extension FormatOneStore: KeyValueVault {
     public func search(prefix: String, required: [(field: String, value: [UInt8])]) throws -> [EntryRecord] {
         throw VaultError.needsVersion2(path: path)
     }
-    public func apply(_ changes: [DocumentChange]) throws { throw VaultError.needsVersion2(path: path) }
+    /// The changes a version-1 vault can hold (``VaultChanges/init(formatOne:path:)``: its puts, removes, moves and
+    /// copies in the document's terms), in one write; any other throws ``VaultError/needsVersion2(path:)``.
+    public func apply(_ changes: [DocumentChange]) throws { try write(VaultChanges(formatOne: changes, path: path)) }
     public func merge(_ other: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes?, acceptDeletions: Bool) throws -> MergeReport {
         throw VaultError.needsVersion2(path: path)
     }

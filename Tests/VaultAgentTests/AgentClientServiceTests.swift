@@ -69,11 +69,12 @@ import VaultCore
     @Test func anyOtherFailureArrivesAsTheAgentPresentsIt() throws {
         let agent = try InProcessAgent(fixture)
         let client = try agent.client()
-        let refused = AgentFailure(code: "error", exitCode: 1, message: "the agent refused the request: a request without a required field")
-        // An unlock without its key (which a typed request cannot spell): a frame by hand.
-        let frame = AgentWire.Writer(kind: AgentOperation.unlock.rawValue)
-        frame.field(.path, fixture.directory.file("test.vault"))
-        #expect(throws: AgentError.remote(refused)) { try client.exchange(frame, path: nil, timeoutSeconds: 30) }
+        let path = try fixture.makeVault(entries: [("k", "v")])
+        let refused = AgentFailure(code: "error", exitCode: 1, message: "the agent refused the request: idle and max must be 1 second to 366 days")
+        // An unlock whose terms the agent refuses: not one of the library's errors, so it arrives as presented.
+        #expect(throws: AgentError.remote(refused)) {
+            try client.unlock(path: path, passphrase: SecureBytes(string: AgentFixture.passphrase), idleSeconds: 0, maxSeconds: 60, allowInsecureKDFForTesting: true)
+        }
     }
 
     @Test func anEmptyInProcessAgentEndsAfterItsQuietTimeOnItsClock() throws {

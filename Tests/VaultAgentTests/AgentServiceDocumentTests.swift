@@ -43,7 +43,7 @@ import VaultCore
         let path = try unlockedDocument()
         var batch = SecureKeyValueStore.Changes()
         try batch.put(SecureBytes(string: "second"), forKey: "k")
-        #expect(status(try fixture.ask(.write, path: path) { try! AgentWire.encode(batch, into: $0) }) == .ok)
+        #expect(status(try fixture.ask(.apply, path: path) { AgentWire.encode(try! batch.documentChanges(), into: $0) }) == .ok)
 
         let current = try #require(try AgentWire.records(from: fixture.ask(.records, path: path) { $0.field(.name, "k") }))
         #expect(current.map(\.version) == [0])
@@ -112,7 +112,11 @@ import VaultCore
         try #require(status(try fixture.unlock(path)) == .ok)
         let needs = ErrorAnswer.vault(.needsVersion2(path: path))
         #expect(ErrorAnswer(try fixture.ask(.records, path: path) { $0.field(.name, "k") }) == needs)
-        #expect(ErrorAnswer(try fixture.ask(.apply, path: path) { AgentWire.encode([.deleteAll], into: $0) }) == needs)
+        // A change of fields or versions (a version-1 vault takes only what its format holds: AgentServiceTests).
+        let field: [DocumentChange] = [.setField(entry: "k", field: "user", value: SecureBytes(string: "alice"), secret: false)]
+        #expect(ErrorAnswer(try fixture.ask(.apply, path: path) { AgentWire.encode(field, into: $0) }) == needs)
+        #expect(ErrorAnswer(try fixture.ask(.apply, path: path) { AgentWire.encode([.restore(entry: "k", version: 1)], into: $0) }) == needs)
+        #expect(try fixture.get(path, "k") == "v")
         let merge = try fixture.ask(.merge, path: path) { writer in
             writer.field(.source, "other")
             try! bytes(path).withUnsafeBytes { writer.field(.value, $0) }

@@ -192,25 +192,37 @@ import Glibc
         #expect(try idleLeft() == [60])
     }
 
-    @Test func writeAppliesABatchAtOnceOrNothing() throws {
+    /// Version 5's one write, `apply`, on a version-1 vault: a batch of its own terms (puts, removes, copies,
+    /// requirements) as document changes, at once or not at all; a change it cannot hold writes nothing.
+    @Test func applyWritesAVersionOneBatchAtOnceOrNothing() throws {
         let path = try unlocked()
+        func apply(_ changes: [DocumentChange]) throws -> AgentWire.Message {
+            try fixture.ask(.apply, path: path) { AgentWire.encode(changes, into: $0) }
+        }
         var batch = SecureKeyValueStore.Changes()
         try batch.put(SecureBytes(string: "new"), forKey: "n")
         batch.remove("other")
         try batch.copy("k", to: "copy", keepCreated: false)
-        let written = try fixture.ask(.write, path: path) { try! AgentWire.encode(batch, into: $0) }
-        #expect(status(written) == .ok)
+        #expect(status(try apply(try batch.documentChanges())) == .ok)
         #expect(try fixture.ask(.names, path: path).strings(.name) == ["copy", "k", "n"])
+        #expect(try fixture.get(path, "copy") == "v" && fixture.get(path, "n") == "new")
 
         var refused = SecureKeyValueStore.Changes()
         try refused.put(SecureBytes(string: "lost"), forKey: "lost")
         refused.require("k", exists: false)
-        let answer = try fixture.ask(.write, path: path) { try! AgentWire.encode(refused, into: $0) }
-        #expect(ErrorAnswer(answer) == .vault(.entryExists(key: "k", path: path)))
+        #expect(ErrorAnswer(try apply(try refused.documentChanges())) == .vault(.entryExists(key: "k", path: path)))
         #expect(try fixture.get(path, "lost") == nil)
 
-        let orphan = try fixture.ask(.write, path: path) { writer in writer.field(.value, "v") }
-        #expect(ErrorAnswer(orphan) == .badRequest("a value without a put"))
+        // A field other than the password, a restore: not a version-1 vault's; the batch writes nothing.
+        let fields: [DocumentChange] = [
+            .setField(entry: "lost", field: "password", value: SecureBytes(string: "lost")),
+            .setField(entry: "lost", field: "username", value: SecureBytes(string: "alice"), secret: false)]
+        #expect(ErrorAnswer(try apply(fields)) == .vault(.needsVersion2(path: path)))
+        #expect(ErrorAnswer(try apply([.restore(entry: "k", version: 1)])) == .vault(.needsVersion2(path: path)))
+        // A requirement after a change: version 1 checks requirements before any change, so it cannot say it.
+        let late: [DocumentChange] = [.delete(entry: "k", ifPresent: true), .require(entry: "k", exists: false)]
+        #expect(ErrorAnswer(try apply(late)) == .vault(.needsVersion2(path: path)))
+        #expect(try fixture.get(path, "lost") == nil && fixture.get(path, "k") == "v")
     }
 
     @Test func removeSaysWhetherThereWasAnEntry() throws {
@@ -259,11 +271,9 @@ import Glibc
         configuration.present = { error in AgentFailure(code: "presented", exitCode: 7, message: "said \(error)", hint: "do this") }
         let service = AgentService(ring: fixture.ring, configuration: configuration)
         let path = try unlocked()
-        var refused = SecureKeyValueStore.Changes()
-        refused.require("k", exists: false)
-        let request = AgentWire.Writer(kind: AgentOperation.write.rawValue)
+        let request = AgentWire.Writer(kind: AgentOperation.apply.rawValue)
         request.field(.path, path)
-        try AgentWire.encode(refused, into: request)
+        AgentWire.encode([.require(entry: "k", exists: false)], into: request)
         let answer = try AgentWire.Message(payload: service.answer(try AgentWire.Message(payload: request.buffer.secureBytes())).reply.buffer.secureBytes())
         let error = VaultError.entryExists(key: "k", path: path)
         #expect(ErrorAnswer(answer) == ErrorAnswer(
@@ -272,10 +282,8 @@ import Glibc
 
     @Test func theLogNamesPathsAndTimeoutsNeverASecret() throws {
         let path = try unlocked()
-        _ = try fixture.ask(.write, path: path) { writer in
-            var batch = SecureKeyValueStore.Changes()
-            try! batch.put(SecureBytes(string: "VALUE-CANARY"), forKey: "n")
-            try! AgentWire.encode(batch, into: writer)
+        _ = try fixture.ask(.apply, path: path) { writer in
+            AgentWire.encode([.setField(entry: "n", field: "password", value: SecureBytes(string: "VALUE-CANARY"))], into: writer)
         }
         _ = try fixture.ask(.passwd, path: path) { $0.field(.passphrase, "PASSPHRASE-CANARY") }
         _ = try fixture.unlock(path, passphrase: "WRONG-CANARY")

@@ -10,7 +10,7 @@ import Testing
     static let rawClient = #"""
         import json, socket, struct, sys
         def frame(kind, fields):
-            payload = bytes([4, kind]) + b"".join(bytes([t]) + struct.pack(">I", len(v)) + v for t, v in fields)
+            payload = bytes([5, kind]) + b"".join(bytes([t]) + struct.pack(">I", len(v)) + v for t, v in fields)  # protocol version 5
             return struct.pack(">I", len(payload)) + payload
         def read(s, n):
             data = b""
@@ -240,7 +240,7 @@ import Testing
             held = []
             for i in range(4):
                 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-                s.sendall(struct.pack(">I", 256 << 20) + bytes([4, 6]) + b"\\x01" * 1000)
+                s.sendall(struct.pack(">I", 256 << 20) + bytes([5, 6]) + b"\\x01" * 1000)
                 held.append(s)
             print("sent", flush=True)
             time.sleep(60)

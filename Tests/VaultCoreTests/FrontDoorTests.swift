@@ -46,8 +46,16 @@ struct FrontDoorTests {
         #expect(try store.inspect().formatVersion == 1)
         #expect(throws: VaultError.needsVersion2(path: path)) { try store.requireFields() }
         #expect(throws: VaultError.needsVersion2(path: path)) { try store.record(of: "k") }
-        #expect(throws: VaultError.needsVersion2(path: path)) { try store.apply([.deleteAll]) }
+        #expect(throws: VaultError.needsVersion2(path: path)) {
+            try store.apply([.setField(entry: "k", field: "username", value: SecureBytes(string: "alice"), secret: false)])
+        }
         #expect(throws: VaultError.needsVersion2(path: path)) { try store.deletedEntries() }
+        #expect(try store.getString("k") == "v")
+        // What version 1 can hold, in the document's terms (the agent's one write): the password is the value.
+        try store.apply([.setField(entry: "n", field: "password", value: SecureBytes(string: "new")), .rename(from: "k", to: "m", replacing: true)])
+        #expect(try store.keys() == ["m", "n"] && store.getString("m") == "v" && store.getString("n") == "new")
+        try store.apply([.deleteAll])
+        #expect(try store.keys().isEmpty && store.inspect().formatVersion == 1)
     }
 
     @Test func itOpensAVersionTwoVaultAndAClosedStoreIsNotOpen() throws {

@@ -160,40 +160,8 @@ public final class DocumentVault: KeyValueVault, Sendable {
 
     public func write(_ changes: SecureKeyValueStore.Changes) throws {
         renewReplicaIfAhead()
-        try store.update(Self.documentChanges(changes))
+        try store.update(changes.documentChanges())
         recordWrite()
-    }
-
-    /// `changes` in the document's terms (see the type's description).
-    static func documentChanges(_ changes: SecureKeyValueStore.Changes) throws -> [DocumentChange] {
-        var items: [SecureKeyValueStore.Changes.Item] = []
-        var values: [SecureBytes?] = []
-        try changes.forEach { item in
-            items.append(item)
-            if case .put(_, let value) = item { values.append(SecureBytes(value)) } else { values.append(nil) }
-        }
-        var out: [DocumentChange] = changes.removesEverything ? [.deleteAll] : []
-        var index = 0
-        while index < items.count {
-            switch items[index] {
-            case .require(let name, let exists):
-                out.append(.require(entry: name, exists: exists))
-            case .put(let name, _):
-                out.append(.setField(entry: name, field: "password", value: values[index]!))
-            case .remove(let name):
-                out.append(.delete(entry: name, ifPresent: true))  // version 1: removing a missing name does nothing
-            case .copy(let name, let source, let keepCreated):
-                // Version 1 replaces an existing target (`mv -f`, `cp -f`; the caller requires it free otherwise).
-                if keepCreated, index + 1 < items.count, case .remove(source) = items[index + 1] {
-                    out.append(.rename(from: source, to: name, replacing: true))  // a move: the entry keeps its id
-                    index += 1
-                } else {
-                    out.append(.copy(from: source, to: name, replacing: true))
-                }
-            }
-            index += 1
-        }
-        return out
     }
 
     public func records(of name: String, _ which: EntryVersions) throws -> [EntryRecord]? {

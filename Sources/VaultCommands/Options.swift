@@ -111,8 +111,9 @@ package struct VaultOptions: ParsableArguments {
     }
 
     /// Who runs `vault`, named in its passphrase prompt when it is not the user at a shell (the credential helpers
-    /// set it: under git, a bare "Passphrase:" where git asks for a password got the git token typed into it).
-    nonisolated(unsafe) package static var caller: String?
+    /// set it on their options: under git, a bare "Passphrase:" where git asks for a password got the git token
+    /// typed into it). Not an option: a property with a default, which the parser leaves as it is.
+    package var caller: String? = nil
 
     /// `Vault passphrase for ~/.local/share/vault/default.vault (git credential helper): `: which secret, for
     /// which vault, asked by whom.
@@ -123,7 +124,7 @@ package struct VaultOptions: ParsableArguments {
             let prefix = home.hasSuffix("/") ? home : home + "/"
             if path.hasPrefix(prefix) { shown = "~/" + path.dropFirst(prefix.count) }
         }
-        return "Vault passphrase for \(TerminalText.escaped(shown))\(Self.caller.map { " (\($0))" } ?? ""): "
+        return "Vault passphrase for \(TerminalText.escaped(shown))\(caller.map { " (\($0))" } ?? ""): "
     }
 
     /// The passphrase from --passphrase-fd, --passphrase-file, $VAULT_PASSPHRASE or the terminal, in that order

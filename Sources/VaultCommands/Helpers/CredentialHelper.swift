@@ -35,8 +35,8 @@ package struct CredentialHelper: ParsableCommand {
         if let timeout, !(1...(366 * 86_400)).contains(timeout) { throw ValidationError("--timeout must be 1 second to 366 days") }
     }
 
-    package func run() throws {
-        VaultOptions.caller = "git credential helper"
+    package mutating func run() throws {
+        options.caller = "git credential helper"
         try reportingErrors(json: options.json) {
             guard ["get", "store", "erase"].contains(operation) else { return }  // git: ignore unknown operations
             let request = try GitCredentialRequest.read(fd: 0)

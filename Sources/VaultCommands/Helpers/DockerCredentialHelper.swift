@@ -41,8 +41,8 @@ package struct DockerCredentialHelper: ParsableCommand {
 
     @OptionGroup var options: VaultOptions
 
-    package func run() throws {
-        VaultOptions.caller = "docker credential helper"
+    package mutating func run() throws {
+        options.caller = "docker credential helper"
         do {
             try perform()
         } catch let error as DockerHelperFailure {

@@ -99,17 +99,20 @@ package struct Find: ParsableCommand {
         try reportingErrors(json: options.json) {
             let match = NamePattern(pattern)
             let matches = try withVault(options) { vault -> [(name: String, fields: [String])] in
-                let names = try vault.keys()
-                // Fields only where the vault has them (format version 2 and later).
-                let document = namesOnly ? nil : try? vault.requiringFields()
-                return try names.compactMap { name in
-                    var fields: [String] = []
-                    if let document, let record = try document.record(of: name) {
-                        fields = record.fields.filter { field in
-                            !field.isSecret && field.value.withUnsafeBytes { String(validating: $0, as: UTF8.self) }.map(match.matches) == true
-                        }.map(\.name)
-                    }
-                    return match.matches(name) || !fields.isEmpty ? (name, fields) : nil
+                // Every entry's non-secret fields in one request (`search` with no condition: through the agent, one
+                // round trip, not one per entry), where the vault has fields (format version 2 and later).
+                let records: [EntryRecord]?
+                do {
+                    records = namesOnly ? nil : try vault.search(prefix: "", required: [])
+                } catch VaultError.needsVersion2 {
+                    records = nil
+                }
+                guard let records else { return try vault.keys().filter(match.matches).map { ($0, []) } }
+                return records.compactMap { record in
+                    let fields = record.fields.filter { field in
+                        !field.isSecret && field.value.withUnsafeBytes { String(validating: $0, as: UTF8.self) }.map(match.matches) == true
+                    }.map(\.name)
+                    return match.matches(record.name) || !fields.isEmpty ? (record.name, fields) : nil
                 }
             }
             guard !matches.isEmpty else {

@@ -44,4 +44,29 @@ import Testing
         let none = try box.vault(["get", "nothing-like-it"])
         #expect(none.status == 2 && none.stderr.hasSuffix("hint: 'vault list' shows the names\n"), "\(none.stderr)")
     }
+
+    /// Through the agent `find` reads every entry's non-secret fields in one request (`search` with no condition)
+    /// and answers as the local vault does, fields and all; a version-1 vault has names only, both ways.
+    @Test func throughTheAgentFindAnswersAsTheLocalVault() throws {
+        let agent = try AgentBox()
+        try agent.initVault()
+        for (entry, field, value) in [("web/github", "password", "s3cret-github-pw"), ("web/github", "url", "https://github.com/login"),
+                                      ("mail", "notes", "GitHub recovery codes are in the safe")] {
+            #expect(try agent.around(["put", entry, "--field", field], stdin: Data(value.utf8)).status == 0)
+        }
+        try agent.unlock()
+        let found = try agent.vault(["find", "github", "--json"])
+        #expect(found.status == 0, "\(found.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: found.stdout) as? [String: Any])
+        #expect(json["fields"] as? [String: [String]] == ["mail": ["notes"], "web/github": ["url"]])
+        try agent.expectSameThroughTheAgent([["find", "github"], ["find", "github", "--json"], ["find", "s3cret"], ["find", "*/login"],
+                                             ["find", "git", "--names-only"]])
+
+        let old = try AgentBox()
+        #expect(try old.around(["init", "--format", "1"]).status == 0)
+        #expect(try old.around(["put", "web/github"], stdin: Data("pw".utf8)).status == 0)
+        try old.unlock()
+        try old.expectSameThroughTheAgent([["find", "github"], ["find", "pw"]])
+        #expect(try old.vault(["find", "github"]).stdoutText == "web/github\n")
+    }
 }

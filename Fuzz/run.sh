@@ -96,29 +96,34 @@ for label, data in cases.items():
     open(os.path.join(out, label), "wb").write(data)
 PY
 
-# FuzzAgentWire reads a request payload (docs/AGENT.md, "Wire protocol"): give it well-formed write requests
-# (version 2, operation 8) with every kind of change, and the other operations' shapes.
+# FuzzAgentWire reads a request payload (docs/AGENT.md, "Wire protocol"): give it well-formed apply requests
+# (version 5, operation 13) with every kind of document change, and the other operations' shapes.
 python3 - "$work/seeds-agent" <<'PY'
 import os, struct, sys
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
-PATH, NAME, VALUE, PASSPHRASE, IDLE, MAX, FLAGS, CHANGE, SOURCE = 1, 2, 3, 4, 5, 6, 7, 17, 24
+PATH, NAME, VALUE, PASSPHRASE, IDLE, MAX, FLAGS, CODE, CHANGE, BOOL, SOURCE, VERSION, FIELD, SECRET = 1, 2, 3, 4, 5, 6, 7, 9, 17, 21, 24, 26, 29, 30
 def field(tag, data):
     return struct.pack(">BI", tag, len(data)) + data
 def request(kind, *fields):
-    return bytes([2, kind]) + b"".join(fields)
+    return bytes([5, kind]) + b"".join(fields)
+def change(kind, *fields):
+    return field(CHANGE, bytes([kind])) + b"".join(fields)
 path = field(PATH, b"/home/u/.local/share/vault/default.vault")
+yes, no = field(BOOL, b"\1"), field(BOOL, b"\0")
 cases = {
-    "write-put": request(8, path, field(FLAGS, b"\0"), field(CHANGE, b"\1"), field(NAME, b"k"), field(VALUE, b"v")),
-    "write-all": request(8, path, field(FLAGS, b"\1"),
-        field(CHANGE, b"\5"), field(NAME, b"a"), field(CHANGE, b"\6"), field(NAME, b"b"),
-        field(CHANGE, b"\1"), field(NAME, b"c"), field(VALUE, b"x" * 40),
-        field(CHANGE, b"\2"), field(NAME, b"d"),
-        field(CHANGE, b"\3"), field(NAME, b"e"), field(SOURCE, b"c"),
-        field(CHANGE, b"\4"), field(NAME, b"f"), field(SOURCE, b"a")),
+    "apply-put": request(13, path, change(1, field(NAME, b"k"), field(FIELD, b"password"), field(VALUE, b"v"))),
+    "apply-all": request(13, path,
+        change(7, field(NAME, b"a"), yes), change(7, field(NAME, b"b"), no), change(9),
+        change(1, field(NAME, b"c"), field(FIELD, b"username"), field(SECRET, b"\0"), field(VALUE, b"x" * 40)),
+        change(2, field(NAME, b"c"), field(FIELD, b"url")), change(3, field(NAME, b"d"), yes),
+        change(4, field(SOURCE, b"c"), field(NAME, b"e"), yes), change(5, field(SOURCE, b"a"), field(NAME, b"f"), no),
+        change(6, field(NAME, b"e"), field(VERSION, struct.pack(">Q", 1))), change(8, field(NAME, b"e"), field(FIELD, b"otp"), no),
+        change(11, field(NAME, b"gone"))),
     "get": request(6, path, field(NAME, b"github.com")),
     "unlock": request(2, path, field(PASSPHRASE, b"pw"), field(IDLE, struct.pack(">Q", 900)), field(MAX, struct.pack(">Q", 28800)), field(FLAGS, b"\0")),
     "names": request(11, path),
+    "merge": request(15, path, field(SOURCE, b"other"), field(VALUE, b"\x89VAULT\r\n"), field(FLAGS, b"\1"), field(CODE, b"keep-file")),
 }
 for label, data in cases.items():
     open(os.path.join(out, label), "wb").write(data)

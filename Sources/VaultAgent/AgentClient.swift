@@ -296,7 +296,7 @@ public final class AgentClient: Sendable {
         } catch AgentError.locked {
             return nil
         }
-        guard case .merged(let report, let merged?) = answer else { throw AgentError.protocolError("a merge without its file") }
+        guard case .mergedFiles(let merged, let report) = answer else { throw AgentResponse.unexpected }
         return (merged, report)
     }
 

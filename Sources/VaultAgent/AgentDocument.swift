@@ -157,6 +157,9 @@ extension AgentWire {
 
     // MARK: Document changes
 
+    /// The most field values one `apply` batch may set (``documentChanges(from:)``).
+    static let maximumSeparateValues = 4096
+
     /// Writes `changes` as fields: per change a `change` byte (``AgentDocumentChange``) and its fields.
     static func encode(_ changes: [DocumentChange], into writer: Writer) {
         func kind(_ change: AgentDocumentChange) { writer.field(.change, byte: change.rawValue) }
@@ -211,6 +214,60 @@ extension AgentWire {
                 writer.field(.value, encodeVersions([current] + history, values: values))
             }
         }
+    }
+
+    /// `changes`, a batch of format version 1's terms, as the document changes ``VaultChanges/documentChanges()``
+    /// makes of it (the same fields), written straight from the batch's one guarded region: no region per value, so
+    /// a batch of any number of puts stays one mapping on this side.
+    static func encode(_ changes: VaultChanges, into writer: Writer) throws {
+        func kind(_ change: AgentDocumentChange) { writer.field(.change, byte: change.rawValue) }
+        func names(source: String, name: String) {
+            writer.field(.source, source)
+            writer.field(.name, name)
+            writer.field(.bool, true)  // replacing, as version 1's copies do
+        }
+        try changes.forEach { item in
+            guard case .require(let name, let exists) = item else { return }
+            kind(.require)
+            writer.field(.name, name)
+            writer.field(.bool, exists)
+        }
+        if changes.removesEverything { kind(.deleteAll) }
+        // A copy keeping its creation time, waiting to see whether the next item removes its source (a move: a rename).
+        var pending: (name: String, source: String)?
+        func flush() {
+            guard let copy = pending else { return }
+            kind(.copy)
+            names(source: copy.source, name: copy.name)
+            pending = nil
+        }
+        try changes.forEach { item in
+            if case .remove(let name) = item, let move = pending, move.source == name {
+                kind(.rename)
+                names(source: move.source, name: move.name)
+                pending = nil
+                return
+            }
+            flush()
+            switch item {
+            case .require: break
+            case .put(let name, let value):
+                kind(.setField)
+                writer.field(.name, name)
+                writer.field(.field, "password")
+                writer.field(.value, value)
+            case .remove(let name):
+                kind(.delete)
+                writer.field(.name, name)
+                writer.field(.bool, true)
+            case .copy(let name, let source, let keepCreated):
+                if keepCreated { pending = (name, source) } else {
+                    kind(.copy)
+                    names(source: source, name: name)
+                }
+            }
+        }
+        flush()
     }
 
     /// Versions of an entry given whole (an `insert`), current first, their values taken from `values`, as one value
@@ -289,6 +346,10 @@ extension AgentWire {
     /// a text field that is not UTF-8, is refused; fields of other tags are ignored.
     static func documentChanges(from request: Message) throws -> [DocumentChange] {
         var changes: [DocumentChange] = []
+        // Each set field's value is a guarded region of its own (three kernel mappings, of at most 65,530 a process
+        // has, shared by every connection): a batch may set this many, and whole entries go as `insert`, whose values
+        // share the payload's region.
+        var separateValues = 0
         var kind: AgentDocumentChange?
         var name: String?, field: String?, source: String?, value: SecureBytes?, secret: Bool?, flag = false
         var number: Int?, created: UInt64?, valueRange: Range<Int>?
@@ -353,7 +414,12 @@ extension AgentWire {
             case .source: source = try text(range, "name")
             case .field: field = try text(range, "field")
             case .value:
-                if kind == .insert { valueRange = range } else { value = request.secret(range) }
+                if kind == .insert { valueRange = range; break }
+                separateValues += 1
+                guard separateValues <= maximumSeparateValues else {
+                    throw AgentError.protocolError("a batch setting more than \(maximumSeparateValues) field values (whole entries go as insert)")
+                }
+                value = request.secret(range)
             case .secret: secret = request.bool(range)
             case .bool: flag = request.bool(range)
             case .created:
@@ -452,7 +518,7 @@ extension AgentWire {
             default: break
             }
         }
-        // A reply that says neither (it cannot, at protocol version 4; kept as the safe reading): the other copy
+        // A reply that says neither (it cannot, since protocol version 4; kept as the safe reading): the other copy
         // may lack something, so a sync sends the result.
         if !sawCompleteness { report.otherLacks = true }
         return report

@@ -59,9 +59,7 @@ import VaultCore
     /// An answer as text (secrets and files in hex), for comparing two.
     static func describe(_ response: AgentResponse) -> String {
         func hex(_ bytes: [UInt8]?) -> String { bytes.map { $0.map { String($0, radix: 16) }.joined(separator: ",") } ?? "none" }
-        func attributes(_ attributes: EntryAttributes) -> String {
-            "\(attributes.created.timeIntervalSince1970) \(attributes.modified.timeIntervalSince1970) \(attributes.byteCount)"
-        }
+        func attributes(_ attributes: AgentResponse.Attributes) -> String { "\(attributes.created) \(attributes.modified) \(attributes.size)" }
         switch response {
         case .value(let value): return "value " + hex(value?.unprotectedBytes)
         case .listing(let entries): return "listing " + entries.map { "\($0.name) " + attributes($0.attributes) }.joined(separator: "|")
@@ -72,6 +70,7 @@ import VaultCore
         case .records(let records): return "records " + (records?.map(describe).joined(separator: "|") ?? "none")
         case .found(let records): return "found " + records.map(describe).joined(separator: "|")
         case .merged(let report, let file): return "merged \(report) " + hex(file)
+        case .mergedFiles(let file, let report): return "merged files \(report) " + hex(file)
         case .failure(let failure):
             return "failure \(failure.presented) \(String(describing: failure.errorCase?.name)) \(failure.errorCase?.arguments ?? [])"
         default: return "\(response)"
@@ -98,7 +97,8 @@ import VaultCore
             let what: String
             switch operation {
             case .passwd(let passphrase): what = "passwd " + hex(passphrase)
-            case .apply(let changes): what = "apply " + changes.map(describe).joined(separator: "|")
+            case .apply(.document(let changes)): what = "apply " + changes.map(describe).joined(separator: "|")
+            case .apply(.formatOne(let changes)): what = "apply " + (try changes.documentChanges()).map(describe).joined(separator: "|")
             case .merge(let merge):
                 what = "merge \(merge.label) \(hex(merge.file)) \(merge.dryRun) \(hex(merge.otherPassphrase)) \(merge.acceptDeletions)"
             default: what = "\(operation)"

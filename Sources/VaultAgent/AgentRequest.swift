@@ -31,7 +31,7 @@ enum AgentRequest {
         case remove(name: String)
         case passwd(SecureBytes)
         case records(name: String, EntryVersions)
-        case apply([DocumentChange])
+        case apply(ChangeBatch)
         case entries(names: [String])
         case merge(Merge)
         case deleted
@@ -46,6 +46,15 @@ enum AgentRequest {
             default: return true
             }
         }
+    }
+
+    /// A batch of changes: every write, of either format version, is an `apply` on the wire.
+    enum ChangeBatch {
+        case document([DocumentChange])
+        /// A batch of format version 1's terms (``KeyValueVault/write(_:)``): on the wire the document changes
+        /// ``VaultChanges/documentChanges()`` makes of it, streamed from its one guarded region (no region per value);
+        /// the agent decodes them as ``document(_:)``.
+        case formatOne(VaultChanges)
     }
 
     /// An unlock's key and terms.
@@ -183,7 +192,7 @@ enum AgentRequest {
                 else if let number = message.number(.version) { which = .version(Int(clamping: number)) }
                 else { which = .current }
                 request = .records(name: try text(.name), which)
-            case .apply: request = .apply(try AgentWire.documentChanges(from: message))
+            case .apply: request = .apply(.document(try AgentWire.documentChanges(from: message)))
             case .entries:
                 request = .entries(names: try message.fields.filter { $0.tag == AgentWire.Tag.name.rawValue }.map { field in
                     guard let name = message.string(field.range) else { throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8") }
@@ -266,7 +275,8 @@ enum AgentRequest {
                 case .version(let number): writer.field(.version, UInt64(max(0, number)))
                 case .all: writer.field(.flags, true)
                 }
-            case .apply(let changes): AgentWire.encode(changes, into: writer)
+            case .apply(.document(let changes)): AgentWire.encode(changes, into: writer)
+            case .apply(.formatOne(let changes)): try AgentWire.encode(changes, into: writer)
             case .entries(let names): for name in names { writer.field(.name, name) }
             case .merge(let merge):
                 writer.field(.source, merge.label)

@@ -16,25 +16,55 @@ enum AgentResponse {
     /// An entry's value, `nil` when there is no such entry (get).
     case value(SecureBytes?)
     /// Every entry's name and attributes, sorted by name (list).
-    case listing([(name: String, attributes: EntryAttributes)])
+    case listing([(name: String, attributes: Attributes)])
     /// Every entry's name, sorted (names).
     case names([String])
     /// Per name asked, in order, the entry's value and attributes or `nil` (entries).
-    case entries([(value: SecureBytes?, attributes: EntryAttributes)?])
+    case entries([(value: SecureBytes?, attributes: Attributes)?])
     /// One entry's versions, `nil` when there is no such entry (records).
     case records([EntryRecord]?)
     /// The current versions found, non-secret fields only (search).
     case found([EntryRecord])
     /// The deleted entries that keep a change (deleted).
     case deleted([VaultDocument.DeletedEntry])
-    /// A merge's report and, when asked for and written, the file (merge with keep-file; mergeFiles always).
+    /// A merge's report and, when asked for and written, the file it wrote (merge; with keep-file).
     case merged(MergeReport, file: [UInt8]?)
+    /// Two files merged (mergeFiles): the merged file, sealed with the vault's key, and the report.
+    case mergedFiles([UInt8], MergeReport)
     /// Lines describing a file: names, ids, times, field names, never a value (describeFile).
     case described([String])
     /// The vault is not held here (never unlocked, expired, locked, or re-keyed elsewhere).
     case locked
     /// The request failed in the agent.
     case failure(Failure)
+
+    /// An entry's times in milliseconds since 1970 and its size, as the wire carries them (exact both ways, so that
+    /// an answer decodes to what was encoded, whatever the numbers).
+    struct Attributes: Equatable {
+        var created: Int64
+        var modified: Int64
+        var size: UInt64
+
+        init(created: Int64, modified: Int64, size: UInt64) {
+            (self.created, self.modified, self.size) = (created, modified, size)
+        }
+
+        /// `attributes` in milliseconds (rounded; clamped to what 64 bits hold).
+        init(_ attributes: EntryAttributes) {
+            func milliseconds(_ date: Date) -> Int64 {
+                let value = (date.timeIntervalSince1970 * 1000).rounded()
+                return value >= 0x1p63 ? .max : value < -0x1p63 ? .min : Int64(value)
+            }
+            self.init(created: milliseconds(attributes.created), modified: milliseconds(attributes.modified), size: UInt64(max(0, attributes.byteCount)))
+        }
+
+        /// As the library gives them (a size beyond `Int` clamped).
+        var entryAttributes: EntryAttributes {
+            EntryAttributes(
+                created: Date(timeIntervalSince1970: Double(created) / 1000), modified: Date(timeIntervalSince1970: Double(modified) / 1000),
+                byteCount: Int(clamping: size))
+        }
+    }
 
     /// A failure as the agent presents it, and, for the library's own errors, the ``VaultError`` case and its
     /// arguments (``AgentErrorWire``), which the client throws as itself.
@@ -102,16 +132,19 @@ enum AgentResponse {
         case .merged(let report, let file):
             AgentWire.encode(report, into: writer)
             file?.withUnsafeBytes { writer.field(.value, $0) }
+        case .mergedFiles(let file, let report):
+            file.withUnsafeBytes { writer.field(.value, $0) }
+            AgentWire.encode(report, into: writer)
         case .described(let lines): for line in lines { writer.field(.message, line) }
         }
         return writer
     }
 
     /// An entry's `created`, `modified` (milliseconds since 1970) and `size`.
-    private static func encode(_ attributes: EntryAttributes, into writer: AgentWire.Writer) {
-        writer.field(.created, Int64((attributes.created.timeIntervalSince1970 * 1000).rounded()))
-        writer.field(.modified, Int64((attributes.modified.timeIntervalSince1970 * 1000).rounded()))
-        writer.field(.size, UInt64(attributes.byteCount))
+    private static func encode(_ attributes: Attributes, into writer: AgentWire.Writer) {
+        writer.field(.created, attributes.created)
+        writer.field(.modified, attributes.modified)
+        writer.field(.size, attributes.size)
     }
 
     // MARK: Decoding
@@ -145,16 +178,15 @@ enum AgentResponse {
         case .records: self = .records(try AgentWire.records(from: answer))
         case .search: self = .found(try AgentWire.searchResults(from: answer))
         case .deleted: self = .deleted(try AgentWire.deletedEntries(from: answer))
-        case .merge, .mergeFiles:
+        case .merge:
             let file = answer.first(.value).map { range in answer.payload.withUnsafeBytes { Array($0[range]) } }
             self = .merged(try AgentWire.mergeReport(from: answer), file: file)
+        case .mergeFiles:
+            guard let range = answer.first(.value) else { throw AgentError.protocolError("a merge without its file") }
+            self = .mergedFiles(answer.payload.withUnsafeBytes { Array($0[range]) }, try AgentWire.mergeReport(from: answer))
         case .describeFile: self = .described(answer.strings(.message))
         case .retiredWrite: throw AgentError.protocolError("an answer to a retired operation")
         }
-    }
-
-    private static func date(_ milliseconds: UInt64) -> Date {
-        Date(timeIntervalSince1970: Double(Int64(bitPattern: milliseconds)) / 1000)
     }
 
     private static func status(from answer: AgentWire.Message) throws -> AgentClient.Status {
@@ -170,27 +202,26 @@ enum AgentResponse {
             identityTypes: types.isEmpty ? ["X25519"] : types)
     }
 
-    private static func listing(from answer: AgentWire.Message) throws -> [(name: String, attributes: EntryAttributes)] {
+    private static func listing(from answer: AgentWire.Message) throws -> [(name: String, attributes: Attributes)] {
         let names = answer.strings(.name)
         let created = answer.numbers(.created), modified = answer.numbers(.modified), sizes = answer.numbers(.size)
-        guard [created.count, modified.count, sizes.count].allSatisfy({ $0 == names.count }),
-              sizes.allSatisfy({ $0 <= UInt64(Int.max) }) else {
+        guard [created.count, modified.count, sizes.count].allSatisfy({ $0 == names.count }) else {
             throw AgentError.protocolError("a malformed list")
         }
         return names.indices.map {
-            (names[$0], EntryAttributes(created: date(created[$0]), modified: date(modified[$0]), byteCount: Int(sizes[$0])))
+            (names[$0], Attributes(created: Int64(bitPattern: created[$0]), modified: Int64(bitPattern: modified[$0]), size: sizes[$0]))
         }
     }
 
-    private static func entries(from answer: AgentWire.Message) throws -> [(value: SecureBytes?, attributes: EntryAttributes)?] {
-        var out: [(value: SecureBytes?, attributes: EntryAttributes)?] = []
+    private static func entries(from answer: AgentWire.Message) throws -> [(value: SecureBytes?, attributes: Attributes)?] {
+        var out: [(value: SecureBytes?, attributes: Attributes)?] = []
         var current: (created: UInt64?, modified: UInt64?, size: UInt64?, value: SecureBytes?)?
         func finish() throws {
             guard let entry = current else { return }
-            guard let created = entry.created, let modified = entry.modified, let size = entry.size, size <= UInt64(Int.max) else {
+            guard let created = entry.created, let modified = entry.modified, let size = entry.size else {
                 throw AgentError.protocolError("a malformed entry")
             }
-            out.append((entry.value, EntryAttributes(created: date(created), modified: date(modified), byteCount: Int(size))))
+            out.append((entry.value, Attributes(created: Int64(bitPattern: created), modified: Int64(bitPattern: modified), size: size)))
             current = nil
         }
         for field in answer.fields {

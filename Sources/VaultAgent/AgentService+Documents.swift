@@ -63,6 +63,6 @@ extension AgentService {
         guard let vault = try vault(holding: ours, label: labels.0) else { return .locked }
         let (merged, report) = try vault.mergeFiles(
             ours: ours, theirs: theirs, labels: labels, now: configuration.wallClock.milliseconds())
-        return .merged(report, file: merged)
+        return .mergedFiles(merged, report)
     }
 }

@@ -106,13 +106,17 @@ final class AgentService: Sendable {
             return .value(try store.getBytes(name))
         case .list:
             try store.reload()
-            return .listing(try store.listing())
+            return .listing(try store.listing().map { ($0.name, AgentResponse.Attributes($0.attributes)) })
         case .names:
             try store.reload()
             return .names(try store.keys())
-        case .apply(let changes):
+        case .apply(.document(let changes)):
             // Every format version: a version-1 vault takes the changes its format can hold.
             try store.apply(changes)
+            return .done
+        case .apply(.formatOne(let changes)):
+            // Only from a caller in this process (the wire always carries document changes).
+            try store.write(changes)
             return .done
         case .remove(let name):
             return .existed(try store.remove(name))
@@ -121,7 +125,7 @@ final class AgentService: Sendable {
             return .done
         case .entries(let names):
             try store.reload()
-            return .entries(try store.entries(names))
+            return .entries(try store.entries(names).map { entry in entry.map { ($0.value, AgentResponse.Attributes($0.attributes)) } })
         case .records, .merge, .deleted, .search:
             return try performOnDocument(request, on: store)
         }

@@ -41,18 +41,19 @@ public final class AgentVault: KeyValueVault {
     public func entries(_ keys: [String]) throws -> [(value: SecureBytes?, attributes: EntryAttributes)?] {
         guard case .entries(let entries) = try client.request(.entries(names: keys), on: path) else { throw AgentResponse.unexpected }
         guard entries.count == keys.count else { throw AgentError.protocolError("an answer for \(entries.count) entries, not \(keys.count)") }
-        return entries
+        return entries.map { entry in entry.map { ($0.value, $0.attributes.entryAttributes) } }
     }
 
     /// Every entry's name and attributes, sorted by name, in one request.
     public func listing() throws -> [(name: String, attributes: EntryAttributes)] {
         guard case .listing(let listing) = try client.request(.list, on: path) else { throw AgentResponse.unexpected }
-        return listing
+        return listing.map { ($0.name, $0.attributes.entryAttributes) }
     }
 
-    /// The batch in the document's terms (``VaultChanges/documentChanges()``), as one `apply`: the agent's one write.
+    /// The batch as one `apply` (the agent's one write), in the document's terms (``VaultChanges/documentChanges()``)
+    /// streamed from the batch's one guarded region.
     public func write(_ changes: VaultChanges) throws {
-        try apply(changes.documentChanges())
+        _ = try client.request(.apply(.formatOne(changes)), on: path)
     }
 
     /// The versions of entry `name` (format version 2), in one request; the agent answers a version-1 vault with
@@ -88,7 +89,7 @@ public final class AgentVault: KeyValueVault {
     }
 
     public func apply(_ changes: [DocumentChange]) throws {
-        _ = try client.request(.apply(changes), on: path)
+        _ = try client.request(.apply(.document(changes)), on: path)
     }
 
     public func deletedEntries() throws -> [VaultDocument.DeletedEntry] {

@@ -3,10 +3,14 @@
 /// to a document as its changes, and the agent's one write operation (`apply`) carries document changes to a
 /// version-1 vault too, which takes those its format can hold.
 extension VaultChanges {
-    /// The batch in the document's terms: a put sets the `password` field; a remove deletes (nothing when there is
-    /// no such entry, as in version 1); a copy that keeps its creation time followed by the source's remove is a
-    /// rename (the entry keeps its id); a copy replaces an existing target (`mv -f`, `cp -f`: the caller requires it
-    /// free otherwise); requirements come first, as version 1 checks them before any change.
+    /// The batch in the document's terms: requirements first, as version 1 checks them before any change (even a
+    /// remove-everything); a put sets the `password` field; a remove deletes (nothing when there is no such entry,
+    /// as in version 1); a copy that keeps its creation time followed by the source's remove is a rename (the entry
+    /// keeps its id; a copy keeping its time that is not followed so gets a new one, as any document copy); a copy
+    /// replaces an existing target (`mv -f`, `cp -f`: the caller requires it free otherwise).
+    ///
+    /// Each put's value is a guarded region of its own here: for a batch of a few values (the local store's
+    /// writes); the agent's client streams a batch to the wire instead (``AgentWire``'s `encode` of a batch).
     package func documentChanges() throws -> [DocumentChange] {
         var items: [Item] = []
         var values: [SecureBytes?] = []
@@ -14,12 +18,14 @@ extension VaultChanges {
             items.append(item)
             if case .put(_, let value) = item { values.append(SecureBytes(value)) } else { values.append(nil) }
         }
-        var out: [DocumentChange] = removesEverything ? [.deleteAll] : []
+        var out: [DocumentChange] = []
+        for case .require(let name, let exists) in items { out.append(.require(entry: name, exists: exists)) }
+        if removesEverything { out.append(.deleteAll) }
         var index = 0
         while index < items.count {
             switch items[index] {
-            case .require(let name, let exists):
-                out.append(.require(entry: name, exists: exists))
+            case .require:
+                break
             case .put(let name, _):
                 out.append(.setField(entry: name, field: "password", value: values[index]!))
             case .remove(let name):
@@ -37,34 +43,45 @@ extension VaultChanges {
         return out
     }
 
-    /// The version-1 batch of `changes`, which must be in ``documentChanges()``'s image: `deleteAll` first if at
-    /// all, requirements before any change, fields named `password` only (a value is all an entry holds there),
-    /// deletions of present-or-absent entries, and renames and copies that replace their target.
+    /// The version-1 batch of `changes`, which must mean on version 1 what it means on a document: requirements
+    /// before any change, then `deleteAll` if at all, fields named `password` only (a value is all an entry holds
+    /// there), deletions of present-or-absent entries, and renames and copies that replace their target and whose
+    /// source no earlier change of the batch touched (version 1's copies read the file as it was before the batch;
+    /// a document's, as the batch left it). A rename or copy of an entry to itself changes nothing, as on a document.
     ///
     /// - Throws: ``VaultError/needsVersion2(path:)`` (naming `path`) for any other change, which a version-1 vault
     ///   cannot hold; what ``put(_:forKey:)`` throws for a name or value it refuses.
     package init(formatOne changes: [DocumentChange], path: String) throws {
         self.init()
         var changed = false
-        for (index, change) in changes.enumerated() {
+        var touched = Set<String>()
+        for change in changes {
             switch change {
-            case .deleteAll where index == 0: removeAll()
             case .require(let entry, let exists) where !changed: require(entry, exists: exists)
+            case .deleteAll where !changed:
+                // Version 1's remove-everything drops the requirements made so far: keep them.
+                let kept = requirements
+                removeAll()
+                requirements = kept
+                touched.insert("")  // every name: no later copy may read one
             case .setField(let entry, "password", let value, let secret) where secret != false:
                 try put(value, forKey: entry)
-                changed = true
+                touched.insert(entry)
             case .delete(let entry, ifPresent: true):
                 remove(entry)
-                changed = true
-            case .rename(let from, let to, replacing: true):
+                touched.insert(entry)
+            case .rename(let from, let to, replacing: true) where from == to, .copy(let from, let to, replacing: true) where from == to:
+                continue
+            case .rename(let from, let to, replacing: true) where !touched.contains(from) && !touched.contains(""):
                 try copy(from, to: to, keepCreated: true)
                 remove(from)
-                changed = true
-            case .copy(let from, let to, replacing: true):
+                touched.formUnion([from, to])
+            case .copy(let from, let to, replacing: true) where !touched.contains(from) && !touched.contains(""):
                 try copy(from, to: to)
-                changed = true
+                touched.insert(to)
             default: throw VaultError.needsVersion2(path: path)
             }
+            if case .require = change {} else { changed = true }
         }
     }
 }

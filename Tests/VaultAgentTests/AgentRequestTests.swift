@@ -25,8 +25,8 @@ import VaultCore
             .probe, .get(name: "k"), .list, .names(withoutActivity: true), .names(withoutActivity: false),
             .remove(name: "k"), .passwd(SecureBytes(string: "new")),
             .records(name: "k", .current), .records(name: "k", .version(3)), .records(name: "k", .all),
-            .apply([.setField(entry: "k", field: "user", value: SecureBytes(string: "alice"), secret: false),
-                    .delete(entry: "old", ifPresent: true), .rename(from: "a", to: "b", replacing: true)]),
+            .apply(.document([.setField(entry: "k", field: "user", value: SecureBytes(string: "alice"), secret: false),
+                    .delete(entry: "old", ifPresent: true), .rename(from: "a", to: "b", replacing: true)])),
             .entries(names: ["a", "b", "é"]),
             .merge(.init(label: "other.vault", file: [1, 2, 3], dryRun: true, otherPassphrase: SecureBytes(string: "o"), acceptDeletions: true)),
             .merge(.init(label: "other.vault", file: [], dryRun: false, otherPassphrase: nil, acceptDeletions: false)),
@@ -106,6 +106,46 @@ import VaultCore
         }
         #expect(throws: AgentError.badRequest("a merge of two files needs two files")) {
             try decode(AgentOperation.mergeFiles.rawValue) { writer in [UInt8(1)].withUnsafeBytes { writer.field(.value, $0) } }
+        }
+    }
+
+    /// A batch of format version 1's terms goes on the wire as the same fields its document changes make, streamed
+    /// from its one region (a move as a rename, a copy keeping its time without the remove as a copy), and decodes
+    /// to those changes.
+    @Test func aFormatOneBatchIsTheBytesOfItsDocumentChanges() throws {
+        var changes = SecureKeyValueStore.Changes()
+        changes.removeAll()
+        try changes.put(SecureBytes(string: "s3cret"), forKey: "a")
+        changes.remove("b")
+        try changes.copy("a", to: "c", keepCreated: true)
+        changes.remove("a")
+        try changes.copy("e", to: "f", keepCreated: true)
+        try changes.copy("g", to: "h")
+        changes.require("d", exists: false)
+        let streamed = try AgentRequest.vault(path: Self.path, .apply(.formatOne(changes))).encode().buffer.secureBytes()
+        let document = try AgentRequest.vault(path: Self.path, .apply(.document(changes.documentChanges()))).encode().buffer.secureBytes()
+        #expect(streamed == document)
+        let decoded = try AgentRequest(AgentWire.Message(payload: streamed))
+        #expect(try AgentFuzzEntryPoints.describe(decoded) == AgentFuzzEntryPoints.describe(.vault(path: Self.path, .apply(.formatOne(changes)))))
+    }
+
+    /// Each set field's value is a guarded region of its own in the agent: a batch setting more than the most is
+    /// refused when decoded, before anything is allocated for the rest, not a crash at the kernel's mapping limit.
+    @Test func aBatchSettingTooManyValuesIsRefused() throws {
+        // Built from one region (a batch of version 1's terms), so that only the decoding makes regions of its own.
+        func batch(_ count: Int) throws -> AgentWire.Writer {
+            var changes = SecureKeyValueStore.Changes()
+            for index in 0..<count { try changes.put("v", forKey: "e\(index)") }
+            return try AgentRequest.vault(path: Self.path, .apply(.formatOne(changes))).encode()
+        }
+        let most = AgentWire.maximumSeparateValues
+        guard case .vault(_, .apply(.document(let changes))) = try AgentRequest(AgentWire.Message(payload: try batch(most).buffer.secureBytes())) else {
+            Issue.record("not an apply")
+            return
+        }
+        #expect(changes.count == most)
+        #expect(throws: AgentError.protocolError("a batch setting more than \(most) field values (whole entries go as insert)")) {
+            try AgentRequest(AgentWire.Message(payload: try batch(most + 1).buffer.secureBytes()))
         }
     }
 }

@@ -20,8 +20,9 @@ import VaultCore
 
     /// One answer of every kind, with the operation whose answer it is.
     static func everyKind() -> [(AgentOperation, AgentResponse)] {
-        let attributes = EntryAttributes(
-            created: Date(timeIntervalSince1970: 1_700_000_000), modified: Date(timeIntervalSince1970: 1_700_000_100.5), byteCount: 6)
+        let attributes = AgentResponse.Attributes(created: 1_700_000_000_000, modified: 1_700_000_100_500, size: 6)
+        // Times no date holds exactly (a fuzzed answer's): carried as the wire's integers, they come back the same.
+        let extreme = AgentResponse.Attributes(created: .max - 0x1FF, modified: .min, size: .max)
         var report = MergeReport()
         report.added = ["a"]
         report.updated = ["u"]
@@ -40,12 +41,12 @@ import VaultCore
                 vaults: [.init(path: "/v.vault", idleSecondsLeft: 30, maxSecondsLeft: 600)], identityTypes: ["X25519", "mlkem768x25519"]))),
             (.lock, .existed(true)), (.remove, .existed(false)), (.lockAll, .count(3)),
             (.get, .value(SecureBytes(string: "s3cret"))), (.get, .value(nil)),
-            (.list, .listing([("a", attributes), ("b", attributes)])), (.names, .names(["a", "b", "é"])),
-            (.entries, .entries([(SecureBytes(string: "x"), attributes), nil, (nil, attributes)])),
+            (.list, .listing([("a", attributes), ("b", extreme)])), (.names, .names(["a", "b", "é"])),
+            (.entries, .entries([(SecureBytes(string: "x"), attributes), nil, (nil, extreme)])),
             (.records, .records([record("k", version: 0), record("k", version: 1)])), (.records, .records(nil)),
             (.search, .found([record("secret-service/1", version: 0), record("secret-service/2", version: 0)])),
             (.deleted, .deleted([deleted])),
-            (.merge, .merged(report, file: nil)), (.merge, .merged(report, file: [1, 2, 3])), (.mergeFiles, .merged(MergeReport(), file: [9])),
+            (.merge, .merged(report, file: nil)), (.merge, .merged(report, file: [1, 2, 3])), (.mergeFiles, .mergedFiles([9], MergeReport())),
             (.describeFile, .described(["entry k", "field password"])),
             (.get, .locked),
             (.get, .failure(.init(
@@ -71,6 +72,18 @@ import VaultCore
         byHand.field(.value, "v")
         #expect(typed == byHand.buffer.secureBytes().unprotectedBytes)
         #expect(AgentResponse.locked.encode().buffer.secureBytes().unprotectedBytes == [AgentWire.version, AgentStatus.locked.rawValue])
+        // git's merge driver's answer: the merged file first, then the report, as before.
+        let merged = try AgentWire.Message(payload: AgentResponse.mergedFiles([1, 2], MergeReport()).encode().buffer.secureBytes())
+        #expect(merged.fields.first?.tag == AgentWire.Tag.value.rawValue)
+    }
+
+    /// A library date goes on the wire in whole milliseconds, and one beyond 64 bits is clamped, never a trap.
+    @Test func attributesAreWholeMillisecondsClamped() {
+        let far = EntryAttributes(created: Date(timeIntervalSince1970: 1e300), modified: Date(timeIntervalSince1970: -1e300), byteCount: 3)
+        #expect(AgentResponse.Attributes(far) == .init(created: .max, modified: .min, size: 3))
+        let now = EntryAttributes(created: Date(timeIntervalSince1970: 1_700_000_000.0004), modified: Date(timeIntervalSince1970: 1.5), byteCount: 0)
+        #expect(AgentResponse.Attributes(now) == .init(created: 1_700_000_000_000, modified: 1500, size: 0))
+        #expect(AgentResponse.Attributes(now).entryAttributes.modified == Date(timeIntervalSince1970: 1.5))
     }
 
     /// What does not make an answer is a protocol error, not a guess: an unknown status, a list whose columns

@@ -98,7 +98,7 @@ extension AgentWire {
                 fieldSecret = answer.bool(range)
             case .value:
                 guard let named = fieldName else { throw malformed() }
-                version!.fields.append(EntryRecord.Field(name: named, isSecret: fieldSecret, value: answer.secret(range)))
+                version!.fields.append(EntryRecord.Field(name: named, isSecret: fieldSecret, value: answer.payload.slice(range)))
                 fieldName = nil
             default: break
             }
@@ -156,9 +156,6 @@ extension AgentWire {
     }
 
     // MARK: Document changes
-
-    /// The most field values one `apply` batch may set (``documentChanges(from:)``).
-    static let maximumSeparateValues = 4096
 
     /// Writes `changes` as fields: per change a `change` byte (``AgentDocumentChange``) and its fields.
     static func encode(_ changes: [DocumentChange], into writer: Writer) {
@@ -346,10 +343,6 @@ extension AgentWire {
     /// a text field that is not UTF-8, is refused; fields of other tags are ignored.
     static func documentChanges(from request: Message) throws -> [DocumentChange] {
         var changes: [DocumentChange] = []
-        // Each set field's value is a guarded region of its own (three kernel mappings, of at most 65,530 a process
-        // has, shared by every connection): a batch may set this many, and whole entries go as `insert`, whose values
-        // share the payload's region.
-        var separateValues = 0
         var kind: AgentDocumentChange?
         var name: String?, field: String?, source: String?, value: SecureBytes?, secret: Bool?, flag = false
         var number: Int?, created: UInt64?, valueRange: Range<Int>?
@@ -414,12 +407,9 @@ extension AgentWire {
             case .source: source = try text(range, "name")
             case .field: field = try text(range, "field")
             case .value:
-                if kind == .insert { valueRange = range; break }
-                separateValues += 1
-                guard separateValues <= maximumSeparateValues else {
-                    throw AgentError.protocolError("a batch setting more than \(maximumSeparateValues) field values (whole entries go as insert)")
-                }
-                value = request.secret(range)
+                // The values stay in the request's payload (slices of its one guarded region: a batch of 100,000
+                // values is no more mappings than one).
+                if kind == .insert { valueRange = range } else { value = request.payload.slice(range) }
             case .secret: secret = request.bool(range)
             case .bool: flag = request.bool(range)
             case .created:

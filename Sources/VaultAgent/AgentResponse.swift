@@ -232,7 +232,7 @@ enum AgentResponse {
             case .created: current?.created = answer.number(field.range)
             case .modified: current?.modified = answer.number(field.range)
             case .size: current?.size = answer.number(field.range)
-            case .value: current?.value = answer.secret(field.range)
+            case .value: current?.value = answer.payload.slice(field.range)  // one region for every value
             default: break
             }
         }

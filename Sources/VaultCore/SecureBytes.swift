@@ -23,6 +23,9 @@ public final class SecureBytes: @unchecked Sendable {
     let capacity: Int
     /// Set when the region has moved to another instance (``recycling(_:count:slack:initializer:)``).
     private var regionMoved = false
+    /// The instance whose region these bytes lie in, when they are a slice of it (``slice(_:)``): kept alive by
+    /// this one, and never freed, wiped or recycled through it.
+    private let owner: SecureBytes?
 
     /// Allocates `count` guarded bytes and lets `initializer` fill them.
     public init<E: Error>(
@@ -32,15 +35,25 @@ public final class SecureBytes: @unchecked Sendable {
         precondition(count >= 0)
         self.count = count
         self.capacity = count
+        self.owner = nil
         self.pointer = Sodium.allocate(byteCount: count)
         // If the initializer throws, the instance is already fully initialised, so deinit frees the region.
         try initializer(UnsafeMutableRawBufferPointer(start: pointer, count: count))
     }
 
-    private init(region pointer: UnsafeMutableRawPointer, count: Int, capacity: Int) {
+    private init(region pointer: UnsafeMutableRawPointer, count: Int, capacity: Int, owner: SecureBytes? = nil) {
         self.pointer = pointer
         self.count = count
         self.capacity = capacity
+        self.owner = owner
+    }
+
+    /// Bytes `range` of these as an instance of their own that shares this region: no new guarded region (each is
+    /// several kernel mappings, of at most 65,530 a process has), and the region lives while either does. For many
+    /// values out of one batch: 100,000 puts as document changes, or the values of a request the agent received.
+    package func slice(_ range: Range<Int>) -> SecureBytes {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count, "a slice past the secret bytes")
+        return SecureBytes(region: pointer + range.lowerBound, count: range.count, capacity: range.count, owner: owner ?? self)
     }
 
     /// `count` bytes filled by `initializer`, in the region of `spare` when it is large enough and nobody else
@@ -55,7 +68,7 @@ public final class SecureBytes: @unchecked Sendable {
     ) throws(E) -> SecureBytes {
         precondition(count >= 0)
         let bytes: SecureBytes
-        if var region = spare.take(), isKnownUniquelyReferenced(&region), region.capacity >= count {
+        if var region = spare.take(), isKnownUniquelyReferenced(&region), region.owner == nil, region.capacity >= count {
             region.regionMoved = true
             bytes = SecureBytes(region: region.pointer, count: count, capacity: region.capacity)
         } else {
@@ -68,6 +81,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Zeroes the whole region. Only for an instance nobody else holds (a spare kept for ``recycling``).
     func wipe() {
+        precondition(owner == nil, "wiping a slice of another's region")
         Sodium.zero(pointer, byteCount: capacity)
     }
 
@@ -97,7 +111,8 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     deinit {
-        if !regionMoved { Sodium.free(pointer) }  // sodium_free zeroes before unmapping.
+        // sodium_free zeroes before unmapping; a slice's region is its owner's to free.
+        if !regionMoved && owner == nil { Sodium.free(pointer) }
     }
 
     /// Calls `body` with the secret bytes. The pointer must not escape the closure.

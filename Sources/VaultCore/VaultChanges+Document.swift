@@ -9,14 +9,30 @@ extension VaultChanges {
     /// keeps its id; a copy keeping its time that is not followed so gets a new one, as any document copy); a copy
     /// replaces an existing target (`mv -f`, `cp -f`: the caller requires it free otherwise).
     ///
-    /// Each put's value is a guarded region of its own here: for a batch of a few values (the local store's
-    /// writes); the agent's client streams a batch to the wire instead (``AgentWire``'s `encode` of a batch).
+    /// The puts' values are slices of one guarded region (``SecureBytes/slice(_:)``): a batch of 100,000 puts is one
+    /// region, not one each (each is several kernel mappings, of at most 65,530 a process has).
     package func documentChanges() throws -> [DocumentChange] {
         var items: [Item] = []
-        var values: [SecureBytes?] = []
+        var total = 0
         try forEach { item in
             items.append(item)
-            if case .put(_, let value) = item { values.append(SecureBytes(value)) } else { values.append(nil) }
+            if case .put(_, let value) = item { total += value.count }
+        }
+        var ranges: [Range<Int>] = []
+        let region = try SecureBytes(capacity: total) { (out: inout SecureBytes.Appender) throws in
+            try forEach { item in
+                guard case .put(_, let value) = item else { return }
+                let start = out.count
+                out.append(value)
+                ranges.append(start..<out.count)
+            }
+        }
+        var putIndex = 0
+        var values: [SecureBytes?] = []
+        for item in items {
+            guard case .put = item else { values.append(nil); continue }
+            values.append(region.slice(ranges[putIndex]))
+            putIndex += 1
         }
         var out: [DocumentChange] = []
         for case .require(let name, let exists) in items { out.append(.require(entry: name, exists: exists)) }

@@ -128,24 +128,4 @@ import VaultCore
         let decoded = try AgentRequest(AgentWire.Message(payload: streamed))
         #expect(try AgentFuzzEntryPoints.describe(decoded) == AgentFuzzEntryPoints.describe(.vault(path: Self.path, .apply(.formatOne(changes)))))
     }
-
-    /// Each set field's value is a guarded region of its own in the agent: a batch setting more than the most is
-    /// refused when decoded, before anything is allocated for the rest, not a crash at the kernel's mapping limit.
-    @Test func aBatchSettingTooManyValuesIsRefused() throws {
-        // Built from one region (a batch of version 1's terms), so that only the decoding makes regions of its own.
-        func batch(_ count: Int) throws -> AgentWire.Writer {
-            var changes = SecureKeyValueStore.Changes()
-            for index in 0..<count { try changes.put("v", forKey: "e\(index)") }
-            return try AgentRequest.vault(path: Self.path, .apply(.formatOne(changes))).encode()
-        }
-        let most = AgentWire.maximumSeparateValues
-        guard case .vault(_, .apply(.document(let changes))) = try AgentRequest(AgentWire.Message(payload: try batch(most).buffer.secureBytes())) else {
-            Issue.record("not an apply")
-            return
-        }
-        #expect(changes.count == most)
-        #expect(throws: AgentError.protocolError("a batch setting more than \(most) field values (whole entries go as insert)")) {
-            try AgentRequest(AgentWire.Message(payload: try batch(most + 1).buffer.secureBytes()))
-        }
-    }
 }

@@ -225,6 +225,17 @@ import Glibc
         #expect(try fixture.get(path, "lost") == nil && fixture.get(path, "k") == "v")
     }
 
+    /// A batch of 30,000 puts through the agent: streamed from the client's one region, and its values slices of the
+    /// request's region in the agent (a region each was past the kernel's 65,530 mappings).
+    @Test func oneBatchOfManyPutsThroughTheAgent() throws {
+        let path = try unlocked()
+        var batch = SecureKeyValueStore.Changes()
+        for index in 0..<30_000 { try batch.put("value-\(index)", forKey: "entry-\(index)") }
+        #expect(status(try fixture.ask(.apply, path: path) { try! AgentWire.encode(batch, into: $0) }) == .ok)
+        #expect(try fixture.ask(.names, path: path).strings(.name).count == 30_002)
+        #expect(try fixture.get(path, "entry-29999") == "value-29999")
+    }
+
     @Test func removeSaysWhetherThereWasAnEntry() throws {
         let path = try unlocked()
         #expect(try fixture.ask(.remove, path: path) { $0.field(.name, "k") }.bool(.bool) == true)

@@ -69,7 +69,7 @@ extension SecretServiceProvider {
         if path == Self.root + "/aliases" { return node("", children: ["default"]) }
         if path == Self.root + "/session" { return node("", children: sessions.keys.sorted().map { String($0.split(separator: "/").last!) }) }
         if let collection = store.collection(at: path) {
-            let items = (try? store.items(in: collection, matching: [])) ?? []
+            let items = (try? store.itemsOrIndexed(in: collection, matching: [])) ?? []
             return node(Self.collectionXML, children: items.map { String($0.path.split(separator: "/").last!) })
         }
         if store.itemAddress(path) != nil { return node(Self.itemXML, children: []) }

@@ -11,7 +11,7 @@ extension SecretServiceProvider {
         case "SearchItems":
             try Self.requireSignature(call, "a{ss}")
             let attributes = try call.stringDictionary(limit: SecretStore.maximumAttributes)
-            let paths = try store.items(in: collection, matching: attributes).map(\.path)
+            let paths = try store.itemsOrIndexed(in: collection, matching: attributes).map(\.path)
             try DBusConnection.reply(to: call.message) { try $0.objectPaths(paths) }
         case "CreateItem":
             try Self.requireSignature(call, "a{sv}(oayays)b")
@@ -144,7 +144,7 @@ extension SecretServiceProvider {
         case "Prompt":
             prompts[call.path]?.started = true
             try DBusConnection.reply(to: call.message) { _ in }
-            completePrompts()
+            watchAgent(now: true)
         case "Dismiss":
             prompts[call.path] = nil
             try DBusConnection.reply(to: call.message) { _ in }
@@ -154,9 +154,9 @@ extension SecretServiceProvider {
         }
     }
 
-    /// Completes every started prompt whose vaults the agent now holds.
+    /// Completes every started prompt whose vaults the agent held at the last look.
     func completePrompts() {
-        for (path, prompt) in prompts where prompt.started && !prompt.collections.contains(where: store.isLocked) {
+        for (path, prompt) in prompts where prompt.started && prompt.collections.allSatisfy({ unlocked.contains($0.id) }) {
             prompts[path] = nil
             completed(path, dismissed: false, objects: prompt.objects)
         }
@@ -242,7 +242,7 @@ extension SecretServiceProvider {
         if let collection = store.collection(at: path) {
             try check(Self.collectionInterface)
             let locked = store.isLocked(collection)
-            let items = locked ? [] : (try? store.items(in: collection, matching: []))?.map(\.path) ?? []
+            let items = ((try? store.itemsOrIndexed(in: collection, matching: [])) ?? []).map(\.path)
             var info = stat()
             let modified = stat(collection.vaultPath, &info) == 0 ? UInt64(max(0, info.st_mtim.tv_sec)) : 0
             return [
@@ -252,10 +252,16 @@ extension SecretServiceProvider {
         }
         if let (collection, _) = store.itemAddress(path) {
             try check(Self.itemInterface)
-            if store.isLocked(collection) { return [flag("Locked", true)] }
-            let item = try store.item(at: path)
+            let item: SecretItem, locked = store.isLocked(collection)
+            if locked {
+                // As the index holds it (seen while unlocked); an item it does not know shows only that it is locked.
+                guard let indexed = store.indexedItem(at: path) else { return [flag("Locked", true)] }
+                item = indexed
+            } else {
+                item = try store.item(at: path)
+            }
             return [
-                flag("Locked", false), Property(name: "Attributes", signature: "a{ss}") { try $0.stringDictionary(item.attributes) },
+                flag("Locked", locked), Property(name: "Attributes", signature: "a{ss}") { try $0.stringDictionary(item.attributes) },
                 text("Label", item.label), time("Created", item.created), time("Modified", item.modified),
             ]
         }

@@ -21,6 +21,9 @@ public final class SecretServiceProvider {
     let log: (String) -> Void
     var sessions: [String: SecretSession] = [:]
     var prompts: [String: Prompt] = [:]
+    /// The collections whose vaults the agent held at the last look (``watchAgent(now:)``).
+    var unlocked: Set<String> = []
+    private var lastLook = 0.0
     private var counter = 0
     private var nameLost = false
 
@@ -59,6 +62,7 @@ public final class SecretServiceProvider {
             return 0
         }
         try bus.requestName("org.freedesktop.secrets", replace: replace)
+        watchAgent(now: true)
         log("serving org.freedesktop.secrets: " + store.collections.map { "\($0.path) (\($0.vaultPath))" }.joined(separator: ", "))
     }
 
@@ -71,8 +75,25 @@ public final class SecretServiceProvider {
                 log("another provider took org.freedesktop.secrets; stopping")
                 return
             }
-            completePrompts()
+            watchAgent()
         }
+    }
+
+    /// Looks at the agent (twice a second, or `now`): a collection whose vault was unlocked or locked since the
+    /// last look (`vault unlock` or `vault lock` anywhere, a timeout) gets its index refreshed from the unlocked
+    /// vault, and the prompts waiting for it complete.
+    func watchAgent(now: Bool = false) {
+        let time = Posix.monotonicSeconds()
+        guard now || time - lastLook >= 0.5 else { return }
+        lastLook = time
+        let current = store.unlockedCollections()
+        for collection in store.collections where current.contains(collection.id) != unlocked.contains(collection.id) {
+            let isUnlocked = current.contains(collection.id)
+            if isUnlocked { _ = try? store.items(in: collection, matching: []) }
+            log("\(collection.path) \(isUnlocked ? "unlocked" : "locked")")
+        }
+        unlocked = current
+        completePrompts()
     }
 
     /// Drops what the client `name` (a unique bus name) opened.
@@ -173,17 +194,18 @@ public final class SecretServiceProvider {
         case "SearchItems":
             try Self.requireSignature(call, "a{ss}")
             let attributes = try call.stringDictionary(limit: SecretStore.maximumAttributes)
-            var unlocked: [String] = []
+            var unlocked: [String] = [], locked: [String] = []
             for collection in store.collections {
                 do {
                     unlocked += try store.items(in: collection, matching: attributes).map(\.path)
                 } catch .isLocked {
-                    continue  // a locked vault's entry names are encrypted: nothing to show (docs/SECRET-SERVICE.md)
+                    // Its entry names are encrypted: the items seen while it was unlocked (docs/SECRET-SERVICE.md).
+                    locked += store.indexed(in: collection, matching: attributes).map(\.path)
                 }
             }
-            try DBusConnection.reply(to: call.message) { reply in
+            try DBusConnection.reply(to: call.message) { [unlocked] reply in
                 try reply.objectPaths(unlocked)
-                try reply.objectPaths([])
+                try reply.objectPaths(locked)
             }
         case "GetSecrets":
             try Self.requireSignature(call, "aoo")

@@ -142,23 +142,81 @@ extension SecretServiceProvider {
         }
         switch call.member {
         case "Prompt":
+            guard !prompt.started else { throw .failed("the prompt \(call.path) runs already") }
             prompts[call.path]?.started = true
             try DBusConnection.reply(to: call.message) { _ in }
             watchAgent(now: true)
+            ask(call.path)
         case "Dismiss":
-            prompts[call.path] = nil
             try DBusConnection.reply(to: call.message) { _ in }
-            completed(call.path, dismissed: true, objects: [])
+            dismiss(call.path)
         default:
             throw .unknownMethod("\(Self.promptInterface) has no method \(call.member)")
         }
     }
 
-    /// Completes every started prompt whose vaults the agent held at the last look.
+    /// Completes every started prompt whose vaults the agent held at the last look (a passphrase program still
+    /// asking is ended: `vault unlock` elsewhere answered first).
     func completePrompts() {
         for (path, prompt) in prompts where prompt.started && prompt.collections.allSatisfy({ unlocked.contains($0.id) }) {
+            prompt.question?.cancel()
             prompts[path] = nil
             completed(path, dismissed: false, objects: prompt.objects)
+        }
+    }
+
+    /// Ends the prompt at `path` unanswered: `Completed(true, [])`, its passphrase program ended.
+    func dismiss(_ path: String) {
+        guard let prompt = prompts.removeValue(forKey: path) else { return }
+        prompt.question?.cancel()
+        completed(path, dismissed: true, objects: [])
+    }
+
+    /// Starts the passphrase program for the first vault of the prompt at `path` that is still locked (`error`:
+    /// why it asks again), when one is configured; without one the prompt waits for `vault unlock`.
+    func ask(_ path: String, again error: String? = nil) {
+        guard let program = passphraseProgram, var prompt = prompts[path], prompt.started, prompt.question == nil,
+              let collection = prompt.collections.first(where: { !unlocked.contains($0.id) }) else { return }
+        if prompt.asking != collection { prompt.attempt = 0 }
+        prompt.asking = collection
+        prompt.attempt += 1
+        let description = "A program asks, through the Secret Service, to unlock the vault '\(collection.vaultPath)'. Its passphrase"
+        do {
+            prompt.question = try PassphraseQuestion(program, description: description, error: error)
+            prompts[path] = prompt
+            log("prompt \(path): asking with \(program.name) for \(collection.vaultPath) (try \(prompt.attempt) of 3)")
+        } catch {
+            log("prompt \(path): \(error)")
+            dismiss(path)
+        }
+    }
+
+    /// Looks at the passphrase programs' answers: a passphrase unlocks its vault in the agent (the prompt then
+    /// completes, or asks for its next vault); a wrong one asks again, three tries in all, as `vault unlock` does;
+    /// a cancel dismisses the prompt.
+    func hearAnswers() {
+        for path in prompts.keys.sorted() {
+            guard let prompt = prompts[path], let question = prompt.question, let collection = prompt.asking else { continue }
+            switch question.poll() {
+            case .running:
+                continue
+            case .cancelled(let reason):
+                log("prompt \(path): \(reason); dismissed")
+                dismiss(path)
+            case .passphrase(let passphrase):
+                prompts[path]?.question = nil
+                do {
+                    try unlockVault(collection.vaultPath, passphrase)
+                    log("prompt \(path): unlocked \(collection.vaultPath)")
+                    watchAgent(now: true)
+                    ask(path)
+                } catch VaultError.wrongPassphrase(_) where prompt.attempt < 3 {
+                    ask(path, again: "wrong passphrase; try \(prompt.attempt + 1) of 3")
+                } catch {
+                    log("prompt \(path): cannot unlock \(collection.vaultPath): \(error); dismissed")
+                    dismiss(path)
+                }
+            }
         }
     }
 

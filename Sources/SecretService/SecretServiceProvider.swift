@@ -27,20 +27,36 @@ public final class SecretServiceProvider {
     private var counter = 0
     private var nameLost = false
 
-    /// An `Unlock` waiting for `vault unlock` elsewhere.
+    /// What asks for a passphrase when a prompt runs (`nil`: nothing; a prompt waits for `vault unlock`).
+    let passphraseProgram: PassphraseProgram?
+    /// Unlocks a vault (its path) in the agent with a passphrase; throws ``VaultError/wrongPassphrase(path:)`` for a
+    /// wrong one.
+    let unlockVault: (String, SecureBytes) throws -> Void
+
+    /// An `Unlock` waiting for its vaults: `vault unlock` elsewhere, or the passphrase program once it runs.
     struct Prompt {
         let owner: String
         let collections: [SecretCollection]
         let objects: [String]
         var started = false
+        /// The passphrase program asking now, for `asking`; `attempt` of 3.
+        var question: PassphraseQuestion?
+        var asking: SecretCollection?
+        var attempt = 0
     }
 
     /// Connects to the session bus and owns `org.freedesktop.secrets` (taking it over with `replace`), serving the
-    /// vaults at `vaultPaths` (the first is the `default` collection) through the agent at `socketPath`.
-    public init(vaultPaths: [String], socketPath: String, replace: Bool, log: @escaping (String) -> Void) throws(SecretServiceError) {
+    /// vaults at `vaultPaths` (the first is the `default` collection) through the agent at `socketPath`. A prompt
+    /// asks with `passphraseProgram` when there is one and unlocks with `unlockVault`.
+    public init(
+        vaultPaths: [String], socketPath: String, replace: Bool, passphraseProgram: PassphraseProgram? = nil,
+        unlockVault: @escaping (String, SecureBytes) throws -> Void = { _, _ in }, log: @escaping (String) -> Void
+    ) throws(SecretServiceError) {
         bus = try DBusConnection()
         store = SecretStore(vaultPaths: vaultPaths, socketPath: socketPath)
         plainAllowed = bus.isThisUsersOwnBus
+        self.passphraseProgram = passphraseProgram
+        self.unlockVault = unlockVault
         self.log = log
         let context = Unmanaged.passUnretained(self).toOpaque()
         try bus.serve(below: Self.root, context: context) { message, context, _ in
@@ -69,13 +85,18 @@ public final class SecretServiceProvider {
     /// Serves until the bus connection ends or another provider takes the name (`--replace`); `shouldStop` is
     /// asked between calls (a signal handler's flag).
     public func run(until shouldStop: () -> Bool) throws(SecretServiceError) {
+        defer {
+            for prompt in prompts.values { prompt.question?.cancel() }
+        }
         while !shouldStop() {
-            try bus.step(waitingAtMost: 200_000)
+            // A passphrase program's answer is looked at between calls: more often while one runs.
+            try bus.step(waitingAtMost: prompts.values.contains { $0.question != nil } ? 50_000 : 200_000)
             if nameLost {
                 log("another provider took org.freedesktop.secrets; stopping")
                 return
             }
             watchAgent()
+            hearAnswers()
         }
     }
 
@@ -99,7 +120,10 @@ public final class SecretServiceProvider {
     /// Drops what the client `name` (a unique bus name) opened.
     func forget(client name: String) {
         sessions = sessions.filter { $0.value.owner != name }
-        prompts = prompts.filter { $0.value.owner != name }
+        for (path, prompt) in prompts where prompt.owner == name {
+            prompt.question?.cancel()
+            prompts[path] = nil
+        }
     }
 
     func nextPath(_ kind: String) -> String {

@@ -34,9 +34,10 @@ import VaultTestSupport
         var environment: [String: String] { box.environment.merging(["DBUS_SESSION_BUS_ADDRESS": address]) { $1 } }
 
         /// Starts `vault secret-service` and waits until it serves.
-        func start(vaults: [String] = [], extra: [String] = []) throws -> AgentCLI.Running {
+        func start(vaults: [String] = [], extra: [String] = [], environment more: [String: String] = [:]) throws -> AgentCLI.Running {
             let running = try AgentCLI.start(
-                CLI.vault, ["secret-service"] + vaults.flatMap { ["--vault", $0] } + extra, environment: environment, timeout: 300)
+                CLI.vault, ["secret-service"] + vaults.flatMap { ["--vault", $0] } + extra, environment: environment.merging(more) { $1 },
+                timeout: 300)
             box.remember(running.pid)
             try #require(AgentTests.poll { Self.text(running.files.stderr).contains("serving org.freedesktop.secrets") },
                          "the provider did not start: \(Self.text(running.files.stderr))")

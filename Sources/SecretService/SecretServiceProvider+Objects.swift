@@ -244,21 +244,21 @@ extension SecretServiceProvider {
         case "GetAll":
             try Self.requireSignature(call, "s")
             let all = try properties(of: call.path, interface: try call.string())
-            try DBusConnection.reply(to: call.message) { reply in
-                try reply.open("a", "{sv}")
-                for property in all {
-                    try reply.open("e", "sv")
-                    try reply.string(property.name)
-                    try reply.variant(property.signature) { try property.write(reply) }
-                    try reply.close()
-                }
-                try reply.close()
-            }
+            try DBusConnection.reply(to: call.message) { try Self.write(all, to: $0) }
         case "Set":
             try Self.requireSignature(call, "ssv")
             let interface = try call.string(), name = try call.string()
+            if interface == Self.collectionInterface, let collection = store.collection(at: call.path) {
+                guard name == "Label", try call.variantContents() == "s" else {
+                    throw .notSupported("a collection's settable property is Label (s)")
+                }
+                try call.enter("v", "s")
+                try store.setLabel(of: collection, try call.string())
+                try DBusConnection.reply(to: call.message) { _ in }
+                return
+            }
             guard interface == Self.itemInterface, store.itemAddress(call.path) != nil else {
-                throw .notSupported("only an item's Label and Attributes can be set")
+                throw .notSupported("only a collection's Label and an item's Label and Attributes can be set")
             }
             let item = try store.item(at: call.path)
             switch (name, try call.variantContents()) {
@@ -284,6 +284,18 @@ extension SecretServiceProvider {
         let write: (DBusWriter) throws -> Void
     }
 
+    /// `properties` as an `a{sv}`.
+    static func write(_ properties: [Property], to writer: DBusWriter) throws(SecretServiceError) {
+        try writer.open("a", "{sv}")
+        for property in properties {
+            try writer.open("e", "sv")
+            try writer.string(property.name)
+            try writer.variant(property.signature) { try property.write(writer) }
+            try writer.close()
+        }
+        try writer.close()
+    }
+
     /// The properties of the object at `path` for `interface` (empty: all of its interface's).
     func properties(of path: String, interface: String) throws(SecretServiceError) -> [Property] {
         func check(_ expected: String) throws(SecretServiceError) {
@@ -304,7 +316,7 @@ extension SecretServiceProvider {
             var info = stat()
             let modified = stat(collection.vaultPath, &info) == 0 ? UInt64(max(0, info.st_mtim.tv_sec)) : 0
             return [
-                Property(name: "Items", signature: "ao") { try $0.objectPaths(items) }, text("Label", collection.id),
+                Property(name: "Items", signature: "ao") { try $0.objectPaths(items) }, text("Label", store.label(of: collection)),
                 flag("Locked", locked), time("Created", modified), time("Modified", modified),
             ]
         }

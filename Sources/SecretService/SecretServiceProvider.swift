@@ -23,6 +23,8 @@ public final class SecretServiceProvider {
     var prompts: [String: Prompt] = [:]
     /// The collections whose vaults the agent held at the last look (``watchAgent(now:)``).
     var unlocked: Set<String> = []
+    /// What clients were last told of each collection (``publishChanges()``).
+    var shown: [String: Shown] = [:]
     private var lastLook = 0.0
     private var counter = 0
     private var nameLost = false
@@ -115,6 +117,7 @@ public final class SecretServiceProvider {
         }
         unlocked = current
         completePrompts()
+        publishChanges()
     }
 
     /// Drops what the client `name` (a unique bus name) opened.
@@ -135,6 +138,7 @@ public final class SecretServiceProvider {
 
     /// Answers one method call; 1 when answered, 0 for what is not this provider's (sd-bus answers that).
     func handle(_ call: DBusReader) -> Int32 {
+        defer { publishChanges() }
         let path = call.path, interface = call.interface, member = call.member
         if ["CreateItem", "SetSecret", "Set"].contains(member) { call.markSensitive() }
         do {
@@ -268,6 +272,7 @@ public final class SecretServiceProvider {
                 try reply.objectPaths(objects)
                 try reply.string("/", "o")
             }
+            watchAgent(now: true)
         case "ReadAlias":
             try Self.requireSignature(call, "s")
             let name = try call.string()
@@ -281,6 +286,7 @@ public final class SecretServiceProvider {
             }
             try DBusConnection.reply(to: call.message) { _ in }
         case "CreateCollection":
+            // A collection is a vault, with its own passphrase or recipients: made on purpose, not by a client's call.
             throw .notSupported("a collection is a vault: make one with 'vault init --vault PATH' and serve it with 'vault secret-service --vault PATH'")
         default:
             throw .unknownMethod("\(Self.service) has no method \(call.member)")

@@ -32,6 +32,9 @@ struct SecretItem {
 /// too: ``KeyValueVault/search(prefix:required:)``); the provider holds no key and keeps no secret past one reply.
 final class SecretStore {
     static let entryPrefix = "secret-service/"
+    /// The entry that holds a collection's label (field `label`), when one was set over D-Bus: outside
+    /// `secret-service/`, so it is no item, and found by the same listing (prefix `secret-service`).
+    static let collectionEntry = "secret-service-collection"
     static let attributePrefix = "attribute:"
     static let collectionPrefix = "/org/freedesktop/secrets/collection"
     static let defaultAlias = "/org/freedesktop/secrets/aliases/default"
@@ -49,7 +52,9 @@ final class SecretStore {
     /// the non-secret fields only (never a secret). Refreshed by every answer from an unlocked vault and kept across
     /// a lock, so that a locked collection still lists its items (as locked); empty until a vault is first seen
     /// unlocked (its entry names are encrypted in the file).
-    private var index: [String: [String: SecretItem]] = [:]
+    private(set) var index: [String: [String: SecretItem]] = [:]
+    /// The labels set on collections (collection id → label), as last read from their vaults; kept across a lock.
+    private var labels: [String: String] = [:]
 
     init(vaultPaths: [String], socketPath: String) {
         var collections: [SecretCollection] = []
@@ -168,8 +173,13 @@ final class SecretStore {
     /// The items of `collection` whose attributes include every one of `attributes`, by name.
     func items(in collection: SecretCollection, matching attributes: [(String, String)]) throws(SecretServiceError) -> [SecretItem] {
         let required = attributes.map { (field: Self.attributePrefix + $0.0, value: Array($0.1.utf8)) }
-        let found = try withVault(collection) { try $0.search(prefix: Self.entryPrefix, required: required) }
-            .compactMap { item(from: $0, in: collection) }
+        // All of them: the prefix without its slash brings the collection's label too, in the same request.
+        let prefix = attributes.isEmpty ? String(Self.entryPrefix.dropLast()) : Self.entryPrefix
+        let records = try withVault(collection) { try $0.search(prefix: prefix, required: required) }
+        let found = records.compactMap { item(from: $0, in: collection) }
+        if attributes.isEmpty {
+            labels[collection.id] = records.first { $0.name == Self.collectionEntry }?.field("label")?.value.stringValue
+        }
         remember(found, in: collection, matching: attributes)
         return found
     }
@@ -309,6 +319,20 @@ final class SecretStore {
         }
         try withVault(item.collection) { try $0.apply(changes) }
         return try? self.item(at: item.path)  // the index, and the item as written
+    }
+
+    /// The label of `collection`: the one set over D-Bus (``setLabel(of:_:)``), else its id (the vault file's name).
+    func label(of collection: SecretCollection) -> String {
+        labels[collection.id] ?? collection.id
+    }
+
+    /// Sets the label of `collection`: field `label` of the entry ``collectionEntry`` of its vault (so it syncs).
+    func setLabel(of collection: SecretCollection, _ label: String) throws(SecretServiceError) {
+        try Self.check(label: label, attributes: nil, secret: nil)
+        try withVault(collection) {
+            try $0.apply([.setField(entry: Self.collectionEntry, field: "label", value: Self.text(label), secret: false)])
+        }
+        labels[collection.id] = label
     }
 
     func delete(_ item: SecretItem) throws(SecretServiceError) {

@@ -62,7 +62,13 @@ final class PassphraseQuestion {
         case .askpass:
             arguments.append(description + (error.map { " (\($0))" } ?? "") + ": ")
         case .pinentry:
-            var lines = ["SETTITLE vault", "SETDESC " + Self.escaped(description), "SETPROMPT Passphrase:"]
+            var lines = ["SETTITLE vault"]
+            if let terminal = Self.terminal {
+                // A terminal pinentry (pinentry-curses, -tty) draws on it, as gpg-agent tells it GPG_TTY.
+                lines.append("OPTION ttyname=" + Self.escaped(terminal))
+                if let type = Posix.environment("TERM"), !type.isEmpty { lines.append("OPTION ttytype=" + Self.escaped(type)) }
+            }
+            lines += ["SETDESC " + Self.escaped(description), "SETPROMPT Passphrase:"]
             if let error { lines.append("SETERROR " + Self.escaped(error)) }
             lines += ["GETPIN", "BYE"]
             script = Array(lines.map { $0 + "\n" }.joined().utf8)
@@ -78,16 +84,17 @@ final class PassphraseQuestion {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        // Its own process group (a Dismiss ends a script and what it started), the signals the provider ignores back
-        // to their defaults, none blocked. glibc's spawn.h: SETPGROUP 0x02, SETSIGDEF 0x04, SETSIGMASK 0x08.
+        // Its own session, so its own process group (a Dismiss ends a script and what it started) and no controlling
+        // terminal: a terminal pinentry opens the provider's by name and draws on it, where as a background process
+        // group of the provider's terminal it would be stopped (SIGTTOU). The signals the provider ignores back to
+        // their defaults, none blocked. glibc's spawn.h: SETSIGDEF 0x04, SETSIGMASK 0x08, SETSID 0x80.
         var defaults = sigset_t(), none = sigset_t()
         sigemptyset(&defaults)
         sigemptyset(&none)
         for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, 0x02 | 0x04 | 0x08)
+        posix_spawnattr_setflags(&attributes, 0x04 | 0x08 | 0x80)
         var child: pid_t = 0
         let spawned = posix_spawnp(&child, program.name, &actions, &attributes, argv, envp)
         close(toChild[0])
@@ -106,6 +113,14 @@ final class PassphraseQuestion {
     }
 
     deinit { cancel() }
+
+    /// The terminal a pinentry is told to draw on: `$GPG_TTY` (as gpg-agent takes it), else the provider's own
+    /// when its stdin is one (`vault secret-service` run in a terminal); `nil` for a graphical one's.
+    static var terminal: String? {
+        if let tty = Posix.environment("GPG_TTY"), !tty.isEmpty { return tty }
+        guard isatty(0) == 1, let name = ttyname(0) else { return nil }
+        return String(cString: name)
+    }
 
     /// Ends the program (its process group: SIGTERM, then SIGKILL after a second) and forgets it.
     func cancel() {
@@ -135,6 +150,10 @@ final class PassphraseQuestion {
     func poll() -> Outcome {
         guard pid > 0 else { return .cancelled("ended") }
         drain()
+        guard answer.count <= Self.limit else {
+            cancel()  // it would block on the full pipe for ever
+            return .cancelled("'\(program.name)' answered more than \(Self.limit) bytes")
+        }
         var status: Int32 = 0
         let done = waitpid(pid, &status, WNOHANG)
         guard done == pid else {

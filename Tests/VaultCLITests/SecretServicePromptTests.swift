@@ -3,9 +3,9 @@ import Testing
 import VaultTestSupport
 
 /// An unlock prompt of `vault secret-service` that asks the passphrase itself (issue 37): through a real askpass
-/// program (a script here, as ssh-askpass is one), or a pinentry (a small program speaking the Assuan protocol, as
-/// Debian's pinentries need a display or a terminal of their own); three tries; a Dismiss ends the program; `vault
-/// unlock` elsewhere still completes it; with no program configured it waits as before.
+/// program (a script here, as ssh-askpass is one), or a pinentry (a small program speaking the Assuan protocol that
+/// records what it is told, and Debian's real pinentry-curses on a pseudo-terminal); three tries; a Dismiss ends the
+/// program; `vault unlock` elsewhere still completes it; with no program configured it waits as before.
 @Suite(.processTimeLimit, .serialized) struct SecretServicePromptTests {
     typealias Provider = SecretServiceCLITests.Provider
 
@@ -210,5 +210,34 @@ import VaultTestSupport
         let cancelled = try bus.python(Self.prelude + Self.prompt(then: "pass"))
         #expect(cancelled.stdoutText == "(True, ('ao', []))\n", "\(cancelled.stdoutText) \(cancelled.stderr)")
         #expect(bus.log.contains("answered ERR 83886179 Operation cancelled <Pinentry>; dismissed"), "\(bus.log)")
+    }
+
+    /// Debian's real pinentry-curses, which draws on a terminal: the provider runs on a pseudo-terminal (as `vault
+    /// secret-service` run in a terminal), tells the pinentry its tty (`OPTION ttyname`), the user types the
+    /// passphrase into the curses dialog, and the prompt completes unlocked.
+    @Test(.enabled(if: SecretServiceCLITests.present && FileManager.default.isExecutableFile(atPath: "/usr/bin/pinentry-curses")
+                   || ProcessInfo.processInfo.environment["CI"] == "true", "pinentry-curses is missing: run scripts/install-deps --test"))
+    func theRealPinentryCursesAsksOnTheProvidersTerminal() throws {
+        let (box, bus, _) = try SecretServiceLockedTests.boxWithItem(AgentTests.canary("curses"))
+        defer { box.stopAgents() }
+        #expect(try box.vault(["lock"]).status == 0)
+        let passphrase = try String(contentsOfFile: box.passphraseFile, encoding: .utf8).trimmingCharacters(in: .newlines)
+        let steps = try JSONSerialization.data(withJSONObject: [
+            "seconds": 60,
+            "steps": [["Passphrase:", passphrase + "\r", NSNull(), NSNull()], ["unlocked /", "", NSNull(), Int(SIGTERM)]] as [Any],
+        ])
+        let first = try #require(bus.provider)
+        let terminal = try AgentCLI.start(
+            "/usr/bin/python3", ["-c", PseudoTerminal.driver, CLI.vault, "secret-service", "--replace", "--pinentry", "/usr/bin/pinentry-curses"],
+            stdin: steps, environment: bus.environment.merging(["TERM": "xterm"]) { $1 }, timeout: 90)
+        bus.provider = nil
+        _ = first.finish()  // it ends once the new provider took the name
+        let run = try bus.python(Self.prelude + Self.prompt(then: "pass"))
+        #expect(run.stdoutText == "(False, ('ao', ['/org/freedesktop/secrets/aliases/default']))\n", "\(run.stdoutText) \(run.stderr)")
+        let shown = terminal.finish()
+        #expect(shown.status == 0, "\(shown.stdoutText) \(shown.stderr.debugDescription)")
+        #expect(shown.stdoutText.contains("asking with /usr/bin/pinentry-curses"), "\(shown.stdoutText)")
+        #expect(!shown.stdoutText.contains(passphrase), "the passphrase was echoed")
+        #expect(try box.vault(["agent", "status"]).stdoutText.contains(box.vaultPath), "the agent holds the vault")
     }
 }

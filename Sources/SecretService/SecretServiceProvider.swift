@@ -222,17 +222,17 @@ public final class SecretServiceProvider {
         case "SearchItems":
             try Self.requireSignature(call, "a{ss}")
             let attributes = try call.stringDictionary(limit: SecretStore.maximumAttributes)
-            var unlocked: [String] = [], locked: [String] = []
+            var open: [String] = [], locked: [String] = []
             for collection in store.collections {
                 do {
-                    unlocked += try store.items(in: collection, matching: attributes).map(\.path)
+                    open += try store.items(in: collection, matching: attributes).map(\.path)
                 } catch .isLocked {
                     // Its entry names are encrypted: the items seen while it was unlocked (docs/SECRET-SERVICE.md).
                     locked += store.indexed(in: collection, matching: attributes).map(\.path)
                 }
             }
-            try DBusConnection.reply(to: call.message) { [unlocked] reply in
-                try reply.objectPaths(unlocked)
+            try DBusConnection.reply(to: call.message) { [open] reply in
+                try reply.objectPaths(open)
                 try reply.objectPaths(locked)
             }
         case "GetSecrets":

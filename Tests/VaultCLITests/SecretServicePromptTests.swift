@@ -139,6 +139,17 @@ import VaultTestSupport
         #expect(try AgentTests.poll { kill(two, 0) != 0 }, "the askpass still runs after vault unlock")
     }
 
+    /// A program that cannot run (not found) dismisses the prompt with the reason in the log; the provider stays up.
+    @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
+    func aProgramThatCannotRunDismissesThePrompt() throws {
+        let (box, bus) = try Self.lockedBox(AgentTests.canary("missing")) { box in (["--askpass", box.directory + "/no-such-askpass"], [:]) }
+        defer { box.stopAgents() }
+        let run = try bus.python(Self.prelude + Self.prompt(then: "pass"))
+        #expect(run.stdoutText == "(True, ('ao', []))\n", "\(run.stdoutText) \(run.stderr)")
+        #expect(bus.log.contains("cannot run '\(box.directory)/no-such-askpass': No such file or directory"), "\(bus.log)")
+        #expect(bus.isRunning)
+    }
+
     /// `$SSH_ASKPASS` without a display (and no SSH_ASKPASS_REQUIRE=force) is not used, as ssh does not: the prompt
     /// waits for `vault unlock`.
     @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))

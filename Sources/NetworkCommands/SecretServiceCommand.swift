@@ -28,7 +28,7 @@ package struct SecretServiceCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Ask an unlock prompt's passphrase with this askpass program (default: $SSH_ASKPASS, as ssh uses it: with a display or SSH_ASKPASS_REQUIRE=force).", valueName: "program"))
     var askpass: String?
 
-    @Option(help: ArgumentHelp("Ask an unlock prompt's passphrase with this pinentry program (the Assuan protocol; it needs a display or a terminal of its own).", valueName: "program"))
+    @Option(help: ArgumentHelp("Ask an unlock prompt's passphrase with this pinentry program (the Assuan protocol: a graphical one, or a terminal one when run in a terminal or with $GPG_TTY).", valueName: "program"))
     var pinentry: String?
 
     /// `--pinentry`, else `--askpass`, else `$SSH_ASKPASS` when ssh would use it (a display, or

@@ -4,6 +4,7 @@ extension SecretServiceProvider {
     static let standard = """
           <interface name="org.freedesktop.DBus.Introspectable"><method name="Introspect"><arg name="xml" type="s" direction="out"/></method></interface>
           <interface name="org.freedesktop.DBus.Properties">
+            <signal name="PropertiesChanged"><arg type="s"/><arg type="a{sv}"/><arg type="as"/></signal>
             <method name="Get"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="v" direction="out"/></method>
             <method name="GetAll"><arg type="s" direction="in"/><arg type="a{sv}" direction="out"/></method>
             <method name="Set"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="v" direction="in"/></method>
@@ -22,6 +23,9 @@ extension SecretServiceProvider {
             <method name="ReadAlias"><arg name="name" type="s" direction="in"/><arg name="collection" type="o" direction="out"/></method>
             <method name="SetAlias"><arg name="name" type="s" direction="in"/><arg name="collection" type="o" direction="in"/></method>
             <property name="Collections" type="ao" access="read"/>
+            <signal name="CollectionCreated"><arg name="collection" type="o"/></signal>
+            <signal name="CollectionDeleted"><arg name="collection" type="o"/></signal>
+            <signal name="CollectionChanged"><arg name="collection" type="o"/></signal>
           </interface>
 
         """
@@ -35,7 +39,7 @@ extension SecretServiceProvider {
             <signal name="ItemDeleted"><arg name="item" type="o"/></signal>
             <signal name="ItemChanged"><arg name="item" type="o"/></signal>
             <property name="Items" type="ao" access="read"/>
-            <property name="Label" type="s" access="read"/>
+            <property name="Label" type="s" access="readwrite"/>
             <property name="Locked" type="b" access="read"/>
             <property name="Created" type="t" access="read"/>
             <property name="Modified" type="t" access="read"/>
@@ -69,7 +73,7 @@ extension SecretServiceProvider {
         if path == Self.root + "/aliases" { return node("", children: ["default"]) }
         if path == Self.root + "/session" { return node("", children: sessions.keys.sorted().map { String($0.split(separator: "/").last!) }) }
         if let collection = store.collection(at: path) {
-            let items = (try? store.items(in: collection, matching: [])) ?? []
+            let items = (try? store.itemsOrIndexed(in: collection, matching: [])) ?? []
             return node(Self.collectionXML, children: items.map { String($0.path.split(separator: "/").last!) })
         }
         if store.itemAddress(path) != nil { return node(Self.itemXML, children: []) }

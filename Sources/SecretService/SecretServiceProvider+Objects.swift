@@ -11,7 +11,7 @@ extension SecretServiceProvider {
         case "SearchItems":
             try Self.requireSignature(call, "a{ss}")
             let attributes = try call.stringDictionary(limit: SecretStore.maximumAttributes)
-            let paths = try store.items(in: collection, matching: attributes).map(\.path)
+            let paths = try store.itemsOrIndexed(in: collection, matching: attributes).map(\.path)
             try DBusConnection.reply(to: call.message) { try $0.objectPaths(paths) }
         case "CreateItem":
             try Self.requireSignature(call, "a{sv}(oayays)b")
@@ -142,23 +142,81 @@ extension SecretServiceProvider {
         }
         switch call.member {
         case "Prompt":
+            guard !prompt.started else { throw .failed("the prompt \(call.path) runs already") }
             prompts[call.path]?.started = true
             try DBusConnection.reply(to: call.message) { _ in }
-            completePrompts()
+            watchAgent(now: true)
+            ask(call.path)
         case "Dismiss":
-            prompts[call.path] = nil
             try DBusConnection.reply(to: call.message) { _ in }
-            completed(call.path, dismissed: true, objects: [])
+            dismiss(call.path)
         default:
             throw .unknownMethod("\(Self.promptInterface) has no method \(call.member)")
         }
     }
 
-    /// Completes every started prompt whose vaults the agent now holds.
+    /// Completes every started prompt whose vaults the agent held at the last look (a passphrase program still
+    /// asking is ended: `vault unlock` elsewhere answered first).
     func completePrompts() {
-        for (path, prompt) in prompts where prompt.started && !prompt.collections.contains(where: store.isLocked) {
+        for (path, prompt) in prompts where prompt.started && prompt.collections.allSatisfy({ unlocked.contains($0.id) }) {
+            prompt.question?.cancel()
             prompts[path] = nil
             completed(path, dismissed: false, objects: prompt.objects)
+        }
+    }
+
+    /// Ends the prompt at `path` unanswered: `Completed(true, [])`, its passphrase program ended.
+    func dismiss(_ path: String) {
+        guard let prompt = prompts.removeValue(forKey: path) else { return }
+        prompt.question?.cancel()
+        completed(path, dismissed: true, objects: [])
+    }
+
+    /// Starts the passphrase program for the first vault of the prompt at `path` that is still locked (`error`:
+    /// why it asks again), when one is configured; without one the prompt waits for `vault unlock`.
+    func ask(_ path: String, again error: String? = nil) {
+        guard let program = passphraseProgram, var prompt = prompts[path], prompt.started, prompt.question == nil,
+              let collection = prompt.collections.first(where: { !unlocked.contains($0.id) }) else { return }
+        if prompt.asking != collection { prompt.attempt = 0 }
+        prompt.asking = collection
+        prompt.attempt += 1
+        let description = "A program asks, through the Secret Service, to unlock the vault '\(collection.vaultPath)'. Its passphrase"
+        do {
+            prompt.question = try PassphraseQuestion(program, description: description, error: error)
+            prompts[path] = prompt
+            log("prompt \(path): asking with \(program.name) for \(collection.vaultPath) (try \(prompt.attempt) of 3)")
+        } catch {
+            log("prompt \(path): \(error)")
+            dismiss(path)
+        }
+    }
+
+    /// Looks at the passphrase programs' answers: a passphrase unlocks its vault in the agent (the prompt then
+    /// completes, or asks for its next vault); a wrong one asks again, three tries in all, as `vault unlock` does;
+    /// a cancel dismisses the prompt.
+    func hearAnswers() {
+        for path in prompts.keys.sorted() {
+            guard let prompt = prompts[path], let question = prompt.question, let collection = prompt.asking else { continue }
+            switch question.poll() {
+            case .running:
+                continue
+            case .cancelled(let reason):
+                log("prompt \(path): \(reason); dismissed")
+                dismiss(path)
+            case .passphrase(let passphrase):
+                prompts[path]?.question = nil
+                do {
+                    try unlockVault(collection.vaultPath, passphrase)
+                    log("prompt \(path): unlocked \(collection.vaultPath)")
+                    watchAgent(now: true)
+                    ask(path)
+                } catch VaultError.wrongPassphrase(_) where prompt.attempt < 3 {
+                    ask(path, again: "wrong passphrase; try \(prompt.attempt + 1) of 3")
+                } catch {
+                    log("prompt \(path): cannot unlock \(collection.vaultPath): \(error); dismissed")
+                    dismiss(path)
+                }
+            }
         }
     }
 
@@ -186,21 +244,21 @@ extension SecretServiceProvider {
         case "GetAll":
             try Self.requireSignature(call, "s")
             let all = try properties(of: call.path, interface: try call.string())
-            try DBusConnection.reply(to: call.message) { reply in
-                try reply.open("a", "{sv}")
-                for property in all {
-                    try reply.open("e", "sv")
-                    try reply.string(property.name)
-                    try reply.variant(property.signature) { try property.write(reply) }
-                    try reply.close()
-                }
-                try reply.close()
-            }
+            try DBusConnection.reply(to: call.message) { try Self.write(all, to: $0) }
         case "Set":
             try Self.requireSignature(call, "ssv")
             let interface = try call.string(), name = try call.string()
+            if interface == Self.collectionInterface, let collection = store.collection(at: call.path) {
+                guard name == "Label", try call.variantContents() == "s" else {
+                    throw .notSupported("a collection's settable property is Label (s)")
+                }
+                try call.enter("v", "s")
+                try store.setLabel(of: collection, try call.string())
+                try DBusConnection.reply(to: call.message) { _ in }
+                return
+            }
             guard interface == Self.itemInterface, store.itemAddress(call.path) != nil else {
-                throw .notSupported("only an item's Label and Attributes can be set")
+                throw .notSupported("only a collection's Label and an item's Label and Attributes can be set")
             }
             let item = try store.item(at: call.path)
             switch (name, try call.variantContents()) {
@@ -226,6 +284,18 @@ extension SecretServiceProvider {
         let write: (DBusWriter) throws -> Void
     }
 
+    /// `properties` as an `a{sv}`.
+    static func write(_ properties: [Property], to writer: DBusWriter) throws(SecretServiceError) {
+        try writer.open("a", "{sv}")
+        for property in properties {
+            try writer.open("e", "sv")
+            try writer.string(property.name)
+            try writer.variant(property.signature) { try property.write(writer) }
+            try writer.close()
+        }
+        try writer.close()
+    }
+
     /// The properties of the object at `path` for `interface` (empty: all of its interface's).
     func properties(of path: String, interface: String) throws(SecretServiceError) -> [Property] {
         func check(_ expected: String) throws(SecretServiceError) {
@@ -242,20 +312,26 @@ extension SecretServiceProvider {
         if let collection = store.collection(at: path) {
             try check(Self.collectionInterface)
             let locked = store.isLocked(collection)
-            let items = locked ? [] : (try? store.items(in: collection, matching: []))?.map(\.path) ?? []
+            let items = ((try? store.itemsOrIndexed(in: collection, matching: [])) ?? []).map(\.path)
             var info = stat()
             let modified = stat(collection.vaultPath, &info) == 0 ? UInt64(max(0, info.st_mtim.tv_sec)) : 0
             return [
-                Property(name: "Items", signature: "ao") { try $0.objectPaths(items) }, text("Label", collection.id),
+                Property(name: "Items", signature: "ao") { try $0.objectPaths(items) }, text("Label", store.label(of: collection)),
                 flag("Locked", locked), time("Created", modified), time("Modified", modified),
             ]
         }
         if let (collection, _) = store.itemAddress(path) {
             try check(Self.itemInterface)
-            if store.isLocked(collection) { return [flag("Locked", true)] }
-            let item = try store.item(at: path)
+            let item: SecretItem, locked = store.isLocked(collection)
+            if locked {
+                // As the index holds it (seen while unlocked); an item it does not know shows only that it is locked.
+                guard let indexed = store.indexedItem(at: path) else { return [flag("Locked", true)] }
+                item = indexed
+            } else {
+                item = try store.item(at: path)
+            }
             return [
-                flag("Locked", false), Property(name: "Attributes", signature: "a{ss}") { try $0.stringDictionary(item.attributes) },
+                flag("Locked", locked), Property(name: "Attributes", signature: "a{ss}") { try $0.stringDictionary(item.attributes) },
                 text("Label", item.label), time("Created", item.created), time("Modified", item.modified),
             ]
         }

@@ -21,23 +21,44 @@ public final class SecretServiceProvider {
     let log: (String) -> Void
     var sessions: [String: SecretSession] = [:]
     var prompts: [String: Prompt] = [:]
+    /// The collections whose vaults the agent held at the last look (``watchAgent(now:)``).
+    var unlocked: Set<String> = []
+    /// What clients were last told of each collection (``publishChanges()``).
+    var shown: [String: Shown] = [:]
+    private var lastLook = 0.0
     private var counter = 0
     private var nameLost = false
 
-    /// An `Unlock` waiting for `vault unlock` elsewhere.
+    /// What asks for a passphrase when a prompt runs (`nil`: nothing; a prompt waits for `vault unlock`).
+    let passphraseProgram: PassphraseProgram?
+    /// Unlocks a vault (its path) in the agent with a passphrase; throws ``VaultError/wrongPassphrase(path:)`` for a
+    /// wrong one.
+    let unlockVault: (String, SecureBytes) throws -> Void
+
+    /// An `Unlock` waiting for its vaults: `vault unlock` elsewhere, or the passphrase program once it runs.
     struct Prompt {
         let owner: String
         let collections: [SecretCollection]
         let objects: [String]
         var started = false
+        /// The passphrase program asking now, for `asking`; `attempt` of 3.
+        var question: PassphraseQuestion?
+        var asking: SecretCollection?
+        var attempt = 0
     }
 
     /// Connects to the session bus and owns `org.freedesktop.secrets` (taking it over with `replace`), serving the
-    /// vaults at `vaultPaths` (the first is the `default` collection) through the agent at `socketPath`.
-    public init(vaultPaths: [String], socketPath: String, replace: Bool, log: @escaping (String) -> Void) throws(SecretServiceError) {
+    /// vaults at `vaultPaths` (the first is the `default` collection) through the agent at `socketPath`. A prompt
+    /// asks with `passphraseProgram` when there is one and unlocks with `unlockVault`.
+    public init(
+        vaultPaths: [String], socketPath: String, replace: Bool, passphraseProgram: PassphraseProgram? = nil,
+        unlockVault: @escaping (String, SecureBytes) throws -> Void = { _, _ in }, log: @escaping (String) -> Void
+    ) throws(SecretServiceError) {
         bus = try DBusConnection()
         store = SecretStore(vaultPaths: vaultPaths, socketPath: socketPath)
         plainAllowed = bus.isThisUsersOwnBus
+        self.passphraseProgram = passphraseProgram
+        self.unlockVault = unlockVault
         self.log = log
         let context = Unmanaged.passUnretained(self).toOpaque()
         try bus.serve(below: Self.root, context: context) { message, context, _ in
@@ -59,26 +80,53 @@ public final class SecretServiceProvider {
             return 0
         }
         try bus.requestName("org.freedesktop.secrets", replace: replace)
+        watchAgent(now: true)
         log("serving org.freedesktop.secrets: " + store.collections.map { "\($0.path) (\($0.vaultPath))" }.joined(separator: ", "))
     }
 
     /// Serves until the bus connection ends or another provider takes the name (`--replace`); `shouldStop` is
     /// asked between calls (a signal handler's flag).
     public func run(until shouldStop: () -> Bool) throws(SecretServiceError) {
+        defer {
+            for prompt in prompts.values { prompt.question?.cancel() }
+        }
         while !shouldStop() {
-            try bus.step(waitingAtMost: 200_000)
+            // A passphrase program's answer is looked at between calls: more often while one runs.
+            try bus.step(waitingAtMost: prompts.values.contains { $0.question != nil } ? 50_000 : 200_000)
             if nameLost {
                 log("another provider took org.freedesktop.secrets; stopping")
                 return
             }
-            completePrompts()
+            watchAgent()
+            hearAnswers()
         }
+    }
+
+    /// Looks at the agent (twice a second, or `now`): a collection whose vault was unlocked or locked since the
+    /// last look (`vault unlock` or `vault lock` anywhere, a timeout) gets its index refreshed from the unlocked
+    /// vault, and the prompts waiting for it complete.
+    func watchAgent(now: Bool = false) {
+        let time = Posix.monotonicSeconds()
+        guard now || time - lastLook >= 0.5 else { return }
+        lastLook = time
+        let current = store.unlockedCollections()
+        for collection in store.collections where current.contains(collection.id) != unlocked.contains(collection.id) {
+            let isUnlocked = current.contains(collection.id)
+            if isUnlocked { _ = try? store.items(in: collection, matching: []) }
+            log("\(collection.path) \(isUnlocked ? "unlocked" : "locked")")
+        }
+        unlocked = current
+        completePrompts()
+        publishChanges()
     }
 
     /// Drops what the client `name` (a unique bus name) opened.
     func forget(client name: String) {
         sessions = sessions.filter { $0.value.owner != name }
-        prompts = prompts.filter { $0.value.owner != name }
+        for (path, prompt) in prompts where prompt.owner == name {
+            prompt.question?.cancel()
+            prompts[path] = nil
+        }
     }
 
     func nextPath(_ kind: String) -> String {
@@ -90,6 +138,7 @@ public final class SecretServiceProvider {
 
     /// Answers one method call; 1 when answered, 0 for what is not this provider's (sd-bus answers that).
     func handle(_ call: DBusReader) -> Int32 {
+        defer { publishChanges() }
         let path = call.path, interface = call.interface, member = call.member
         if ["CreateItem", "SetSecret", "Set"].contains(member) { call.markSensitive() }
         do {
@@ -173,17 +222,18 @@ public final class SecretServiceProvider {
         case "SearchItems":
             try Self.requireSignature(call, "a{ss}")
             let attributes = try call.stringDictionary(limit: SecretStore.maximumAttributes)
-            var unlocked: [String] = []
+            var open: [String] = [], locked: [String] = []
             for collection in store.collections {
                 do {
-                    unlocked += try store.items(in: collection, matching: attributes).map(\.path)
+                    open += try store.items(in: collection, matching: attributes).map(\.path)
                 } catch .isLocked {
-                    continue  // a locked vault's entry names are encrypted: nothing to show (docs/SECRET-SERVICE.md)
+                    // Its entry names are encrypted: the items seen while it was unlocked (docs/SECRET-SERVICE.md).
+                    locked += store.indexed(in: collection, matching: attributes).map(\.path)
                 }
             }
-            try DBusConnection.reply(to: call.message) { reply in
-                try reply.objectPaths(unlocked)
-                try reply.objectPaths([])
+            try DBusConnection.reply(to: call.message) { [open] reply in
+                try reply.objectPaths(open)
+                try reply.objectPaths(locked)
             }
         case "GetSecrets":
             try Self.requireSignature(call, "aoo")
@@ -222,6 +272,7 @@ public final class SecretServiceProvider {
                 try reply.objectPaths(objects)
                 try reply.string("/", "o")
             }
+            watchAgent(now: true)
         case "ReadAlias":
             try Self.requireSignature(call, "s")
             let name = try call.string()
@@ -235,6 +286,7 @@ public final class SecretServiceProvider {
             }
             try DBusConnection.reply(to: call.message) { _ in }
         case "CreateCollection":
+            // A collection is a vault, with its own passphrase or recipients: made on purpose, not by a client's call.
             throw .notSupported("a collection is a vault: make one with 'vault init --vault PATH' and serve it with 'vault secret-service --vault PATH'")
         default:
             throw .unknownMethod("\(Self.service) has no method \(call.member)")

@@ -32,6 +32,9 @@ struct SecretItem {
 /// too: ``KeyValueVault/search(prefix:required:)``); the provider holds no key and keeps no secret past one reply.
 final class SecretStore {
     static let entryPrefix = "secret-service/"
+    /// The entry that holds a collection's label (field `label`), when one was set over D-Bus: outside
+    /// `secret-service/`, so it is no item, and found by the same listing (prefix `secret-service`).
+    static let collectionEntry = "secret-service-collection"
     static let attributePrefix = "attribute:"
     static let collectionPrefix = "/org/freedesktop/secrets/collection"
     static let defaultAlias = "/org/freedesktop/secrets/aliases/default"
@@ -45,6 +48,13 @@ final class SecretStore {
     let collections: [SecretCollection]
     let socketPath: String
     private var client: AgentClient?
+    /// What the provider has seen of each collection while its vault was unlocked: collection id → item id → item,
+    /// the non-secret fields only (never a secret). Refreshed by every answer from an unlocked vault and kept across
+    /// a lock, so that a locked collection still lists its items (as locked); empty until a vault is first seen
+    /// unlocked (its entry names are encrypted in the file).
+    private(set) var index: [String: [String: SecretItem]] = [:]
+    /// The labels set on collections (collection id → label), as last read from their vaults; kept across a lock.
+    private var labels: [String: String] = [:]
 
     init(vaultPaths: [String], socketPath: String) {
         var collections: [SecretCollection] = []
@@ -108,14 +118,54 @@ final class SecretStore {
         throw .failed("the agent does not answer")
     }
 
+    /// The collections whose vaults the agent holds: one `status` request (not a use of any vault: it extends no
+    /// idle time), empty when no agent answers.
+    func unlockedCollections() -> Set<String> {
+        for attempt in 0..<2 {
+            do {
+                if client == nil { client = try AgentClient.connect(socketPath: socketPath, timeoutSeconds: 5) }
+                guard let client else { return [] }
+                let held = Set(try client.status().vaults.map(\.path))
+                return Set(collections.filter { held.contains(RollbackGuard.canonicalPath($0.vaultPath)) }.map(\.id))
+            } catch {
+                client = nil
+                if attempt == 0 { continue }
+            }
+        }
+        return []
+    }
+
     /// Whether the agent does not hold `collection`'s vault.
     func isLocked(_ collection: SecretCollection) -> Bool {
-        do {
-            _ = try withVault(collection) { try $0.search(prefix: Self.entryPrefix + "\u{0}", required: []) }
-            return false
-        } catch {
-            return true
-        }
+        !unlockedCollections().contains(collection.id)
+    }
+
+    // MARK: The index
+
+    /// The items of `collection` the index holds whose attributes include every one of `attributes`, by id.
+    func indexed(in collection: SecretCollection, matching attributes: [(String, String)]) -> [SecretItem] {
+        (index[collection.id] ?? [:]).values.filter { item in
+            attributes.allSatisfy { wanted in item.attributes.contains { $0 == wanted } }
+        }.sorted { $0.id < $1.id }
+    }
+
+    /// The item at `path` as the index holds it.
+    func indexedItem(at path: String) -> SecretItem? {
+        guard let (collection, id) = itemAddress(path) else { return nil }
+        return index[collection.id]?[id]
+    }
+
+    /// Records `found`, the items of `collection` that match `attributes` (all its items when empty): an indexed
+    /// item that matches but is not among them is gone.
+    private func remember(_ found: [SecretItem], in collection: SecretCollection, matching attributes: [(String, String)]) {
+        var known = index[collection.id] ?? [:]
+        for item in indexed(in: collection, matching: attributes) { known[item.id] = nil }
+        for item in found { known[item.id] = item }
+        index[collection.id] = known
+    }
+
+    private func remember(_ item: SecretItem?, id: String, in collection: SecretCollection) {
+        index[collection.id, default: [:]][id] = item
     }
 
     // MARK: Reading
@@ -123,8 +173,24 @@ final class SecretStore {
     /// The items of `collection` whose attributes include every one of `attributes`, by name.
     func items(in collection: SecretCollection, matching attributes: [(String, String)]) throws(SecretServiceError) -> [SecretItem] {
         let required = attributes.map { (field: Self.attributePrefix + $0.0, value: Array($0.1.utf8)) }
-        return try withVault(collection) { try $0.search(prefix: Self.entryPrefix, required: required) }
-            .compactMap { item(from: $0, in: collection) }
+        // All of them: the prefix without its slash brings the collection's label too, in the same request.
+        let prefix = attributes.isEmpty ? String(Self.entryPrefix.dropLast()) : Self.entryPrefix
+        let records = try withVault(collection) { try $0.search(prefix: prefix, required: required) }
+        let found = records.compactMap { item(from: $0, in: collection) }
+        if attributes.isEmpty {
+            labels[collection.id] = records.first { $0.name == Self.collectionEntry }?.field("label")?.value.stringValue
+        }
+        remember(found, in: collection, matching: attributes)
+        return found
+    }
+
+    /// ``items(in:matching:)``, or for a locked collection the items of the index (``indexed(in:matching:)``).
+    func itemsOrIndexed(in collection: SecretCollection, matching attributes: [(String, String)]) throws(SecretServiceError) -> [SecretItem] {
+        do {
+            return try items(in: collection, matching: attributes)
+        } catch .isLocked {
+            return indexed(in: collection, matching: attributes)
+        }
     }
 
     /// The item at `path`.
@@ -132,8 +198,10 @@ final class SecretStore {
         guard let (collection, id) = itemAddress(path) else { throw .noSuchObject("no such item: \(path)") }
         let name = Self.entryPrefix + id
         let found = try withVault(collection) { try $0.search(prefix: name, required: []) }.first { $0.name == name }
-        guard let found, let item = item(from: found, in: collection) else { throw .noSuchObject("no such item: \(path)") }
-        return item
+        let seen = found.flatMap { self.item(from: $0, in: collection) }
+        remember(seen, id: id, in: collection)
+        guard let seen else { throw .noSuchObject("no such item: \(path)") }
+        return seen
     }
 
     private func item(from record: EntryRecord, in collection: SecretCollection) -> SecretItem? {
@@ -154,8 +222,10 @@ final class SecretStore {
     func itemWithSecret(at path: String) throws(SecretServiceError) -> (SecretItem, SecureBytes) {
         guard let (collection, id) = itemAddress(path) else { throw .noSuchObject("no such item: \(path)") }
         let record = try withVault(collection) { try $0.record(of: Self.entryPrefix + id) }
-        guard let record, let item = item(from: record, in: collection) else { throw .noSuchObject("no such item: \(path)") }
-        return (item, record.field("password")?.value ?? SecureBytes(count: 0) { _ in })
+        let seen = record.flatMap { self.item(from: $0, in: collection) }
+        remember(seen, id: id, in: collection)
+        guard let record, let seen else { throw .noSuchObject("no such item: \(path)") }
+        return (seen, record.field("password")?.value ?? SecureBytes(count: 0) { _ in })
     }
 
     // MARK: Writing
@@ -207,10 +277,13 @@ final class SecretStore {
             }
         }
         try withVault(collection) { try $0.apply(changes) }
-        return (DBusConnection.path(collection.path, id), existing == nil)
+        let path = DBusConnection.path(collection.path, id)
+        _ = try? item(at: path)  // the index
+        return (path, existing == nil)
     }
 
-    func setSecret(_ item: SecretItem, _ secret: SecureBytes, contentType: String) throws(SecretServiceError) {
+    @discardableResult
+    func setSecret(_ item: SecretItem, _ secret: SecureBytes, contentType: String) throws(SecretServiceError) -> SecretItem? {
         try Self.check(label: contentType, attributes: nil, secret: secret)
         try withVault(item.collection) {
             try $0.apply([
@@ -219,9 +292,11 @@ final class SecretStore {
                 .setField(entry: item.entryName, field: "content-type", value: Self.text(contentType), secret: false),
             ])
         }
+        return try? self.item(at: item.path)  // the index, and the item as written
     }
 
-    func setLabel(_ item: SecretItem, _ label: String) throws(SecretServiceError) {
+    @discardableResult
+    func setLabel(_ item: SecretItem, _ label: String) throws(SecretServiceError) -> SecretItem? {
         try Self.check(label: label, attributes: nil, secret: nil)
         try withVault(item.collection) {
             try $0.apply([
@@ -229,9 +304,11 @@ final class SecretStore {
                 .setField(entry: item.entryName, field: "label", value: Self.text(label), secret: false),
             ])
         }
+        return try? self.item(at: item.path)  // the index, and the item as written
     }
 
-    func setAttributes(_ item: SecretItem, _ attributes: [(String, String)]) throws(SecretServiceError) {
+    @discardableResult
+    func setAttributes(_ item: SecretItem, _ attributes: [(String, String)]) throws(SecretServiceError) -> SecretItem? {
         try Self.check(label: nil, attributes: attributes, secret: nil)
         var changes: [DocumentChange] = [.require(entry: item.entryName, exists: true)]
         for (key, _) in item.attributes where !attributes.contains(where: { $0.0 == key }) {
@@ -241,10 +318,26 @@ final class SecretStore {
             changes.append(.setField(entry: item.entryName, field: Self.attributePrefix + key, value: Self.text(value), secret: false))
         }
         try withVault(item.collection) { try $0.apply(changes) }
+        return try? self.item(at: item.path)  // the index, and the item as written
+    }
+
+    /// The label of `collection`: the one set over D-Bus (``setLabel(of:_:)``), else its id (the vault file's name).
+    func label(of collection: SecretCollection) -> String {
+        labels[collection.id] ?? collection.id
+    }
+
+    /// Sets the label of `collection`: field `label` of the entry ``collectionEntry`` of its vault (so it syncs).
+    func setLabel(of collection: SecretCollection, _ label: String) throws(SecretServiceError) {
+        try Self.check(label: label, attributes: nil, secret: nil)
+        try withVault(collection) {
+            try $0.apply([.setField(entry: Self.collectionEntry, field: "label", value: Self.text(label), secret: false)])
+        }
+        labels[collection.id] = label
     }
 
     func delete(_ item: SecretItem) throws(SecretServiceError) {
         try withVault(item.collection) { try $0.apply([.delete(entry: item.entryName)]) }
+        remember(nil, id: item.id, in: item.collection)
     }
 
     /// Locks `collection`'s vault in the agent (`Lock`); whether it was unlocked.

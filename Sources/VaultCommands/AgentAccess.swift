@@ -53,6 +53,24 @@ package enum AgentAccess {
         return try client.vault(at: path)
     }
 
+    /// Unlocks the vault at `path` in the agent (started when none runs) with `passphrase`, which a program other
+    /// than a terminal asked for (`vault secret-service`'s askpass or pinentry prompt), with the limits `vault
+    /// unlock` last chose for the vault (``UnlockLimits``).
+    ///
+    /// - Throws: ``VaultCore/VaultError/wrongPassphrase(path:)`` for a wrong passphrase, ``AgentError``.
+    package static func unlock(path: String, passphrase: SecureBytes) throws {
+        let options = try VaultOptions.parse(["--vault", path])  // every option at its default (the test KDF hook)
+        try options.makeStore().checkAccess()
+        let socket = AgentSocket.defaultPath
+        try AgentSocket.checkDirectory(of: socket, create: true)
+        let client = try AgentClient.connectStarting(command: AgentCommand.startCommand, socketPath: socket)
+        let limits = UnlockLimits.remembered(forVaultAt: path)
+        try client.unlock(
+            path: path, passphrase: passphrase, idleSeconds: limits.idleSeconds, maxSeconds: limits.maxSeconds,
+            allowInsecureKDFForTesting: options.storeOptions.kdfPolicy == .insecureForTesting,
+            lockTimeoutSeconds: options.storeOptions.lockTimeoutSeconds)
+    }
+
     /// Whether the first prompt of a session starts an agent: yes unless `VAULT_AGENT=off` (for those who want
     /// every command to ask, and for tests).
     static var startsAgent: Bool { Posix.environment("VAULT_AGENT") != "off" }

@@ -174,17 +174,24 @@ public final class DocumentStore: Sendable {
 
     /// Sets the vault's `x25519` stanzas to what `recipients` makes from the data key held, keeping the data key and
     /// every other stanza (an addition: whoever could read the vault still can, and the new recipients too),
-    /// conditionally as ``update(_:attempts:)`` writes. `recipients` gets the current stanzas and the data key.
+    /// conditionally as ``update(_:attempts:)`` writes. `recipients` gets the current stanzas and the data key and
+    /// returns the new ones; then each recipient of the result named in `labels` takes its label there (by recipient,
+    /// ``RecipientLabel``).
     ///
     /// - Throws: ``VaultError/notOpen``; ``VaultError/keyChanged(path:)``; what `recipients` throws.
     public func setRecipients(
-        attempts: Int = 5, _ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]
+        attempts: Int = 5, labels: [String: String] = [:],
+        _ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         guard let dataKey = state.withLock({ loaded in loaded?.dataKey }) else { throw VaultError.notOpen }
         try write(attempts: attempts) { stored in
             let document = try openHeld(stored, dataKey: dataKey)
             let made = try recipients(document.recipientStanzas, dataKey)
             document.stanzas = document.stanzas.filter { RecipientStanza.Kind(stanzaType: $0.type) == nil } + made.map(\.stanza)
+            let now = clock.milliseconds()
+            for stanza in made {
+                if let label = labels[stanza.recipient] { document.setRecipientLabel(label, of: stanza.recipient, replica: replica, now: now) }
+            }
             return (document, dataKey)
         }
     }

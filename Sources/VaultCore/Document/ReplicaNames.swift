@@ -59,36 +59,13 @@ enum ReplicaNamesStanza {
             plain.append(UInt8(name.name.utf8.count))
             plain += name.name.utf8
         }
-        let nonce = Sodium.randomBytes(count: VaultFormat.nonceByteCount)
-        let key = VaultDocument.subkey(dataKey, context)
-        var box = [UInt8](repeating: 0, count: plain.count + VaultFormat.macByteCount)
-        try plain.withUnsafeBytes { plain in
-            try nonce.withUnsafeBytes { nonce in
-                try key.withUnsafeBytes { key in
-                    try box.withUnsafeMutableBytes { out in try sodium { try Sodium.secretBoxSeal(plain, nonce: nonce, key: key, into: out) } }
-                }
-            }
-        }
-        return KeyStanza(type: KeyStanza.replicaNames, body: nonce + box)
+        return KeyStanza(type: KeyStanza.replicaNames, body: try SealedStanza.seal(plain, key: VaultDocument.subkey(dataKey, context)))
     }
 
     /// The names in `body`, or `nil` when it does not open under `dataKey` or is not well formed (a reader then keeps
     /// it as a stanza of a type it does not know, written back unchanged: the names are informative).
     static func open(_ body: [UInt8], dataKey: SecureBytes) -> [ReplicaID: ReplicaName]? {
-        let nonceCount = VaultFormat.nonceByteCount
-        guard body.count >= nonceCount + VaultFormat.macByteCount + 2 else { return nil }
-        let key = VaultDocument.subkey(dataKey, context)
-        var plain = [UInt8](repeating: 0, count: body.count - nonceCount - VaultFormat.macByteCount)
-        let opened = body.withUnsafeBytes { bytes in
-            key.withUnsafeBytes { key in
-                plain.withUnsafeMutableBytes { out in
-                    Sodium.secretBoxOpen(
-                        UnsafeRawBufferPointer(rebasing: bytes[nonceCount...]), nonce: UnsafeRawBufferPointer(rebasing: bytes[..<nonceCount]),
-                        key: key, into: out)
-                }
-            }
-        }
-        guard opened else { return nil }
+        guard let plain = SealedStanza.open(body, key: VaultDocument.subkey(dataKey, context)), plain.count >= 2 else { return nil }
         return plain.withUnsafeBytes { bytes -> [ReplicaID: ReplicaName]? in
             var reader = ByteReader(bytes)
             let count = Int(reader.readUInt16())
@@ -119,10 +96,14 @@ extension VaultDocument {
         stanzas.removeAll { $0.type == KeyStanza.replicaNames }
     }
 
-    /// The stanzas a seal writes under `dataKey`: ``stanzas`` and, when any replica has a name, the names.
+    /// The stanzas a seal writes under `dataKey`: ``stanzas`` and, when any replica has a name, the names, and when
+    /// any recipient has a label, the labels.
     func stanzasToSeal(dataKey: SecureBytes) throws -> [KeyStanza] {
-        guard !replicaNames.isEmpty else { return stanzas }
-        return stanzas + [try ReplicaNamesStanza.seal(replicaNames, dataKey: dataKey)]
+        var sealed = stanzas
+        if !replicaNames.isEmpty { sealed.append(try ReplicaNamesStanza.seal(replicaNames, dataKey: dataKey)) }
+        let labels = sealedRecipientLabels
+        if !labels.isEmpty { sealed.append(try RecipientLabelsStanza.seal(labels, dataKey: dataKey)) }
+        return sealed
     }
 
     /// The name of `replica`, or `nil` when it has none.

@@ -76,6 +76,7 @@ import VaultCore
             switch operation {
             case .write(let changes): what = "write " + (try items(of: changes)).joined(separator: "|")
             case .passwd(let passphrase): what = "passwd " + hex(passphrase)
+            case .recipients(.remove(let recipient, let passphrase)): what = "remove recipient \(recipient) " + hex(passphrase)
             case .apply(let changes): what = "apply " + changes.map(describe).joined(separator: "|")
             case .merge(let merge):
                 what = "merge \(merge.label) \(hex(merge.file)) \(merge.dryRun) \(hex(merge.otherPassphrase)) \(merge.acceptDeletions)"

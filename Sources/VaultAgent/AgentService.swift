@@ -130,6 +130,8 @@ final class AgentService: Sendable {
             }
         case .records, .apply, .merge, .deleted, .search:
             try performOnDocument(request, on: store, reply: reply)
+        case .recipients(let recipients):
+            try perform(recipients, on: store, reply: reply)
         }
         return reply
     }

@@ -36,7 +36,9 @@ import VaultCore
             .entries(names: ["a", "b", "é"]),
             .merge(.init(label: "other.vault", file: [1, 2, 3], dryRun: true, otherPassphrase: SecureBytes(string: "o"), acceptDeletions: true)),
             .merge(.init(label: "other.vault", file: [], dryRun: false, otherPassphrase: nil, acceptDeletions: false)),
-            .deleted,
+            .deleted, .search(prefix: "web/", required: [(field: "username", value: Array("alice".utf8))]),
+            .recipients(.list), .recipients(.add(["age1a", "age1b"], label: nil)), .recipients(.add(["age1a"], label: "alice@laptop")),
+            .recipients(.remove("age1a", passphrase: SecureBytes(string: "p"))), .recipients(.remove("age1a", passphrase: nil)),
         ]
         return [.status, .unlock(path: path, unlock), .unlock(path: path, byKey), .lock(path: path), .lockAll,
                 .mergeFiles(ours: [1, 2], theirs: [3], labels: ("ours", "theirs")), .describeFile([9, 9], label: "f")]
@@ -45,7 +47,7 @@ import VaultCore
 
     @Test func everyRequestKindDecodesToWhatItEncoded() throws {
         let requests = try Self.everyKind()
-        #expect(Set(requests.map(\.operation.rawValue)) == Set(1...18), "every operation once at least")
+        #expect(Set(requests.map(\.operation.rawValue)) == Set(1...20), "every operation once at least")
         for request in requests {
             let message = try AgentWire.Message(payload: try request.encode().buffer.secureBytes())
             #expect(message.version == AgentWire.version && message.kind == request.operation.rawValue)

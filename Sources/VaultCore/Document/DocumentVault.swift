@@ -165,7 +165,7 @@ public final class DocumentVault: KeyValueVault, Sendable {
     }
 
     /// `changes` in the document's terms (see the type's description).
-    static func documentChanges(_ changes: SecureKeyValueStore.Changes) throws -> [DocumentChange] {
+    package static func documentChanges(_ changes: SecureKeyValueStore.Changes) throws -> [DocumentChange] {
         var items: [SecureKeyValueStore.Changes.Item] = []
         var values: [SecureBytes?] = []
         try changes.forEach { item in

@@ -185,7 +185,13 @@ package struct Recipients: ParsableCommand {
                     let listing = RecipientEdits.listing(of: vault)
                     removed = try given ?? Self.resolve(recipient, in: listing, path: store.path)
                     try Self.check(removed, in: listing.recipients, hasPassphrase: listing.hasPassphrase, path: store.path)
-                    exposed = try RecipientEdits.remove(removed, passphrase: passphrase, from: vault, passphraseVerified: true)
+                    // Sealing every entry under the new key: a bar on a terminal (a large vault), nothing when piped.
+                    var bar: ProgressBar?
+                    exposed = try RecipientEdits.remove(removed, passphrase: passphrase, from: vault, passphraseVerified: true) { done, total in
+                        if bar == nil { bar = ProgressBar.onTerminal("re-encrypting", total: total) }
+                        bar?.advance(to: done)
+                    }
+                    bar?.finish()
                     recipientsAfter = vault.recipients
                     // The agent holds the old key, now retired: locked, so the next command opens with the new one.
                     if let client = try? AgentClient.connect() { _ = try? client.lock(path: store.path) }

@@ -22,3 +22,39 @@ import Testing
         #expect(!piped.stdoutText.contains("\r") && !piped.stdoutText.contains("exporting ["))
     }
 }
+
+/// Issue 35 §3: `recipients remove` seals every entry again under a new key: a bar on a terminal, nothing when piped
+/// (with the real `age-keygen`'s keys).
+@Suite(.processTimeLimit) struct RemovalProgressCLITests {
+    @Test(.enabled(if: RecipientCLITests.hasAge || ProcessInfo.processInfo.environment["CI"] == "true", RecipientCLITests.needsAge))
+    func removingARecipientShowsABarOnATerminalAndNothingWhenPiped() throws {
+        try #require(RecipientCLITests.hasAge, "age is needed (CI=true)")
+        let team = try RecipientCLITests.Team()
+        let box = team.box
+        #expect(try team.owner(["init"]).status == 0)
+        // 600 entries in one write (an import of vault's own export).
+        let entries = (0..<600).map { index in
+            #"{"created":"2026-11-29T13:14:29.999Z","fields":[{"name":"password","secret":true,"value":"v\#(index)"}],"history":[],"#
+                + #""id":"\#(String(format: "%032x", index + 1))","modified":"2026-11-29T13:14:29.999Z","name":"site/\#(index)"}"#
+        }
+        let file = box.directory + "/many.json"
+        try box.write(#"{"entries":["# + entries.joined(separator: ",") + #"],"exported":"2026-11-29T13:14:30.149Z","format":"vault-export","version":1}"#, to: file)
+        let imported = try team.owner(["import", "json", file])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try team.owner(["recipients", "add", team.recipient, team.otherRecipient]).status == 0)
+
+        let onTerminal = try PseudoTerminal.run(
+            CLI.vault, ["recipients", "remove", team.otherRecipient, "--passphrase-file", box.passphraseFile],
+            steps: [], environment: box.environment.merging(team.state) { $1 })
+        #expect(onTerminal.status == 0, "\(onTerminal.stdoutText)")
+        // Drawn in place (carriage return), complete at the end, then erased before the report.
+        #expect(onTerminal.stdoutText.contains("\rre-encrypting [####################] 600/600 entries\u{1B}[K\r\u{1B}[K"),
+                "\(onTerminal.stdoutText.debugDescription)")
+        #expect(onTerminal.stdoutText.contains("removed recipient \(team.otherRecipient); the vault's key was rotated"))
+
+        #expect(try team.owner(["recipients", "add", team.otherRecipient]).status == 0)
+        let piped = try team.owner(["recipients", "remove", team.otherRecipient])
+        #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
+        #expect(!piped.stdoutText.contains("\r") && !piped.stdoutText.contains("re-encrypting ["))
+    }
+}

@@ -315,7 +315,8 @@ extension VaultDocument {
 
     /// ``seal(dataKey:)`` with the plaintext in `spare`'s region when it is large enough and nobody else holds it (a
     /// zeroed one: ``RegionPool``).
-    func seal(dataKey: SecureBytes, recycling spare: consuming SecureBytes?) throws -> [UInt8] {
+    /// `progress`: how many of the entries are written (``DocumentBody/encode(_:binding:reusing:recycling:progress:)``).
+    func seal(dataKey: SecureBytes, recycling spare: consuming SecureBytes?, progress: ((Int) -> Void)? = nil) throws -> [UInt8] {
         guard generation < UInt64.max else { throw VaultError.generationExhausted(path: label) }
         let header = DocumentHeader.encode(
             vaultID: vaultID, generation: generation + 1, dataKeyID: dataKeyID, version: formatVersion,
@@ -326,7 +327,8 @@ extension VaultDocument {
         }
         let mac = Self.mac(of: header, dataKey: dataKey)
         let binding = Sodium.blake2b256FromArray(header + mac)
-        let body = try DocumentBody.encode(self, binding: binding, reusing: encoded.withLock { $0 }, recycling: spare.take())
+        let body = try DocumentBody.encode(
+            self, binding: binding, reusing: encoded.withLock { $0 }, recycling: spare.take(), progress: progress)
         let file = try VaultEnvelope.seal(
             prefix: header + mac, plaintext: body.plaintext, key: Self.subkey(dataKey, DocumentFormat.bodyKeyContext))
         encoded.withLock { $0 = body }

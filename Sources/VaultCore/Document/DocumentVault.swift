@@ -436,10 +436,11 @@ public final class DocumentVault: KeyValueVault, Sendable {
     /// removed recipient writes under it after the removal is `stale_key`, never merged.
     public func rotateKey(
         passphrase: SecureBytes?, parameters: Argon2id.Parameters? = nil, reason: KeyChangeReason = .other,
+        progress: ((_ done: Int, _ total: Int) -> Void)? = nil,
         recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         let old = store.dataKey, oldID = store.document?.dataKeyID
-        try store.rotateKey(passphrase: passphrase, parameters: parameters, reason: reason, recipients: recipients)
+        try store.rotateKey(passphrase: passphrase, parameters: parameters, reason: reason, progress: progress, recipients: recipients)
         recordWrite(retiring: old, retiringID: oldID, pending: reason == .passphraseChange)
     }
 

@@ -22,11 +22,10 @@ public struct RecipientLabel: Sendable, Equatable {
 
     /// The later of two labels of one recipient (on the same time, the greater label as bytes, so that every order
     /// of merging picks the same).
-    static func later(_ a: RecipientLabel, _ b: RecipientLabel) -> RecipientLabel {
-        if a.time != b.time { return a.time > b.time ? a : b }
-        return a.label.utf8.lexicographicallyPrecedes(b.label.utf8) ? b : a
-    }
+    static func later(_ a: RecipientLabel, _ b: RecipientLabel) -> RecipientLabel { Self.later(a, b, a.label, b.label) }
 }
+
+extension RecipientLabel: TimedName {}
 
 extension KeyStanza {
     /// The recipients' labels, sealed under a key derived from the data key (``RecipientLabelsStanza``): opens nothing.
@@ -151,9 +150,8 @@ extension VaultDocument {
     @discardableResult
     func setRecipientLabel(_ label: String, of recipient: String, replica: ReplicaID, now: UInt64) -> Bool {
         guard RecipientLabel.isValid(label), recipientLabels[recipient]?.label != label else { return false }
-        let clock = max(replicas[replica]?.packed ?? 0, min(now, HybridTimestamp.maximumMilliseconds) << 16)
-        let after = recipientLabels[recipient].map { $0.time &+ 1 } ?? 0
-        recipientLabels[recipient] = RecipientLabel(label: label, time: max(clock, after))
+        recipientLabels[recipient] = RecipientLabel(
+            label: label, time: nameTime(by: replica, now: now, after: recipientLabels[recipient]?.time))
         return true
     }
 

@@ -26,11 +26,25 @@ public struct ReplicaName: Sendable, Equatable {
 
     /// The later of two names of one replica (on the same time, the greater name, so that every order of merging
     /// picks the same).
-    static func later(_ a: ReplicaName, _ b: ReplicaName) -> ReplicaName {
+    static func later(_ a: ReplicaName, _ b: ReplicaName) -> ReplicaName { Self.later(a, b, a.name, b.name) }
+}
+
+/// A name given at a time, the later one kept by a merge: a replica's name (``ReplicaName``), a recipient's label
+/// (``RecipientLabel``).
+protocol TimedName {
+    var time: UInt64 { get }
+}
+
+extension TimedName {
+    /// The later of `a` and `b` (texts `aText`, `bText`); on the same time, the greater text as bytes, so that every
+    /// order of merging picks the same.
+    static func later(_ a: Self, _ b: Self, _ aText: String, _ bText: String) -> Self {
         if a.time != b.time { return a.time > b.time ? a : b }
-        return a.name.utf8.lexicographicallyPrecedes(b.name.utf8) ? b : a
+        return aText.utf8.lexicographicallyPrecedes(bText.utf8) ? b : a
     }
 }
+
+extension ReplicaName: TimedName {}
 
 extension KeyStanza {
     /// The replicas' names, sealed under a key derived from the data key (``ReplicaNamesStanza``): opens nothing.
@@ -114,10 +128,15 @@ extension VaultDocument {
     @discardableResult
     func setName(_ name: String, of replica: ReplicaID, now: UInt64) -> Bool {
         guard ReplicaName.isValid(name), replicaNames[replica]?.name != name else { return false }
-        let clock = max(replicas[replica]?.packed ?? 0, min(now, HybridTimestamp.maximumMilliseconds) << 16)
-        let after = replicaNames[replica].map { $0.time &+ 1 } ?? 0
-        replicaNames[replica] = ReplicaName(name: name, time: max(clock, after))
+        replicaNames[replica] = ReplicaName(name: name, time: nameTime(by: replica, now: now, after: replicaNames[replica]?.time))
         return true
+    }
+
+    /// The time a name given now by `replica` takes: its clock's (or `now`, when later) and after `previous` (the time
+    /// of the name it replaces).
+    func nameTime(by replica: ReplicaID, now: UInt64, after previous: UInt64?) -> UInt64 {
+        let clock = max(replicas[replica]?.packed ?? 0, min(now, HybridTimestamp.maximumMilliseconds) << 16)
+        return max(clock, previous.map { $0 &+ 1 } ?? 0)
     }
 
     /// Both documents' names, the later one per replica.

@@ -27,11 +27,14 @@ package struct Logout: AsyncParsableCommand {
             let vault = try openVault(options)
             defer { vault.close() }
             let credentials = VaultCredentialStore(store: vault)
-            let spaces = try credentials.storedSpaces().filter { $0.origin == origin }
+            let stored = try credentials.storedSpaces().filter { $0.origin == origin }
+            // With docker's registry entries on that origin (docker-credential-vault's), in one write.
+            var changes = SecureKeyValueStore.Changes()
+            if !stored.isEmpty { try credentials.stageRemoval(of: stored, into: &changes) }
+            let spaces = stored + (try DockerRegistryEntries(vault: vault).logout(of: origin, with: changes))
             guard !spaces.isEmpty else {
                 throw NetworkCLIError.noCredential(origin: origin.description, path: vault.path)
             }
-            try credentials.removeCredentials(of: spaces)
             if options.json {
                 try writeJSON(["origin": origin.description, "removed": spaces.map { ["realm": $0.realm] }])
             } else {

@@ -163,7 +163,11 @@ package struct Sync: AsyncParsableCommand {
         let endpointURL = try endpoint.map { try http.target($0) } ?? aws.endpoint.map { try http.target($0.absoluteString) }
         let location = try S3Location(remote, region: region ?? aws.region ?? "us-east-1", endpoint: endpointURL)
         if endpointURL == nil { _ = try http.target(location.objectURL.absoluteString) }
-        return S3ObjectStore(location: location, configuration: aws, client: client)
+        let store = S3ObjectStore(location: location, configuration: aws, client: client)
+        // A large vault's download (a first sync of another machine's vault): a bar on a terminal, nothing piped.
+        let bar = DownloadBar()
+        store.fetchProgress = { received, total in bar.received(received, of: total) }
+        return store
     }
 
     /// The library's engine with this command's options: the local vault opened once (`local`), another copy's
@@ -263,4 +267,27 @@ final class OpenedOnce {
     }
 
     func close() { vault?.close() }
+}
+
+/// The bar of a download, in KiB, drawn once its size is known (an answer with a Content-Length) and stderr is a
+/// terminal, erased when the last byte is in (before anything else is written).
+final class DownloadBar: @unchecked Sendable {
+    private let lock = NSLock()
+    private var bar: ProgressBar?
+    private var started = false
+
+    func received(_ received: Int, of total: Int?) {
+        lock.withLock {
+            guard let total, total > 0 else { return }
+            if !started {
+                started = true
+                bar = ProgressBar.onTerminal("fetching", total: (total + 1023) / 1024, unit: "KiB")
+            }
+            bar?.advance(to: received >= total ? (total + 1023) / 1024 : received / 1024)
+            if received >= total {
+                bar?.finish()
+                bar = nil
+            }
+        }
+    }
 }

@@ -71,6 +71,8 @@ import VaultCore
         case .found(let records): return "found " + records.map(describe).joined(separator: "|")
         case .merged(let report, let file): return "merged \(report) " + hex(file)
         case .mergedFiles(let file, let report): return "merged files \(report) " + hex(file)
+        case .recipients(let listing, let changed):
+            return "recipients \(listing.recipients) \(listing.labels.sorted { $0.key < $1.key }) \(listing.hasPassphrase) \(changed)"
         case .failure(let failure):
             return "failure \(failure.presented) \(String(describing: failure.errorCase?.name)) \(failure.errorCase?.arguments ?? [])"
         default: return "\(response)"
@@ -99,6 +101,7 @@ import VaultCore
             case .passwd(let passphrase): what = "passwd " + hex(passphrase)
             case .apply(.document(let changes)): what = "apply " + changes.map(describe).joined(separator: "|")
             case .apply(.formatOne(let changes)): what = "apply " + (try changes.documentChanges()).map(describe).joined(separator: "|")
+            case .recipients(.remove(let recipient, let passphrase)): what = "remove recipient \(recipient) " + hex(passphrase)
             case .merge(let merge):
                 what = "merge \(merge.label) \(hex(merge.file)) \(merge.dryRun) \(hex(merge.otherPassphrase)) \(merge.acceptDeletions)"
             default: what = "\(operation)"

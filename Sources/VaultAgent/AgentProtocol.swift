@@ -57,6 +57,13 @@ enum AgentOperation: UInt8 {
     /// `value`)*. Answers, per entry sorted by name, its current version as ``records`` encodes it (each starting
     /// with `entryID`), non-secret fields only. An older agent refuses the code.
     case search = 19
+    /// The vault's age recipients (format version 2; `vault recipients` through the agent, ``AgentRequest/Recipients``):
+    /// path, `code` list/add/remove; add: `source`* (the recipients), optional `name` (the label of the one given);
+    /// remove: `source` (the recipient), `passphrase` when the vault has a passphrase stanza (the new key is wrapped
+    /// for it). Answers the recipients after it, (`source`, `name` (its label, empty for none))*, `bool` (a passphrase
+    /// stanza), and `field`*: the recipients added (add), the entries the removed key could read (remove). An older
+    /// agent refuses the code.
+    case recipients = 20
 }
 
 /// The status of an answer (the second byte of a response payload).

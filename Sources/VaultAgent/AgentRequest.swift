@@ -37,6 +37,7 @@ enum AgentRequest {
         case deleted
         /// The entries named `prefix…` whose non-secret fields include every one of `required`.
         case search(prefix: String, required: [(field: String, value: [UInt8])])
+        case recipients(Recipients)
 
         /// Whether the request is an activity (extends the vault's idle timeout).
         var isActivity: Bool {
@@ -75,6 +76,15 @@ enum AgentRequest {
         var lockTimeoutMilliseconds: UInt64?
     }
 
+    /// What `vault recipients` asks of a vault the agent holds.
+    enum Recipients {
+        case list
+        /// X25519 recipients (`age1…`) to wrap the data key for; `label` for the one given.
+        case add([String], label: String?)
+        /// The recipient to remove (the key rotated); `passphrase` the vault's, for its new passphrase stanza.
+        case remove(String, passphrase: SecureBytes?)
+    }
+
     /// A merge of another copy of the vault.
     struct Merge {
         /// How errors name the other copy.
@@ -111,6 +121,7 @@ enum AgentRequest {
             case .merge: return .merge
             case .deleted: return .deleted
             case .search: return .search
+            case .recipients: return .recipients
             }
         }
     }
@@ -176,7 +187,7 @@ enum AgentRequest {
             self = .mergeFiles(ours: files[0], theirs: files[1], labels: (labels[0], labels[1]))
         case .describeFile:
             self = .describeFile(bytes(try required(message.first(.value))), label: message.string(.source) ?? "file")
-        case .probe, .get, .list, .names, .remove, .passwd, .records, .apply, .entries, .merge, .deleted, .search:
+        case .probe, .get, .list, .names, .remove, .passwd, .records, .apply, .entries, .merge, .deleted, .search, .recipients:
             let path = try text(.path)
             let request: VaultRequest
             switch operation {
@@ -224,6 +235,13 @@ enum AgentRequest {
                 }
                 guard field == nil else { throw AgentError.badRequest("a search field without its value") }
                 request = .search(prefix: try text(.name), required: required)
+            case .recipients:
+                switch try text(.code) {
+                case "list": request = .recipients(.list)
+                case "add": request = .recipients(.add(message.strings(.source), label: message.string(.name)))
+                case "remove": request = .recipients(.remove(try text(.source), passphrase: message.secret(.passphrase)))
+                default: throw AgentError.badRequest("unknown recipients operation")
+                }
             default: throw AgentError.badRequest("unknown operation \(message.kind)")
             }
             self = .vault(path: path, request)
@@ -266,6 +284,15 @@ enum AgentRequest {
                     value.withUnsafeBytes { writer.field(.value, $0) }
                 }
             case .get(let name), .remove(let name): writer.field(.name, name)
+            case .recipients(.list): writer.field(.code, "list")
+            case .recipients(.add(let recipients, let label)):
+                writer.field(.code, "add")
+                for recipient in recipients { writer.field(.source, recipient) }
+                if let label { writer.field(.name, label) }
+            case .recipients(.remove(let recipient, let passphrase)):
+                writer.field(.code, "remove")
+                writer.field(.source, recipient)
+                if let passphrase { writer.field(.passphrase, passphrase) }
             case .names(let withoutActivity): if withoutActivity { writer.field(.flags, true) }
             case .passwd(let passphrase): writer.field(.passphrase, passphrase)
             case .records(let name, let which):

@@ -33,6 +33,9 @@ enum AgentResponse {
     case mergedFiles([UInt8], MergeReport)
     /// Lines describing a file: names, ids, times, field names, never a value (describeFile).
     case described([String])
+    /// The vault's recipients and their labels after the request, and what it changed: the recipients added, or the
+    /// entries the removed key could read (recipients).
+    case recipients(RecipientEdits.Listing, changed: [String])
     /// The vault is not held here (never unlocked, expired, locked, or re-keyed elsewhere).
     case locked
     /// The request failed in the agent.
@@ -136,6 +139,13 @@ enum AgentResponse {
             file.withUnsafeBytes { writer.field(.value, $0) }
             AgentWire.encode(report, into: writer)
         case .described(let lines): for line in lines { writer.field(.message, line) }
+        case .recipients(let listing, let changed):
+            for recipient in listing.recipients {
+                writer.field(.source, recipient)
+                writer.field(.name, listing.labels[recipient] ?? "")
+            }
+            writer.field(.bool, listing.hasPassphrase)
+            for item in changed { writer.field(.field, item) }
         }
         return writer
     }
@@ -185,6 +195,14 @@ enum AgentResponse {
             guard let range = answer.first(.value) else { throw AgentError.protocolError("a merge without its file") }
             self = .mergedFiles(answer.payload.withUnsafeBytes { Array($0[range]) }, try AgentWire.mergeReport(from: answer))
         case .describeFile: self = .described(answer.strings(.message))
+        case .recipients:
+            let recipients = answer.strings(.source), labels = answer.strings(.name)
+            guard recipients.count == labels.count else { throw AgentError.protocolError("a malformed list of recipients") }
+            var byRecipient: [String: String] = [:]
+            for (recipient, label) in zip(recipients, labels) where !label.isEmpty { byRecipient[recipient] = label }
+            self = .recipients(
+                RecipientEdits.Listing(recipients: recipients, labels: byRecipient, hasPassphrase: answer.bool(.bool)),
+                changed: answer.strings(.field))
         case .retiredWrite: throw AgentError.protocolError("an answer to a retired operation")
         }
     }

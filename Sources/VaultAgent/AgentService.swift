@@ -128,6 +128,8 @@ final class AgentService: Sendable {
             return .entries(try store.entries(names).map { entry in entry.map { ($0.value, AgentResponse.Attributes($0.attributes)) } })
         case .records, .merge, .deleted, .search:
             return try performOnDocument(request, on: store)
+        case .recipients(let recipients):
+            return try perform(recipients, on: store)
         }
     }
 

@@ -32,12 +32,14 @@ public final class HTTPClient: Sendable {
     /// for that answer (its status). An answer whose `Content-Length` says more fails before any of its body is
     /// read. With `prefix`, the body's first `prefix.count` bytes (all of a shorter body) go to `prefix.check` as
     /// soon as they are in: what it throws ends the read there (a body that cannot be what is asked for is not
-    /// read to its end).
+    /// read to its end). `progress` gets the final response and how many bytes of its body are in, after each piece
+    /// (a download's progress bar).
     ///
     /// - Throws: as ``data(for:maximumBodySize:)``, and what `prefix.check` throws.
     public func data(
         for request: HTTPRequest, maximumBodySize: (HTTPResponse) -> Int,
-        prefix: (count: Int, check: (HTTPResponse, Data) throws -> Void)? = nil
+        prefix: (count: Int, check: (HTTPResponse, Data) throws -> Void)? = nil,
+        progress: ((HTTPResponse, Int) -> Void)? = nil
     ) async throws -> (Data, HTTPResponse) {
         let start = NIODeadline.now()
         let deadline = start + .nanoseconds(Int64(timeout * 1e9))
@@ -52,7 +54,7 @@ public final class HTTPClient: Sendable {
                     do { try prefix.check(response, bytes) } catch { throw ConsumerFailure(error: error) }
                 })
             }
-            return (try await body.collect(limit: limit, prefix: check), response)
+            return (try await body.collect(limit: limit, prefix: check, progress: progress.map { report in { report(response, $0) } }), response)
         }
     }
 }

@@ -241,8 +241,11 @@ struct ResponseBody {
     }
 
     /// The whole body; more than `limit` bytes fail with ``AuthenticationError/responseTooLarge(url:limit:)``.
-    /// With `prefix`, its `check` sees the first `count` bytes (all of a shorter body) as soon as they are in.
-    mutating func collect(limit: Int, prefix: (count: Int, check: (Data) throws -> Void)? = nil) async throws -> Data {
+    /// With `prefix`, its `check` sees the first `count` bytes (all of a shorter body) as soon as they are in;
+    /// `progress` the count of bytes in after each piece.
+    mutating func collect(
+        limit: Int, prefix: (count: Int, check: (Data) throws -> Void)? = nil, progress: ((Int) -> Void)? = nil
+    ) async throws -> Data {
         var data = Data()
         var unchecked = prefix
         while var buffer = try await next() {
@@ -251,6 +254,7 @@ struct ResponseBody {
             }
             buffer.withUnsafeReadableBytes { data.append(contentsOf: $0) }
             buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
+            progress?(data.count)
             if let prefix = unchecked, data.count >= prefix.count {
                 try prefix.check(data.prefix(prefix.count))
                 unchecked = nil

@@ -20,12 +20,15 @@ package struct Recipients: ParsableCommand {
             """,
         subcommands: [Add.self, Remove.self, List.self])
 
-    /// `vault recipients add RECIPIENT... [-R FILE]`.
+    /// `vault recipients add RECIPIENT... [-R FILE] [--label L]`.
     package struct Add: ParsableCommand {
         package init() {}
 
         package static let configuration = CommandConfiguration(
-            abstract: "Wrap the vault's key for more recipients (the key is kept: whoever opened the vault still does).")
+            abstract: "Wrap the vault's key for more recipients (the key is kept: whoever opened the vault still does).",
+            discussion: """
+                Through the agent when it holds the vault unlocked: no passphrase is asked. With --label, the recipient (one) is known by that label: 'list' shows it, 'remove' takes it in place of the key. Labels are sealed in the vault (the file shows no name), and a recipient already present takes the label given.
+                """)
 
         @Argument(help: ArgumentHelp("age recipients (age1..., or post-quantum age1pq1...: never both kinds in one vault).", valueName: "recipient"))
         var recipients: [String] = []
@@ -35,11 +38,20 @@ package struct Recipients: ParsableCommand {
             help: ArgumentHelp("Add the recipients of this file too (one per line; empty lines and # comments skipped), as age -R reads it.", valueName: "path"))
         var recipientsFiles: [String] = []
 
+        @Option(help: ArgumentHelp("A label for the one recipient given (who it is: alice@laptop), 1 to 64 bytes, not age1...; sealed in the vault.", valueName: "label"))
+        var label: String?
+
         @OptionGroup var options: VaultOptions
 
         package func validate() throws {
             if recipients.isEmpty && recipientsFiles.isEmpty {
                 throw ValidationError("give at least one recipient (age1...) or -R FILE")
+            }
+            if let label {
+                guard RecipientLabel.isValid(label) else {
+                    throw ValidationError("a label is 1 to \(ReplicaName.maximumByteCount) bytes without control characters, not starting with 'age1'")
+                }
+                guard recipients.count == 1, recipientsFiles.isEmpty else { throw ValidationError("--label names one recipient: give exactly one") }
             }
         }
 
@@ -59,52 +71,66 @@ package struct Recipients: ParsableCommand {
                     try RecipientArgument.parse(text, source: "recipient \(index + 1)")
                 }
                 for file in recipientsFiles { parsed += try RecipientArgument.parseFile(file) }
+                let texts = parsed.map(\.description)
                 // age's rule, on the header before any key is asked for, and again under the write lock.
                 let store = options.makeStore()
-                try MixedRecipients.check(
-                    adding: parsed.map(\.description), to: Self.recipientsBeforeOpening(store, options), path: store.path)
-                let vault = try openDocumentVault(options)
-                defer { vault.close() }
-                var added: [String] = [], present: [String] = []
-                try vault.setRecipients { current, dataKey in
-                    try MixedRecipients.check(adding: parsed.map(\.description), to: current.map(\.recipient), path: vault.path)
-                    var stanzas = current
-                    added = []
-                    present = []
-                    for recipient in parsed {
-                        let text = recipient.description
-                        if stanzas.contains(where: { $0.recipient == text }) {
-                            if !present.contains(text) { present.append(text) }
-                            continue
-                        }
-                        stanzas.append(try recipient.wrapStanza(dataKey))
-                        added.append(text)
+                let before = Self.recipientsBeforeOpening(store, options)
+                try MixedRecipients.check(adding: texts, to: before, path: store.path)
+                let added: [String], present: [String], listing: RecipientEdits.Listing
+                if let held = try RecipientsThroughAgent.listing(options, involving: texts + before) {
+                    // Held by the agent: no passphrase asked.
+                    try Self.checkLabelFree(label, for: texts, in: held.listing, path: store.path)
+                    guard let answer = try held.client.recipients(.add(texts, label: label), at: options.resolvedPath) else {
+                        throw AgentError.locked(path: options.resolvedPath)
                     }
-                    return stanzas
+                    added = answer.changed
+                    present = texts.filter { !added.contains($0) }.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+                    listing = answer.listing
+                } else {
+                    let vault = try openDocumentVault(options)
+                    defer { vault.close() }
+                    try Self.checkLabelFree(label, for: texts, in: RecipientEdits.listing(of: vault), path: vault.path)
+                    (added, present) = try RecipientEdits.add(parsed, label: label, to: vault) { adding, current in
+                        try MixedRecipients.check(adding: adding, to: current, path: vault.path)
+                    }
+                    listing = RecipientEdits.listing(of: vault)
                 }
                 if options.json {
-                    try writeJSON(["path": vault.path, "added": added, "already_present": present, "recipients": vault.recipients])
+                    var object: [String: Any] = ["path": store.path, "added": added, "already_present": present, "recipients": listing.recipients]
+                    if !listing.labels.isEmpty { object["labels"] = listing.labels }
+                    try writeJSON(object)
                 } else {
-                    for recipient in added { try writeToStdout("added recipient \(recipient)\n") }
-                    for recipient in present { try writeToStdout("recipient \(recipient) was already present\n") }
+                    let labelled = label.map { " (\(TerminalText.escaped($0)))" } ?? ""
+                    for recipient in added { try writeToStdout("added recipient \(recipient)\(labelled)\n") }
+                    for recipient in present {
+                        try writeToStdout("recipient \(recipient) was already present" + (label == nil ? "" : "; labelled\(labelled)") + "\n")
+                    }
                 }
             }
         }
+
+        /// Refuses `label` when another recipient than the one given has it (`remove LABEL` must name one key).
+        static func checkLabelFree(_ label: String?, for recipients: [String], in listing: RecipientEdits.Listing, path: String) throws {
+            guard let label, let other = listing.recipients(labelled: label).first(where: { !recipients.contains($0) }) else { return }
+            throw CLIError.message(
+                "recipient \(other) of vault '\(path)' is labelled '\(TerminalText.escaped(label))' already: give another label",
+                exitCode: Exit.usage)
+        }
     }
 
-    /// `vault recipients remove RECIPIENT`.
+    /// `vault recipients remove RECIPIENT|LABEL`.
     package struct Remove: ParsableCommand {
         package init() {}
 
         package static let configuration = CommandConfiguration(
             abstract: "Remove a recipient and rotate the vault's key (a new key, every other stanza wrapped again, the vault sealed again).",
             discussion: """
-                A vault with a passphrase asks for it (the new key is wrapped for it again; other passphrase stanzas, if any, are dropped); a vault without one is opened with --identity. The old key is retired here: a copy under it is refused (--accept-rollback to take it anyway). Every other recipient keeps access; the vault locks in the agent.
+                A vault with a passphrase asks for it (the new key is wrapped for it again; other passphrase stanzas, if any, are dropped), also when the agent holds the vault (it keeps the key, never the passphrase); a vault without one is opened with --identity, or through the agent with nothing asked. The old key is retired here: a copy under it is refused (--accept-rollback to take it anyway). Every other recipient keeps access; the agent keeps the vault unlocked under its new key when it did the removal, and locks it otherwise.
 
                 The removed key could read every entry the vault had while it was a recipient, and may have kept a copy: the report says how many entries the vault has (--list names them), whose secrets should be changed where they are used (a new password, a new token).
                 """)
 
-        @Argument(help: ArgumentHelp("The recipient to remove (age1... or age1pq1...).", valueName: "recipient"))
+        @Argument(help: ArgumentHelp("The recipient to remove: its key (age1... or age1pq1...) or its label.", valueName: "recipient"))
         var recipient: String
 
         @Flag(help: "Also list the entries the removed key could read (their names, never values).")
@@ -114,48 +140,65 @@ package struct Recipients: ParsableCommand {
 
         package func run() throws {
             try reportingErrors(json: options.json) {
-                let removed = try RecipientArgument.parse(recipient, source: "recipient 1").description
                 let store = try options.existingStore()
                 let header = try VaultOpener.header(path: store.path, options: options.storeOptions)
-                guard header.recipients.contains(removed) else {
-                    throw CLIError.message("vault '\(store.path)' has no recipient \(removed)", exitCode: Exit.notFound)
-                }
-                guard header.hasPassphraseStanza || header.recipients.count > 1 else {
-                    throw CLIError.message(
-                        "cannot remove \(removed): it is the only key of vault '\(store.path)' (no passphrase, no other recipient)",
-                        exitCode: Exit.usage)
-                }
-                // The passphrase stanza is wrapped again for the new key: with a passphrase that opens it now.
-                let vault: DocumentVault
-                var passphrase: SecureBytes?
-                if header.hasPassphraseStanza {
-                    var withoutIdentity = options
-                    withoutIdentity.identityFile = nil
-                    vault = try withPassphraseRetries(withoutIdentity) { given in
-                        let opened = try VaultOpener.open(path: store.path, passphrase: given, options: options.storeOptions)
-                        guard let document = opened as? DocumentVault else {
-                            opened.close()
-                            throw VaultError.needsVersion2(path: store.path)
+                let byKey = recipient.hasPrefix("age1")
+                // A key is checked before any passphrase is asked; a label is known once the vault is open.
+                let given = byKey ? try RecipientArgument.parse(recipient, source: "recipient 1").description : nil
+                if let given { try Self.check(given, in: header.recipients, hasPassphrase: header.hasPassphraseStanza, path: store.path) }
+                let removed: String, exposed: [String], recipientsAfter: [String]
+                if let held = try RecipientsThroughAgent.listing(options, involving: header.recipients) {
+                    removed = try given ?? Self.resolve(recipient, in: held.listing, path: store.path)
+                    try Self.check(removed, in: held.listing.recipients, hasPassphrase: held.listing.hasPassphrase, path: store.path)
+                    let answer: AgentClient.RecipientsAnswer?
+                    if held.listing.hasPassphrase {
+                        var withoutIdentity = options
+                        withoutIdentity.identityFile = nil
+                        answer = try withPassphraseRetries(withoutIdentity) { passphrase in
+                            try held.client.recipients(.remove(removed, passphrase: passphrase), at: options.resolvedPath)
                         }
-                        passphrase = given
-                        return document
+                    } else {
+                        answer = try held.client.recipients(.remove(removed, passphrase: nil), at: options.resolvedPath)
                     }
+                    guard let answer else { throw AgentError.locked(path: options.resolvedPath) }
+                    (exposed, recipientsAfter) = (answer.changed, answer.listing.recipients)
                 } else {
-                    vault = try openDocumentVault(options)
-                }
-                defer { vault.close() }
-                // What the removed key could read: every entry, as the vault is now (and any deleted since it came).
-                let exposed = try vault.keys()
-                try vault.rotateKey(passphrase: passphrase, reason: .recipientRemoval) { current, newKey in
-                    try current.filter { $0.recipient != removed }.map { stanza in
-                        try AgeKeys.recipient(parsing: stanza.recipient).wrapStanza(newKey)
+                    // The passphrase stanza is wrapped again for the new key: with a passphrase that opens it now.
+                    let vault: DocumentVault
+                    var passphrase: SecureBytes?
+                    if header.hasPassphraseStanza {
+                        var withoutIdentity = options
+                        withoutIdentity.identityFile = nil
+                        vault = try withPassphraseRetries(withoutIdentity) { given in
+                            let opened = try VaultOpener.open(path: store.path, passphrase: given, options: options.storeOptions)
+                            guard let document = opened as? DocumentVault else {
+                                opened.close()
+                                throw VaultError.needsVersion2(path: store.path)
+                            }
+                            passphrase = given
+                            return document
+                        }
+                    } else {
+                        vault = try openDocumentVault(options)
                     }
+                    defer { vault.close() }
+                    let listing = RecipientEdits.listing(of: vault)
+                    removed = try given ?? Self.resolve(recipient, in: listing, path: store.path)
+                    try Self.check(removed, in: listing.recipients, hasPassphrase: listing.hasPassphrase, path: store.path)
+                    // Sealing every entry under the new key: a bar on a terminal (a large vault), nothing when piped.
+                    var bar: ProgressBar?
+                    exposed = try RecipientEdits.remove(removed, passphrase: passphrase, from: vault, passphraseVerified: true) { done, total in
+                        if bar == nil { bar = ProgressBar.onTerminal("re-encrypting", total: total) }
+                        bar?.advance(to: done)
+                    }
+                    bar?.finish()
+                    recipientsAfter = vault.recipients
+                    // The agent holds the old key, now retired: locked, so the next command opens with the new one.
+                    if let client = try? AgentClient.connect() { _ = try? client.lock(path: store.path) }
                 }
-                // The agent holds the old key, now retired: locked, so the next command opens with the new one.
-                if let client = try? AgentClient.connect() { _ = try? client.lock(path: store.path) }
                 if options.json {
                     var object: [String: Any] = [
-                        "path": vault.path, "removed": removed, "recipients": vault.recipients, "key_rotated": true, "exposed_count": exposed.count,
+                        "path": store.path, "removed": removed, "recipients": recipientsAfter, "key_rotated": true, "exposed_count": exposed.count,
                     ]
                     if list { object["exposed"] = exposed }
                     try writeJSON(object)
@@ -170,6 +213,33 @@ package struct Recipients: ParsableCommand {
                 }
             }
         }
+
+        /// Refuses to remove `removed` when the vault does not have it, or when it is the vault's only key.
+        static func check(_ removed: String, in recipients: [String], hasPassphrase: Bool, path: String) throws {
+            guard recipients.contains(removed) else {
+                throw CLIError.message("vault '\(path)' has no recipient \(removed)", exitCode: Exit.notFound)
+            }
+            guard hasPassphrase || recipients.count > 1 else {
+                throw CLIError.message(
+                    "cannot remove \(removed): it is the only key of vault '\(path)' (no passphrase, no other recipient)",
+                    exitCode: Exit.usage)
+            }
+        }
+
+        /// The recipient labelled `label`: exactly one (two machines may have given one label to two keys: the key
+        /// then decides).
+        static func resolve(_ label: String, in listing: RecipientEdits.Listing, path: String) throws -> String {
+            let matches = listing.recipients(labelled: label)
+            guard let first = matches.first else {
+                throw CLIError.message("vault '\(path)' has no recipient labelled '\(TerminalText.escaped(label))'", exitCode: Exit.notFound)
+            }
+            guard matches.count == 1 else {
+                throw CLIError.message(
+                    "\(matches.count) recipients of vault '\(path)' are labelled '\(TerminalText.escaped(label))' (\(matches.joined(separator: ", "))): give the key",
+                    exitCode: Exit.usage)
+            }
+            return first
+        }
     }
 
     /// `vault recipients list [--json]`.
@@ -177,7 +247,10 @@ package struct Recipients: ParsableCommand {
         package init() {}
 
         package static let configuration = CommandConfiguration(
-            abstract: "List the vault's recipients (read from its header: no key needed, nothing authenticated).")
+            abstract: "List the vault's recipients, one a line, with their labels when the vault is at hand.",
+            discussion: """
+                The keys are read from the vault's header (no key needed, nothing authenticated). The labels are sealed in the vault: they are shown when the agent holds it unlocked, or with --identity; else the keys alone, and a note on stderr says how to see them.
+                """)
 
         @OptionGroup var options: VaultOptions
 
@@ -185,14 +258,50 @@ package struct Recipients: ParsableCommand {
             try reportingErrors(json: options.json) {
                 let store = try options.existingStore()
                 let header = try VaultOpener.header(path: store.path, options: options.storeOptions)
+                var labels: [String: String]?
+                if let held = try RecipientsThroughAgent.listing(options, involving: header.recipients) {
+                    labels = held.listing.labels
+                } else if options.identityPath != nil, !header.recipients.isEmpty {
+                    let vault = try openDocumentVault(options)
+                    defer { vault.close() }
+                    labels = vault.recipientLabels
+                }
                 if options.json {
-                    try writeJSON(["path": store.path, "passphrase": header.hasPassphraseStanza, "recipients": header.recipients])
+                    var object: [String: Any] = ["path": store.path, "passphrase": header.hasPassphraseStanza, "recipients": header.recipients]
+                    if let labels { object["labels"] = labels }
+                    try writeJSON(object)
                 } else if header.recipients.isEmpty {
                     // On stderr: stdout holds recipients only, one a line, for a script that reads them.
                     writeToStderr("no recipients: only the passphrase opens '\(TerminalText.escaped(store.path))' ('vault recipients add' adds one)\n")
                 } else {
-                    for recipient in header.recipients { try writeToStdout(recipient + "\n") }
+                    for recipient in header.recipients {
+                        try writeToStdout(recipient + (labels?[recipient].map { " " + TerminalText.escaped($0) } ?? "") + "\n")
+                    }
+                    if labels == nil && header.hasRecipientLabels {
+                        writeToStderr("vault: the recipients' labels are sealed in the vault: 'vault unlock' (or --identity) shows them\n")
+                    }
                 }
+            }
+        }
+    }
+}
+
+/// `vault recipients` through the agent, when it holds the vault unlocked: nothing asked for a list or an addition.
+enum RecipientsThroughAgent {
+    /// The agent's connection and listing of the vault named by `options`, or `nil` when the verb opens the vault
+    /// itself: no agent, the vault not unlocked there, `--accept-rollback`, post-quantum recipients among `recipients`
+    /// (an agent started by `vault` does not link their code), or an agent that predates the operation.
+    static func listing(_ options: VaultOptions, involving recipients: [String]) throws -> (client: AgentClient, listing: RecipientEdits.Listing)? {
+        guard !options.acceptRollback, !recipients.contains(where: { AgeKeys.isPostQuantum(recipient: $0) }),
+              let client = (try? AgentClient.connect()) ?? nil
+        else { return nil }
+        do {
+            guard let answer = try client.recipients(.list, at: options.resolvedPath) else { return nil }
+            return (client, answer.listing)
+        } catch let error as AgentError {
+            switch error {
+            case .remote, .versionMismatch, .timedOut, .connection, .protocolError: return nil  // an older or broken agent: not used
+            default: throw error
             }
         }
     }

@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import VaultAuth
 import VaultCore
@@ -79,6 +80,14 @@ public final class S3ObjectStore: VaultCopy {
     /// 64 KiB).
     public static let largestAnswer = 64 << 10
 
+    /// Told how many bytes of the object a GET has read, of how many (its Content-Length; `nil` when the answer
+    /// gives none), after each piece: a progress bar for a large vault (`vault sync`'s, on a terminal).
+    public var fetchProgress: (@Sendable (_ received: Int, _ total: Int?) -> Void)? {
+        get { progressHook.withLock { $0 } }
+        set { progressHook.withLock { $0 = newValue } }
+    }
+    private let progressHook = Mutex<(@Sendable (_ received: Int, _ total: Int?) -> Void)?>(nil)
+
     /// The record of the last sync is kept per store: the bucket and key with the endpoint and region.
     public var recordKey: String {
         "\(location.description) endpoint=\(location.endpoint?.absoluteString ?? "aws") region=\(location.region)"
@@ -111,7 +120,13 @@ public final class S3ObjectStore: VaultCopy {
                     guard VaultFileShape.startsAsVault(bytes) else {
                         throw SyncError.status(200, code: nil, message: "the object is not a vault file: it does not start as one", url: label)
                     }
-                }))
+                }),
+                progress: fetchProgress.map { report in
+                    { response, received in
+                        guard response.statusCode == 200 else { return }
+                        report(received, response.headers["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
+                    }
+                })
         } catch AuthenticationError.responseTooLarge(_, let limit) where limit == Self.largestObject {
             throw SyncError.objectTooLarge(url: label)
         }

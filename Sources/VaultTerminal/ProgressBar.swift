@@ -43,6 +43,11 @@ public final class ProgressBar {
         draw(Self.line(label: label, done: done, total: total, unit: unit, elapsed: now - started))
     }
 
+    /// `done` steps done in all (a count that only grows: a smaller one changes nothing).
+    public func advance(to done: Int) {
+        if done > self.done { advance(by: done - self.done) }
+    }
+
     /// Erases the bar (the line is left as it was before).
     public func finish() {
         guard shown else { return }

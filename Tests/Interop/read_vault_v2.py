@@ -464,21 +464,29 @@ def unwrap_with_identity(recipients, identity):
     return None
 
 
+def opened_stanzas(header, kind, key):
+    """The plaintexts of the header's stanzas of type `kind` that open as nonce (24) || SecretBox(key, nonce, ...), in
+    order (those that do not open are skipped)."""
+    (count,) = struct.unpack_from("<H", header, 54)
+    offset = 56
+    for _ in range(count):
+        stanza_kind, length = struct.unpack_from("<HI", header, offset)
+        body = header[offset + 6:offset + 6 + length]
+        offset += 6 + length
+        if stanza_kind != kind or length < 24 + 16:
+            continue
+        try:
+            yield secret.SecretBox(key).decrypt(body[24:], body[:24])
+        except exceptions.CryptoError:
+            continue
+
+
 def replica_names(header, data_key):
     """The replicas' names ("Replica names", stanza type 5): the first such stanza that opens under
     BLAKE2b-256(key = data_key, "vault v3 replica names") and is well formed; {} when none (informative: a stanza that
     does not open is skipped, as one of a type not known)."""
-    (count,) = struct.unpack_from("<H", header, 54)
-    offset = 56
-    for _ in range(count):
-        kind, length = struct.unpack_from("<HI", header, offset)
-        body = header[offset + 6:offset + 6 + length]
-        offset += 6 + length
-        if kind != 5 or length < 24 + 16 + 2:
-            continue
-        try:
-            names = secret.SecretBox(blake(b"vault v3 replica names", key=data_key)).decrypt(body[24:], body[:24])
-        except exceptions.CryptoError:
+    for names in opened_stanzas(header, 5, blake(b"vault v3 replica names", key=data_key)):
+        if len(names) < 2:
             continue
         (n,) = struct.unpack_from("<H", names, 0)
         at, out, previous = 2, {}, -1
@@ -494,6 +502,32 @@ def replica_names(header, data_key):
             continue
         if at == len(names):
             return out
+    return {}
+
+
+def recipient_labels(header, data_key, recipients):
+    """The recipients' labels ("Recipient labels", stanza type 6): the first such stanza that opens under
+    BLAKE2b-256(key = data_key, "vault v3 recipient labels") and is well formed, only those of the header's recipients;
+    {} when none (informative: a stanza that does not open is skipped, as one of a type not known)."""
+    for labels in opened_stanzas(header, 6, blake(b"vault v3 recipient labels", key=data_key)):
+        at, out, previous = 2, {}, b""
+        try:
+            (n,) = struct.unpack_from("<H", labels, 0)
+            for _ in range(n):
+                (rl,) = struct.unpack_from("<H", labels, at)
+                recipient = labels[at + 2:at + 2 + rl]
+                time, length = struct.unpack_from("<QB", labels, at + 2 + rl)
+                label = labels[at + 11 + rl:at + 11 + rl + length].decode("utf-8")
+                if (not 1 <= rl <= 2048 or len(recipient) != rl or not recipient.startswith(b"age1") or recipient <= previous
+                        or not 1 <= length <= 64 or len(label.encode()) != length or label.startswith("age1")
+                        or any(map(is_control, label))):
+                    raise ValueError(label)
+                out[recipient.decode("utf-8")] = {"label": label, "time": show_time(time)}
+                at, previous = at + 11 + rl + length, recipient
+        except (struct.error, UnicodeDecodeError, ValueError):
+            continue
+        if at == len(labels):
+            return {r: label for r, label in out.items() if r.encode() in recipients}
     return {}
 
 
@@ -531,6 +565,9 @@ def read(file, size, passphrase, identity=None):
     names = replica_names(header, data_key)
     if names:
         out.update(replica_names=names)
+    labels = recipient_labels(header, data_key, recipients)
+    if labels:
+        out.update(recipient_labels=labels)
     return out
 
 

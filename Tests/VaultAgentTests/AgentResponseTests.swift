@@ -48,6 +48,8 @@ import VaultCore
             (.deleted, .deleted([deleted])),
             (.merge, .merged(report, file: nil)), (.merge, .merged(report, file: [1, 2, 3])), (.mergeFiles, .mergedFiles([9], MergeReport())),
             (.describeFile, .described(["entry k", "field password"])),
+            (.recipients, .recipients(RecipientEdits.Listing(recipients: ["age1a", "age1b"], labels: ["age1b": "bob@desk"], hasPassphrase: true),
+                                      changed: ["web/github"])),
             (.get, .locked),
             (.get, .failure(.init(
                 presented: AgentFailure(code: "corrupt", exitCode: 6, message: "the vault is corrupt", hint: "restore it"),

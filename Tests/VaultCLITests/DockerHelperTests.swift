@@ -43,13 +43,12 @@ import VaultTestSupport
         #expect(store.status == 0 && store.stdout.isEmpty && store.stderr == "", "store: \(store.stdoutText) \(store.stderr)")
         let token = try run("store", "{\n  \"ServerURL\": \"localhost:5001\",\n  \"Username\": \"<token>\",\n  \"Secret\": \"id-token\"\n}\n")
         #expect(token.status == 0, "store token: \(token.stdoutText)")
-        #expect(try box.vault(["list"]).stdoutText == """
-            credential/https://localhost:5001/docker%2Flocalhost%3A5001/password
-            credential/https://localhost:5001/docker%2Flocalhost%3A5001/username
-            credential/https://registry.example:5000/docker%2Fhttps%3A%2F%2FRegistry.example%3A5000%2Fv2%2F/password
-            credential/https://registry.example:5000/docker%2Fhttps%3A%2F%2FRegistry.example%3A5000%2Fv2%2F/username
-
-            """)
+        // One entry per registry (issue 35 §4), named by its host and port, the server URL a field of it.
+        #expect(try box.vault(["list"]).stdoutText == "docker/Registry.example:5000\ndocker/localhost:5001\n")
+        let shown = try box.vault(["get", "docker/Registry.example:5000", "--field", "server_url"])
+        #expect(shown.status == 0 && shown.stdoutText == "https://Registry.example:5000/v2/", "\(shown.stderr)")
+        let username = try box.vault(["get", "docker/Registry.example:5000", "--field", "username"])
+        #expect(username.stdoutText == "bob", "\(username.stderr)")
 
         // get: Go's encoding/json shape and escaping, the server URL as stored, white space around the input trimmed.
         let get = try run("get", "  https://Registry.example:5000/v2/\n")
@@ -95,6 +94,51 @@ import VaultTestSupport
         let netBin = try Self.helperDirectory(in: box.directory + "/net", target: CLI.binDirectory.appendingPathComponent("vault-net").path)
         #expect(try Self.helper(box, netBin, ["store"], stdin: #"{"ServerURL":"r.example","Username":"u","Secret":"p"}"#).status == 0)
         #expect(try Self.helper(box, netBin, ["list"], stdin: "").stdoutText == #"{"r.example":"u"}"# + "\n")
+    }
+
+    /// Logins stored before one entry per registry (two percent-encoded entries each, as `VaultCredentialStore`
+    /// kept them) are answered by `get` and `list` where they are, and moved into their registry's entry by the next
+    /// `store` of that server URL (one write); `erase` removes one not moved yet.
+    @Test func twoEntryLoginsAreReadAndMovedByTheNextStore() throws {
+        let box = try AgentBox()
+        defer { AgentClientTests.stopAgent(box) }
+        let bin = try Self.helperDirectory(in: box.directory)
+        func run(_ action: String, _ stdin: String = "") throws -> AgentRun {
+            try Self.helper(box, bin, [action], stdin: stdin)
+        }
+        try box.initVault()
+        try box.unlock()
+        // As an earlier version stored `{"ServerURL":"https://index.docker.io/v1/","Username":"alice",...}` and one for r.example.
+        let old = "credential/https://index.docker.io:443/docker%2Fhttps%3A%2F%2Findex.docker.io%2Fv1%2F/"
+        let other = "credential/https://r.example:443/docker%2Fr.example/"
+        for (name, value) in [(old + "username", "alice"), (old + "password", "hub-t0k3n"), (other + "username", "carol"), (other + "password", "p")] {
+            #expect(try box.vault(["put", name], stdin: Data(value.utf8)).status == 0)
+        }
+        #expect(try run("list").stdoutText == #"{"https://index.docker.io/v1/":"alice","r.example":"carol"}"# + "\n")
+        #expect(try run("get", "https://index.docker.io/v1/").stdoutText
+            == #"{"ServerURL":"https://index.docker.io/v1/","Username":"alice","Secret":"hub-t0k3n"}"# + "\n")
+
+        let stored = try run("store", #"{"ServerURL":"https://index.docker.io/v1/","Username":"alice","Secret":"n3w"}"#)
+        #expect(stored.status == 0 && stored.stdout.isEmpty, "\(stored.stdoutText)")
+        #expect(try box.vault(["list"]).stdoutText == "\(other)password\n\(other)username\ndocker/index.docker.io\n")
+        #expect(try run("list").stdoutText == #"{"https://index.docker.io/v1/":"alice","r.example":"carol"}"# + "\n")
+        #expect(try run("get", "https://index.docker.io/v1/").stdoutText
+            == #"{"ServerURL":"https://index.docker.io/v1/","Username":"alice","Secret":"n3w"}"# + "\n")
+        // Another spelling of the same registry: an entry of its own, named apart.
+        #expect(try run("store", #"{"ServerURL":"index.docker.io","Username":"bob","Secret":"b"}"#).status == 0)
+        #expect(try box.vault(["list"]).stdoutText == "\(other)password\n\(other)username\ndocker/index.docker.io\ndocker/index.docker.io (2)\n")
+
+        let erased = try run("erase", "r.example")
+        #expect(erased.status == 0 && erased.stdout.isEmpty, "\(erased.stdoutText)")
+        #expect(try run("get", "r.example").stdoutText == Self.notFound)
+        #expect(try run("list").stdoutText == #"{"https://index.docker.io/v1/":"alice","index.docker.io":"bob"}"# + "\n")
+        let logout = try box.vault(["logout", "https://index.docker.io"])
+        #expect(logout.status == 0 && logout.stdoutText == """
+            logged out of https://index.docker.io:443 (realm "docker/https://index.docker.io/v1/")
+            logged out of https://index.docker.io:443 (realm "docker/index.docker.io")
+
+            """, "\(logout.stderr)")
+        #expect(try box.vault(["list"]).stdoutText == "")
     }
 
     /// `list` never prompts, even on a terminal: with the vault locked it fails at once.
@@ -159,12 +203,7 @@ import VaultTestSupport
         let login = try skopeoRun(["login", "--username", "alice", "--password-stdin"] + tls + [registry.address], stdin: "registry-pw\n")
         #expect(login.status == 0, "login: \(login.stdoutText) \(login.stderr)")
         #expect(login.stdoutText == "Login Succeeded!\n")
-        let realm = "docker%2F" + registry.address.replacingOccurrences(of: ":", with: "%3A")
-        #expect(try box.vault(["list"]).stdoutText == """
-            credential/https://\(registry.address)/\(realm)/password
-            credential/https://\(registry.address)/\(realm)/username
-
-            """)
+        #expect(try box.vault(["list"]).stdoutText == "docker/\(registry.address)\n")
         // The auth file still holds only the helper's name: the password is in the vault alone.
         let authText = try String(contentsOfFile: authFile, encoding: .utf8)
         #expect(!authText.contains("registry-pw") && !authText.contains("YWxpY2U6cmVnaXN0cnktcHc"), "auth.json: \(authText)")

@@ -157,8 +157,11 @@ struct RecipientCLITests {
         #expect(upper.status == 64 && upper.stderr.contains("recipient 1"), "\(upper.stderr)")
         let secret = try team.owner(["recipients", "add", "AGE-SECRET-KEY-1QQQQ"])
         #expect(secret.status == 64, "\(secret.stderr)")
-        let removeBad = try team.owner(["recipients", "remove", "not-a-key"])
+        let removeBad = try team.owner(["recipients", "remove", "age1notakey"])
         #expect(removeBad.status == 64, "\(removeBad.stderr)")
+        // Not age1...: a label (issue 35 §4), which no recipient has.
+        let removeUnlabelled = try team.owner(["recipients", "remove", "not-a-key"])
+        #expect(removeUnlabelled.status == 2 && removeUnlabelled.stderr.contains("has no recipient labelled 'not-a-key'"), "\(removeUnlabelled.stderr)")
         let removeAbsent = try team.owner(["recipients", "remove", team.otherRecipient])
         #expect(removeAbsent.status == 2, "\(removeAbsent.stderr)")
 
@@ -214,22 +217,7 @@ struct RecipientCLITests {
         #expect(try team.owner(["init"]).status == 0)
         #expect(try team.owner(["put", "k"], stdin: Data("recovered".utf8)).status == 0)
         #expect(try team.owner(["recipients", "add", team.recipient]).status == 0)
-        let bytes = team.bytes
-        // The header: 56 fixed bytes, then stanzas (type u16, length u32, body); the x25519 one's age file follows
-        // its 63 bytes of recipient.
-        var offset = 56, ageFile: [UInt8] = []
-        for _ in 0..<(Int(bytes[54]) | Int(bytes[55]) << 8) {
-            let type = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8
-            let length = (0..<4).reduce(0) { $0 | Int(bytes[offset + 2 + $1]) << (8 * $1) }
-            if type == 2 { ageFile = Array(bytes[(offset + 6 + 63)..<(offset + 6 + length)]) }
-            offset += 6 + length
-        }
-        try #require(ageFile.count == 232)
-        let stanza = team.box.directory + "/stanza.age", keyFile = team.box.directory + "/data.key"
-        try Data(ageFile).write(to: URL(fileURLWithPath: stanza))
-        let decrypted = try runTool(Self.age!, ["-d", "-i", team.key, "-o", keyFile, stanza]) as (status: Int32, output: String)
-        #expect(decrypted.status == 0, "\(decrypted.output)")
-        #expect(FileManager.default.contents(atPath: keyFile)?.count == 32)
+        #expect(try Self.dataKey(of: team.bytes, for: team.recipient, identity: team.key, in: team.box.directory)?.count == 32)
         // The independent reader opens the vault with the identity through age -d.
         let reader = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Interop/read_vault_v2.py").path
@@ -237,6 +225,34 @@ struct RecipientCLITests {
                                  environment: ["VAULT_IDENTITY": team.key, "VAULT_TESTING_INSECURE_KDF": "1",
                                                "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"])
         #expect(read.status == 0 && read.stdoutText.contains("recovered"), "\(read.stderr)")
+    }
+
+    /// The age files of a vault's x25519 stanzas, by recipient. The header: 56 fixed bytes, then stanzas (type u16,
+    /// length u32, body); an x25519 one's age file follows its 63 bytes of recipient.
+    static func ageFiles(of bytes: [UInt8]) -> [String: [UInt8]] {
+        var offset = 56, files: [String: [UInt8]] = [:]
+        for _ in 0..<(Int(bytes[54]) | Int(bytes[55]) << 8) {
+            let type = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8
+            let length = (0..<4).reduce(0) { $0 | Int(bytes[offset + 2 + $1]) << (8 * $1) }
+            if type == 2 {
+                files[String(decoding: bytes[(offset + 7)..<(offset + 6 + 63)], as: UTF8.self)] = Array(bytes[(offset + 6 + 63)..<(offset + 6 + length)])
+            }
+            offset += 6 + length
+        }
+        return files
+    }
+
+    /// The data key of the vault `bytes` as the stock `age -d -i identity` reads it from `recipient`'s stanza (`nil`:
+    /// no stanza for it, or age failed), through files in `directory`.
+    static func dataKey(of bytes: [UInt8], for recipient: String, identity: String, in directory: String) throws -> Data? {
+        guard let ageFile = ageFiles(of: bytes)[recipient] else { return nil }
+        #expect(ageFile.count == 232)
+        let stanza = directory + "/stanza.age", keyFile = directory + "/data.key"
+        try Data(ageFile).write(to: URL(fileURLWithPath: stanza))
+        defer { unlink(keyFile) }
+        let decrypted = try runTool(Self.age!, ["-d", "-i", identity, "-o", keyFile, stanza]) as (status: Int32, output: String)
+        #expect(decrypted.status == 0, "\(decrypted.output)")
+        return FileManager.default.contents(atPath: keyFile)
     }
 
     /// Sync: a removal made on machine A is not undone by a write made on machine B with the old key: A refuses B's

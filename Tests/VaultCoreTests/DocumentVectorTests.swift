@@ -72,6 +72,9 @@ struct DocumentVectorTests {
                 (replica.description, ["name": name.name, "time": time(name.time)] as [String: Any])
             })
         }
+        if !document.sealedRecipientLabels.isEmpty {  // "Recipient labels": by recipient, its label and the time it got it
+            object["recipient_labels"] = document.sealedRecipientLabels.mapValues { ["label": $0.label, "time": time($0.time)] as [String: Any] }
+        }
         guard document.formatVersion >= 3 else { return object }
         object["format_version"] = Int(document.formatVersion)
         object["replicas"] = Dictionary(uniqueKeysWithValues: document.replicas.map { replica, clock in
@@ -235,6 +238,11 @@ struct DocumentVectorTests {
         // Named replicas (the `replica_names` stanza), one with a name of several bytes per character.
         document.setName("alice@laptop", of: replica, now: 1_764_000_000_000)
         document.setName("zoë@büro", of: ReplicaID(rawValue: 7), now: 1_764_000_000_001)
+        // Labelled recipients (the `recipient_labels` stanza); a label of a recipient the header lacks is not written.
+        for letter: Character in ["q", "p"] { document.stanzas.append(RecipientStanzaStoreTests.stanza(letter, key: dataKey).stanza) }
+        document.setRecipientLabel("bob (laptop) é", of: "age1" + String(repeating: "q", count: 58), replica: replica, now: 1_764_000_000_002)
+        document.setRecipientLabel("carol", of: "age1" + String(repeating: "p", count: 58), replica: replica, now: 1_764_000_000_002)
+        document.setRecipientLabel("gone", of: "age1" + String(repeating: "z", count: 58), replica: replica, now: 1_764_000_000_002)
         try Self.expectTheReaderReads(document, dataKey: dataKey, formatVersion: formatVersion)
     }
 

@@ -23,4 +23,17 @@ import Testing
         #expect(ProgressBar.onTerminal("exporting", total: 3) == nil || isatty(2) == 1)
         #expect(ProgressBar.onTerminal("exporting", total: 0) == nil)
     }
+
+    /// `advance(to:)` takes a running total (a seal reports how many entries it wrote): a smaller one, as a write
+    /// tried again reports from the start, changes nothing; past the total stops at it.
+    @Test func advancingToARunningTotalNeverGoesBack() {
+        let bar = ProgressBar(label: "re-encrypting", total: 600, unit: "entries")
+        bar.advance(to: 256)
+        #expect(bar.done == 256)
+        bar.advance(to: 10)
+        #expect(bar.done == 256)
+        bar.advance(to: 900)
+        #expect(bar.done == 600)
+        bar.finish()
+    }
 }

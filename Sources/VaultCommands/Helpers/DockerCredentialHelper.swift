@@ -16,9 +16,9 @@ import VaultTerminal
 /// line **on stdout** and exit 1, and a miss is exactly `credentials not found in native keychain`.
 /// A `Username` of `<token>` marks an identity token in `Secret`; it is kept and returned as given.
 ///
-/// Entries are kept by ``VaultCredentialStore`` in the protection space of the server URL's origin (`https`
-/// when it has no scheme) with the pseudo-realm `docker/<server URL exactly>`, so `vault logout` of the
-/// registry's origin removes them too and `list` gives back each server URL as the client stored it.
+/// Each login is one entry per registry, `docker/<host[:port]>` with fields `server_url` (exactly as the client gave
+/// it: `list` gives it back), `username` and `secret` (``DockerRegistryEntries``, which also reads and migrates the
+/// two entries per login of earlier versions); `vault logout` of the registry's origin removes it too.
 package struct DockerCredentialHelper: ParsableCommand {
     package init() {}
 
@@ -72,42 +72,29 @@ package struct DockerCredentialHelper: ParsableCommand {
                 throw DockerHelperFailure("no credentials username")
             }
             let space = try Self.space(for: serverURL)
-            try withVault(mayPrompt: true, createIfMissing: true) { credentials in
+            try withVault(mayPrompt: true, createIfMissing: true) { registries in
                 let secret = fields["Secret"] ?? SecureBytes(count: 0) { _ in }
-                var changes = SecureKeyValueStore.Changes()
-                let isPrimary = try credentials.primary() == space
-                try credentials.stage(
-                    Credential(username: username, password: secret), for: space, asPrimary: isPrimary, into: &changes)
-                try credentials.store.write(changes)
+                try registries.store(Credential(username: username, password: secret), for: serverURL, space: space)
             }
         case "get":
-            let space = try Self.space(for: try Self.readServerURL())
-            let credential = try withVault(mayPrompt: true) { try $0.credential(for: space) }
+            let serverURL = try Self.readServerURL()
+            let space = try Self.space(for: serverURL)
+            let credential = try withVault(mayPrompt: true) { try $0.credential(for: serverURL, space: space) }
             guard let credential = credential ?? nil else { throw DockerHelperFailure(Self.notFound) }
             var json = JSONObjectWriter()
-            json.add("ServerURL", Self.serverURL(of: space))
+            json.add("ServerURL", serverURL)
             json.add("Username", credential.username)
             json.add("Secret", credential.password)
             try json.bytes().withUnsafeBytes { try writeToStdout($0) }
         case "erase":
-            let space = try Self.space(for: try Self.readServerURL())
-            let removed = try withVault(mayPrompt: true) { credentials -> Bool in
-                guard try credentials.credential(for: space) != nil else { return false }
-                try credentials.removeCredential(for: space)
-                return true
-            }
+            let serverURL = try Self.readServerURL()
+            let space = try Self.space(for: serverURL)
+            let removed = try withVault(mayPrompt: true) { try $0.erase(serverURL, space: space) }
             guard removed == true else { throw DockerHelperFailure(Self.notFound) }
         case "list":
-            let entries = try withVault(mayPrompt: false) { credentials in
-                try credentials.storedSpaces().compactMap { space -> (String, String)? in
-                    guard let serverURL = Self.serverURL(of: space),
-                          let username = try credentials.credential(for: space)?.username
-                    else { return nil }
-                    return (serverURL, username)
-                }
-            } ?? []
+            let logins = try withVault(mayPrompt: false) { try $0.logins() } ?? []
             var json = JSONObjectWriter()
-            for (serverURL, username) in entries.sorted(by: { $0.0 < $1.0 }) { json.add(serverURL, username) }
+            for login in logins { json.add(login.serverURL, login.username) }
             try json.bytes().withUnsafeBytes { try writeToStdout($0) }
         case "version":
             try writeToStdout("docker-credential-vault (vault) 1\n")
@@ -120,7 +107,7 @@ package struct DockerCredentialHelper: ParsableCommand {
     /// `createIfMissing`, where opening reports the missing vault). `mayPrompt: false`: the agent or a
     /// passphrase source only, else a failure that names `vault unlock`.
     func withVault<R>(
-        mayPrompt: Bool, createIfMissing: Bool = false, _ body: (VaultCredentialStore) throws -> R
+        mayPrompt: Bool, createIfMissing: Bool = false, _ body: (DockerRegistryEntries) throws -> R
     ) throws -> R? {
         if !createIfMissing && !options.makeStore().exists { return nil }
         let vault: any KeyValueVault
@@ -132,7 +119,7 @@ package struct DockerCredentialHelper: ParsableCommand {
             throw DockerHelperFailure("the vault '\(options.resolvedPath)' is locked (run 'vault unlock'); not asking")
         }
         defer { vault.close() }
-        return try body(VaultCredentialStore(store: vault))
+        return try body(DockerRegistryEntries(vault: vault))
     }
 
     /// The server URL on stdin, white space around it trimmed.

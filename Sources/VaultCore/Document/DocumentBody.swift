@@ -172,8 +172,10 @@ enum DocumentBody {
     /// (the changed ones in their places, new ones last): any order is valid (docs/FORMAT.md).
     ///
     /// The plaintext goes into `spare`'s region when it is large enough and nobody else holds it (a zeroed one).
+    /// `progress` is told how many entries are written, every 256 and at the end.
     static func encode(
-        _ document: VaultDocument, binding: [UInt8], reusing previous: Encoded? = nil, recycling spare: consuming SecureBytes? = nil
+        _ document: VaultDocument, binding: [UInt8], reusing previous: Encoded? = nil, recycling spare: consuming SecureBytes? = nil,
+        progress: ((Int) -> Void)? = nil
     ) throws -> Encoded {
         let tombstones = document.tombstones.sorted { $0.key < $1.key }
         let v3 = document.formatVersion >= 3
@@ -328,7 +330,13 @@ enum DocumentBody {
                 }
                 uvar(UInt64(count))
                 func writeEntries(copyingFrom before: UnsafeRawBufferPointer) {
+                    var reported = 0
+                    defer { progress?(count) }
                     for piece in entries {
+                        if let progress, parts.count - reported >= 256 {
+                            reported = parts.count
+                            progress(reported)
+                        }
                         switch piece {
                         case .copied(let run):
                             // One copy for the run: its entries' bytes lie one after another.

@@ -35,10 +35,10 @@ public struct DocumentHeader: Sendable {
     /// The header's bytes as read, which its MAC covers.
     let bytes: [UInt8]
 
-    /// The key stanza types, in order (`argon2id`, `x25519`, … and `unknown(N)`; not the `replica_names` stanza,
-    /// which opens nothing).
+    /// The key stanza types, in order (`argon2id`, `x25519`, … and `unknown(N)`; not the `replica_names` and
+    /// `recipient_labels` stanzas, which open nothing).
     public var stanzaTypes: [String] {
-        stanzas.filter { $0.type != KeyStanza.replicaNames }.map {
+        stanzas.filter { $0.type != KeyStanza.replicaNames && $0.type != KeyStanza.recipientLabels }.map {
             switch $0.type {
             case KeyStanza.argon2id: return "argon2id"
             case KeyStanza.x25519: return "x25519"
@@ -70,6 +70,9 @@ public struct DocumentHeader: Sendable {
 
     /// Whether the header has a passphrase (`argon2id`) stanza.
     public var hasPassphraseStanza: Bool { stanzas.contains { $0.type == KeyStanza.argon2id } }
+
+    /// Whether the header has a `recipient_labels` stanza (sealed: which labels it holds needs the data key).
+    public var hasRecipientLabels: Bool { stanzas.contains { $0.type == KeyStanza.recipientLabels } }
 
     /// The recipients (`age1…`) of its `x25519` stanzas, in order.
     public var recipients: [String] { recipientStanzas.map(\.recipient) }
@@ -297,6 +300,7 @@ extension VaultDocument {
         let binding = file.withUnsafeBytes { Sodium.blake2b256(UnsafeRawBufferPointer(rebasing: $0[0..<nonceStart])) }
         let document = try DocumentBody.parse(plaintext, binding: binding, header: header, label: label, reference: reference)
         document.takeReplicaNames(dataKey: dataKey)
+        document.takeRecipientLabels(dataKey: dataKey)
         return (document, dataKey)
     }
 
@@ -311,7 +315,8 @@ extension VaultDocument {
 
     /// ``seal(dataKey:)`` with the plaintext in `spare`'s region when it is large enough and nobody else holds it (a
     /// zeroed one: ``RegionPool``).
-    func seal(dataKey: SecureBytes, recycling spare: consuming SecureBytes?) throws -> [UInt8] {
+    /// `progress`: how many of the entries are written (``DocumentBody/encode(_:binding:reusing:recycling:progress:)``).
+    func seal(dataKey: SecureBytes, recycling spare: consuming SecureBytes?, progress: ((Int) -> Void)? = nil) throws -> [UInt8] {
         guard generation < UInt64.max else { throw VaultError.generationExhausted(path: label) }
         let header = DocumentHeader.encode(
             vaultID: vaultID, generation: generation + 1, dataKeyID: dataKeyID, version: formatVersion,
@@ -322,7 +327,8 @@ extension VaultDocument {
         }
         let mac = Self.mac(of: header, dataKey: dataKey)
         let binding = Sodium.blake2b256FromArray(header + mac)
-        let body = try DocumentBody.encode(self, binding: binding, reusing: encoded.withLock { $0 }, recycling: spare.take())
+        let body = try DocumentBody.encode(
+            self, binding: binding, reusing: encoded.withLock { $0 }, recycling: spare.take(), progress: progress)
         let file = try VaultEnvelope.seal(
             prefix: header + mac, plaintext: body.plaintext, key: Self.subkey(dataKey, DocumentFormat.bodyKeyContext))
         encoded.withLock { $0 = body }

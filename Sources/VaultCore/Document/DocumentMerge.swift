@@ -266,6 +266,7 @@ extension VaultDocument {
         // Live bytes: ours's as they were (its dead values came along in the copy) and everything moved in.
         merged.compactedByteCount = ours.compactedByteCount + (values.count - ours.values.count)
         merged.replicaNames = names
+        merged.recipientLabels = unitedLabels(ours.recipientLabels, theirs.recipientLabels)
         // Ours's entries kept as they were: their bytes as ours was last sealed, for the next seal, which encodes
         // only the entries changed since (ours's changes and the merge's).
         merged.encoded.withLock { $0 = ours.encoded.withLock { $0 } }
@@ -364,6 +365,7 @@ extension VaultDocument {
     func sameContent(as other: VaultDocument) -> Bool {
         guard tombstones == other.tombstones, Set(recipients) == Set(other.recipients), replicas == other.replicas, entries.count == other.entries.count,
               formatVersion == other.formatVersion, seen == other.seen, dropped == other.dropped, replicaNames == other.replicaNames,
+              sealedRecipientLabels == other.sealedRecipientLabels,
               tombstones.keys.allSatisfy({ deletion(of: $0).of == other.deletion(of: $0).of
                   && deletion(of: $0).kept?.version.modified == other.deletion(of: $0).kept?.version.modified })
         else { return false }
@@ -392,6 +394,7 @@ extension VaultDocument {
               Set(recipients).isSubset(of: other.recipients),
               replicas.allSatisfy({ replica, time in other.replicas[replica].map { $0 >= time } ?? false }),
               replicaNames.allSatisfy({ replica, name in other.replicaNames[replica].map { $0.time >= name.time } ?? false }),
+              sealedRecipientLabels.allSatisfy({ recipient, label in other.recipientLabels[recipient].map { $0.time >= label.time } ?? false }),
               tombstones.allSatisfy({ id, time in
                   other.tombstones[id] == time && deletion(of: id).of == other.deletion(of: id).of
                       && deletion(of: id).kept?.version.modified == other.deletion(of: id).kept?.version.modified

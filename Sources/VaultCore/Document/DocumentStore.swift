@@ -174,17 +174,24 @@ public final class DocumentStore: Sendable {
 
     /// Sets the vault's `x25519` stanzas to what `recipients` makes from the data key held, keeping the data key and
     /// every other stanza (an addition: whoever could read the vault still can, and the new recipients too),
-    /// conditionally as ``update(_:attempts:)`` writes. `recipients` gets the current stanzas and the data key.
+    /// conditionally as ``update(_:attempts:)`` writes. `recipients` gets the current stanzas and the data key and
+    /// returns the new ones; then each recipient of the result named in `labels` takes its label there (by recipient,
+    /// ``RecipientLabel``).
     ///
     /// - Throws: ``VaultError/notOpen``; ``VaultError/keyChanged(path:)``; what `recipients` throws.
     public func setRecipients(
-        attempts: Int = 5, _ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]
+        attempts: Int = 5, labels: [String: String] = [:],
+        _ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         guard let dataKey = state.withLock({ loaded in loaded?.dataKey }) else { throw VaultError.notOpen }
         try write(attempts: attempts) { stored in
             let document = try openHeld(stored, dataKey: dataKey)
             let made = try recipients(document.recipientStanzas, dataKey)
             document.stanzas = document.stanzas.filter { RecipientStanza.Kind(stanzaType: $0.type) == nil } + made.map(\.stanza)
+            let now = clock.milliseconds()
+            for stanza in made {
+                if let label = labels[stanza.recipient] { document.setRecipientLabel(label, of: stanza.recipient, replica: replica, now: now) }
+            }
             return (document, dataKey)
         }
     }
@@ -200,6 +207,7 @@ public final class DocumentStore: Sendable {
     ///   throws.
     public func rotateKey(
         passphrase: SecureBytes?, parameters: Argon2id.Parameters?, reason: KeyChangeReason = .other, attempts: Int = 5,
+        progress: ((_ done: Int, _ total: Int) -> Void)? = nil,
         recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         guard let held = state.withLock({ loaded in loaded }) else { throw VaultError.notOpen }
@@ -209,7 +217,7 @@ public final class DocumentStore: Sendable {
             let parameters = parameters ?? held.document.kdfParameters ?? .interactive
             passphraseStanzas = [try Argon2idStanza.wrap(newKey, passphrase: passphrase, parameters: parameters).stanza]
         }
-        try write(attempts: attempts) { stored in
+        try write(attempts: attempts, progress: progress) { stored in
             let document = try openHeld(stored, dataKey: held.dataKey)
             let made = try recipients(document.recipientStanzas, newKey)
             guard !passphraseStanzas.isEmpty || !made.isEmpty else {
@@ -406,7 +414,9 @@ public final class DocumentStore: Sendable {
     /// Loads, lets `make` produce the next document and its key from what is stored (`nil`: nothing to write),
     /// seals and replaces conditionally; a conflict, or a rollback report while the stored bytes moved (another
     /// writer raised the record after our load), loads again, `attempts` times in all.
-    private func write(attempts: Int, _ make: (StoredVault) throws -> (VaultDocument, SecureBytes)?) throws {
+    private func write(
+        attempts: Int, progress: ((_ done: Int, _ total: Int) -> Void)? = nil, _ make: (StoredVault) throws -> (VaultDocument, SecureBytes)?
+    ) throws {
         var replaced: VaultDocument?
         defer { recycle(replaced.take()) }
         for attempt in 1...max(1, attempts) {
@@ -431,7 +441,9 @@ public final class DocumentStore: Sendable {
                     if Self.isRace(error), attempt < attempts, try storage.load()?.version != stored.version { return nil }
                     throw error
                 }
-                let bytes = try document.seal(dataKey: key, recycling: regions.withLock { $0.spare.take() })
+                let total = document.entries.count
+                let bytes = try document.seal(
+                    dataKey: key, recycling: regions.withLock { $0.spare.take() }, progress: progress.map { report in { report($0, total) } })
                 do {
                     let written = (bytes, try replace(bytes, stored.version), document, key)
                     // Held before the lock is let go: no reader of this process can hold an older one after.

@@ -373,9 +373,27 @@ public final class DocumentVault: KeyValueVault, Sendable {
     /// Whether the vault has a passphrase stanza, as last read.
     public var hasPassphraseStanza: Bool { store.document?.stanzas.contains { $0.type == KeyStanza.argon2id } ?? false }
 
-    /// Sets the `x25519` stanzas under the current data key (``DocumentStore/setRecipients(attempts:_:)``).
-    public func setRecipients(_ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]) throws {
-        try store.setRecipients(recipients)
+    /// Whether `passphrase` opens a passphrase stanza of the vault as last read (one Argon2id run per stanza tried):
+    /// what a key rotation that wraps the new key for it checks first, when the vault was opened without it.
+    ///
+    /// - Throws: ``VaultError/notOpen``; ``VaultError/cryptoFailure(function:)`` when the KDF fails.
+    public func opens(passphrase: SecureBytes) throws -> Bool {
+        guard let document = store.document else { throw VaultError.notOpen }
+        for stanza in document.stanzas where stanza.type == KeyStanza.argon2id {
+            if try Argon2idStanza(body: stanza.body)?.unwrap(passphrase: passphrase, label: path) != nil { return true }
+        }
+        return false
+    }
+
+    /// The labels of the recipients (recipient → label), as last read.
+    public var recipientLabels: [String: String] { store.document?.sealedRecipientLabels.mapValues(\.label) ?? [:] }
+
+    /// Sets the `x25519` stanzas under the current data key, and labels (``DocumentStore/setRecipients(attempts:labels:_:)``).
+    public func setRecipients(
+        labels: [String: String] = [:],
+        _ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]
+    ) throws {
+        try store.setRecipients(labels: labels, recipients)
         recordWrite()
     }
 
@@ -386,10 +404,11 @@ public final class DocumentVault: KeyValueVault, Sendable {
     /// removed recipient writes under it after the removal is `stale_key`, never merged.
     public func rotateKey(
         passphrase: SecureBytes?, parameters: Argon2id.Parameters? = nil, reason: KeyChangeReason = .other,
+        progress: ((_ done: Int, _ total: Int) -> Void)? = nil,
         recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         let old = store.dataKey, oldID = store.document?.dataKeyID
-        try store.rotateKey(passphrase: passphrase, parameters: parameters, reason: reason, recipients: recipients)
+        try store.rotateKey(passphrase: passphrase, parameters: parameters, reason: reason, progress: progress, recipients: recipients)
         recordWrite(retiring: old, retiringID: oldID, pending: reason == .passphraseChange)
     }
 

@@ -26,11 +26,25 @@ public struct ReplicaName: Sendable, Equatable {
 
     /// The later of two names of one replica (on the same time, the greater name, so that every order of merging
     /// picks the same).
-    static func later(_ a: ReplicaName, _ b: ReplicaName) -> ReplicaName {
+    static func later(_ a: ReplicaName, _ b: ReplicaName) -> ReplicaName { Self.later(a, b, a.name, b.name) }
+}
+
+/// A name given at a time, the later one kept by a merge: a replica's name (``ReplicaName``), a recipient's label
+/// (``RecipientLabel``).
+protocol TimedName {
+    var time: UInt64 { get }
+}
+
+extension TimedName {
+    /// The later of `a` and `b` (texts `aText`, `bText`); on the same time, the greater text as bytes, so that every
+    /// order of merging picks the same.
+    static func later(_ a: Self, _ b: Self, _ aText: String, _ bText: String) -> Self {
         if a.time != b.time { return a.time > b.time ? a : b }
-        return a.name.utf8.lexicographicallyPrecedes(b.name.utf8) ? b : a
+        return aText.utf8.lexicographicallyPrecedes(bText.utf8) ? b : a
     }
 }
+
+extension ReplicaName: TimedName {}
 
 extension KeyStanza {
     /// The replicas' names, sealed under a key derived from the data key (``ReplicaNamesStanza``): opens nothing.
@@ -59,36 +73,13 @@ enum ReplicaNamesStanza {
             plain.append(UInt8(name.name.utf8.count))
             plain += name.name.utf8
         }
-        let nonce = Sodium.randomBytes(count: VaultFormat.nonceByteCount)
-        let key = VaultDocument.subkey(dataKey, context)
-        var box = [UInt8](repeating: 0, count: plain.count + VaultFormat.macByteCount)
-        try plain.withUnsafeBytes { plain in
-            try nonce.withUnsafeBytes { nonce in
-                try key.withUnsafeBytes { key in
-                    try box.withUnsafeMutableBytes { out in try sodium { try Sodium.secretBoxSeal(plain, nonce: nonce, key: key, into: out) } }
-                }
-            }
-        }
-        return KeyStanza(type: KeyStanza.replicaNames, body: nonce + box)
+        return KeyStanza(type: KeyStanza.replicaNames, body: try SealedStanza.seal(plain, key: VaultDocument.subkey(dataKey, context)))
     }
 
     /// The names in `body`, or `nil` when it does not open under `dataKey` or is not well formed (a reader then keeps
     /// it as a stanza of a type it does not know, written back unchanged: the names are informative).
     static func open(_ body: [UInt8], dataKey: SecureBytes) -> [ReplicaID: ReplicaName]? {
-        let nonceCount = VaultFormat.nonceByteCount
-        guard body.count >= nonceCount + VaultFormat.macByteCount + 2 else { return nil }
-        let key = VaultDocument.subkey(dataKey, context)
-        var plain = [UInt8](repeating: 0, count: body.count - nonceCount - VaultFormat.macByteCount)
-        let opened = body.withUnsafeBytes { bytes in
-            key.withUnsafeBytes { key in
-                plain.withUnsafeMutableBytes { out in
-                    Sodium.secretBoxOpen(
-                        UnsafeRawBufferPointer(rebasing: bytes[nonceCount...]), nonce: UnsafeRawBufferPointer(rebasing: bytes[..<nonceCount]),
-                        key: key, into: out)
-                }
-            }
-        }
-        guard opened else { return nil }
+        guard let plain = SealedStanza.open(body, key: VaultDocument.subkey(dataKey, context)), plain.count >= 2 else { return nil }
         return plain.withUnsafeBytes { bytes -> [ReplicaID: ReplicaName]? in
             var reader = ByteReader(bytes)
             let count = Int(reader.readUInt16())
@@ -119,10 +110,14 @@ extension VaultDocument {
         stanzas.removeAll { $0.type == KeyStanza.replicaNames }
     }
 
-    /// The stanzas a seal writes under `dataKey`: ``stanzas`` and, when any replica has a name, the names.
+    /// The stanzas a seal writes under `dataKey`: ``stanzas`` and, when any replica has a name, the names, and when
+    /// any recipient has a label, the labels.
     func stanzasToSeal(dataKey: SecureBytes) throws -> [KeyStanza] {
-        guard !replicaNames.isEmpty else { return stanzas }
-        return stanzas + [try ReplicaNamesStanza.seal(replicaNames, dataKey: dataKey)]
+        var sealed = stanzas
+        if !replicaNames.isEmpty { sealed.append(try ReplicaNamesStanza.seal(replicaNames, dataKey: dataKey)) }
+        let labels = sealedRecipientLabels
+        if !labels.isEmpty { sealed.append(try RecipientLabelsStanza.seal(labels, dataKey: dataKey)) }
+        return sealed
     }
 
     /// The name of `replica`, or `nil` when it has none.
@@ -133,10 +128,15 @@ extension VaultDocument {
     @discardableResult
     func setName(_ name: String, of replica: ReplicaID, now: UInt64) -> Bool {
         guard ReplicaName.isValid(name), replicaNames[replica]?.name != name else { return false }
-        let clock = max(replicas[replica]?.packed ?? 0, min(now, HybridTimestamp.maximumMilliseconds) << 16)
-        let after = replicaNames[replica].map { $0.time &+ 1 } ?? 0
-        replicaNames[replica] = ReplicaName(name: name, time: max(clock, after))
+        replicaNames[replica] = ReplicaName(name: name, time: nameTime(by: replica, now: now, after: replicaNames[replica]?.time))
         return true
+    }
+
+    /// The time a name given now by `replica` takes: its clock's (or `now`, when later) and after `previous` (the time
+    /// of the name it replaces).
+    func nameTime(by replica: ReplicaID, now: UInt64, after previous: UInt64?) -> UInt64 {
+        let clock = max(replicas[replica]?.packed ?? 0, min(now, HybridTimestamp.maximumMilliseconds) << 16)
+        return max(clock, previous.map { $0 &+ 1 } ?? 0)
     }
 
     /// Both documents' names, the later one per replica.

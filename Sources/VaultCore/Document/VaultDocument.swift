@@ -227,6 +227,9 @@ public final class VaultDocument: @unchecked Sendable {
     var stanzas: [KeyStanza]
     /// The names people know replicas by (``ReplicaName``), from the header's `replica_names` stanza.
     public internal(set) var replicaNames: [ReplicaID: ReplicaName] = [:]
+    /// The labels people know recipients by (``RecipientLabel``), from the header's `recipient_labels` stanza, by
+    /// recipient (`age1…`); a seal writes only those of the header's recipients (``sealedRecipientLabels``).
+    public internal(set) var recipientLabels: [String: RecipientLabel] = [:]
     /// The live entries by id (a table whose copy costs one shard: ``IDTable``).
     var entries: Entries {
         didSet { changed = nil }
@@ -324,6 +327,7 @@ public final class VaultDocument: @unchecked Sendable {
                 label: label, formatVersion: formatVersion, sync: syncState)
             copy.compactedByteCount = compactedByteCount
             copy.replicaNames = replicaNames
+            copy.recipientLabels = recipientLabels
             copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
             copy.encoded.withLock { $0 = encoded.withLock { $0 } }
             copy.changed = changed
@@ -339,6 +343,7 @@ public final class VaultDocument: @unchecked Sendable {
             tombstones: tombstones, entries: entries.mapValues { moved($0, into: arena) }, idsByName: idsByName,
             values: arena, label: label, formatVersion: formatVersion, sync: syncState(movedInto: arena))
         copy.replicaNames = replicaNames
+        copy.recipientLabels = recipientLabels
         copy.sortedNames.withLock { $0 = sortedNames.withLock { $0 } }
         return copy
     }

@@ -18,6 +18,8 @@ package struct SSHAgentService: AgentSocketProtocol {
     private let log: @Sendable (String) -> Void
     private let knownHosts: @Sendable (SSHPublicKey) -> KnownHosts
     package let signatures: SignatureLog
+    /// The private keys parsed since their vault's unlock (dropped at its lock).
+    package let keys: SSHKeyCache
     /// The program a key's `confirm` asks through (the agent's `SSH_ASKPASS`); `nil`: such keys never sign.
     private let askpass: String?
 
@@ -46,6 +48,9 @@ package struct SSHAgentService: AgentSocketProtocol {
         self.knownHosts = knownHosts
         self.signatures = signatures
         self.log = log
+        let keys = SSHKeyCache()
+        self.keys = keys
+        ring.onRelease { path in keys.drop(vault: path) }
     }
 
     /// A companion socket's end only stops it: the vault's socket is the one whose end locks.
@@ -90,7 +95,7 @@ package struct SSHAgentService: AgentSocketProtocol {
     /// The ssh keys of every vault held, vaults by path, entries by name (`vault ssh list`'s order), each with the
     /// path of its vault.
     func allKeys() -> [SSHEntry] {
-        ring.documentVaults().flatMap { vault -> [SSHEntry] in
+        let entries = ring.documentVaults().flatMap { vault -> [SSHEntry] in
             try? vault.reload()
             guard let names = try? vault.keys().sorted() else { return [] }
             return names.compactMap { name in
@@ -99,6 +104,8 @@ package struct SSHAgentService: AgentSocketProtocol {
                 return entry
             }
         }
+        keys.retain(entries)
+        return entries
     }
 
     /// The keys `connection` may use, in the order they are offered.
@@ -124,6 +131,8 @@ package struct SSHAgentService: AgentSocketProtocol {
               reader.isAtEnd
         else { return [SSHAgentWire.failure] }
         let binds = connection.state.withLock { $0 }
+        // Taken before the vaults are looked up: a lock from here on keeps the key from being parsed and kept.
+        let mark = keys.mark()
         // Every entry with this public key that the connection may use: one of them asking for confirmation asks.
         let matching = offered(connection).filter { $0.publicKey.blob == blob }
         guard let entry = matching.first else {
@@ -151,7 +160,11 @@ package struct SSHAgentService: AgentSocketProtocol {
         }
         let signature: [UInt8]
         do {
-            signature = try entry.privateKey().sign(data, flags: flags)
+            guard let key = try keys.key(for: entry, since: mark) else {
+                log("ssh-agent: \(entry.name.debugDescription): its vault was locked during the request")
+                return [SSHAgentWire.failure]
+            }
+            signature = try key.sign(data, flags: flags)
         } catch {
             log("ssh-agent: '\(entry.name)': \(error)")
             return [SSHAgentWire.failure]

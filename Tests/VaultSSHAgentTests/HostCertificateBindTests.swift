@@ -37,7 +37,7 @@ struct HostCertificateBindTests {
         let forCorp = try SSHPrivateKey.generate(.ed25519, comment: "corp"), other = try SSHPrivateKey.generate(.ed25519, comment: "other")
         try fixture.add("corp", forCorp, hosts: "git.corp")
         try fixture.add("other", other, hosts: "elsewhere.example")
-        fixture.unlock()
+        try fixture.unlock()
         fixture.knownHostsTexts = ["git.corp " + plain]
         let sid = Array(repeating: UInt8(3), count: 32)
         var bind = SSHWriter()

@@ -16,7 +16,7 @@ import VaultSSH
 package struct SSHAgentService: AgentSocketProtocol {
     package let ring: KeyRing
     private let log: @Sendable (String) -> Void
-    private let knownHosts: @Sendable (SSHPublicKey) -> KnownHosts
+    private let knownHosts: @Sendable (SessionBind) -> KnownHosts
     package let signatures: SignatureLog
     /// The private keys parsed since their vault's unlock (dropped at its lock).
     package let keys: SSHKeyCache
@@ -40,7 +40,7 @@ package struct SSHAgentService: AgentSocketProtocol {
     package static let maxBinds = 16
 
     package init(
-        ring: KeyRing, knownHosts: @escaping @Sendable (SSHPublicKey) -> KnownHosts, signatures: SignatureLog = SignatureLog(),
+        ring: KeyRing, knownHosts: @escaping @Sendable (SessionBind) -> KnownHosts, signatures: SignatureLog = SignatureLog(),
         askpass: String? = nil, log: @escaping @Sendable (String) -> Void
     ) {
         self.askpass = askpass
@@ -147,7 +147,7 @@ package struct SSHAgentService: AgentSocketProtocol {
             return [SSHAgentWire.failure]
         }
         if matching.contains(where: \.confirm) {
-            let host = binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }
+            let host = binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0)) }
             guard Confirmation.ask(askpass, key: entry, host: host, forwarded: binds.forwarded) else {
                 log("ssh-agent: \(entry.name.debugDescription): the signature was not confirmed")
                 return [SSHAgentWire.failure]
@@ -173,7 +173,7 @@ package struct SSHAgentService: AgentSocketProtocol {
         if let path = entry.vaultPath { _ = ring.vault(at: path, touch: true) }
         let record = SignatureLog.Record(
             time: UTCTime.now(), key: entry.name, fingerprint: entry.publicKey.fingerprint,
-            host: binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }, forwarded: binds.forwarded,
+            host: binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0)) }, forwarded: binds.forwarded,
             namespace: SSHSig.namespace(ofSignedData: data))
         signatures.append(record)
         log("ssh-agent: " + record.line)

@@ -12,7 +12,7 @@ public enum SSHAgentSocket {
         AgentServer.install { ring, agentSocket, handedIn, log in
             let home = Posix.environment("HOME")
             let service = SSHAgentService(
-                ring: ring, knownHosts: { KnownHosts.load(hostKey: $0, home: home) }, askpass: Posix.environment("SSH_ASKPASS"), log: log)
+                ring: ring, knownHosts: { KnownHosts.load(hostKey: $0.hostKey, certificate: $0.certificate, home: home) }, askpass: Posix.environment("SSH_ASKPASS"), log: log)
             let adopted = handedIn?.sshAgentSocket
             if let adopted, adopted.path != AgentSocket.sshAgentPath {
                 log("note: the ssh-agent socket handed in, \(adopted.path), is not what 'vault ssh socket' prints (\(AgentSocket.sshAgentPath)): set SSH_AUTH_SOCK to it")

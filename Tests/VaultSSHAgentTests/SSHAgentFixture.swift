@@ -46,7 +46,7 @@ final class SSHAgentFixture {
         ring = KeyRing(clock: clock)
         let logged = self.logged, texts = self.texts
         service = SSHAgentService(
-            ring: ring, knownHosts: { key in KnownHosts(hostKey: key, texts: texts.lines.withLock { $0 }) }, askpass: askpass,
+            ring: ring, knownHosts: { bind in KnownHosts(hostKey: bind.hostKey, certificate: bind.certificate, texts: texts.lines.withLock { $0 }) }, askpass: askpass,
             log: { line in logged.lines.withLock { $0.append(line) } })
     }
 
@@ -102,14 +102,18 @@ final class SSHAgentFixture {
         return try reader.string("signature")
     }
 
-    /// A session-bind request for `hostKey`'s host, its signature by `hostKey` over `sessionID` (or `signature`).
-    static func bind(_ hostKey: SSHPrivateKey, sessionID: [UInt8], forwarded: Bool, signature: [UInt8]? = nil) throws -> [UInt8] {
+    /// A session-bind request for `hostKey`'s host (or the host key blob `presented`: a certificate of it), its
+    /// signature by `hostKey` over `sessionID` (or `signature`; RSA with `flags`).
+    static func bind(
+        _ hostKey: SSHPrivateKey, presenting presented: [UInt8]? = nil, sessionID: [UInt8], forwarded: Bool, signature: [UInt8]? = nil,
+        flags: UInt32 = 0
+    ) throws -> [UInt8] {
         var request = SSHWriter()
         request.byte(SSHAgentWire.extensionRequest)
         request.string(SessionBind.name)
-        request.string(hostKey.publicKey.blob)
+        request.string(presented ?? hostKey.publicKey.blob)
         request.string(sessionID)
-        request.string(try signature ?? hostKey.sign(sessionID))
+        request.string(try signature ?? hostKey.sign(sessionID, flags: flags))
         request.bool(forwarded)
         return request.bytes
     }

@@ -40,6 +40,9 @@ public final class AgentServer: Sendable {
         /// A listening socket a service manager handed in (``SocketActivation``), served in place of binding one:
         /// ``AgentServer/socketPath`` is then the path it is bound to.
         public var adoptedSocket: SocketActivation.Socket?
+        /// Every socket the service manager handed in (the vault's and the companions': the ssh-agent's named
+        /// ``SocketActivation/sshAgentName``); a companion serves the one named for it instead of binding its own.
+        public var handedIn: SocketActivation?
         /// Lock every vault when logind says the machine is about to sleep or a session's screen is locked (the
         /// system bus: ``SleepLockWatch``); a machine without one is not watched.
         public var locksOnSleepAndScreenLock = false
@@ -48,9 +51,9 @@ public final class AgentServer: Sendable {
     }
 
     /// What makes a socket served beside the vault's over its key ring (the ssh-agent's): given the ring, the
-    /// vault socket's path and the log.
+    /// vault socket's path, the sockets a service manager handed in (``Options/handedIn``) and the log.
     package typealias Companion = @Sendable (
-        _ ring: KeyRing, _ agentSocket: String, _ log: @escaping @Sendable (String) -> Void
+        _ ring: KeyRing, _ agentSocket: String, _ handedIn: SocketActivation?, _ log: @escaping @Sendable (String) -> Void
     ) throws -> any AgentCompanionSocket
 
     private static let companions = Mutex<[Companion]>([])
@@ -66,6 +69,7 @@ public final class AgentServer: Sendable {
     private let ring: KeyRing
     private let log: @Sendable (String) -> Void
     private let locksOnSleepAndScreenLock: Bool
+    private let handedIn: SocketActivation?
 
     /// The most connections served at once; past it, the one idle longest is closed.
     public static let connectionLimit = 512
@@ -94,6 +98,7 @@ public final class AgentServer: Sendable {
         self.ring = ring
         self.log = log
         locksOnSleepAndScreenLock = options.locksOnSleepAndScreenLock
+        handedIn = options.handedIn
         let service = AgentService(ring: ring, configuration: configuration, log: log)
         listener = try AgentListener(
             socketPath: socketPath, adopted: options.adoptedSocket?.descriptor, service: service,
@@ -131,7 +136,7 @@ public final class AgentServer: Sendable {
         let factories = Self.companions.withLock { $0 }
         return factories.compactMap { make in
             do {
-                let companion = try make(ring, socketPath, log)
+                let companion = try make(ring, socketPath, handedIn, log)
                 let entry = (socket: companion, done: CompanionDone())
                 startDetachedThread { [log] in
                     do { try companion.run() } catch { log("cannot serve \(companion.socketPath): \(error)") }

@@ -18,6 +18,8 @@ package final class KeyRing: Sendable {
     private let identities = Mutex<Kept?>(nil)
     /// When something was last held, locked, kept or forgotten (or the ring made).
     private let changedAt: Mutex<Double>
+    /// Told each vault's path when it stops being held (``onRelease(_:)``).
+    private let releaseHandlers = Mutex<[@Sendable (String) -> Void]>([])
 
     private struct Held: Sendable {
         let store: any KeyValueVault
@@ -66,13 +68,27 @@ package final class KeyRing: Sendable {
         changedAt.withLock { $0 = Swift.max($0, time) }
     }
 
+    /// Calls `handler` with a vault's path each time that vault stops being held, right after its store is closed:
+    /// locked by a request, by the ssh-agent's lock, by its idle or hard timeout (found by any request or the sweep),
+    /// re-keyed elsewhere, replaced by a new unlock, or every vault at once. What keeps something derived from a
+    /// vault (the ssh-agent's parsed keys) drops it then.
+    package func onRelease(_ handler: @escaping @Sendable (String) -> Void) {
+        releaseHandlers.withLock { $0.append(handler) }
+    }
+
+    /// Closes `store`, no longer held at `path`, and tells the release handlers.
+    private func release(_ store: any KeyValueVault, at path: String) {
+        store.close()
+        for handler in releaseHandlers.withLock({ $0 }) { handler(path) }
+    }
+
     /// Holds `store` as the vault at `path` from now on (a store held there before is closed).
     package func hold(_ store: any KeyValueVault, at path: String, idleSeconds: Double, maxSeconds: Double) {
         let now = clock.now
         let replaced = vaults.withLock {
             $0.updateValue(Held(store: store, idleSeconds: idleSeconds, maxSeconds: maxSeconds, unlockedAt: now, lastUse: now), forKey: path)
         }
-        replaced?.store.close()
+        if let replaced { release(replaced.store, at: path) }
         changed()
     }
 
@@ -104,7 +120,7 @@ package final class KeyRing: Sendable {
             return vault.store
         }
         if let expired {
-            expired.store.close()
+            release(expired.store, at: path)
             changed(at: expired.expiry)
             log("locked \(path) (timeout)")
         }
@@ -143,7 +159,7 @@ package final class KeyRing: Sendable {
             return gone
         }
         for (path, vault) in expired.sorted(by: { $0.key < $1.key }) {
-            vault.store.close()
+            release(vault.store, at: path)
             log("locked \(path) (timeout)")
         }
         if let due = expired.values.map(\.expiry).max() { changed(at: due) }
@@ -175,7 +191,7 @@ package final class KeyRing: Sendable {
             log("forgot the kept identities")
         }
         guard let vault = vaults.withLock({ $0.removeValue(forKey: path) }) else { return false }
-        vault.store.close()
+        release(vault.store, at: path)
         changed()
         log("\(reason) \(path)")
         return true
@@ -189,7 +205,7 @@ package final class KeyRing: Sendable {
             return vaults
         }
         for (path, vault) in all.sorted(by: { $0.key < $1.key }) {
-            vault.store.close()
+            release(vault.store, at: path)
             log("locked \(path)")
         }
         changed()

@@ -66,10 +66,18 @@ public struct SocketActivation: Sendable, Equatable {
         return (0..<count).map { (firstDescriptor + Int32($0), names == nil ? "" : given[$0]) }
     }
 
-    /// The socket named `name`, else, when no socket carries that name, the only one handed in.
+    /// The name the ssh-agent's socket unit gives its socket (`FileDescriptorName=` of vault-ssh-agent.socket): the
+    /// agent's ssh-agent socket serves it instead of binding one.
+    public static let sshAgentName = "ssh"
+
+    /// The socket named `name`, else, when no socket carries that name, the only one handed in (unless that one is
+    /// named ``sshAgentName``: the ssh-agent's, never the vault's).
     public func socket(named name: String) -> Socket? {
-        sockets.first { $0.name == name } ?? (sockets.count == 1 ? sockets[0] : nil)
+        sockets.first { $0.name == name } ?? (sockets.count == 1 && sockets[0].name != Self.sshAgentName ? sockets[0] : nil)
     }
+
+    /// The ssh-agent's socket, when one named ``sshAgentName`` was handed in.
+    public var sshAgentSocket: Socket? { sockets.first { $0.name == Self.sshAgentName } }
 
     /// The path `descriptor` is bound to, after checking that it is a Unix stream socket that listens.
     static func listeningPath(of descriptor: Int32, name: String) throws -> String {

@@ -258,6 +258,11 @@ package struct AgentCommand: ParsableCommand {
                             reason: "\(activation.sockets.count) sockets were handed in and none is named '\(AgentCommand.activatedSocketName)' (FileDescriptorName=)")
                     }
                     options.adoptedSocket = socket
+                    options.handedIn = activation
+                    // Sockets for nobody here are left alone, as systemd hands them (a unit naming this service).
+                    for other in activation.sockets where other != socket && other.name != SocketActivation.sshAgentName {
+                        writeToStderr("vault agent: note: ignoring the socket handed in as '\(other.name)' (\(other.path)): only '\(AgentCommand.activatedSocketName)' and '\(SocketActivation.sshAgentName)' are served\n")
+                    }
                     if exitWhenEmpty == nil { options.exitWhenEmptyAfterSeconds = Double(Duration(argument: AgentCommand.backgroundEmptyExit)!.seconds) }
                     if socket.path != AgentSocket.defaultPath {
                         writeToStderr("vault agent: note: the socket handed in, \(socket.path), is not where clients look (\(AgentSocket.defaultPath)): set VAULT_AGENT_SOCK for them\n")

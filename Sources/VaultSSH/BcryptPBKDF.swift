@@ -42,7 +42,9 @@ public enum BcryptPBKDF {
         precondition(rounds >= 1 && keyLength > 0 && keyLength <= 32 * 32)
         let stride = (keyLength + 31) / 32
         let amount = (keyLength + stride - 1) / stride
-        let sha2Pass = Array(SHA512.hash(data: passphrase))
+        // The passphrase's digest and each block's output are zeroed when done (the caller zeroes the key).
+        var sha2Pass = Array(SHA512.hash(data: passphrase))
+        defer { wipe(&sha2Pass) }
         var key = [UInt8](repeating: 0, count: keyLength)
         var count: UInt32 = 1
         var left = keyLength
@@ -50,8 +52,11 @@ public enum BcryptPBKDF {
             let countSalt = salt + [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
             var temporary = hash(sha2Pass: sha2Pass, sha2Salt: Array(SHA512.hash(data: countSalt)))
             var out = temporary
+            defer { wipe(&out); wipe(&temporary) }
             for _ in 1..<rounds {
-                temporary = hash(sha2Pass: sha2Pass, sha2Salt: Array(SHA512.hash(data: temporary)))
+                let next = hash(sha2Pass: sha2Pass, sha2Salt: Array(SHA512.hash(data: temporary)))
+                wipe(&temporary)
+                temporary = next
                 for index in out.indices { out[index] ^= temporary[index] }
             }
             var written = 0

@@ -28,7 +28,14 @@ public struct SSHEntry: Sendable {
     public let confirm: Bool
     /// The vault the entry was read from, when the reader says (the agent: whose idle timeout a signature restarts).
     public var vaultPath: String?
+    /// Which version of the entry this is: its id and when it was last written (a parsed key is kept for this).
+    public let revision: Revision
     let privateKeyText: SecureBytes
+
+    public struct Revision: Hashable, Sendable {
+        let id: DocumentID
+        let modified: HybridTimestamp
+    }
 
     /// The ssh key of `record`, or `nil` when the entry is not one (no `private_key` and `public_key` fields, or a
     /// public key that does not parse: such an entry is left alone, never an error for the others).
@@ -47,6 +54,7 @@ public struct SSHEntry: Sendable {
         forward = Self.isYes(text(Self.forwardField))
         confirm = Self.isYes(text(Self.confirmField))
         privateKeyText = privateKey.value
+        revision = Revision(id: record.id, modified: record.modified)
     }
 
     /// A list of patterns as a `hosts` field holds it.
@@ -59,11 +67,15 @@ public struct SSHEntry: Sendable {
         return ["yes", "true", "1", "on"].contains(text.lowercased().filter { !$0.isWhitespace })
     }
 
-    /// The private key (read from its field when it is asked for: listing keys parses none).
+    /// The private key, parsed in place from its field's guarded memory (listing keys parses none; the agent
+    /// keeps what this gives until the vault locks: SSHKeyCache).
     public func privateKey() throws(SSHError) -> SSHPrivateKey {
-        guard let text = String(validating: privateKeyText.unprotectedBytes, as: UTF8.self) else { throw .notAPrivateKey }
-        let key: SSHPrivateKey
-        do { key = try OpenSSHKeyFile.read(text) { nil } } catch let error as SSHError { throw error } catch { throw .notAPrivateKey }
+        let parsed = privateKeyText.withUnsafeBytes { text in
+            Result { () throws(SSHError) in
+                do { return try OpenSSHKeyFile.read(armored: text) { nil } } catch let error as SSHError { throw error } catch { throw .notAPrivateKey }
+            }
+        }
+        let key = try parsed.get()
         guard key.publicKey == publicKey else { throw .keyMismatch }
         return key
     }

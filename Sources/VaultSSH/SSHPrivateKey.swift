@@ -5,14 +5,17 @@ import VaultCore
 import VaultSodium
 
 /// A private key the vault keeps and the agent signs with: Ed25519 (libsodium), ECDSA over P-256 and RSA
-/// (swift-crypto). Secrets stay in guarded memory (``SecureBytes``) or in BoringSSL's keys.
+/// (swift-crypto). Its secret parts live only in guarded memory (``SecureBytes``): Ed25519 signs from there; ECDSA
+/// and RSA build swift-crypto's key from there for one signature (BoringSSL's copy lives as long as that signature
+/// and is cleansed when freed: docs/SSH-AGENT.md, "What is in memory").
 public struct SSHPrivateKey: Sendable {
     enum Material: Sendable {
         /// libsodium's 64-byte secret key (seed and public key).
         case ed25519(SecureBytes)
-        case ecdsaP256(P256.Signing.PrivateKey)
-        /// The key and its numbers as openssh-key-v1 writes them: d, iqmp, p, q (n and e are in the public key).
-        case rsa(_RSA.Signing.PrivateKey, d: SecureBytes, iqmp: SecureBytes, p: SecureBytes, q: SecureBytes)
+        /// The 32-byte scalar, big-endian.
+        case ecdsaP256(SecureBytes)
+        /// The key's numbers (big-endian, unsigned): n and e are public, d, iqmp, p, q as openssh-key-v1 writes them.
+        case rsa(n: [UInt8], e: [UInt8], d: SecureBytes, iqmp: SecureBytes, p: SecureBytes, q: SecureBytes)
     }
 
     let material: Material
@@ -36,7 +39,13 @@ public struct SSHPrivateKey: Sendable {
             guard [2048, 3072, 4096].contains(rsaBits) else { throw .crypto("RSA keys are 2048, 3072 or 4096 bits") }
             let key: _RSA.Signing.PrivateKey
             do { key = try _RSA.Signing.PrivateKey(keySize: .init(bitCount: rsaBits)) } catch { throw .crypto("\(error)") }
-            return try rsa(pkcs1: Array(key.derRepresentation), comment: comment)
+            var exported = key.derRepresentation
+            var der = Array(exported)
+            defer {
+                exported.resetBytes(in: exported.startIndex..<exported.endIndex)
+                wipe(&der)
+            }
+            return try rsa(pkcs1: der, comment: comment)
         }
     }
 
@@ -53,21 +62,44 @@ public struct SSHPrivateKey: Sendable {
         return SSHPrivateKey(material: .ed25519(secret), publicKey: try SSHPublicKey(blob: blob.bytes), comment: comment)
     }
 
-    static func ecdsa(_ key: P256.Signing.PrivateKey, comment: String) throws(SSHError) -> SSHPrivateKey {
+    /// An ECDSA P-256 key from its scalar (32 bytes, big-endian, in guarded memory).
+    static func ecdsa(scalar: SecureBytes, comment: String) throws(SSHError) -> SSHPrivateKey {
+        let key: P256.Signing.PrivateKey
+        do { key = try scalar.withUnsafeBytes { try P256.Signing.PrivateKey(rawRepresentation: $0) } } catch {
+            throw .malformed(field: "ECDSA private key", reason: "not a P-256 scalar")
+        }
         var blob = SSHWriter()
         blob.string("ecdsa-sha2-nistp256")
         blob.string("nistp256")
         blob.string(Array(key.publicKey.x963Representation))
-        return SSHPrivateKey(material: .ecdsaP256(key), publicKey: try SSHPublicKey(blob: blob.bytes), comment: comment)
+        return SSHPrivateKey(material: .ecdsaP256(scalar), publicKey: try SSHPublicKey(blob: blob.bytes), comment: comment)
     }
 
-    /// An RSA key from its numbers (big-endian, unsigned).
+    /// An ECDSA P-256 key swift-crypto made or read (generation, PEM): its scalar moved to guarded memory, the
+    /// `Data` it came in zeroed.
+    static func ecdsa(_ key: P256.Signing.PrivateKey, comment: String) throws(SSHError) -> SSHPrivateKey {
+        var raw = key.rawRepresentation
+        defer { raw.resetBytes(in: raw.startIndex..<raw.endIndex) }
+        let scalar = raw.withUnsafeBytes { SecureBytes.guarded($0) }
+        return try ecdsa(scalar: scalar, comment: comment)
+    }
+
+    /// swift-crypto's ECDSA key for one signature, built from the guarded scalar.
+    private static func p256Key(_ scalar: SecureBytes) throws(SSHError) -> P256.Signing.PrivateKey {
+        do { return try scalar.withUnsafeBytes { try P256.Signing.PrivateKey(rawRepresentation: $0) } } catch { throw .crypto("\(error)") }
+    }
+
+    /// swift-crypto's RSA key for one signature (or a check), built from the guarded numbers.
+    private static func rsaKey(n: [UInt8], e: [UInt8], d: SecureBytes, p: SecureBytes, q: SecureBytes) throws -> _RSA.Signing.PrivateKey {
+        try d.withUnsafeBytes { d in try p.withUnsafeBytes { p in try q.withUnsafeBytes { q in
+            try _RSA.Signing.PrivateKey(n: n, e: e, d: d, p: p, q: q)
+        } } }
+    }
+
+    /// An RSA key from its numbers (big-endian, unsigned): checked by building swift-crypto's key once.
     static func rsa(n: [UInt8], e: [UInt8], d: SecureBytes, iqmp: SecureBytes, p: SecureBytes, q: SecureBytes, comment: String) throws(SSHError) -> SSHPrivateKey {
-        let key: _RSA.Signing.PrivateKey
         do {
-            key = try d.withUnsafeBytes { d in try p.withUnsafeBytes { p in try q.withUnsafeBytes { q in
-                try _RSA.Signing.PrivateKey(n: n, e: e, d: Array(d), p: Array(p), q: Array(q))
-            } } }
+            _ = try rsaKey(n: n, e: e, d: d, p: p, q: q)
         } catch {
             throw .crypto("not a consistent RSA key of 2048 bits or more")
         }
@@ -75,13 +107,15 @@ public struct SSHPrivateKey: Sendable {
         blob.string("ssh-rsa")
         blob.mpint(e)
         blob.mpint(n)
-        return SSHPrivateKey(material: .rsa(key, d: d, iqmp: iqmp, p: p, q: q), publicKey: try SSHPublicKey(blob: blob.bytes), comment: comment)
+        return SSHPrivateKey(
+            material: .rsa(n: n, e: e, d: d, iqmp: iqmp, p: p, q: q), publicKey: try SSHPublicKey(blob: blob.bytes), comment: comment)
     }
 
-    /// An RSA key from PKCS#1's RSAPrivateKey (DER).
+    /// An RSA key from PKCS#1's RSAPrivateKey (DER); the secret numbers parsed out of it are zeroed once copied.
     static func rsa(pkcs1 der: [UInt8], comment: String) throws(SSHError) -> SSHPrivateKey {
-        let numbers = try DER.rsaPrivateKey(der)
-        func secure(_ bytes: [UInt8]) -> SecureBytes { SecureBytes(count: bytes.count) { $0.copyBytes(from: bytes) } }
+        var numbers = try DER.rsaPrivateKey(der)
+        defer { wipe(&numbers.d); wipe(&numbers.p); wipe(&numbers.q); wipe(&numbers.iqmp) }
+        func secure(_ bytes: [UInt8]) -> SecureBytes { bytes.withUnsafeBytes { SecureBytes.guarded($0) } }
         return try rsa(n: numbers.n, e: numbers.e, d: secure(numbers.d), iqmp: secure(numbers.iqmp), p: secure(numbers.p), q: secure(numbers.q), comment: comment)
     }
 
@@ -99,26 +133,28 @@ public struct SSHPrivateKey: Sendable {
         case .ed25519(let secret):
             out.string("ssh-ed25519")
             out.string(data.withUnsafeBytes { message in secret.withUnsafeBytes { Sodium.ed25519Sign(message, secretKey: $0) } })
-        case .ecdsaP256(let key):
+        case .ecdsaP256(let scalar):
             let signature: P256.Signing.ECDSASignature
-            do { signature = try key.signature(for: data) } catch { throw .crypto("\(error)") }
+            do { signature = try Self.p256Key(scalar).signature(for: data) } catch { throw .crypto("\(error)") }
             let raw = Array(signature.rawRepresentation)
             var inner = SSHWriter()
             inner.mpint(raw[0..<32])
             inner.mpint(raw[32..<64])
             out.string("ecdsa-sha2-nistp256")
             out.string(inner.bytes)
-        case .rsa(let key, _, _, _, _):
+        case .rsa(let n, let e, let d, _, let p, let q):
             let raw: Data
             do {
+                guard flags & (Self.flagRSASHA512 | Self.flagRSASHA256) != 0 else {
+                    throw SSHError.unsupportedKeyType("ssh-rsa (SHA-1) signatures")
+                }
+                let key = try Self.rsaKey(n: n, e: e, d: d, p: p, q: q)
                 if flags & Self.flagRSASHA512 != 0 {
                     raw = try key.signature(for: SHA512.hash(data: data), padding: .insecurePKCS1v1_5).rawRepresentation
                     out.string("rsa-sha2-512")
-                } else if flags & Self.flagRSASHA256 != 0 {
+                } else {
                     raw = try key.signature(for: SHA256.hash(data: data), padding: .insecurePKCS1v1_5).rawRepresentation
                     out.string("rsa-sha2-256")
-                } else {
-                    throw SSHError.unsupportedKeyType("ssh-rsa (SHA-1) signatures")
                 }
             } catch let error as SSHError {
                 throw error
@@ -132,30 +168,41 @@ public struct SSHPrivateKey: Sendable {
 
     // MARK: openssh-key-v1's private fields
 
-    /// The key-type fields of openssh-key-v1's private section (type first, comment not included), in guarded memory.
+    /// The key-type fields of openssh-key-v1's private section (type first, comment not included), written straight
+    /// into guarded memory.
     func privateFields() -> SecureBytes {
-        var fields = SSHWriter()
-        var reader = SSHReader(publicKey.blob)
         switch material {
         case .ed25519(let secret):
-            fields.string("ssh-ed25519")
-            _ = try? reader.string("type")
-            fields.string((try? reader.string("key")) ?? [])
-            secret.withUnsafeBytes { fields.string(Array($0)) }
-        case .ecdsaP256(let key):
-            fields.string("ecdsa-sha2-nistp256")
-            fields.string("nistp256")
-            fields.string(Array(key.publicKey.x963Representation))
-            fields.mpint(Array(key.rawRepresentation))
-        case .rsa(_, let d, let iqmp, let p, let q):
-            _ = try? reader.string("type")
-            let e = (try? reader.positiveMPInt("e")) ?? [], n = (try? reader.positiveMPInt("n")) ?? []
-            fields.string("ssh-rsa")
-            fields.mpint(n)
-            fields.mpint(e)
-            for number in [d, iqmp, p, q] { number.withUnsafeBytes { fields.mpint(Array($0)) } }
+            let publicKey = Array(publicKey.blob.suffix(32))
+            return SecureBytes(capacity: 3 * sshFieldSize(64) + 11) { out in
+                out.appendSSH(string: "ssh-ed25519")
+                out.appendSSH(string: publicKey)
+                secret.withUnsafeBytes { out.appendSSH(string: $0) }
+            }
+        case .ecdsaP256(let scalar):
+            let point = Array(publicKey.blob.suffix(65))
+            return SecureBytes(capacity: 4 * sshFieldSize(65) + 19) { out in
+                out.appendSSH(string: "ecdsa-sha2-nistp256")
+                out.appendSSH(string: "nistp256")
+                out.appendSSH(string: point)
+                out.appendSSH(mpint: scalar)
+            }
+        case .rsa(let n, let e, let d, let iqmp, let p, let q):
+            let size = [n.count, e.count, d.count, iqmp.count, p.count, q.count].reduce(sshFieldSize(7)) { $0 + sshFieldSize($1) }
+            return SecureBytes(capacity: size) { out in
+                out.appendSSH(string: "ssh-rsa")
+                n.withUnsafeBytes { out.appendSSH(mpint: $0) }
+                e.withUnsafeBytes { out.appendSSH(mpint: $0) }
+                for number in [d, iqmp, p, q] { out.appendSSH(mpint: number) }
+            }
         }
-        let bytes = fields.bytes
-        return SecureBytes(count: bytes.count) { $0.copyBytes(from: bytes) }
+    }
+}
+
+/// Zeroes `bytes` in place (a copy of a secret this library made in ordinary memory, before it is dropped).
+func wipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { buffer in
+        guard let base = buffer.baseAddress else { return }
+        Sodium.zero(base, byteCount: buffer.count)
     }
 }

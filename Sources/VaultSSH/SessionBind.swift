@@ -4,7 +4,10 @@
 public struct SessionBind: Sendable, Equatable {
     public static let name = "session-bind@openssh.com"
 
+    /// The key the server signed with: its host key, or the key its host certificate certifies.
     public let hostKey: SSHPublicKey
+    /// The host certificate the server presented, when it presented one (what names the host then).
+    public let certificate: HostCertificate?
     public let sessionID: [UInt8]
     /// The connection is forwarded to this host (`ssh -A`): requests on it come from there.
     public let forwarded: Bool
@@ -23,7 +26,9 @@ public struct SessionBind: Sendable, Equatable {
     public static func parse(_ reader: inout SSHReader) throws(Refusal) -> SessionBind {
         let bind: SessionBind, signature: [UInt8]
         do {
-            let hostKey = try SSHPublicKey(hostKeyBlob: try reader.string("host key"))
+            let hostBlob = try reader.string("host key")
+            let certificate = try HostCertificate(blob: hostBlob)
+            let hostKey = try certificate?.certifiedKey ?? SSHPublicKey(blob: hostBlob)
             let sessionID = try reader.string("session id")
             signature = try reader.string("signature")
             let forwarded = try reader.bool("forwarding flag")
@@ -31,7 +36,7 @@ public struct SessionBind: Sendable, Equatable {
             guard !sessionID.isEmpty, sessionID.count <= 128 else {
                 throw SSHError.malformed(field: "session id", reason: "\(sessionID.count) bytes")
             }
-            bind = SessionBind(hostKey: hostKey, sessionID: sessionID, forwarded: forwarded)
+            bind = SessionBind(hostKey: hostKey, certificate: certificate, sessionID: sessionID, forwarded: forwarded)
         } catch let error as SSHError {
             throw .malformed(error)
         } catch {

@@ -16,8 +16,10 @@ import VaultSSH
 package struct SSHAgentService: AgentSocketProtocol {
     package let ring: KeyRing
     private let log: @Sendable (String) -> Void
-    private let knownHosts: @Sendable (SSHPublicKey) -> KnownHosts
+    private let knownHosts: @Sendable (SessionBind) -> KnownHosts
     package let signatures: SignatureLog
+    /// The private keys parsed since their vault's unlock (dropped at its lock).
+    package let keys: SSHKeyCache
     /// The program a key's `confirm` asks through (the agent's `SSH_ASKPASS`); `nil`: such keys never sign.
     private let askpass: String?
 
@@ -38,7 +40,7 @@ package struct SSHAgentService: AgentSocketProtocol {
     package static let maxBinds = 16
 
     package init(
-        ring: KeyRing, knownHosts: @escaping @Sendable (SSHPublicKey) -> KnownHosts, signatures: SignatureLog = SignatureLog(),
+        ring: KeyRing, knownHosts: @escaping @Sendable (SessionBind) -> KnownHosts, signatures: SignatureLog = SignatureLog(),
         askpass: String? = nil, log: @escaping @Sendable (String) -> Void
     ) {
         self.askpass = askpass
@@ -46,6 +48,9 @@ package struct SSHAgentService: AgentSocketProtocol {
         self.knownHosts = knownHosts
         self.signatures = signatures
         self.log = log
+        let keys = SSHKeyCache()
+        self.keys = keys
+        ring.onRelease { path in keys.drop(vault: path) }
     }
 
     /// A companion socket's end only stops it: the vault's socket is the one whose end locks.
@@ -90,7 +95,7 @@ package struct SSHAgentService: AgentSocketProtocol {
     /// The ssh keys of every vault held, vaults by path, entries by name (`vault ssh list`'s order), each with the
     /// path of its vault.
     func allKeys() -> [SSHEntry] {
-        ring.documentVaults().flatMap { vault -> [SSHEntry] in
+        let entries = ring.documentVaults().flatMap { vault -> [SSHEntry] in
             try? vault.reload()
             guard let names = try? vault.keys().sorted() else { return [] }
             return names.compactMap { name in
@@ -99,6 +104,8 @@ package struct SSHAgentService: AgentSocketProtocol {
                 return entry
             }
         }
+        keys.retain(entries)
+        return entries
     }
 
     /// The keys `connection` may use, in the order they are offered.
@@ -124,6 +131,8 @@ package struct SSHAgentService: AgentSocketProtocol {
               reader.isAtEnd
         else { return [SSHAgentWire.failure] }
         let binds = connection.state.withLock { $0 }
+        // Taken before the vaults are looked up: a lock from here on keeps the key from being parsed and kept.
+        let mark = keys.mark()
         // Every entry with this public key that the connection may use: one of them asking for confirmation asks.
         let matching = offered(connection).filter { $0.publicKey.blob == blob }
         guard let entry = matching.first else {
@@ -138,7 +147,7 @@ package struct SSHAgentService: AgentSocketProtocol {
             return [SSHAgentWire.failure]
         }
         if matching.contains(where: \.confirm) {
-            let host = binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }
+            let host = binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0)) }
             guard Confirmation.ask(askpass, key: entry, host: host, forwarded: binds.forwarded) else {
                 log("ssh-agent: \(entry.name.debugDescription): the signature was not confirmed")
                 return [SSHAgentWire.failure]
@@ -151,7 +160,11 @@ package struct SSHAgentService: AgentSocketProtocol {
         }
         let signature: [UInt8]
         do {
-            signature = try entry.privateKey().sign(data, flags: flags)
+            guard let key = try keys.key(for: entry, since: mark) else {
+                log("ssh-agent: \(entry.name.debugDescription): its vault was locked during the request")
+                return [SSHAgentWire.failure]
+            }
+            signature = try key.sign(data, flags: flags)
         } catch {
             log("ssh-agent: '\(entry.name)': \(error)")
             return [SSHAgentWire.failure]
@@ -160,7 +173,7 @@ package struct SSHAgentService: AgentSocketProtocol {
         if let path = entry.vaultPath { _ = ring.vault(at: path, touch: true) }
         let record = SignatureLog.Record(
             time: UTCTime.now(), key: entry.name, fingerprint: entry.publicKey.fingerprint,
-            host: binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0.hostKey)) }, forwarded: binds.forwarded,
+            host: binds.binds.last.map { KeyChoice.hostLabel($0, knownHosts($0)) }, forwarded: binds.forwarded,
             namespace: SSHSig.namespace(ofSignedData: data))
         signatures.append(record)
         log("ssh-agent: " + record.line)

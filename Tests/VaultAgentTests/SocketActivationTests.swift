@@ -40,10 +40,21 @@ import Glibc
 
     @Test func theSocketNamedVaultAgentOrTheOnlyOneIsTaken() {
         let agent = SocketActivation.Socket(descriptor: 3, name: "vault-agent", path: "/run/user/1/vault/agent.sock")
-        let other = SocketActivation.Socket(descriptor: 4, name: "ssh", path: "/run/user/1/vault/ssh.sock")
+        let other = SocketActivation.Socket(descriptor: 4, name: "other", path: "/run/user/1/vault/other.sock")
         #expect(SocketActivation(sockets: [other, agent]).socket(named: "vault-agent") == agent)
         #expect(SocketActivation(sockets: [other]).socket(named: "vault-agent") == other)
         #expect(SocketActivation(sockets: [other, other]).socket(named: "vault-agent") == nil)
+    }
+
+    /// The ssh-agent's socket (vault-ssh-agent.socket's `ssh`) is found by its name, and never taken for the
+    /// vault's, not even alone.
+    @Test func theSSHAgentSocketIsTheOneNamedSSHAndNeverTheVaults() {
+        let agent = SocketActivation.Socket(descriptor: 3, name: "vault-agent", path: "/run/user/1/vault/agent.sock")
+        let ssh = SocketActivation.Socket(descriptor: 4, name: "ssh", path: "/run/user/1/vault/ssh-agent.sock")
+        #expect(SocketActivation(sockets: [agent, ssh]).sshAgentSocket == ssh)
+        #expect(SocketActivation(sockets: [agent, ssh]).socket(named: "vault-agent") == agent)
+        #expect(SocketActivation(sockets: [ssh]).socket(named: "vault-agent") == nil)
+        #expect(SocketActivation(sockets: [agent]).sshAgentSocket == nil)
     }
 
     @Test func aBoundButNotListeningSocketAndAnAbstractOneAreRefused() throws {

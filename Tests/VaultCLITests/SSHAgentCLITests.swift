@@ -98,6 +98,46 @@ struct SSHAgentCLITests {
         #expect(!server.log.contains("Too many authentication failures"))
     }
 
+    /// A host that presents a certificate (sshd's HostKey + HostCertificate, signed by an ssh-keygen CA with -h -n),
+    /// known_hosts with only `@cert-authority *.corp` and the CA's key: seven keys, six for other hosts first,
+    /// MaxAuthTries 3, and ssh logs in at once with the key whose `hosts` names the certificate's principal.
+    /// When the agent's known_hosts does not vouch for the certificate (another CA's line, a pattern its principal
+    /// does not match) the host is unknown to it: its keys with `hosts` are not offered there, nothing else.
+    @Test func aHostCertificateUnderACertAuthorityLineLogsInAtOnce() throws {
+        let setup = try Setup()
+        for index in 1...6 { try setup.importKey("a\(index)", ["--host", "other\(index).example"]) }
+        let ca = setup.box.directory + "/ca", otherCA = setup.box.directory + "/other-ca"
+        let caLine = try OpenSSHTools.newKey(ca, comment: "ca"), otherCALine = try OpenSSHTools.newKey(otherCA, comment: "other-ca")
+        let server = try LoopbackSSHD(in: setup.box.directory + "/sshd", authorized: []) { hostPublicKey in
+            _ = try OpenSSHTools.keygen(["-q", "-s", ca, "-I", "loopback", "-h", "-n", "git.corp", hostPublicKey])
+        }
+        let line = try setup.importKey("z-mine", ["--host", "*.corp"])
+        try (line + "\n").write(toFile: server.directory + "/authorized_keys", atomically: false, encoding: .utf8)
+        // ssh's known_hosts and the agent's: only the CA line (no line of the host's own key anywhere).
+        let clientKnownHosts = setup.box.directory + "/client_known_hosts"
+        try ("@cert-authority *.corp " + caLine + "\n").write(toFile: clientKnownHosts, atomically: false, encoding: .utf8)
+        try ("@cert-authority *.corp " + caLine + "\n").write(toFile: setup.knownHosts, atomically: false, encoding: .utf8)
+        try setup.unlock()
+        // ssh checks the certificate's principal against the name it connects to: the alias the CA line covers.
+        let alias = ["-o", "HostKeyAlias=git.corp"]
+        let login = try server.ssh(["echo", "logged-in"], agentSocket: setup.sshSocket, knownHosts: clientKnownHosts, home: setup.home, options: alias)
+        #expect(login.status == 0 && login.stdoutText == "logged-in\n", "\(login.stderr)\n\(server.log)")
+        #expect(server.log.contains("Accepted publickey"), "\(server.log)")
+        #expect(!server.log.contains("Too many authentication failures"))
+        let signatures = try setup.box.vault(["agent", "status"]).stdoutText
+        #expect(signatures.contains("z-mine") && signatures.contains("git.corp"), "\(signatures)")
+
+        // The agent's known_hosts vouches for another CA, or for other names: the host is unknown, none of the
+        // seven keys is offered (all have hosts), and ssh, which trusts the host, cannot log in.
+        for agentLine in ["@cert-authority *.corp " + otherCALine, "@cert-authority *.example " + caLine] {
+            try (agentLine + "\n").write(toFile: setup.knownHosts, atomically: false, encoding: .utf8)
+            let refused = try server.ssh(["echo", "logged-in"], agentSocket: setup.sshSocket, knownHosts: clientKnownHosts, home: setup.home, options: alias)
+            #expect(refused.status == 255 && refused.stdoutText.isEmpty, "\(agentLine): \(refused.stderr)")
+        }
+        #expect(!server.log.contains("Too many authentication failures"), "\(server.log)")
+        #expect(server.log.components(separatedBy: "Accepted publickey").count == 2, "\(server.log)")
+    }
+
     @Test(arguments: ["rsa-sha2-256", "rsa-sha2-512"])
     func rsaSignaturesAreCheckedBySshdForEachSHA2Algorithm(algorithm: String) throws {
         let setup = try Setup()

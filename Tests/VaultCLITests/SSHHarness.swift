@@ -48,12 +48,19 @@ final class LoopbackSSHD {
     /// - Parameters:
     ///   - authorized: the authorized_keys lines.
     ///   - extra: more configuration lines (`PubkeyAcceptedAlgorithms rsa-sha2-256`).
-    init(in directory: String, authorized: [String], extra: [String] = []) throws {
+    ///   - certify: given the host key's public file, makes its certificate beside it (`ssh-keygen -s CA -h`):
+    ///     sshd presents it (`HostCertificate`).
+    init(in directory: String, authorized: [String], extra: [String] = [], certify: ((String) throws -> Void)? = nil) throws {
         let sshd = try OpenSSHTools.require(OpenSSHTools.sshd, "sshd")
         self.directory = directory
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
         hostKeyLine = try OpenSSHTools.newKey(directory + "/host", comment: "")
+        var extra = extra
+        if let certify {
+            try certify(directory + "/host.pub")
+            extra.append("HostCertificate \(directory)/host-cert.pub")
+        }
         try (authorized.joined(separator: "\n") + "\n").write(toFile: directory + "/authorized_keys", atomically: false, encoding: .utf8)
         var port = 0, started: AgentCLI.Running?
         // A port found free can be taken before sshd binds it: a few tries.

@@ -22,7 +22,7 @@ struct ConfirmationTests {
         for (program, signs) in [(yes.program, true), (no.program, false), ("/nonexistent/askpass", false)] {
             let fixture = try SSHAgentFixture(askpass: program)
             try fixture.add("careful", key, confirm: true)
-            fixture.unlock()
+            try fixture.unlock()
             let signature = try fixture.sign(key.publicKey, [1, 2], on: fixture.service.connection(0))
             #expect((signature != nil) == signs, "\(program)")
         }
@@ -42,7 +42,7 @@ struct ConfirmationTests {
             chmod(program, 0o700)
             let fixture = try SSHAgentFixture(askpass: program)
             try fixture.add("careful", key, confirm: true)
-            fixture.unlock()
+            try fixture.unlock()
             #expect((try fixture.sign(key.publicKey, [1], on: fixture.service.connection(0)) != nil) == signs, "askpass said '\(answer)'")
         }
     }
@@ -52,7 +52,7 @@ struct ConfirmationTests {
         let careful = try SSHPrivateKey.generate(.ed25519, comment: "careful"), plain = try SSHPrivateKey.generate(.ed25519, comment: "plain")
         try fixture.add("careful", careful, confirm: true)
         try fixture.add("plain", plain)
-        fixture.unlock()
+        try fixture.unlock()
         let connection = fixture.service.connection(0)
         #expect(try fixture.sign(careful.publicKey, [1], on: connection) == nil)
         #expect(try fixture.sign(plain.publicKey, [1], on: connection) != nil)

@@ -21,7 +21,7 @@ struct KeyChoiceTests {
         try fixture.add("b-any", any)
         let mine = try SSHPrivateKey.generate(.ed25519, comment: "mine")
         try fixture.add("c-mine", mine, hosts: "*.corp, !nothing.corp")
-        fixture.unlock()
+        try fixture.unlock()
         fixture.knownHostsTexts = ["git.corp,10.0.0.5 " + host.publicKey.line(comment: "")]
         let connection = fixture.service.connection(0)
         // No bind: every key, in name order.
@@ -65,7 +65,7 @@ struct KeyChoiceTests {
         let travel = try SSHPrivateKey.generate(.ed25519, comment: "travel")
         try fixture.add("stay", stay)
         try fixture.add("travel", travel, forward: true)
-        fixture.unlock()
+        try fixture.unlock()
         let connection = fixture.service.connection(0)
         #expect(fixture.answer(try SSHAgentFixture.bind(host, sessionID: [9], forwarded: true), on: connection) == [SSHAgentWire.success])
         #expect(try fixture.identities(on: connection).map(\.comment) == ["travel"])

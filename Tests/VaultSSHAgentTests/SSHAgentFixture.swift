@@ -10,7 +10,8 @@ import VaultSSH
 /// OpenSSH's client builds them.
 final class SSHAgentFixture {
     let directory: String
-    let ring = KeyRing()
+    let ring: KeyRing
+    let clock = StillClock()
     let logged = Logged()
     /// The known_hosts files' contents the service reads.
     var knownHostsTexts: [String] {
@@ -19,7 +20,16 @@ final class SSHAgentFixture {
     }
     private let texts = Logged()
     private(set) var service: SSHAgentService!
-    let vault: any KeyValueVault
+    private(set) var vault: any KeyValueVault
+    private let options: SecureKeyValueStore.Options
+    var vaultPath: String { directory + "/ssh.vault" }
+
+    /// A clock that stands still until a test moves it (idle timeouts without waiting).
+    final class StillClock: AgentClock {
+        private let seconds = Mutex<Double>(1_000)
+        var now: Double { seconds.withLock { $0 } }
+        func advance(by interval: Double) { seconds.withLock { $0 += interval } }
+    }
 
     final class Logged: Sendable {
         let lines = Mutex<[String]>([])
@@ -32,17 +42,20 @@ final class SSHAgentFixture {
         options.rollbackProtection = RollbackProtection(stateDirectory: directory + "/state")
         _ = try VaultOpener.create(path: directory + "/ssh.vault", passphrase: SecureBytes(string: "pass"), options: options)
         vault = try VaultOpener.open(path: directory + "/ssh.vault", passphrase: SecureBytes(string: "pass"), options: options)
+        self.options = options
+        ring = KeyRing(clock: clock)
         let logged = self.logged, texts = self.texts
         service = SSHAgentService(
-            ring: ring, knownHosts: { key in KnownHosts(hostKey: key, texts: texts.lines.withLock { $0 }) }, askpass: askpass,
+            ring: ring, knownHosts: { bind in KnownHosts(hostKey: bind.hostKey, certificate: bind.certificate, texts: texts.lines.withLock { $0 }) }, askpass: askpass,
             log: { line in logged.lines.withLock { $0.append(line) } })
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
-    /// Holds the vault in the ring (as after `vault unlock`).
-    func unlock() {
-        ring.hold(vault, at: directory + "/ssh.vault", idleSeconds: 3600, maxSeconds: 3600)
+    /// Holds the vault in the ring (as after `vault unlock`), opened again (a lock closes the store it held).
+    func unlock() throws {
+        vault = try VaultOpener.open(path: vaultPath, passphrase: SecureBytes(string: "pass"), options: options)
+        ring.hold(vault, at: vaultPath, idleSeconds: 3600, maxSeconds: 3600)
     }
 
     /// Stores `key` as entry `name` with the optional fields, as `vault ssh import` does.
@@ -89,14 +102,18 @@ final class SSHAgentFixture {
         return try reader.string("signature")
     }
 
-    /// A session-bind request for `hostKey`'s host, its signature by `hostKey` over `sessionID` (or `signature`).
-    static func bind(_ hostKey: SSHPrivateKey, sessionID: [UInt8], forwarded: Bool, signature: [UInt8]? = nil) throws -> [UInt8] {
+    /// A session-bind request for `hostKey`'s host (or the host key blob `presented`: a certificate of it), its
+    /// signature by `hostKey` over `sessionID` (or `signature`; RSA with `flags`).
+    static func bind(
+        _ hostKey: SSHPrivateKey, presenting presented: [UInt8]? = nil, sessionID: [UInt8], forwarded: Bool, signature: [UInt8]? = nil,
+        flags: UInt32 = 0
+    ) throws -> [UInt8] {
         var request = SSHWriter()
         request.byte(SSHAgentWire.extensionRequest)
         request.string(SessionBind.name)
-        request.string(hostKey.publicKey.blob)
+        request.string(presented ?? hostKey.publicKey.blob)
         request.string(sessionID)
-        request.string(try signature ?? hostKey.sign(sessionID))
+        request.string(try signature ?? hostKey.sign(sessionID, flags: flags))
         request.bool(forwarded)
         return request.bytes
     }

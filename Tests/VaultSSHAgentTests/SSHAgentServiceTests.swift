@@ -16,7 +16,7 @@ struct SSHAgentServiceTests {
         try fixture.add("a-ed", ed)
         let connection = fixture.service.connection(0)
         #expect(try fixture.identities(on: connection).isEmpty)
-        fixture.unlock()
+        try fixture.unlock()
         let keys = try fixture.identities(on: connection)
         #expect(keys.map(\.blob) == [ed.publicKey.blob, ec.publicKey.blob])
         #expect(keys.map(\.comment) == ["ed@example", "ec@example"])
@@ -29,7 +29,7 @@ struct SSHAgentServiceTests {
         let connection = fixture.service.connection(0)
         let data = Array("the data ssh signs".utf8)
         #expect(try fixture.sign(ed.publicKey, data, on: connection) == nil)
-        fixture.unlock()
+        try fixture.unlock()
         for key in [ed, ec] {
             let signature = try #require(try fixture.sign(key.publicKey, data, on: connection))
             try key.publicKey.verify(signature: signature, data: data)
@@ -45,7 +45,7 @@ struct SSHAgentServiceTests {
         let fixture = try SSHAgentFixture()
         let rsa = try SSHPrivateKey.generate(.rsa, rsaBits: 2048, comment: "rsa")
         try fixture.add("rsa", rsa)
-        fixture.unlock()
+        try fixture.unlock()
         let connection = fixture.service.connection(0)
         let data = Array("data".utf8)
         for (flags, algorithm) in [(SSHPrivateKey.flagRSASHA256, "rsa-sha2-256"), (SSHPrivateKey.flagRSASHA512, "rsa-sha2-512")] {
@@ -60,7 +60,7 @@ struct SSHAgentServiceTests {
     @Test func addRemoveAndSmartcardRequestsFailAndChangeNothing() throws {
         let fixture = try SSHAgentFixture()
         try fixture.add("ed", ed)
-        fixture.unlock()
+        try fixture.unlock()
         let connection = fixture.service.connection(0)
         for type in [SSHAgentWire.addIdentity, SSHAgentWire.removeIdentity, SSHAgentWire.removeAllIdentities,
                      SSHAgentWire.addSmartcardKey, SSHAgentWire.removeSmartcardKey, SSHAgentWire.addIdentityConstrained,
@@ -73,7 +73,7 @@ struct SSHAgentServiceTests {
     @Test func lockLocksEveryVaultAndUnlockFails() throws {
         let fixture = try SSHAgentFixture()
         try fixture.add("ed", ed)
-        fixture.unlock()
+        try fixture.unlock()
         let connection = fixture.service.connection(0)
         var lock = SSHWriter()
         lock.byte(SSHAgentWire.lock)
@@ -126,7 +126,7 @@ struct SSHAgentServiceTests {
     @Test func aUserAuthenticationIsSignedOnlyForTheSessionBoundLast() throws {
         let fixture = try SSHAgentFixture()
         try fixture.add("ed", ed)
-        fixture.unlock()
+        try fixture.unlock()
         let host = try SSHPrivateKey.generate(.ed25519, comment: "")
         let connection = fixture.service.connection(0)
         func userauth(_ sid: [UInt8], key: [UInt8]) -> [UInt8] {

@@ -72,7 +72,7 @@ struct OpenSSHKeyFileTests {
         let short = ([lines[0], String(lines[1].prefix(40)), lines.last!]).joined(separator: "\n")
         #expect(throws: SSHError.self) { try OpenSSHKeyFile.read(short) { nil } }
         // Every byte of the binary body changed in turn: an error each time, or (padding, check words, comment) a key.
-        let body = try #require(try OpenSSHKeyFile.body(of: text))
+        let body = try #require(try Self.body(of: text))
         for index in stride(from: 0, to: body.count, by: 3) {
             var changed = body
             changed[index] ^= 0x5A
@@ -86,8 +86,8 @@ struct OpenSSHKeyFileTests {
         let directory = try OpenSSH.Directory()
         _ = try OpenSSH.newKey("ed25519", in: directory, name: "a")
         _ = try OpenSSH.newKey("ed25519", in: directory, name: "b")
-        let a = try #require(try OpenSSHKeyFile.body(of: try directory.read("a")))
-        let b = try #require(try OpenSSHKeyFile.body(of: try directory.read("b")))
+        let a = try #require(try Self.body(of: try directory.read("a")))
+        let b = try #require(try Self.body(of: try directory.read("b")))
         // Both files have the same layout; a's public key with b's private section.
         var reader = SSHReader(a, offset: OpenSSHKeyFile.magic.count)
         for _ in 0..<3 { _ = try reader.string("x") }
@@ -130,5 +130,29 @@ struct OpenSSHKeyFileTests {
         let der = try #require(FileManager.default.contents(atPath: directory.path + "/pub.der"))
         #expect(der.count == 44)
         #expect(key.publicKey.blob.suffix(32).elementsEqual(der.suffix(32)))
+    }
+
+    /// The key file the vault stores goes through guarded memory only and reads back as the same key.
+    @Test func theStoredFileRoundTripsThroughGuardedMemory() throws {
+        let data = Array("the data ssh signs".utf8)
+        for key in [try SSHPrivateKey.generate(.ed25519, comment: "ed"), try SSHPrivateKey.generate(.ecdsa, comment: "ec"),
+                    try SSHPrivateKey.generate(.rsa, rsaBits: 2048, comment: "rsa")] {
+            let file = OpenSSHKeyFile.write(key)
+            let text = try #require(file.stringValue)
+            #expect(text.hasPrefix("-----BEGIN OPENSSH PRIVATE KEY-----\n"))
+            #expect(text.hasSuffix("\n-----END OPENSSH PRIVATE KEY-----\n"))
+            #expect(text.split(separator: "\n").allSatisfy { $0.count <= 70 || $0.hasPrefix("-----") })
+            let again = try file.withUnsafeBytes { try OpenSSHKeyFile.read(armored: $0) { nil } }
+            #expect(again.publicKey == key.publicKey)
+            #expect(again.comment == key.comment)
+            #expect(again.privateFields() == key.privateFields())
+            let signature = try again.sign(data, flags: SSHPrivateKey.flagRSASHA256)
+            try key.publicKey.verify(signature: signature, data: data)
+        }
+    }
+
+    /// The binary body of an armored key file (decoded into guarded memory, copied out for the test to change).
+    static func body(of text: String) throws -> [UInt8]? {
+        try Array(text.utf8).withUnsafeBytes { try OpenSSHKeyFile.body(of: $0)?.unprotectedBytes }
     }
 }

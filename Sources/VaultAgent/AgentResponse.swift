@@ -181,7 +181,7 @@ enum AgentResponse {
         case .status: self = .status(try Self.status(from: answer))
         case .lock, .remove: self = .existed(answer.bool(.bool))
         case .lockAll: self = .count(Int(clamping: answer.number(.count) ?? 0))
-        case .get: self = .value(answer.secret(.value))
+        case .get: self = .value(answer.first(.value).map(answer.payload.slice))  // the answer's region: no copy
         case .list: self = .listing(try Self.listing(from: answer))
         case .names: self = .names(answer.strings(.name))
         case .entries: self = .entries(try Self.entries(from: answer))

@@ -198,12 +198,27 @@ package enum AgentWire {
         }
     }
 
-    /// Sends `writer`'s payload as one frame.
+    /// Sends `writer`'s payload as one frame: header and payload in one `writev` (one wake-up of the reader, one
+    /// system call: most frames are a `get` and its answer), the rest, if the socket took less, as it drains.
     static func send(_ writer: Writer, on fd: Int32) throws {
         let count = writer.buffer.count
-        let header: [UInt8] = [UInt8(count >> 24 & 0xFF), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
-        var code = header.withUnsafeBytes { Posix.writeAll(fd, $0) }
-        if code == 0 { code = writer.buffer.withUnsafeBytes { Posix.writeAll(fd, $0) } }
+        var header: [UInt8] = [UInt8(count >> 24 & 0xFF), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
+        let code = header.withUnsafeMutableBytes { head in
+            writer.buffer.withUnsafeBytes { payload -> Int32 in
+                var parts = [iovec(iov_base: head.baseAddress, iov_len: 4),
+                             iovec(iov_base: UnsafeMutableRawPointer(mutating: payload.baseAddress), iov_len: payload.count)]
+                let sent: Int
+                switch Posix.valueOrErrno({ writev(fd, &parts, 2) }) {
+                case .success(let written): sent = written
+                case .failure(let error): return error.code
+                }
+                if sent < 4 {
+                    let code = Posix.writeAll(fd, UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(head)[sent...]))
+                    return code == 0 ? Posix.writeAll(fd, payload) : code
+                }
+                return Posix.writeAll(fd, UnsafeRawBufferPointer(rebasing: payload[(sent - 4)...]))
+            }
+        }
         guard code == 0 else { throw AgentError.connection(errno: code) }
     }
 
@@ -239,7 +254,7 @@ package enum AgentWire {
                 throw AgentError.connection(errno: error.code)
             }
         }
-        return try Message(payload: buffer.secureBytes())
+        return try Message(payload: buffer.takeSecureBytes())
     }
 
     /// The bytes an agent may hold for frames still arriving, over all its connections.

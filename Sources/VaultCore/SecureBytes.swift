@@ -41,7 +41,7 @@ public final class SecureBytes: @unchecked Sendable {
         try initializer(UnsafeMutableRawBufferPointer(start: pointer, count: count))
     }
 
-    private init(region pointer: UnsafeMutableRawPointer, count: Int, capacity: Int, owner: SecureBytes? = nil) {
+    fileprivate init(region pointer: UnsafeMutableRawPointer, count: Int, capacity: Int, owner: SecureBytes? = nil) {
         self.pointer = pointer
         self.count = count
         self.capacity = capacity
@@ -300,6 +300,16 @@ final class GuardedArena: @unchecked Sendable {
         return arena
     }
 
+    /// The appended bytes as a ``SecureBytes`` that takes the region over (no copy, no new region); the arena is
+    /// empty afterwards.
+    fileprivate func handOver() -> SecureBytes {
+        guard let region = pointer else { return SecureBytes(count: 0) { _ in } }
+        let bytes = SecureBytes(region: region, count: count, capacity: capacity)
+        (pointer, capacity, count) = (nil, 0, 0)
+        generation += 1
+        return bytes
+    }
+
     /// Zeroes the appended bytes and empties the arena, keeping its region.
     func wipe() {
         generation += 1
@@ -368,5 +378,10 @@ package final class SecretBuffer {
     /// A copy of the bytes (the buffer's own region is zeroed when it is released).
     package func secureBytes() -> SecureBytes {
         arena.withUnsafeBytes { bytes in SecureBytes(count: bytes.count) { $0.copyMemory(from: bytes) } }
+    }
+
+    /// The bytes, in the buffer's own region, which the result takes over (no copy; the buffer is empty after).
+    package func takeSecureBytes() -> SecureBytes {
+        arena.handOver()
     }
 }

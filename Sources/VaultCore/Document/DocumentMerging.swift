@@ -112,8 +112,9 @@ struct Merging {
 
     /// Entry `id` of the result, from ours's version `mine` and theirs's `their`, and the deletion of it either holds.
     mutating func mergeEntry(_ id: DocumentID, _ mine: Entry?, _ their: Entry?) throws {
-        guard let found = try version(id, mine, their) else { return }
-        var (merged, united) = found  // united: a history that may be past the caps (each side's is within them)
+        // Bound as it is returned: a second reference to the entry's parts would make the change of its history
+        // below copy them. `united`: a history that may be past the caps (each side's is within them).
+        guard case var (merged, united)? = try version(id, mine, their) else { return }
         if let deletion = tombstones[id] {
             // A version made after the deletion brings the entry back; else the deletion wins.
             guard merged.modified > deletion else {

@@ -86,10 +86,14 @@ struct Merging {
         throw VaultError.clockAhead(path: theirs.label, replica: stamp.replica, milliseconds: stamp.milliseconds)
     }
 
+    // Inlined, as `copied`: called for each entry from mutating methods, a non-mutating call gets a copy of the
+    // merge's state (a retain and release of each of its tables per call).
+    @inline(__always)
     func check(_ stamp: HybridTimestamp) throws { try Self.check(stamp, of: theirs, into: ours, below: bound) }
 
     /// An entry with its values in the new arena (ours's are there already), its history too, under its name
     /// before any merge renamed it.
+    @inline(__always)
     func copied(_ entry: Entry, from document: VaultDocument) -> Entry {
         var entry = document === ours ? entry : document.moved(entry, into: values)
         let name = VaultDocument.baseName(entry)

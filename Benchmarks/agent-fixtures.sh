@@ -41,7 +41,7 @@ prepare_merge() {
 # then (100 puts on each side between merges: not measured). Prints the agent's CPU and the wall time per merge.
 # PERF_OUT=FILE: `perf record -g` of the agent during the merges only (perf's control fifo), into FILE.
 fresh_merges() {
-    local ticks cpu_total=0 wall_total=0 before after start end perf_pid=
+    local ticks cpu_total=0 wall_total=0 before after start end perf_pid= walls=
     ticks=$(getconf CLK_TCK)
     if [ -n "${PERF_OUT:-}" ]; then
         mkfifo "$WORK/perf-ctl" "$WORK/perf-ack"
@@ -67,7 +67,10 @@ fresh_merges() {
         after=$(awk '{print $14 + $15}' "/proc/$AGENT_PID/stat")
         perf_control disable
         cpu_total=$((cpu_total + after - before)) wall_total=$((wall_total + end - start))
+        walls="$walls $((end - start))"
     done
     if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
     python3 -c "print(f'merge of a 10,000-entry copy, 100 new changes on each side each time: agent CPU {$cpu_total * 1000 / $ticks / $FRESH_MERGES:.1f} ms per merge, wall {$wall_total / 1e6 / $FRESH_MERGES:.1f} ms per vault merge ({$FRESH_MERGES} merges)')"
+    # The median too: on a shared machine one merge stalled by another process moves the mean of ten by tens of ms.
+    python3 -c "import statistics, sys; print(f'wall per vault merge: median {statistics.median(int(w) for w in sys.argv[1:]) / 1e6:.1f} ms, min {min(int(w) for w in sys.argv[1:]) / 1e6:.1f} ms')" $walls
 }

@@ -303,6 +303,47 @@ let benchmarks: @Sendable () -> Void = {
             },
             teardown: { vault.value?.close(); vault.value = nil })
     }
+
+    // MARK: merge through the library alone (issue 34): two copies of the 10,000-entry format-3 fixture, each with
+    // 100 changes of its own (another replica each) since the last merge; measured: the merge of the other's file
+    // into ours (open it against ours, merge, seal, durable write), as `vault merge` does it without the CLI
+
+    let copies = Box<(ours: DocumentVault, other: DocumentVault, otherPath: String)?>(nil)
+    let mergeRound = Box(0)
+    Benchmark(
+        "v3 merge, 10000 entries, 100 changes each side",
+        configuration: .init(
+            metrics: timeAndMemory, warmupIterations: 1, maxDuration: .seconds(20), maxIterations: 40),
+        closure: { benchmark in
+            mergeRound.value += 1
+            let round = mergeRound.value
+            let pair = copies.value!
+            // Not measured: 100 changes on each side (one batch each), the other's file read.
+            try pair.other.apply((0..<100).map { index in
+                .setField(entry: entryName((index * 7 + round * 1_000 + 1) % 10_000), field: "password",
+                          value: SecureBytes(string: "other-\(round)-\(index)"))
+            })
+            try pair.ours.apply((0..<100).map { index in
+                .setField(entry: entryName((index * 11 + round * 1_000 + 5) % 10_000), field: "password",
+                          value: SecureBytes(string: "mine-\(round)-\(index)"))
+            })
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pair.otherPath)))
+            benchmark.startMeasurement()
+            let report = try pair.ours.merge(bytes, label: pair.otherPath, dryRun: false, otherPassphrase: nil, acceptDeletions: false)
+            benchmark.stopMeasurement()
+            precondition(report.written && report.updated.count >= 50, "each merge brings the other's changes")
+        },
+        setup: {
+            let ours = try Fixtures.shared.version2(entries: 10_000, copy: true)
+            let other = Fixtures.shared.newPath("other-10000")
+            try FileManager.default.copyItem(atPath: ours, toPath: other)
+            chmod(other, 0o600)
+            copies.value = (
+                try DocumentVault(path: ours, key: .passphrase(passphrase), replica: ReplicaID(rawValue: 1), policy: .insecureForTesting),
+                try DocumentVault(path: other, key: .passphrase(passphrase), replica: ReplicaID(rawValue: 2), policy: .insecureForTesting),
+                other)
+        },
+        teardown: { copies.value?.ours.close(); copies.value?.other.close(); copies.value = nil })
 }
 
 extension Fixtures {

@@ -2,8 +2,9 @@ import Synchronization
 import VaultSodium
 
 /// The plaintext of a version-2 or -3 body (docs/FORMAT.md, "Plaintext"): encoded from a document in
-/// one guarded region (here), and parsed with every rule checked (lengths, UTF-8, unique names and ids, flags, caps,
-/// padding: DocumentBodyParse.swift).
+/// one guarded region (here: what is copied and what is encoded; the sizes and the bytes in DocumentBodyWriter.swift),
+/// and parsed with every rule checked (lengths, UTF-8, unique names and ids, flags, caps, padding:
+/// DocumentBodyParse.swift).
 enum DocumentBody {
     /// The fewest bytes an entry (16 id, 2 name, 9 modified, 2 created, 1 field count, 1 version count) and a
     /// tombstone (16 id, 9 deleted) take: a count above what the rest could hold at that is refused before any
@@ -99,7 +100,7 @@ enum DocumentBody {
 
     /// The entries of a plaintext in the order written: runs of entries copied from the previous plaintext (their
     /// places in it), and entries encoded anew.
-    private enum Piece {
+    enum Piece {
         case copied(Range<Int>)
         case encoded(VaultDocument.Entry)
     }
@@ -180,17 +181,9 @@ enum DocumentBody {
         let tombstones = document.tombstones.sorted { $0.key < $1.key }
         let v3 = document.formatVersion >= 3
         let deletions = v3 ? tombstones.map { document.deletion(of: $0.key) } : []
-        // The table lists every replica a stamp names (a document keeps that true; this keeps the file valid
-        // whatever): the latest timestamp of one missing is the latest the file holds of it.
-        var table = document.replicas
-        let known = document.replicas.keys.map(\.rawValue)
-        func note(_ time: HybridTimestamp) {
-            guard !known.contains(time.replica.rawValue) else { return }
-            if let latest = table[time.replica], latest >= time { return }
-            table[time.replica] = time
-        }
         // The stamps of a copied entry name only replicas of the table it was encoded with: when that table is
         // known here, noting them would add nothing.
+        let known = document.replicas.keys.map(\.rawValue)
         var pieces: [Piece]?
         if let previous, previous.replicaIDs.allSatisfy(known.contains) {
             if let changed = document.changed, let tracked = Self.pieces(document, changed: changed, previous: previous) {
@@ -199,79 +192,14 @@ enum DocumentBody {
                 pieces = Self.pieces(document, scanning: previous)
             }
         }
-        // In the table's order (a reader does not depend on it; sorting 10,000 ids, or looking each up in an order
-        // kept from the last seal, was a tenth of a put's time).
-        func fresh() -> [Piece] { document.entries.values.map { .encoded($0) } }
-        for case .encoded(let entry) in pieces ?? fresh() {
-            note(entry.created)
-            note(entry.modified)
-            for version in entry.history { note(version.modified) }
-        }
-        for (_, time) in tombstones { note(time) }
-        for deletion in deletions {
-            note(deletion.of)
-            if let kept = deletion.kept { note(kept.version.modified) }
-        }
-        let replicas = table.sorted { $0.key < $1.key }
-        let replicaIDs = replicas.map(\.key.rawValue)
+        let replicas = replicaTable(document, known: known, encoding: pieces ?? fresh(document), tombstones: tombstones, deletions: deletions)
+        let layout = BodyLayout(replicaIDs: replicas.map(\.key.rawValue))
         // The entries' bytes name replicas by their index in the table: another table, every entry anew.
-        if previous?.replicaIDs != replicaIDs { pieces = nil }
-        let entries = pieces ?? fresh()
-        /// A replica's index in the table (a few replicas: a scan beats hashing).
-        func index(_ replica: ReplicaID) -> UInt64 {
-            UInt64(replicaIDs.firstIndex(of: replica.rawValue)!)
-        }
-        func stampSize(_ time: HybridTimestamp) -> Int { 8 + uvarSize(index(time.replica)) }
-        // Version 3: each replica's dropped mark and seen row (by table index), kept within the table's times so
-        // that the file is valid whatever the document holds.
-        let sync: [(dropped: UInt64, seen: [(index: UInt64, time: UInt64)])] = v3 ? replicas.map { replica, time in
-            let row = (document.seen[replica] ?? [:]).compactMap { other, seen -> (index: UInt64, time: UInt64)? in
-                guard seen > 0, let at = replicaIDs.firstIndex(of: other.rawValue) else { return nil }
-                return (UInt64(at), min(seen, replicas[at].value.packed))
-            }.sorted { $0.index < $1.index }
-            return (min(document.dropped[replica] ?? 0, time.packed), row)
-        } : []
-        func fieldsSize(_ fields: [VaultDocument.Field]) -> Int {
-            fields.reduce(uvarSize(UInt64(fields.count))) { size, field in
-                let name = field.code == 0 ? 1 + field.name.utf8.count : 0
-                return size + 1 + name + uvarSize(UInt64(field.value.count)) + field.value.count
-            }
-        }
-        func age(_ entry: VaultDocument.Entry) -> UInt64 {
-            entry.created.packed <= entry.modified.packed ? entry.modified.packed - entry.created.packed : 0
-        }
-        var count = 0
-        var entriesSize = 0
-        for piece in entries {
-            switch piece {
-            case .copied(let run):
-                assert(run.allSatisfy { document.entries[previous!.id(at: $0)]?.identity == previous!.parts[$0] }, "a copied entry is unchanged since the last seal")
-                count += run.count
-                entriesSize += previous!.ranges[run.upperBound - 1].upperBound - previous!.ranges[run.lowerBound].lowerBound
-            case .encoded(let entry):
-                count += 1
-                let name = entry.name.utf8.count
-                entriesSize += 16 + uvarSize(UInt64(name)) + name + stampSize(entry.modified) + uvarSize(age(entry))
-                    + uvarSize(index(entry.created.replica)) + fieldsSize(entry.fields) + 1
-                for version in entry.history { entriesSize += stampSize(version.modified) + 1 + fieldsSize(version.fields) }
-            }
-        }
-        precondition(count == document.entries.count, "the entries to seal were counted wrong")
-        var size = 32 + uvarSize(UInt64(replicas.count)) + replicas.count * 16 + uvarSize(UInt64(count))
-            + uvarSize(UInt64(tombstones.count)) + entriesSize
-        if v3 {
-            for replica in sync {
-                size += 8 + uvarSize(UInt64(replica.seen.count)) + replica.seen.reduce(0) { $0 + uvarSize($1.index) + 8 }
-            }
-            for deletion in deletions {
-                size += stampSize(deletion.of) + 1
-                if let kept = deletion.kept {
-                    let name = kept.name.utf8.count
-                    size += uvarSize(UInt64(name)) + name + stampSize(kept.version.modified) + 1 + fieldsSize(kept.version.fields)
-                }
-            }
-        }
-        for (_, time) in tombstones { size += 16 + stampSize(time) }
+        if previous?.replicaIDs != layout.replicaIDs { pieces = nil }
+        let entries = pieces ?? fresh(document)
+        let views = v3 ? layout.views(of: document, replicas: replicas) : []
+        let (count, size) = layout.size(
+            of: document, entries, previous: previous, replicas: replicas.count, views: views, tombstones: tombstones, deletions: deletions)
         let padded = max((size + VaultFormat.paddingQuantum - 1) / VaultFormat.paddingQuantum * VaultFormat.paddingQuantum, VaultFormat.paddingQuantum)
         guard padded <= VaultFormat.maximumPlaintextByteCount else {
             throw VaultError.vaultTooLarge(path: document.label, byteCount: padded)
@@ -282,123 +210,56 @@ enum DocumentBody {
         ranges.reserveCapacity(count)
         let plaintext = document.values.withUnsafeBytes { values in
             SecureBytes.recycling(&spare, count: padded, slack: max(4096, padded / 8)) { out in
-                var writer = ByteWriter(out)
-                binding.withUnsafeBytes { writer.write($0) }
-                func uvar(_ value: UInt64) {
-                    var value = value
-                    while value >= 0x80 {
-                        writer.write(UInt8(truncatingIfNeeded: value) | 0x80)
-                        value >>= 7
-                    }
-                    writer.write(UInt8(value))
-                }
-                func id(_ id: DocumentID) {
-                    writer.writeBigEndian(id.high)
-                    writer.writeBigEndian(id.low)
-                }
-                func stamp(_ time: HybridTimestamp) {
-                    writer.write(time.packed)
-                    uvar(index(time.replica))
-                }
-                func write(_ text: String) {
-                    var text = text
-                    text.withUTF8 { writer.write(UnsafeRawBufferPointer($0)) }
-                }
-                func write(_ fields: [VaultDocument.Field]) {
-                    uvar(UInt64(fields.count))
-                    for field in fields {
-                        writer.write(field.code | (field.isSecret ? 0x80 : 0))
-                        if field.code == 0 {
-                            writer.write(UInt8(field.name.utf8.count))
-                            write(field.name)
-                        }
-                        uvar(UInt64(field.value.count))
-                        writer.write(UnsafeRawBufferPointer(rebasing: values[field.value]))
-                    }
-                }
-                uvar(UInt64(replicas.count))
-                for (index, (replica, time)) in replicas.enumerated() {
-                    writer.write(replica.rawValue)
-                    writer.write(time.packed)
-                    guard v3 else { continue }
-                    writer.write(sync[index].dropped)
-                    uvar(UInt64(sync[index].seen.count))
-                    for seen in sync[index].seen {
-                        uvar(seen.index)
-                        writer.write(seen.time)
-                    }
-                }
-                uvar(UInt64(count))
-                func writeEntries(copyingFrom before: UnsafeRawBufferPointer) {
-                    var reported = 0
-                    defer { progress?(count) }
-                    for piece in entries {
-                        if let progress, parts.count - reported >= 256 {
-                            reported = parts.count
-                            progress(reported)
-                        }
-                        switch piece {
-                        case .copied(let run):
-                            // One copy for the run: its entries' bytes lie one after another.
-                            let from = previous!.ranges[run.lowerBound].lowerBound
-                            let shift = writer.offset - from
-                            writer.write(UnsafeRawBufferPointer(rebasing: before[from..<previous!.ranges[run.upperBound - 1].upperBound]))
-                            parts.append(contentsOf: previous!.parts[run])
-                            // Copied, then moved in place (a lazy map, element by element, was 5 % of a put at 100,000 entries).
-                            let first = ranges.count
-                            ranges.append(contentsOf: previous!.ranges[run])
-                            ranges.withUnsafeMutableBufferPointer { moved in
-                                for index in first..<moved.count {
-                                    moved[index] = Range(uncheckedBounds: (moved[index].lowerBound + shift, moved[index].upperBound + shift))
-                                }
-                            }
-                        case .encoded(let entry):
-                            let start = writer.offset
-                            id(entry.id)
-                            uvar(UInt64(entry.name.utf8.count))
-                            write(entry.name)
-                            stamp(entry.modified)
-                            uvar(age(entry))
-                            uvar(index(entry.created.replica))
-                            write(entry.fields)
-                            writer.write(UInt8(entry.history.count))
-                            for version in entry.history {
-                                stamp(version.modified)
-                                writer.write(UInt8(version.conflict ? 1 : 0))
-                                write(version.fields)
-                            }
-                            parts.append(entry.identity)
-                            ranges.append(start..<writer.offset)
-                        }
-                    }
-                }
+                var writer = BodyWriter(out, values: values, layout: layout)
+                binding.withUnsafeBytes { writer.writer.write($0) }
+                writer.writeReplicaTable(replicas, views: views, v3: v3)
+                writer.uvar(UInt64(count))
                 if let previous, pieces != nil {
-                    previous.plaintext.withUnsafeBytes { writeEntries(copyingFrom: $0) }
-                } else {
-                    writeEntries(copyingFrom: UnsafeRawBufferPointer(start: nil, count: 0))
-                }
-                uvar(UInt64(tombstones.count))
-                for (index, (tombstone, time)) in tombstones.enumerated() {
-                    id(tombstone)
-                    stamp(time)
-                    guard v3 else { continue }
-                    let deletion = deletions[index]
-                    stamp(deletion.of)
-                    writer.write(UInt8(deletion.kept == nil ? 0 : 1))
-                    if let kept = deletion.kept {
-                        uvar(UInt64(kept.name.utf8.count))
-                        write(kept.name)
-                        stamp(kept.version.modified)
-                        writer.write(UInt8(kept.version.conflict ? 1 : 0))
-                        write(kept.version.fields)
+                    previous.plaintext.withUnsafeBytes {
+                        writer.writeEntries(entries, copyingFrom: $0, previous: previous, parts: &parts, ranges: &ranges, progress: progress)
                     }
+                } else {
+                    writer.writeEntries(
+                        entries, copyingFrom: UnsafeRawBufferPointer(start: nil, count: 0), previous: previous, parts: &parts, ranges: &ranges,
+                        progress: progress)
                 }
-                precondition(writer.offset == size, "the body's size was computed wrong")
+                writer.writeTombstones(tombstones, deletions: deletions, v3: v3)
+                precondition(writer.writer.offset == size, "the body's size was computed wrong")
                 // The rest is zero padding (the guarded region starts zeroed? not promised: write it).
-                let rest = out.count - writer.offset
-                if rest > 0 { UnsafeMutableRawBufferPointer(rebasing: out[writer.offset...]).initializeMemory(as: UInt8.self, repeating: 0) }
+                let rest = out.count - writer.writer.offset
+                if rest > 0 { UnsafeMutableRawBufferPointer(rebasing: out[writer.writer.offset...]).initializeMemory(as: UInt8.self, repeating: 0) }
             }
         }
-        return Encoded(plaintext: plaintext, replicaIDs: replicaIDs, entries: document.entries, parts: parts, ranges: ranges)
+        return Encoded(plaintext: plaintext, replicaIDs: layout.replicaIDs, entries: document.entries, parts: parts, ranges: ranges)
+    }
+
+    /// Every entry encoded anew, in the table's order (a reader does not depend on it; sorting 10,000 ids, or looking
+    /// each up in an order kept from the last seal, was a tenth of a put's time).
+    private static func fresh(_ document: VaultDocument) -> [Piece] { document.entries.values.map { .encoded($0) } }
+
+    /// The replica table to write, sorted by id: it lists every replica a stamp names (a document keeps that true;
+    /// this keeps the file valid whatever): the latest timestamp of one missing (not among `known`, the document's
+    /// table) is the latest the file holds of it.
+    private static func replicaTable(
+        _ document: VaultDocument, known: [UInt64], encoding entries: [Piece], tombstones: [(key: DocumentID, value: HybridTimestamp)],
+        deletions: [VaultDocument.Deletion]
+    ) -> [(key: ReplicaID, value: HybridTimestamp)] {
+        var table = document.replicas
+        func note(_ time: HybridTimestamp) {
+            guard !known.contains(time.replica.rawValue) else { return }
+            if let latest = table[time.replica], latest >= time { return }
+            table[time.replica] = time
+        }
+        for case .encoded(let entry) in entries {
+            note(entry.created)
+            note(entry.modified)
+            for version in entry.history { note(version.modified) }
+        }
+        for (_, time) in tombstones { note(time) }
+        for deletion in deletions {
+            note(deletion.of)
+            if let kept = deletion.kept { note(kept.version.modified) }
+        }
+        return table.sorted { $0.key < $1.key }
     }
 }

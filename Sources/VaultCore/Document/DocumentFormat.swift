@@ -2,8 +2,8 @@ import VaultSodium
 
 /// The byte layout of a vault file, versions 2 and 3: the constants, the header (``DocumentHeader``) and opening and
 /// sealing a document (``VaultDocument/open(_:with:label:policy:)``, ``VaultDocument/seal(dataKey:)``); the
-/// stanzas are in KeyStanzas.swift, the plaintext in DocumentBody.swift (written) and DocumentBodyParse.swift
-/// (read). `docs/FORMAT.md` ("Version 3, the current format"; "Version 2") is the specification; this code obeys it.
+/// stanzas are in KeyStanzas.swift, the plaintext in DocumentBody.swift and DocumentBodyWriter.swift (written) and
+/// DocumentBodyParse.swift, DocumentBodyParse+Entries.swift (read). `docs/FORMAT.md` ("Version 3, the current format"; "Version 2") is the specification; this code obeys it.
 public enum DocumentFormat {
     /// The versions read (2 and 3: docs/FORMAT.md), and the one a new vault is made in.
     static let versions: ClosedRange<UInt16> = 2...3

@@ -29,7 +29,7 @@ public final class DocumentStore: Sendable {
     func setVerify(_ check: Verifier?) { verifier.withLock { $0 = check } }
 
     /// Runs the check, if any, outside the state's lock (it may take other locks: the rollback record's).
-    private func verify(_ document: VaultDocument, _ dataKey: SecureBytes) throws {
+    func verify(_ document: VaultDocument, _ dataKey: SecureBytes) throws {
         try verifier.withLock { $0 }?(document, dataKey)
     }
 
@@ -57,6 +57,14 @@ public final class DocumentStore: Sendable {
 
     /// The data key held (for the rollback record).
     var dataKey: SecureBytes? { state.withLock { loaded in loaded?.dataKey } }
+
+    /// The document and data key held, from one load or write.
+    var held: (document: VaultDocument, dataKey: SecureBytes)? { state.withLock { loaded in loaded.map { ($0.document, $0.dataKey) } } }
+
+    /// The document held when it is the stored bytes of `version` (a write's load: no need to open them again).
+    func held(ifStoredAs version: StorageVersion) -> VaultDocument? {
+        state.withLock { loaded in loaded?.version == version ? loaded?.document : nil }
+    }
 
     /// Forgets the document and its data key.
     public func close() { state.withLock { loaded in loaded = nil } }
@@ -144,7 +152,7 @@ public final class DocumentStore: Sendable {
     }
 
     /// Opens `stored` with the data key held and verifies it; another data key is ``VaultError/keyChanged(path:)``.
-    private func openHeld(_ stored: StoredVault, dataKey: SecureBytes, verifying: Bool = true) throws -> VaultDocument {
+    func openHeld(_ stored: StoredVault, dataKey: SecureBytes, verifying: Bool = true) throws -> VaultDocument {
         let document: VaultDocument
         do {
             document = try VaultDocument.open(stored.bytes, with: .dataKey(dataKey), label: storage.label, policy: policy).document
@@ -153,83 +161,6 @@ public final class DocumentStore: Sendable {
         }
         if verifying { try verify(document, dataKey) }
         return document
-    }
-
-    /// A new data key wrapped for `passphrase`, and the stored vault re-sealed under it, conditionally as
-    /// ``update(_:attempts:)`` writes (the KDF runs once, before any attempt).
-    public func changePassphrase(to passphrase: SecureBytes, parameters: Argon2id.Parameters?, attempts: Int = 5) throws {
-        guard let held = state.withLock({ loaded in loaded }) else { throw VaultError.notOpen }
-        let parameters = parameters ?? held.document.kdfParameters ?? .interactive
-        let prepared = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: storage.label)
-        try write(attempts: attempts) { stored in
-            let document = try openHeld(stored, dataKey: held.dataKey)
-            // The change, signed with the key it replaces: every copy that holds that key follows it (KeyLinks).
-            let newID = DocumentID.random()
-            document.stanzas = prepared.document.stanzas
-                + KeyLinks.changed(document, from: held.dataKey, to: prepared.dataKey, id: newID, reason: .passphraseChange)
-            document.dataKeyID = newID
-            return (document, prepared.dataKey)
-        }
-    }
-
-    /// Sets the vault's `x25519` stanzas to what `recipients` makes from the data key held, keeping the data key and
-    /// every other stanza (an addition: whoever could read the vault still can, and the new recipients too),
-    /// conditionally as ``update(_:attempts:)`` writes. `recipients` gets the current stanzas and the data key and
-    /// returns the new ones; then each recipient of the result named in `labels` takes its label there (by recipient,
-    /// ``RecipientLabel``).
-    ///
-    /// - Throws: ``VaultError/notOpen``; ``VaultError/keyChanged(path:)``; what `recipients` throws.
-    public func setRecipients(
-        attempts: Int = 5, labels: [String: String] = [:],
-        _ recipients: (_ current: [RecipientStanza], _ dataKey: SecureBytes) throws -> [RecipientStanza]
-    ) throws {
-        guard let dataKey = state.withLock({ loaded in loaded?.dataKey }) else { throw VaultError.notOpen }
-        try write(attempts: attempts) { stored in
-            let document = try openHeld(stored, dataKey: dataKey)
-            let made = try recipients(document.recipientStanzas, dataKey)
-            document.stanzas = document.stanzas.filter { RecipientStanza.Kind(stanzaType: $0.type) == nil } + made.map(\.stanza)
-            let now = clock.milliseconds()
-            for stanza in made {
-                if let label = labels[stanza.recipient] { document.setRecipientLabel(label, of: stanza.recipient, replica: replica, now: now) }
-            }
-            return (document, dataKey)
-        }
-    }
-
-    /// A new data key (and data key id): the stored vault re-sealed under it, with an `argon2id` stanza for
-    /// `passphrase` (when given) and the `x25519` stanzas `recipients` makes for the new key from the current ones
-    /// (a removal: the recipients left, each wrapped again). Every other stanza is dropped: it wraps the old key.
-    /// No ciphertext made under the old key remains in the file. Conditionally as ``update(_:attempts:)``
-    /// writes; the KDF runs once, before any attempt.
-    ///
-    /// - Throws: ``VaultError/notOpen``; ``VaultError/keyChanged(path:)``; ``VaultError/corrupt(path:reason:)``
-    ///   (`no_usable_stanza`) when neither a passphrase nor a recipient would open the result; what `recipients`
-    ///   throws.
-    public func rotateKey(
-        passphrase: SecureBytes?, parameters: Argon2id.Parameters?, reason: KeyChangeReason = .other, attempts: Int = 5,
-        progress: ((_ done: Int, _ total: Int) -> Void)? = nil,
-        recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
-    ) throws {
-        guard let held = state.withLock({ loaded in loaded }) else { throw VaultError.notOpen }
-        let newKey = SecureBytes(count: VaultFormat.dataKeyByteCount) { Sodium.fillRandom($0) }
-        var passphraseStanzas: [KeyStanza] = []
-        if let passphrase {
-            let parameters = parameters ?? held.document.kdfParameters ?? .interactive
-            passphraseStanzas = [try Argon2idStanza.wrap(newKey, passphrase: passphrase, parameters: parameters).stanza]
-        }
-        try write(attempts: attempts, progress: progress) { stored in
-            let document = try openHeld(stored, dataKey: held.dataKey)
-            let made = try recipients(document.recipientStanzas, newKey)
-            guard !passphraseStanzas.isEmpty || !made.isEmpty else {
-                throw VaultError.corrupt(path: storage.label, reason: .noUsableStanza)
-            }
-            // The key links the vault has, and this change's, signed with the key it replaces (KeyLinks).
-            let newID = DocumentID.random()
-            document.stanzas = passphraseStanzas + made.map(\.stanza)
-                + KeyLinks.changed(document, from: held.dataKey, to: newKey, id: newID, reason: reason.link)
-            document.dataKeyID = newID
-            return (document, newKey)
-        }
     }
 
     /// Applies `changes` as one batch to what is stored now and stores the result: each attempt loads the stored
@@ -246,9 +177,8 @@ public final class DocumentStore: Sendable {
         try write(attempts: attempts) { stored in
             // The bytes held (what this process last read or wrote): a copy of the held document, checked again,
             // instead of decrypting and parsing the whole vault anew (most of a put's time at 10,000 entries).
-            let held = state.withLock { loaded in loaded?.version == stored.version ? loaded?.document : nil }
             let document: VaultDocument
-            if let held {
+            if let held = self.held(ifStoredAs: stored.version) {
                 document = held.copied(
                     reserving: changes.reduce(0) { if case .setField(_, _, let value, _) = $1 { $0 + value.count } else { $0 } },
                     recycling: regions.withLock { $0.takeArena() })
@@ -301,103 +231,6 @@ public final class DocumentStore: Sendable {
         return repair
     }
 
-    /// Merges `other` (a copy of this vault: the same vault id) into what is stored, conditionally as
-    /// ``update(_:attempts:)`` writes (``VaultDocument/merge(_:_:now:)``); nothing is written when the merge changes
-    /// nothing, or with `dryRun`.
-    ///
-    /// A copy under another data key is followed only along its key links from our key (``KeyLinks``: a link signed
-    /// with our key's signing key, then each with the one before, up to its key; else
-    /// ``VaultError/unauthorizedKey(path:)``, or ``VaultError/staleKey(path:)`` for a key our own links retired),
-    /// checked before its key is asked for; it opens then with `otherKey` or `otherPassphrase`, and the result takes
-    /// the other copy's key stanzas and data key (a key change made elsewhere is followed, not undone). `mayFollow`
-    /// is the caller's further check (``DocumentVault``: no key this vault retired). A copy under `previousKey` (the
-    /// key a change made here replaced, not yet published) is merged into our key as content.
-    ///
-    /// - Throws: ``VaultError/notTheSameVault(path:)``; ``VaultError/needsVersion2(path:)`` for a version-1
-    ///   `other`; ``VaultError/otherKey(path:)`` when it is sealed with another data key and no `otherPassphrase`
-    ///   was given; ``VaultError/wrongPassphrase(path:)`` when that passphrase does not open it; what opening it
-    ///   throws.
-    public func merge(
-        _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil,
-        otherKey: ((DocumentHeader) throws -> DocumentKey?)? = nil, previousKey: (id: DocumentID, key: SecureBytes)? = nil,
-        mayFollow: ((DocumentHeader) throws -> Void)? = nil, acceptDeletions: Bool = false, attempts: Int = 5
-    ) throws -> MergeReport {
-        guard let dataKey = state.withLock({ loaded in loaded?.dataKey }), let held = document else { throw VaultError.notOpen }
-        guard DocumentHeader.isVersion2(otherBytes) else { throw VaultError.needsVersion2(path: label) }
-        let header = try DocumentHeader.parse(otherBytes, label: label, policy: policy)
-        guard header.vaultID == held.vaultID else { throw VaultError.notTheSameVault(path: label) }
-        let other: VaultDocument
-        var adopted: SecureBytes?
-        if header.dataKeyID == held.dataKeyID {
-            other = try VaultDocument.open(otherBytes, with: .dataKey(dataKey), label: label, policy: policy, against: held).document
-        } else if let previousKey, header.dataKeyID == previousKey.id {
-            // A copy under the key a change made here replaced, before that change reached any other copy: its
-            // content is what a sync made before the change would have brought; merged into our key, never its key.
-            other = try VaultDocument.open(otherBytes, with: .dataKey(previousKey.key), label: label, policy: policy, against: held).document
-        } else if !KeyLinks.authorizes(header, from: held.dataKeyID, signingKey: KeySigning.publicKey(of: dataKey), vaultID: held.vaultID) {
-            // No link signed with our key leads to the copy's: nobody who holds our key handed it over. Refused before
-            // any key of the copy is asked for (a stranger's copy prompts for nothing).
-            if KeyLinks.links(in: held.stanzas).contains(where: { $0.link.oldKeyID == header.dataKeyID }) {
-                throw VaultError.staleKey(path: label)
-            }
-            throw VaultError.unauthorizedKey(path: label)
-        } else {
-            try mayFollow?(header)
-            // The other copy's key: from an identity (an `x25519` stanza, above this library), else its passphrase.
-            let key: DocumentKey
-            if let unwrapped = try otherKey?(header) {
-                key = unwrapped
-            } else if let otherPassphrase {
-                key = .passphrase(otherPassphrase)
-            } else {
-                throw VaultError.otherKey(path: label)
-            }
-            let opened = try VaultDocument.open(otherBytes, with: key, label: label, policy: policy, against: held)
-            other = opened.document
-            adopted = opened.dataKey
-        }
-        var report = MergeReport()
-        if dryRun {
-            try reload()
-            guard let current = document else { throw VaultError.notOpen }
-            let now = clock.milliseconds()
-            report = try VaultDocument.merge(current, other, now: now).1
-            try other.checkClaims(about: replica, ownClock: current.replicas[replica]?.packed ?? 0, mergingInto: current, now: now)
-            return report
-        }
-        try write(attempts: attempts) { stored in
-            // The document held when it is what is stored (the merge changes neither input), else the stored bytes.
-            let ours: VaultDocument
-            if let held = state.withLock({ loaded in loaded?.version == stored.version ? loaded?.document : nil }) {
-                try verify(held, dataKey)
-                ours = held
-            } else {
-                ours = try openHeld(stored, dataKey: dataKey)
-            }
-            let now = clock.milliseconds()
-            // (Clocks from the future first: the merge refuses them, naming the clock.)
-            let (merged, made) = try VaultDocument.merge(ours, other, now: now)
-            try other.checkClaims(about: replica, ownClock: ours.replicas[replica]?.packed ?? 0, mergingInto: ours, now: now)
-            if !acceptDeletions, made.isMassDeletion(outOf: ours.entries.count) {
-                throw VaultError.massDeletion(path: label, names: made.deleted)
-            }
-            report = made
-            // (Settling changes only the sync bookkeeping, which the other copy need not be sent for its own sake:
-            // ``VaultDocument/isHeld(by:)``.)
-            merged.settle(replica: replica, now: now)
-            if let adopted {
-                // The other copy's passphrase change, followed: its stanzas and data key.
-                merged.stanzas = other.stanzas
-                merged.dataKeyID = other.dataKeyID
-                report.written = true
-                return (merged, adopted)
-            }
-            report.written = !merged.sameContent(as: ours)
-            return report.written ? (merged, dataKey) : nil
-        }
-        return report
-    }
-
     /// Keeps the regions of `document`, which a write replaced, for the next write (``regions``), when nothing else
     /// holds them (a reader may still use the document; then they are freed with it).
     private func recycle(_ document: consuming VaultDocument?) {
@@ -414,7 +247,7 @@ public final class DocumentStore: Sendable {
     /// Loads, lets `make` produce the next document and its key from what is stored (`nil`: nothing to write),
     /// seals and replaces conditionally; a conflict, or a rollback report while the stored bytes moved (another
     /// writer raised the record after our load), loads again, `attempts` times in all.
-    private func write(
+    func write(
         attempts: Int, progress: ((_ done: Int, _ total: Int) -> Void)? = nil, _ make: (StoredVault) throws -> (VaultDocument, SecureBytes)?
     ) throws {
         var replaced: VaultDocument?

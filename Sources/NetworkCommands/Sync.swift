@@ -1,4 +1,5 @@
 import ArgumentParser
+import Synchronization
 import Foundation
 import VaultAuth
 import VaultCommands
@@ -271,22 +272,21 @@ final class OpenedOnce {
 
 /// The bar of a download, in KiB, drawn once its size is known (an answer with a Content-Length) and stderr is a
 /// terminal, erased when the last byte is in (before anything else is written).
-final class DownloadBar: @unchecked Sendable {
-    private let lock = NSLock()
-    private var bar: ProgressBar?
-    private var started = false
+final class DownloadBar: Sendable {
+    /// The bar once drawn, and whether the download's size was seen.
+    private let state = Mutex<(bar: ProgressBar?, started: Bool)>((nil, false))
 
     func received(_ received: Int, of total: Int?) {
-        lock.withLock {
+        state.withLock { state in
             guard let total, total > 0 else { return }
-            if !started {
-                started = true
-                bar = ProgressBar.onTerminal("fetching", total: (total + 1023) / 1024, unit: "KiB")
+            if !state.started {
+                state.started = true
+                state.bar = ProgressBar.onTerminal("fetching", total: (total + 1023) / 1024, unit: "KiB")
             }
-            bar?.advance(to: received >= total ? (total + 1023) / 1024 : received / 1024)
+            state.bar?.advance(to: received >= total ? (total + 1023) / 1024 : received / 1024)
             if received >= total {
-                bar?.finish()
-                bar = nil
+                state.bar?.finish()
+                state.bar = nil
             }
         }
     }

@@ -141,6 +141,9 @@ package struct Sync: AsyncParsableCommand {
             let loopback = URL(string: "http://\(host)/").flatMap(Origin.init)?.isLoopback ?? false
             let store = try OpenBaoKV(remote, token: token, client: client, plainHTTP: http.allowInsecureHTTP && loopback)
             _ = try http.target(store.url.absoluteString)
+            // OpenBao answers chunked: the bytes in so far, once the download has lasted half a second.
+            let bar = DownloadBar()
+            store.fetchProgress = { received, total in bar.received(received, of: total) }
             return store
         }
         var aws: AWSConfiguration
@@ -270,24 +273,33 @@ final class OpenedOnce {
     func close() { vault?.close() }
 }
 
-/// The bar of a download, in KiB, drawn once its size is known (an answer with a Content-Length) and stderr is a
-/// terminal, erased when the last byte is in (before anything else is written).
+/// The progress of a download on a terminal's stderr (nothing when piped): a bar in KiB when its size is known (an
+/// answer with a Content-Length, as S3's); else the bytes in so far, the rate and the time taken, once the download
+/// has lasted half a second (``ByteProgress``). Erased when the last byte is in or the fetch ended (before anything
+/// else is written).
 final class DownloadBar: Sendable {
-    /// The bar once drawn, and whether the download's size was seen.
-    private let state = Mutex<(bar: ProgressBar?, started: Bool)>((nil, false))
+    /// What is drawn (when stderr is a terminal), and whether the download's first report was seen.
+    private let state = Mutex<(bar: ProgressBar?, count: ByteProgress?, started: Bool)>((nil, nil, false))
 
     func received(_ received: Int, of total: Int?) {
         state.withLock { state in
-            guard let total, total > 0 else { return }
             if !state.started {
                 state.started = true
-                state.bar = ProgressBar.onTerminal("fetching", total: (total + 1023) / 1024, unit: "KiB")
+                if let total, total > 0 {
+                    state.bar = ProgressBar.onTerminal("fetching", total: (total + 1023) / 1024, unit: "KiB")
+                } else if total == nil {
+                    state.count = ByteProgress.onTerminal("fetching")
+                }
             }
-            state.bar?.advance(to: received >= total ? (total + 1023) / 1024 : received / 1024)
-            if received >= total {
-                state.bar?.finish()
-                state.bar = nil
+            guard let total, received >= total else {
+                state.bar?.advance(to: received / 1024)
+                state.count?.advance(to: received)
+                return
             }
+            state.bar?.advance(to: (total + 1023) / 1024)
+            state.bar?.finish()
+            state.count?.finish()
+            (state.bar, state.count) = (nil, nil)
         }
     }
 }

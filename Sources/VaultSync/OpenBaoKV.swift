@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import VaultAuth
 import VaultCore
@@ -54,6 +55,14 @@ public final class OpenBaoKV: VaultCopy {
         self.client = client
     }
 
+    /// Told how many bytes of the secret's answer a read has read after each piece (OpenBao answers chunked: of no
+    /// known total), and its end (``FetchProgressHook``): `vault sync`'s progress on a terminal.
+    public var fetchProgress: FetchProgressHook? {
+        get { progressHook.withLock { $0 } }
+        set { progressHook.withLock { $0 = newValue } }
+    }
+    private let progressHook = Mutex<FetchProgressHook?>(nil)
+
     /// The URL requests go to (for the plain-http check).
     public var url: URL { dataURL }
 
@@ -77,7 +86,10 @@ public final class OpenBaoKV: VaultCopy {
     }
 
     public func fetch(ifNoneMatch version: StorageVersion?) async throws -> FetchedCopy {
-        let (body, response) = try await client.data(for: request("GET"), maximumBodySize: 4 * Self.largestVault)
+        let progress = FetchProgress(fetchProgress)
+        defer { progress.end() }
+        let (body, response) = try await client.data(
+            for: request("GET"), maximumBodySize: { _ in 4 * Self.largestVault }, progress: progress.pieces)
         let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
         let data = object?["data"] as? [String: Any]
         // KV version 2 answers a missing secret 404, and a deleted (not destroyed) latest version 404 with its

@@ -80,13 +80,13 @@ public final class S3ObjectStore: VaultCopy {
     /// 64 KiB).
     public static let largestAnswer = 64 << 10
 
-    /// Told how many bytes of the object a GET has read, of how many (its Content-Length; `nil` when the answer
-    /// gives none), after each piece: a progress bar for a large vault (`vault sync`'s, on a terminal).
-    public var fetchProgress: (@Sendable (_ received: Int, _ total: Int?) -> Void)? {
+    /// Told how many bytes of the object a GET has read, of how many (its Content-Length), after each piece, and
+    /// its end (``FetchProgressHook``): a progress bar for a large vault (`vault sync`'s, on a terminal).
+    public var fetchProgress: FetchProgressHook? {
         get { progressHook.withLock { $0 } }
         set { progressHook.withLock { $0 = newValue } }
     }
-    private let progressHook = Mutex<(@Sendable (_ received: Int, _ total: Int?) -> Void)?>(nil)
+    private let progressHook = Mutex<FetchProgressHook?>(nil)
 
     /// The record of the last sync is kept per store: the bucket and key with the endpoint and region.
     public var recordKey: String {
@@ -109,6 +109,8 @@ public final class S3ObjectStore: VaultCopy {
         signer.sign(&request, date: now())
         let label = location.description
         let body: Data, response: HTTPResponse
+        let progress = FetchProgress(fetchProgress)
+        defer { progress.end() }
         do {
             (body, response) = try await client.data(
                 for: request, maximumBodySize: { $0.statusCode == 200 ? Self.largestObject : Self.largestAnswer },
@@ -121,12 +123,7 @@ public final class S3ObjectStore: VaultCopy {
                         throw SyncError.status(200, code: nil, message: "the object is not a vault file: it does not start as one", url: label)
                     }
                 }),
-                progress: fetchProgress.map { report in
-                    { response, received in
-                        guard response.statusCode == 200 else { return }
-                        report(received, response.headers["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
-                    }
-                })
+                progress: progress.pieces)
         } catch AuthenticationError.responseTooLarge(_, let limit) where limit == Self.largestObject {
             throw SyncError.objectTooLarge(url: label)
         }

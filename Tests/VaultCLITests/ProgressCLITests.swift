@@ -93,3 +93,67 @@ import VaultTestSupport
         #expect(try c.names().count == 2000)
     }
 }
+
+/// Issue 35 §3: OpenBao answers chunked (no Content-Length, and its KV metadata tells no size): a first sync from it
+/// shows the bytes in so far, the rate and the time taken, no bar and no time left, once the download has lasted half
+/// a second: the real server behind a relay that passes its answer on at 128 KiB/s (a slow network). The same fetch
+/// at full speed draws nothing, and nothing is written when piped.
+@Suite(.serialized, .processTimeLimit) struct OpenBaoProgressCLITests {
+    @Test func aSlowFirstSyncFromOpenBaoShowsTheBytesInAndAFastOneNothing() throws {
+        let bao = try OpenBaoDevServer()
+        defer { bao.stop() }
+        func machine() throws -> (Sandbox, [String: String]) {
+            let box = try Sandbox()
+            return (box, ["HOME": box.directory, "XDG_STATE_HOME": box.directory + "/state", "BAO_TOKEN": bao.token])
+        }
+        let (a, aEnvironment) = try machine()
+        #expect(try a.vault(["init"], extraEnvironment: aEnvironment).status == 0)
+        let entries = (0..<1000).map { index in
+            #"{"created":"2026-11-29T13:14:29.999Z","fields":[{"name":"password","secret":true,"value":"v\#(index)"},"#
+                + #"{"name":"notes","secret":false,"value":"\#(String(repeating: "n", count: 100))"}],"history":[],"#
+                + #""id":"\#(String(format: "%032x", index + 1))","modified":"2026-11-29T13:14:29.999Z","name":"site/\#(index)"}"#
+        }
+        let file = a.directory + "/many.json"
+        try a.write(#"{"entries":["# + entries.joined(separator: ",") + #"],"exported":"2026-11-29T13:14:30.149Z","format":"vault-export","version":1}"#, to: file)
+        #expect(try a.vault(["import", "json", file], extraEnvironment: aEnvironment).status == 0)
+        let created = try a.vault(["sync", "bao://\(bao.address)/secret/team/shared", "--allow-insecure-http"], extraEnvironment: aEnvironment)
+        #expect(created.status == 0, "\(created.stderr)")
+        // The answer holds the file in base64: at 128 KiB/s it takes well over half a second.
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: a.vaultPath)[.size] as? Int)
+        try #require(size * 4 / 3 > 128 << 10, "the vault is \(size) bytes")
+
+        let relay = try PythonServer(.throttle(upstreamPort: bao.port, bytesPerSecond: 128 << 10))
+        defer { relay.stop() }
+        let slowRemote = "bao://127.0.0.1:\(relay.port)/secret/team/shared"
+        let (b, bEnvironment) = try machine()
+        let slow = try PseudoTerminal.run(
+            CLI.vault, ["sync", slowRemote, "--allow-insecure-http", "--passphrase-file", b.passphraseFile],
+            steps: [], environment: b.environment.merging(bEnvironment) { $1 })
+        #expect(slow.status == 0, "\(slow.stdoutText)")
+        let shown = slow.stdoutText
+        // Drawn in place: KiB in, KiB/s, m:ss (at least half a second in), never a bar or a time left; erased
+        // before the report.
+        let line = #/\rfetching (\d+) KiB, (\d+) KiB/s, 0:0(\d)\x{1B}\[K/#
+        let drawn = shown.matches(of: line)
+        #expect(!drawn.isEmpty, "\(shown.debugDescription)")
+        let counts = drawn.compactMap { Int($0.output.1) }
+        #expect(counts == counts.sorted() && (counts.last ?? 0) <= size * 4 / 3 / 1024 + 1, "\(counts)")
+        #expect(!shown.contains("fetching [") && !shown.contains(" left"), "\(shown.debugDescription)")
+        #expect(shown.hasSuffix("\u{1B}[K\r\u{1B}[Kfetched \(slowRemote) into '\(b.vaultPath)'\n[echo on]\n"), "\(shown.debugDescription)")
+        #expect(try b.vault(["list"], extraEnvironment: bEnvironment).stdoutText.split(separator: "\n").count == 1000)
+
+        // At full speed (the same answer, straight from OpenBao): nothing drawn.
+        let (c, cEnvironment) = try machine()
+        let fast = try PseudoTerminal.run(
+            CLI.vault, ["sync", "bao://\(bao.address)/secret/team/shared", "--allow-insecure-http", "--passphrase-file", c.passphraseFile],
+            steps: [], environment: c.environment.merging(cEnvironment) { $1 })
+        #expect(fast.status == 0, "\(fast.stdoutText)")
+        #expect(fast.stdoutText == "fetched bao://\(bao.address)/secret/team/shared into '\(c.vaultPath)'\n[echo on]\n", "\(fast.stdoutText.debugDescription)")
+
+        // Piped, as slow: nothing on stderr.
+        let (d, dEnvironment) = try machine()
+        let piped = try d.vault(["sync", slowRemote, "--allow-insecure-http"], extraEnvironment: dEnvironment)
+        #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
+        #expect(piped.stdoutText == "fetched \(slowRemote) into '\(d.vaultPath)'\n")
+    }
+}

@@ -36,4 +36,25 @@ import Testing
         #expect(bar.done == 600)
         bar.finish()
     }
+
+    /// A download of no known size: the bytes in, the rate and the time taken; never a bar or a time left.
+    @Test func theCountHasTheBytesTheRateAndTheTimeTaken() {
+        #expect(ByteProgress.line(label: "fetching", bytes: 320 << 10, elapsed: 2.5) == "fetching 320 KiB, 128 KiB/s, 0:02")
+        #expect(ByteProgress.line(label: "fetching", bytes: 1023, elapsed: 0.5) == "fetching 0 KiB, 1 KiB/s, 0:00")
+        // From 1 MiB on, in MiB with one decimal (rounded down); minutes and seconds.
+        #expect(ByteProgress.line(label: "fetching", bytes: (1 << 20) * 13 / 10, elapsed: 65) == "fetching 1.2 MiB, 20 KiB/s, 1:05")
+        #expect(ByteProgress.line(label: "fetching", bytes: 3 << 20, elapsed: 1) == "fetching 3.0 MiB, 3.0 MiB/s, 0:01")
+    }
+
+    /// Nothing before half a second (a fast download draws nothing), then at most every tenth of a second.
+    @Test func theCountIsDrawnOnlyOnceTheDownloadHasLastedHalfASecond() {
+        let count = ByteProgress(label: "fetching", started: 100)
+        #expect(count.text(bytes: 64 << 10, now: 100.2) == nil)
+        #expect(count.text(bytes: 128 << 10, now: 100.49) == nil)
+        #expect(count.text(bytes: 160 << 10, now: 100.5) == "fetching 160 KiB, 320 KiB/s, 0:00")
+        #expect(count.text(bytes: 170 << 10, now: 100.55) == nil)
+        #expect(count.text(bytes: 200 << 10, now: 101) == "fetching 200 KiB, 200 KiB/s, 0:01")
+        #expect(!count.line.shown)
+        count.finish()
+    }
 }

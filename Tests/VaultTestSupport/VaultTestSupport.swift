@@ -388,12 +388,16 @@ public final class PythonServer: @unchecked Sendable {
         case counting
         /// As `scripted`, with the body `{"d":{"ApplicationConnectionId":"aaa…"}}` whose id is `idLength` bytes.
         case scriptedLongRegistration(status: Int, idLength: Int)
+        /// Not HTTP: a TCP relay to a real server on 127.0.0.1:`upstreamPort` passing its answers back as they
+        /// came, at `bytesPerSecond` (a slow network).
+        case throttle(upstreamPort: Int, bytesPerSecond: Int)
 
         var arguments: [String] {
             switch self {
             case .scripted(let status, let body): ["scripted", String(status), body.map { String(format: "%02x", $0) }.joined()]
             case .scriptedLongRegistration(let status, let idLength): ["scripted", String(status), "@\(idLength)"]
             case .counting: ["counting"]
+            case .throttle(let port, let rate): ["throttle", String(port), String(rate)]
             }
         }
     }

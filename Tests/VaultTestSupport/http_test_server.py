@@ -1,6 +1,6 @@
 """The HTTP server the Swift tests start (through VaultTestSupport's PythonServer), on 127.0.0.1.
 
-Prints `PORT n` as its first line and stops when its stdin closes. Two modes:
+Prints `PORT n` as its first line and stops when its stdin closes. Three modes:
 
   http_test_server.py scripted STATUS HEXBODY
       Every request (GET, POST, DELETE) without `Authorization` gets 401 with a Basic challenge (realm
@@ -24,7 +24,14 @@ Prints `PORT n` as its first line and stops when its stdin closes. Two modes:
       hostile S3 endpoint gives); `/headers` 200 `ok`; anything else 404. Every request is logged with
       its method, target and header fields (`headers`, names lower case), a CONNECT or an absolute-form target (a
       request sent to it as to a proxy) too.
+
+  http_test_server.py throttle UPSTREAM_PORT BYTES_PER_SECOND
+      Not an HTTP server: a TCP relay to 127.0.0.1:UPSTREAM_PORT (a real server, as OpenBao's) that passes the
+      client's bytes on at once and the server's back as they came, framing and all, at BYTES_PER_SECOND (pieces
+      of a twentieth of it): a slow network, for a download that lasts.
 """
+import socket
+import socketserver
 import time
 import base64
 import http.server
@@ -44,8 +51,10 @@ if mode == 'scripted':
         body = b'{"d":{"ApplicationConnectionId":"' + b'a' * int(sys.argv[3][1:]) + b'"}}'
     else:
         body = bytes.fromhex(sys.argv[3])
+elif mode == 'throttle':
+    upstream_port, rate = int(sys.argv[2]), int(sys.argv[3])
 elif mode != 'counting':
-    sys.exit('usage: http_test_server.py scripted STATUS HEXBODY | counting')
+    sys.exit('usage: http_test_server.py scripted STATUS HEXBODY | counting | throttle UPSTREAM_PORT BYTES_PER_SECOND')
 REALM = 'counting'
 
 
@@ -196,7 +205,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+class Relay(socketserver.BaseRequestHandler):
+    """One connection of the throttle mode: the client's bytes to the upstream server at once, its answer paced."""
+
+    def handle(self):
+        upstream = socket.create_connection(('127.0.0.1', upstream_port))
+
+        def forward():
+            try:
+                while data := self.request.recv(65536):
+                    upstream.sendall(data)
+                upstream.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+        threading.Thread(target=forward, daemon=True).start()
+        try:
+            while data := upstream.recv(max(1, rate // 20)):
+                self.request.sendall(data)
+                time.sleep(len(data) / rate)
+        except OSError:
+            pass
+        finally:
+            upstream.close()
+
+
+if mode == 'throttle':
+    socketserver.ThreadingTCPServer.daemon_threads = True
+    server = socketserver.ThreadingTCPServer(('127.0.0.1', 0), Relay)
+else:
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
 print('PORT', server.server_address[1], flush=True)
 threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=True).start()
 server.serve_forever()

@@ -157,3 +157,46 @@ import VaultTestSupport
         #expect(piped.stdoutText == "fetched \(slowRemote) into '\(d.vaultPath)'\n")
     }
 }
+
+/// Issue 35 §3: `recipients remove` done by the agent tells no progress (its answer comes in under 0.3 s for 50,000
+/// entries): a line with the time taken when the answer takes longer than half a second, on a terminal only. The
+/// agent is kept waiting for the vault's lock (as behind another writer): on the terminal until the line shows.
+@Suite(.processTimeLimit) struct AgentRemovalProgressCLITests {
+    @Test(.enabled(if: RecipientCLITests.hasAge || ProcessInfo.processInfo.environment["CI"] == "true", RecipientCLITests.needsAge))
+    func aSlowRemovalByTheAgentShowsAWaitingLineAndNothingWhenPiped() throws {
+        try #require(RecipientCLITests.hasAge, "age is needed (CI=true)")
+        let team = try RecipientCLITests.Team()
+        let box = try AgentBox()
+        try box.initVault()
+        #expect(try box.around(["put", "github"], stdin: Data("t0k3n".utf8)).status == 0)
+        #expect(try box.around(["recipients", "add", team.recipient, team.otherRecipient]).status == 0)
+        try box.unlock()
+        let lockFile = box.vaultPath + ".lock"
+
+        let onTerminal = try PseudoTerminal.run(
+            CLI.vault, ["recipients", "remove", team.otherRecipient, "--passphrase-file", box.passphraseFile],
+            playing: [.init(marker: "re-encrypting... 0:0", releasing: true)], environment: box.environment, holding: lockFile)
+        #expect(onTerminal.status == 0, "\(onTerminal.stdoutText)")
+        // Drawn in place after half a second (then each second while the lock is held), erased before the report.
+        #expect(onTerminal.stdoutText.hasPrefix("\rre-encrypting... 0:00\u{1B}[K"), "\(onTerminal.stdoutText.debugDescription)")
+        #expect(onTerminal.stdoutText.hasSuffix(
+            "\u{1B}[K\r\u{1B}[Kremoved recipient \(team.otherRecipient); the vault's key was rotated\n"
+                + "the removed key could read the 1 entry of this vault (and may have kept a copy): change those secrets where they are used ('--list' names them)\n[echo on]\n"),
+            "\(onTerminal.stdoutText.debugDescription)")
+        // The agent did it: the vault is still unlocked there, under its new key.
+        let read = try box.vault(["get", "github"])
+        #expect(read.status == 0 && read.stdoutText == "t0k3n", "\(read.stderr)")
+
+        // Piped, the answer as slow (the lock held for 0.8 s): nothing on stderr.
+        #expect(try box.vault(["recipients", "add", team.otherRecipient]).status == 0)
+        let held = open(lockFile, O_RDWR | O_CLOEXEC)
+        try #require(held >= 0 && flock(held, LOCK_EX) == 0)
+        let running = try box.startThroughAgent(["recipients", "remove", team.otherRecipient, "--passphrase-file", box.passphraseFile])
+        usleep(800_000)  // how long the agent waits for the lock: the answer takes longer than half a second
+        close(held)
+        let piped = running.finish()
+        #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
+        #expect(piped.seconds >= 0.8)
+        #expect(String(decoding: piped.stdout, as: UTF8.self).hasPrefix("removed recipient \(team.otherRecipient); the vault's key was rotated\n"))
+    }
+}

@@ -9,18 +9,23 @@ import Testing
 /// typed only once some process is blocked on an `flock` of it (a `->` line for its inode in /proc/locks), so
 /// the step answers a prompt while another client is known to be waiting for its turn (`@tty` names the
 /// pseudo-terminal itself). A step may also send a signal to the program after its keys (SIGSTOP: and wait until
-/// it has stopped).
+/// it has stopped). The driver may hold an `flock` of a file (`holding`) from before the program starts until a step
+/// with `releasing` (after its keys): the program, or a process it waits for, blocked on it until then.
 ///
 /// The result's stdout is everything the terminal showed, then one line with the terminal's echo flag after
 /// the program ended (`[echo on]` / `[echo off]`); its status is the program's exit code, or 128 + the signal
 /// that ended it (as a shell reports it).
 enum PseudoTerminal {
     static let driver = #"""
-        import json, os, pty, select, signal, sys, termios, time
+        import fcntl, json, os, pty, select, signal, sys, termios, time
         # The test runner's threads block signals and children inherit the mask: unblock them here.
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         spec = json.load(sys.stdin)
         steps = spec["steps"]
+        held = None
+        if spec.get("holding"):  # not inherited by the program (Python's descriptors are close-on-exec)
+            held = os.open(spec["holding"], os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(held, fcntl.LOCK_EX)
         pid, fd = pty.fork()
         if pid == 0:
             os.execv(sys.argv[1], sys.argv[1:])
@@ -55,7 +60,7 @@ enum PseudoTerminal {
         def stopped():
             with open("/proc/%d/stat" % pid) as stat:
                 return stat.read().rsplit(")", 1)[1].split()[0] == "T"
-        for marker, keys, lock, signal_number in steps:
+        for marker, keys, lock, signal_number, releasing in steps:
             marker = marker.encode()
             while marker not in out:
                 if not read_some():
@@ -69,6 +74,9 @@ enum PseudoTerminal {
                     fail("end of output while waiting for a process to wait on %s" % lock)
             os.write(fd, keys.encode())
             out = out.replace(marker, marker.lower(), 1)
+            if releasing and held is not None:
+                os.close(held)
+                held = None
             if signal_number:
                 os.kill(pid, signal_number)
                 while signal_number == signal.SIGSTOP and not stopped():
@@ -100,17 +108,21 @@ enum PseudoTerminal {
         var keys: String = ""
         var waitingOn: String? = nil
         var signal: Int32? = nil
+        /// Releases the driver's `flock` (`holding`) once the keys are typed.
+        var releasing = false
     }
 
-    /// Runs `executable arguments` on a pseudo-terminal, playing `steps`.
+    /// Runs `executable arguments` on a pseudo-terminal, playing `steps`; with `holding`, an `flock` of that file
+    /// held until a step `releasing` it.
     static func run(
         _ executable: String, _ arguments: [String], playing steps: [Step], environment: [String: String],
-        seconds: Double = 90, timeout: TimeInterval = 120
+        holding: String? = nil, seconds: Double = 90, timeout: TimeInterval = 120
     ) throws -> CLIResult {
         let script = try JSONSerialization.data(withJSONObject: [
             "seconds": seconds,
+            "holding": holding ?? NSNull(),
             "steps": steps.map {
-                [$0.marker, $0.keys, $0.waitingOn ?? NSNull(), $0.signal.map { Int($0) } ?? NSNull()] as [Any]
+                [$0.marker, $0.keys, $0.waitingOn ?? NSNull(), $0.signal.map { Int($0) } ?? NSNull(), $0.releasing] as [Any]
             },
         ])
         return try CLI.exec(

@@ -3,8 +3,9 @@ import VaultCore
 
 extension AgentService {
     /// `vault recipients` on a vault held here (``RecipientEdits``): no passphrase for a list or an addition (the
-    /// data key held wraps the new stanzas); a removal of a vault with a passphrase stanza gets the passphrase, for
-    /// the new key's stanza. The vault stays unlocked, under its new key after a removal.
+    /// data key held wraps the new stanzas), nor for a removal from a vault unlocked with its passphrase (the
+    /// passphrase's key held wraps the new data key); a vault unlocked otherwise (an identity) needs the passphrase
+    /// in the request (`wrong_passphrase` without it). The vault stays unlocked, under its new key after a removal.
     func perform(_ request: AgentRequest.Recipients, on store: any KeyValueVault) throws -> AgentResponse {
         guard let vault = store as? DocumentVault else { throw VaultError.needsVersion2(path: store.path) }
         try vault.reload()

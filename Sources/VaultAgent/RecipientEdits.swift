@@ -65,24 +65,29 @@ public enum RecipientEdits {
         return (added, present)
     }
 
-    /// Removes `recipient` and rotates the vault's key (a new key wrapped for every other recipient and, with
-    /// `passphrase`, for it; the body sealed again). A vault with a passphrase stanza needs `passphrase`, checked
-    /// against it first (else it would be dropped) unless `passphraseVerified` (the caller opened the vault with it).
-    /// Returns the entries the removed key could read (names, sorted). `progress` is told how many of the entries
-    /// are sealed under the new key (of how many).
+    /// Removes `recipient` and rotates the vault's key (a new key wrapped for every other recipient and for the
+    /// passphrase; the body sealed again). A vault with a passphrase stanza wraps the new key for `passphrase` when
+    /// given (checked against it first, else it would be dropped, unless `passphraseVerified`: the caller opened the
+    /// vault with it), else for the passphrase the vault was opened with (``DocumentStore``'s passphrase key: an
+    /// agent unlocked with the passphrase asks for nothing). Returns the entries the removed key could read (names,
+    /// sorted). `progress` is told how many of the entries are sealed under the new key (of how many).
     ///
-    /// - Throws: ``VaultError/wrongPassphrase(path:)`` when `passphrase` does not open the vault, or none is given
-    ///   and the vault has a passphrase; what the rotation throws.
+    /// - Throws: ``VaultError/wrongPassphrase(path:)`` when `passphrase` does not open the vault, or none is given,
+    ///   the vault has a passphrase and was not opened with it (or it changed since): the caller asks for it; what
+    ///   the rotation throws.
     public static func remove(
         _ recipient: String, passphrase: SecureBytes?, from vault: DocumentVault, passphraseVerified: Bool = false,
         progress: ((_ done: Int, _ total: Int) -> Void)? = nil
     ) throws -> [String] {
-        if vault.hasPassphraseStanza {
-            guard let passphrase, try passphraseVerified || vault.opens(passphrase: passphrase) else { throw VaultError.wrongPassphrase(path: vault.path) }
+        let keepsPassphrase = vault.hasPassphraseStanza
+        if keepsPassphrase, let passphrase, !passphraseVerified, try !vault.opens(passphrase: passphrase) {
+            throw VaultError.wrongPassphrase(path: vault.path)
         }
         // What the removed key could read: every entry, as the vault is now.
         let exposed = try vault.keys()
-        try vault.rotateKey(passphrase: vault.hasPassphraseStanza ? passphrase : nil, reason: .recipientRemoval, progress: progress) { current, newKey in
+        try vault.rotateKey(
+            passphrase: keepsPassphrase ? passphrase : nil, keepingHeldPassphrase: keepsPassphrase, reason: .recipientRemoval, progress: progress
+        ) { current, newKey in
             try current.filter { $0.recipient != recipient }.map { stanza in
                 try AgeKeys.recipient(parsing: stanza.recipient).wrapStanza(newKey)
             }

@@ -125,7 +125,7 @@ package struct Recipients: ParsableCommand {
         package static let configuration = CommandConfiguration(
             abstract: "Remove a recipient and rotate the vault's key (a new key, every other stanza wrapped again, the vault sealed again).",
             discussion: """
-                A vault with a passphrase asks for it (the new key is wrapped for it again; other passphrase stanzas, if any, are dropped), also when the agent holds the vault (it keeps the key, never the passphrase); a vault without one is opened with --identity, or through the agent with nothing asked. The old key is retired here: a copy under it is refused (--accept-rollback to take it anyway). Every other recipient keeps access; the agent keeps the vault unlocked under its new key when it did the removal, and locks it otherwise.
+                The new key is wrapped for the vault's passphrase again (other passphrase stanzas, if any, are dropped): nothing is asked when the agent holds the vault unlocked with its passphrase (it keeps the key the passphrase gave, never the passphrase), else the passphrase is asked; a vault without one is opened with --identity, or through the agent with nothing asked. The old key is retired here: a copy under it is refused (--accept-rollback to take it anyway). Every other recipient keeps access; the agent keeps the vault unlocked under its new key when it did the removal, and locks it otherwise.
 
                 The removed key could read every entry the vault had while it was a recipient, and may have kept a copy: the report says how many entries the vault has (--list names them), whose secrets should be changed where they are used (a new password, a new token).
                 """)
@@ -150,15 +150,17 @@ package struct Recipients: ParsableCommand {
                 if let held = try RecipientsThroughAgent.listing(options, involving: header.recipients) {
                     removed = try given ?? Self.resolve(recipient, in: held.listing, path: store.path)
                     try Self.check(removed, in: held.listing.recipients, hasPassphrase: held.listing.hasPassphrase, path: store.path)
+                    // Unlocked with the passphrase, the agent wraps the new key for it: nothing asked. Else (unlocked
+                    // with an identity, or the passphrase changed since) it says so, and the passphrase is asked.
                     let answer: AgentClient.RecipientsAnswer?
-                    if held.listing.hasPassphrase {
+                    do {
+                        answer = try Self.reencrypting { try held.client.recipients(.remove(removed, passphrase: nil), at: options.resolvedPath) }
+                    } catch VaultError.wrongPassphrase where held.listing.hasPassphrase {
                         var withoutIdentity = options
                         withoutIdentity.identityFile = nil
                         answer = try withPassphraseRetries(withoutIdentity) { passphrase in
                             try Self.reencrypting { try held.client.recipients(.remove(removed, passphrase: passphrase), at: options.resolvedPath) }
                         }
-                    } else {
-                        answer = try Self.reencrypting { try held.client.recipients(.remove(removed, passphrase: nil), at: options.resolvedPath) }
                     }
                     guard let answer else { throw AgentError.locked(path: options.resolvedPath) }
                     (exposed, recipientsAfter) = (answer.changed, answer.listing.recipients)

@@ -16,38 +16,18 @@ enum VaultEnvelope {
     static func wrap(
         _ dataKey: SecureBytes, passphrase: SecureBytes, parameters: Argon2id.Parameters, generation: UInt64
     ) throws -> VaultFormat.Header {
-        let salt = Sodium.randomBytes(count: Argon2id.saltByteCount)
-        let kek = try Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters)
-        let keyNonce = Sodium.randomBytes(count: VaultFormat.nonceByteCount)
-        var wrapped = [UInt8](repeating: 0, count: VaultFormat.wrappedKeyByteCount)
-        try wrapped.withUnsafeMutableBytes { (out) throws in
-            try dataKey.withUnsafeBytes { (key) throws in
-                try kek.withUnsafeBytes { (kekBytes) throws in
-                    try keyNonce.withUnsafeBytes { (nonce) throws in
-                        try sodium { try Sodium.secretBoxSeal(key, nonce: nonce, key: kekBytes, into: out) }
-                    }
-                }
-            }
-        }
-        return VaultFormat.Header(
-            parameters: parameters, salt: salt, generation: generation, keyNonce: keyNonce, wrappedKey: wrapped)
+        let kek = try PassphraseKey.fresh(from: passphrase, parameters: parameters)
+        let (keyNonce, wrapped) = try kek.wrap(dataKey)
+        return VaultFormat.Header(parameters: parameters, salt: kek.salt, generation: generation, keyNonce: keyNonce, wrappedKey: wrapped)
     }
 
     /// Derives the key-encryption key from `passphrase` and unwraps the data key of `header`.
     ///
     /// - Throws: ``VaultError/wrongPassphrase(path:)`` when the wrapped key does not open.
     static func unwrapDataKey(of header: VaultFormat.Header, passphrase: SecureBytes, path: String) throws -> SecureBytes {
-        let kek = try Argon2id.deriveKey(from: passphrase, salt: header.salt, parameters: header.parameters)
-        return try SecureBytes(count: VaultFormat.dataKeyByteCount) { (out) throws in
-            let ok = header.wrappedKey.withUnsafeBytes { wrapped in
-                kek.withUnsafeBytes { kekBytes in
-                    header.keyNonce.withUnsafeBytes { nonce in
-                        Sodium.secretBoxOpen(wrapped, nonce: nonce, key: kekBytes, into: out)
-                    }
-                }
-            }
-            guard ok else { throw VaultError.wrongPassphrase(path: path) }
-        }
+        let kek = try PassphraseKey.derive(from: passphrase, salt: header.salt, parameters: header.parameters)
+        guard let dataKey = kek.unwrap(header.wrappedKey, nonce: header.keyNonce) else { throw VaultError.wrongPassphrase(path: path) }
+        return dataKey
     }
 
     /// Opens the body of `file` (whose header has been parsed) with `dataKey`, checks its binding to the header

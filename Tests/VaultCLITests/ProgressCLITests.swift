@@ -160,7 +160,8 @@ import VaultTestSupport
 
 /// Issue 35 §3: `recipients remove` done by the agent tells no progress (its answer comes in under 0.3 s for 50,000
 /// entries): a line with the time taken when the answer takes longer than half a second, on a terminal only. The
-/// agent is kept waiting for the vault's lock (as behind another writer): on the terminal until the line shows.
+/// agent (unlocked with the passphrase: nothing asked) is kept waiting for the vault's lock, as behind another writer:
+/// on the terminal until the line shows.
 @Suite(.processTimeLimit) struct AgentRemovalProgressCLITests {
     @Test(.enabled(if: RecipientCLITests.hasAge || ProcessInfo.processInfo.environment["CI"] == "true", RecipientCLITests.needsAge))
     func aSlowRemovalByTheAgentShowsAWaitingLineAndNothingWhenPiped() throws {
@@ -174,7 +175,7 @@ import VaultTestSupport
         let lockFile = box.vaultPath + ".lock"
 
         let onTerminal = try PseudoTerminal.run(
-            CLI.vault, ["recipients", "remove", team.otherRecipient, "--passphrase-file", box.passphraseFile],
+            CLI.vault, ["recipients", "remove", team.otherRecipient],
             playing: [.init(marker: "re-encrypting... 0:0", releasing: true)], environment: box.environment, holding: lockFile)
         #expect(onTerminal.status == 0, "\(onTerminal.stdoutText)")
         // Drawn in place after half a second (then each second while the lock is held), erased before the report.
@@ -191,7 +192,7 @@ import VaultTestSupport
         #expect(try box.vault(["recipients", "add", team.otherRecipient]).status == 0)
         let held = open(lockFile, O_RDWR | O_CLOEXEC)
         try #require(held >= 0 && flock(held, LOCK_EX) == 0)
-        let running = try box.startThroughAgent(["recipients", "remove", team.otherRecipient, "--passphrase-file", box.passphraseFile])
+        let running = try box.startThroughAgent(["recipients", "remove", team.otherRecipient])
         usleep(800_000)  // how long the agent waits for the lock: the answer takes longer than half a second
         close(held)
         let piped = running.finish()

@@ -77,10 +77,11 @@ import VaultTestSupport
     }
 
     /// Through the agent: the vault unlocked there, `add` (no terminal, no passphrase source) wraps the key for the
-    /// recipient, whose identity reads the data key with the stock `age -d`; `list` shows the labels; `remove` takes
-    /// the passphrase (the new key's passphrase stanza needs it: the agent holds the key, never the passphrase), checks
-    /// it, rotates the key (the kept recipient's stanza holds a new key, the removed identity opens nothing), and the
-    /// vault stays unlocked under its new key. Locked: the CLI asks as before.
+    /// recipient, whose identity reads the data key with the stock `age -d`; `list` shows the labels; `remove` asks
+    /// nothing either (the agent, unlocked with the passphrase, keeps the key it gave and wraps the new data key with
+    /// it), rotates the key (the kept recipient's stanza holds a new key, the removed identity opens nothing, the
+    /// passphrase still opens the vault), and the vault stays unlocked under its new key. Locked: the CLI asks as
+    /// before.
     @Test(.enabled(if: enabled, RecipientCLITests.needsAge))
     func addListAndRemoveThroughTheAgentAskNothing() throws {
         try #require(RecipientCLITests.hasAge, "age is needed (CI=true)")
@@ -104,17 +105,10 @@ import VaultTestSupport
         let listed = try box.vault(["recipients", "list"])
         #expect(listed.status == 0 && listed.stdoutText == team.recipient + " alice@laptop\n" + team.otherRecipient + " bob\n", "\(listed.stderr)")
 
-        // The removal needs the passphrase (none to ask with here; a wrong one): refused, nothing written.
+        // No terminal, no passphrase source: the removal asks nothing.
         let removed = try box.vault(["recipients", "remove", "bob", "--json"])
-        #expect(removed.status != 0 && removed.stderr.contains("passphrase"), "\(removed.stderr)")
-        let wrongFile = box.directory + "/wrong"
-        FileManager.default.createFile(atPath: wrongFile, contents: Data("not it\n".utf8), attributes: [.posixPermissions: 0o600])
-        let wrong = try box.vault(["recipients", "remove", "bob", "--passphrase-file", wrongFile])
-        #expect(wrong.status == 3 && wrong.stderr.contains("incorrect passphrase"), "\(wrong.stderr)")
-        #expect([UInt8](FileManager.default.contents(atPath: box.vaultPath) ?? Data()) == bytes, "nothing written")
-        let withPassphrase = try box.vault(["recipients", "remove", "bob", "--json"], source: true)
-        #expect(withPassphrase.status == 0, "\(withPassphrase.stderr)")
-        let object = try #require(try JSONSerialization.jsonObject(with: withPassphrase.stdout) as? [String: Any])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: removed.stdout) as? [String: Any])
         #expect(object["removed"] as? String == team.otherRecipient && object["exposed_count"] as? Int == 1)
         #expect(object["recipients"] as? [String] == [team.recipient])
         let after = [UInt8](FileManager.default.contents(atPath: box.vaultPath) ?? Data())
@@ -123,9 +117,41 @@ import VaultTestSupport
         #expect(RecipientCLITests.ageFiles(of: after)[team.otherRecipient] == nil)
         let lockedOut = try box.vault(["get", "github", "--identity", team.other], environment: ["VAULT_AGENT_SOCK": box.elsewhereSocket])
         #expect(lockedOut.status == 3, "\(lockedOut.stderr)")
+        // The passphrase still opens it, without the agent.
+        let byPassphrase = try box.around(["get", "github"])
+        #expect(byPassphrase.status == 0 && byPassphrase.stdoutText == "t0k3n", "\(byPassphrase.stderr)")
         // Still unlocked in the agent, under the new key: nothing asked.
         let still = try box.vault(["get", "github"])
         #expect(still.status == 0 && still.stdoutText == "t0k3n", "\(still.stderr)")
         #expect(try box.vault(["recipients", "list"]).stdoutText == team.recipient + " alice@laptop\n")
+    }
+
+    /// The agent unlocked with an identity holds the data key and no passphrase's key: a removal from a vault with a
+    /// passphrase needs the passphrase (the new key is wrapped for it): refused with nothing to ask with, a wrong one
+    /// refused (exit 3), nothing written either time; the right one from a file goes on.
+    @Test(.enabled(if: enabled, RecipientCLITests.needsAge))
+    func aRemovalThroughAnAgentUnlockedByAnIdentityTakesThePassphrase() throws {
+        try #require(RecipientCLITests.hasAge, "age is needed (CI=true)")
+        let team = try RecipientCLITests.Team()
+        let box = try AgentBox()
+        try box.initVault()
+        #expect(try box.around(["put", "github"], stdin: Data("t0k3n".utf8)).status == 0)
+        #expect(try box.around(["recipients", "add", team.recipient]).status == 0)
+        #expect(try box.around(["recipients", "add", team.otherRecipient, "--label", "bob"]).status == 0)
+        let unlocked = try box.vault(["unlock", "--identity", team.key])
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
+        let bytes = [UInt8](FileManager.default.contents(atPath: box.vaultPath) ?? Data())
+
+        let nothing = try box.vault(["recipients", "remove", "bob"])
+        #expect(nothing.status != 0 && nothing.stderr.contains("passphrase"), "\(nothing.stderr)")
+        let wrongFile = box.directory + "/wrong"
+        FileManager.default.createFile(atPath: wrongFile, contents: Data("not it\n".utf8), attributes: [.posixPermissions: 0o600])
+        let wrong = try box.vault(["recipients", "remove", "bob", "--passphrase-file", wrongFile])
+        #expect(wrong.status == 3 && wrong.stderr.contains("incorrect passphrase"), "\(wrong.stderr)")
+        #expect([UInt8](FileManager.default.contents(atPath: box.vaultPath) ?? Data()) == bytes, "nothing written")
+        let right = try box.vault(["recipients", "remove", "bob"], source: true)
+        #expect(right.status == 0, "\(right.stderr)")
+        #expect(try box.around(["get", "github"]).stdoutText == "t0k3n")
+        #expect(try box.vault(["recipients", "list"]).stdoutText == team.recipient + "\n")
     }
 }

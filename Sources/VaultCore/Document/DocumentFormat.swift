@@ -257,16 +257,28 @@ extension VaultDocument {
     public static func open(
         _ file: [UInt8], with key: DocumentKey, label: String, policy: Argon2id.KDFPolicy, against reference: VaultDocument? = nil
     ) throws -> (document: VaultDocument, dataKey: SecureBytes) {
+        let opened = try openKeepingPassphraseKey(file, with: key, label: label, policy: policy, against: reference)
+        return (opened.document, opened.dataKey)
+    }
+
+    /// ``open(_:with:label:policy:against:)``, and with a passphrase the key it gave under the stanza that opened
+    /// (``PassphraseKey``: a store keeps it while open).
+    static func openKeepingPassphraseKey(
+        _ file: [UInt8], with key: DocumentKey, label: String, policy: Argon2id.KDFPolicy, against reference: VaultDocument? = nil
+    ) throws -> (document: VaultDocument, dataKey: SecureBytes, passphraseKey: PassphraseKey?) {
         let header = try DocumentHeader.parse(file, label: label, policy: policy)
         let dataKey: SecureBytes
+        var passphraseKey: PassphraseKey?
         switch key {
         case .dataKey(let given), .unwrapped(let given):
             dataKey = given
         case .passphrase(let passphrase):
             var found: SecureBytes?
             for stanza in header.stanzas where stanza.type == KeyStanza.argon2id {
-                if let unwrapped = try Argon2idStanza(body: stanza.body)!.unwrap(passphrase: passphrase, label: label) {
-                    found = unwrapped
+                let parsed = Argon2idStanza(body: stanza.body)!
+                let kek = try parsed.passphraseKey(passphrase)
+                if let unwrapped = parsed.unwrap(with: kek) {
+                    (found, passphraseKey) = (unwrapped, kek)
                     break
                 }
             }
@@ -301,7 +313,7 @@ extension VaultDocument {
         let document = try DocumentBody.parse(plaintext, binding: binding, header: header, label: label, reference: reference)
         document.takeReplicaNames(dataKey: dataKey)
         document.takeRecipientLabels(dataKey: dataKey)
-        return (document, dataKey)
+        return (document, dataKey, passphraseKey)
     }
 
     /// The file of this document under `dataKey`, at the next generation (which it takes): the header with its

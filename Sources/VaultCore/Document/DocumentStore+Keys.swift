@@ -4,20 +4,22 @@ import VaultSodium
 /// data key (each change signed with the key it replaces: ``KeyLinks``).
 extension DocumentStore {
     /// A new data key wrapped for `passphrase`, and the stored vault re-sealed under it, conditionally as
-    /// ``update(_:attempts:)`` writes (the KDF runs once, before any attempt).
+    /// ``update(_:attempts:)`` writes (the KDF runs once, before any attempt). The store keeps the new passphrase's
+    /// key (``PassphraseKey``).
     public func changePassphrase(to passphrase: SecureBytes, parameters: Argon2id.Parameters?, attempts: Int = 5) throws {
         guard let held else { throw VaultError.notOpen }
-        let parameters = parameters ?? held.document.kdfParameters ?? .interactive
-        let prepared = try VaultDocument.create(passphrase: passphrase, parameters: parameters, label: storage.label)
+        let kek = try PassphraseKey.fresh(from: passphrase, parameters: parameters ?? held.document.kdfParameters ?? .interactive)
+        let newKey = SecureBytes(count: VaultFormat.dataKeyByteCount) { Sodium.fillRandom($0) }
+        let stanza = try Argon2idStanza.wrap(newKey, under: kek).stanza
         try write(attempts: attempts) { stored in
             let document = try openHeld(stored, dataKey: held.dataKey)
             // The change, signed with the key it replaces: every copy that holds that key follows it (KeyLinks).
             let newID = DocumentID.random()
-            document.stanzas = prepared.document.stanzas
-                + KeyLinks.changed(document, from: held.dataKey, to: prepared.dataKey, id: newID, reason: .passphraseChange)
+            document.stanzas = [stanza] + KeyLinks.changed(document, from: held.dataKey, to: newKey, id: newID, reason: .passphraseChange)
             document.dataKeyID = newID
-            return (document, prepared.dataKey)
+            return (document, newKey)
         }
+        passphraseKey.withLock { $0 = kek }
     }
 
     /// Sets the vault's `x25519` stanzas to what `recipients` makes from the data key held, keeping the data key and
@@ -45,28 +47,38 @@ extension DocumentStore {
     }
 
     /// A new data key (and data key id): the stored vault re-sealed under it, with an `argon2id` stanza for
-    /// `passphrase` (when given) and the `x25519` stanzas `recipients` makes for the new key from the current ones
-    /// (a removal: the recipients left, each wrapped again). Every other stanza is dropped: it wraps the old key.
-    /// No ciphertext made under the old key remains in the file. Conditionally as ``update(_:attempts:)``
-    /// writes; the KDF runs once, before any attempt.
+    /// `passphrase` (when given; a fresh salt) or, with `keepingHeldPassphrase`, for the passphrase this store was
+    /// opened with (its ``PassphraseKey``: the same salt and parameters, no KDF, nothing asked), and the recipient
+    /// stanzas `recipients` makes for the new key from the current ones (a removal: the recipients left, each wrapped
+    /// again). Every other stanza is dropped: it wraps the old key. No ciphertext made under the old key remains in
+    /// the file. Conditionally as ``update(_:attempts:)`` writes; the KDF runs once, before any attempt.
     ///
     /// - Throws: ``VaultError/notOpen``; ``VaultError/keyChanged(path:)``; ``VaultError/corrupt(path:reason:)``
-    ///   (`no_usable_stanza`) when neither a passphrase nor a recipient would open the result; what `recipients`
-    ///   throws.
+    ///   (`no_usable_stanza`) when neither a passphrase nor a recipient would open the result;
+    ///   ``VaultError/wrongPassphrase(path:)`` with `keepingHeldPassphrase` and no passphrase when the store holds
+    ///   no passphrase key that opens a stanza of the vault as stored now to its data key (opened without the
+    ///   passphrase, or the passphrase changed since): the caller asks for it; what `recipients` throws.
     public func rotateKey(
-        passphrase: SecureBytes?, parameters: Argon2id.Parameters?, reason: KeyChangeReason = .other, attempts: Int = 5,
+        passphrase: SecureBytes?, parameters: Argon2id.Parameters?, keepingHeldPassphrase: Bool = false,
+        reason: KeyChangeReason = .other, attempts: Int = 5,
         progress: ((_ done: Int, _ total: Int) -> Void)? = nil,
         recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         guard let held else { throw VaultError.notOpen }
         let newKey = SecureBytes(count: VaultFormat.dataKeyByteCount) { Sodium.fillRandom($0) }
-        var passphraseStanzas: [KeyStanza] = []
+        var kek: PassphraseKey?
         if let passphrase {
-            let parameters = parameters ?? held.document.kdfParameters ?? .interactive
-            passphraseStanzas = [try Argon2idStanza.wrap(newKey, passphrase: passphrase, parameters: parameters).stanza]
+            kek = try PassphraseKey.fresh(from: passphrase, parameters: parameters ?? held.document.kdfParameters ?? .interactive)
+        } else if keepingHeldPassphrase {
+            guard let heldKey = passphraseKey.withLock({ $0 }) else { throw VaultError.wrongPassphrase(path: storage.label) }
+            kek = heldKey
         }
+        let passphraseStanzas = try kek.map { [try Argon2idStanza.wrap(newKey, under: $0).stanza] } ?? []
         try write(attempts: attempts, progress: progress) { stored in
             let document = try openHeld(stored, dataKey: held.dataKey)
+            if passphrase == nil, let kek, !Self.opens(document, with: kek, to: held.dataKey) {
+                throw VaultError.wrongPassphrase(path: storage.label)
+            }
             let made = try recipients(document.recipientStanzas, newKey)
             guard !passphraseStanzas.isEmpty || !made.isEmpty else {
                 throw VaultError.corrupt(path: storage.label, reason: .noUsableStanza)
@@ -77,6 +89,14 @@ extension DocumentStore {
                 + KeyLinks.changed(document, from: held.dataKey, to: newKey, id: newID, reason: reason.link)
             document.dataKeyID = newID
             return (document, newKey)
+        }
+        passphraseKey.withLock { $0 = kek }
+    }
+
+    /// Whether `kek` opens one of `document`'s `argon2id` stanzas to `dataKey`.
+    static func opens(_ document: VaultDocument, with kek: PassphraseKey, to dataKey: SecureBytes) -> Bool {
+        document.stanzas.contains { stanza in
+            stanza.type == KeyStanza.argon2id && Argon2idStanza(body: stanza.body)?.unwrap(with: kek) == dataKey
         }
     }
 }

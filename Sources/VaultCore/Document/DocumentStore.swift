@@ -24,6 +24,9 @@ public final class DocumentStore: Sendable {
     /// write's copy and seal: a new region each time (map, lock, fault in, and unlock, unmap when freed) was a third
     /// of a put's time at 100,000 entries.
     private let regions = Mutex(RegionPool())
+    /// The key the passphrase gave under the `argon2id` stanza that opened the vault (``PassphraseKey``), while
+    /// open: a key change that keeps the passphrase wraps the new data key with it (``rotateKey(passphrase:parameters:keepingHeldPassphrase:reason:attempts:progress:recipients:)``).
+    let passphraseKey = Mutex<PassphraseKey?>(nil)
 
     /// Sets the check of every document loaded (see ``verify``'s role above).
     func setVerify(_ check: Verifier?) { verifier.withLock { $0 = check } }
@@ -67,7 +70,10 @@ public final class DocumentStore: Sendable {
     }
 
     /// Forgets the document and its data key.
-    public func close() { state.withLock { loaded in loaded = nil } }
+    public func close() {
+        state.withLock { loaded in loaded = nil }
+        passphraseKey.withLock { $0 = nil }
+    }
 
     /// Creates a new, empty version-2 vault in the storage (refused when something is stored there).
     ///
@@ -89,12 +95,13 @@ public final class DocumentStore: Sendable {
     /// - Throws: ``VaultError/vaultNotFound(path:)``, and what ``VaultDocument/open(_:with:label:policy:)`` throws.
     public func open(with key: DocumentKey) throws {
         guard var stored = try storage.load() else { throw VaultError.vaultNotFound(path: storage.label) }
-        var (document, dataKey) = try VaultDocument.open(stored.bytes, with: key, label: storage.label, policy: policy)
+        var (document, dataKey, kek) = try VaultDocument.openKeepingPassphraseKey(stored.bytes, with: key, label: storage.label, policy: policy)
         try loadingAgainOnARace(&stored) { stored, first in
             if !first { document = try openHeld(stored, dataKey: dataKey, verifying: false) }
             try verify(document, dataKey)
         }
         state.withLock { loaded in loaded = (stored.bytes, stored.version, document, dataKey) }
+        passphraseKey.withLock { $0 = kek }
     }
 
     /// Runs `body` on `stored` (`first`: the bytes as first loaded); when it fails with what a concurrent writer

@@ -22,7 +22,7 @@ extension DocumentVault {
     public func opens(passphrase: SecureBytes) throws -> Bool {
         guard let document = store.document else { throw VaultError.notOpen }
         for stanza in document.stanzas where stanza.type == KeyStanza.argon2id {
-            if try Argon2idStanza(body: stanza.body)?.unwrap(passphrase: passphrase, label: path) != nil { return true }
+            if try Argon2idStanza(body: stanza.body)?.unwrap(passphrase: passphrase) != nil { return true }
         }
         return false
     }
@@ -39,18 +39,21 @@ extension DocumentVault {
         recordWrite()
     }
 
-    /// A new data key, the body sealed again under it, and its stanzas (``DocumentStore/rotateKey(passphrase:parameters:attempts:recipients:)``);
+    /// A new data key, the body sealed again under it, and its stanzas (``DocumentStore/rotateKey(passphrase:parameters:keepingHeldPassphrase:reason:attempts:progress:recipients:)``);
     /// the old key is retired in the rollback record, so that a copy under it is refused here. Only a passphrase
     /// change is pending until published (a copy under the old key merged as content meanwhile: the machine one change
     /// behind, issue 33 §1); any other change, a recipient's removal above all, retires the old key at once: a copy the
     /// removed recipient writes under it after the removal is `stale_key`, never merged.
     public func rotateKey(
-        passphrase: SecureBytes?, parameters: Argon2id.Parameters? = nil, reason: KeyChangeReason = .other,
+        passphrase: SecureBytes?, parameters: Argon2id.Parameters? = nil, keepingHeldPassphrase: Bool = false,
+        reason: KeyChangeReason = .other,
         progress: ((_ done: Int, _ total: Int) -> Void)? = nil,
         recipients: (_ current: [RecipientStanza], _ newDataKey: SecureBytes) throws -> [RecipientStanza]
     ) throws {
         let old = store.dataKey, oldID = store.document?.dataKeyID
-        try store.rotateKey(passphrase: passphrase, parameters: parameters, reason: reason, progress: progress, recipients: recipients)
+        try store.rotateKey(
+            passphrase: passphrase, parameters: parameters, keepingHeldPassphrase: keepingHeldPassphrase, reason: reason,
+            progress: progress, recipients: recipients)
         recordWrite(retiring: old, retiringID: oldID, pending: reason == .passphraseChange)
     }
 

@@ -55,18 +55,29 @@ struct Argon2idStanza: Equatable, Sendable {
 
     /// Wraps `dataKey` under a key derived from `passphrase` with a fresh salt.
     static func wrap(_ dataKey: SecureBytes, passphrase: SecureBytes, parameters: Argon2id.Parameters) throws -> Argon2idStanza {
-        let header = try VaultEnvelope.wrap(dataKey, passphrase: passphrase, parameters: parameters, generation: 0)
-        return Argon2idStanza(parameters: parameters, salt: header.salt, keyNonce: header.keyNonce, wrappedKey: header.wrappedKey)
+        try wrap(dataKey, under: .fresh(from: passphrase, parameters: parameters))
+    }
+
+    /// Wraps `dataKey` under `key` (its salt and parameters) with a fresh nonce: no KDF.
+    static func wrap(_ dataKey: SecureBytes, under key: PassphraseKey) throws -> Argon2idStanza {
+        let (nonce, wrapped) = try key.wrap(dataKey)
+        return Argon2idStanza(parameters: key.parameters, salt: key.salt, keyNonce: nonce, wrappedKey: wrapped)
+    }
+
+    /// The key `passphrase` gives under this stanza's salt and parameters (the KDF runs).
+    func passphraseKey(_ passphrase: SecureBytes) throws -> PassphraseKey {
+        try .derive(from: passphrase, salt: salt, parameters: parameters)
     }
 
     /// The data key, or `nil` when `passphrase` does not open this stanza.
-    func unwrap(passphrase: SecureBytes, label: String) throws -> SecureBytes? {
-        let header = VaultFormat.Header(parameters: parameters, salt: salt, generation: 0, keyNonce: keyNonce, wrappedKey: wrappedKey)
-        do {
-            return try VaultEnvelope.unwrapDataKey(of: header, passphrase: passphrase, path: label)
-        } catch VaultError.wrongPassphrase {
-            return nil
-        }
+    func unwrap(passphrase: SecureBytes) throws -> SecureBytes? {
+        try unwrap(with: passphraseKey(passphrase))
+    }
+
+    /// The data key, or `nil` when `key` is not this stanza's (another salt or parameters, or it does not open).
+    func unwrap(with key: PassphraseKey) -> SecureBytes? {
+        guard key.salt == salt, key.parameters == parameters else { return nil }
+        return key.unwrap(wrappedKey, nonce: keyNonce)
     }
 }
 

@@ -60,7 +60,9 @@ enum PseudoTerminal {
         def stopped():
             with open("/proc/%d/stat" % pid) as stat:
                 return stat.read().rsplit(")", 1)[1].split()[0] == "T"
-        for marker, keys, lock, signal_number, releasing in steps:
+        for step in steps:  # a fifth element (releasing) is optional
+            marker, keys, lock, signal_number = step[:4]
+            releasing = len(step) > 4 and step[4]
             marker = marker.encode()
             while marker not in out:
                 if not read_some():

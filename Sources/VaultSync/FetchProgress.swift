@@ -4,7 +4,8 @@ import VaultAuth
 
 /// Told how many bytes of a copy a fetch has read, of how many (the answer's Content-Length; `nil` when it gives
 /// none, as OpenBao's chunked answers), after each piece; and at the end of the fetch, however it ended, the count
-/// read as its own total: a count with no total is then erased (`vault sync`'s progress on a terminal).
+/// read as its own total (when a body was read): a count with no total is then erased (`vault sync`'s progress on a
+/// terminal).
 public typealias FetchProgressHook = @Sendable (_ received: Int, _ total: Int?) -> Void
 
 /// One fetch's progress for a ``FetchProgressHook``: the pieces of a 200 answer's body (an error's body is not the
@@ -26,9 +27,10 @@ final class FetchProgress: Sendable {
         }
     }
 
-    /// The fetch is over (its body in, or failed): the count so far as its total.
+    /// The fetch is over (its body in, or failed): the count so far as its total, when some of a body was read (an
+    /// answer with none, a 304 or an error, tells nothing: a later fetch of the same sync is shown afresh).
     func end() {
         let count = received.withLock { $0 }
-        hook?(count, count)
+        if count > 0 { hook?(count, count) }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import VaultCore
+import VaultSyncCore
 import VaultTerminal
 
 /// Failures of the CLI itself (the library's are ``VaultError``).
@@ -166,8 +167,20 @@ extension VaultError: CLIReportable {
 
     package var hint: String? {
         switch self {
-        case .unsafePermissions(_, _, let hint): return hint
-        case .vaultNotFound: return "create one with 'vault init', or pass --vault PATH"
+        case .unsafePermissions(let path, _, let hint):
+            // A vault git checked out 0644: setup makes it 0600, and its hooks keep it so after git's next checkouts.
+            if hint == "run: chmod 600 '\(path)'", !path.hasSuffix(".lock"), let top = Self.workTree(holding: path) {
+                return "it is in the git clone '\(TerminalText.escaped(top))', and git writes what it checks out 0644: run: vault git setup --vault '\(TerminalText.escaped(path))' (it makes the vault 0600 and keeps it so)"
+            }
+            return hint
+        case .vaultNotFound(let path):
+            // A fresh clone holding a vault: 'vault init' would make a second, empty one.
+            if path == VaultPointer.defaultVault, let clone = GitVaultFile.cloneVaults(from: FileManager.default.currentDirectoryPath), !clone.vaults.isEmpty {
+                return clone.vaults.count == 1
+                    ? "this git clone holds \(GitVaultFile.listed(clone.vaults)): run 'vault git setup' to make it this machine's vault"
+                    : "this git clone holds vaults \(GitVaultFile.listed(clone.vaults)): run 'vault git setup --vault PATH' with the one to make this machine's vault"
+            }
+            return "create one with 'vault init', or pass --vault PATH"
         case .behindHorizon:
             return "the older copy missed deletions and has changes of its own: replace it with the newer one (copy the file, or clone again) and make its changes again there ('vault export' from it shows them); nothing was merged"
         case .wrongPassphrase: return "check the passphrase; a damaged file gives the same error"
@@ -206,6 +219,16 @@ extension VaultError: CLIReportable {
             return "accepted: opslimit 2...4 and memlimit 64 MiB...1 GiB (interactive...sensitive)"
         default: return nil
         }
+    }
+}
+
+extension VaultError {
+    /// The top of the git work tree that holds the file `path`, if any.
+    static func workTree(holding path: String) -> String? {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard let top = (try? Git(directory: directory).output(["rev-parse", "--show-toplevel"]))?.trimmingCharacters(in: .newlines),
+              top.hasPrefix("/") else { return nil }
+        return top
     }
 }
 

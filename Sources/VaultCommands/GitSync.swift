@@ -25,20 +25,42 @@ package struct GitCommand: ParsableCommand {
             discussion: """
                 Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes and the vault's lock and temporary files to .gitignore (commit both), and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). In this clone only, it pins the vault's attributes in .git/info/attributes (git then converts no byte of it, whatever a committed .gitattributes says) and installs the hooks post-checkout, post-merge, post-rewrite and reference-transaction, which make the vault 0600 again after git wrote it (a hook already there is kept as NAME.before-vault and run by vault's), and sets core.trustctime false (the hooks' chmod changes the file's ctime, which git would take for a change). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent.
 
-                A vault outside any repository (--vault PATH, e.g. the default one), with the command run inside a clone, is first moved to the top of that clone under its own file name (a rename on one file system; another file system, a name taken or a vault in use is refused with the command that does it), and said so: use --vault or VAULT_PATH with its new path afterwards. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
+                A vault outside any repository (--vault PATH, e.g. the default one), with the command run inside a clone, is first moved to the top of that clone under its own file name (a rename on one file system; another file system, a name taken or a vault in use is refused with the command that does it), and said so. This machine's own vault (neither --vault nor VAULT_PATH) has its new path recorded in $XDG_CONFIG_HOME/vault/default-vault (else ~/.config/vault/), where every verb finds it; another one: use --vault or VAULT_PATH with its new path afterwards. A vault the agent held unlocked is locked at its old path ('vault unlock' again).
+
+                On a machine with no vault yet, run in a fresh clone ('git clone URL secrets; cd secrets; vault git setup'), it adopts the vault the clone holds (its one *.vault file; of several, those .gitattributes merges as vaults, else it asks which with --vault) as this machine's vault, recorded the same way, and makes it 0600. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
                 """)
 
         @OptionGroup var options: VaultOptions
 
         package func run() throws {
             try reportingErrors(json: options.json) {
-                var vault = URL(fileURLWithPath: options.resolvedPath).standardizedFileURL.path
+                let resolved = options.resolvedPath
+                var vault = URL(fileURLWithPath: resolved).standardizedFileURL.path
+                let here = FileManager.default.currentDirectoryPath
+                // This machine's own vault (no --vault, VAULT_PATH or record): its new place is recorded.
+                let machines = VaultPointer.isDefault(options.vaultPath, resolved: resolved)
+                var adopted = false
+                var info = stat()
+                if machines, lstat(vault, &info) != 0, let clone = GitVaultFile.cloneVaults(from: here), !clone.vaults.isEmpty {
+                    // A fresh clone on a machine with no vault yet: the clone's vault becomes this machine's.
+                    guard clone.vaults.count == 1 else {
+                        throw CLIError.message(
+                            "this clone holds \(clone.vaults.count) vaults (\(GitVaultFile.listed(clone.vaults))): say which with 'vault git setup --vault PATH'",
+                            exitCode: Exit.usage)
+                    }
+                    vault = clone.top + "/" + clone.vaults[0]
+                    adopted = true
+                }
                 let directory = URL(fileURLWithPath: vault).deletingLastPathComponent().path
                 var top = (try? Git(directory: directory).output(["rev-parse", "--show-toplevel"]))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
                 var moved: String?
+                var lockedInAgent = false
                 if top.isEmpty || !vault.hasPrefix(top + "/") {
-                    // A vault outside any repository, run from inside one: moved into it.
-                    (top, moved) = try VaultMove.intoRepository(vault, from: FileManager.default.currentDirectoryPath)
+                    // A vault outside any repository, run from inside one: moved into it. The agent forgets it at
+                    // its old path first (it would go on listing, and writing, a path that no longer holds it).
+                    (top, moved) = try VaultMove.intoRepository(vault, from: here) {
+                        lockedInAgent = GitCommand.lockInAgent([resolved, vault])
+                    }
                     vault = top + "/" + moved!
                 }
                 let relative = String(vault.dropFirst(top.count + 1))
@@ -71,13 +93,26 @@ package struct GitCommand: ParsableCommand {
                     try repository.check(["config", "core.trustctime", "false"])
                 }
                 GitVaultFile.makePrivate(vault, shown: shown)
+                let recorded = machines && (adopted || moved != nil)
+                if recorded { try VaultPointer.write(vault) }
                 if options.json {
                     var object: [String: Any] = ["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver, "ignored": missing, "hooks": hooks ?? []]
                     if moved != nil { object["moved_to"] = vault }
+                    if adopted { object["adopted"] = vault }
+                    if recorded { object["recorded_in"] = VaultPointer.path }
+                    if moved != nil { object["locked_in_agent"] = lockedInAgent }
                     try writeJSON(object)
                 } else {
-                    if moved != nil {
-                        try writeToStdout("moved the vault to '\(TerminalText.escaped(vault))' (commit it); from now on give --vault '\(TerminalText.escaped(vault))' or set VAULT_PATH to it\n")
+                    let newPath = TerminalText.escaped(vault)
+                    let found = "vault finds it there from now on (recorded in '\(TerminalText.escaped(VaultPointer.path))')"
+                    if adopted {
+                        try writeToStdout("this machine's vault is now '\(newPath)', the one this clone holds: \(found)\n")
+                    } else if moved != nil {
+                        try writeToStdout("moved the vault to '\(newPath)' (commit it); "
+                            + (recorded ? found : "from now on give --vault '\(newPath)' or set VAULT_PATH to it") + "\n")
+                    }
+                    if lockedInAgent {
+                        try writeToStdout("the agent held it unlocked at its old path: it is locked now; unlock it again: vault unlock" + (recorded ? "" : " --vault '\(newPath)'") + "\n")
                     }
                     try writeToStdout(
                         "git merges '\(relative)' entry by entry in this clone (\(added ? "added to" : "already in") .gitattributes"
@@ -88,6 +123,15 @@ package struct GitCommand: ParsableCommand {
         }
     }
 
+    /// The agent's key of the vault at `paths` (one file, named as it was unlocked), forgotten; whether the agent
+    /// held it. No agent, nothing to do.
+    static func lockInAgent(_ paths: [String]) -> Bool {
+        guard let client = try? AgentClient.connect() else { return false }
+        return Set(paths).map { (try? client.lock(path: $0)) ?? false }.contains(true)
+    }
+}
+
+extension GitCommand {
     /// git's merge driver (`%O %A %B %P`): merges B into A with the key of the vault unlocked in the agent whose
     /// vault id they carry, writes the result into A and exits 0. Never asks: locked or no agent, A is untouched,
     /// one line says what to do, and the exit is 1 (git records a conflict); an internal failure exits 130.

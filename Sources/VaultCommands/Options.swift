@@ -73,10 +73,11 @@ package struct VaultOptions: ParsableArguments {
     /// The vault path: --vault, $VAULT_PATH, or the default.
     package var resolvedPath: String { Self.resolvedPath(vaultPath) }
 
-    /// The vault path for `--vault` (`nil`: not given): it, else $VAULT_PATH, else the default; absolute.
+    /// The vault path for `--vault` (`nil`: not given): it, else $VAULT_PATH, else the vault `vault git setup`
+    /// recorded as this machine's (``VaultPointer``), else the default; absolute.
     static func resolvedPath(_ vaultPath: String?) -> String {
         let path = vaultPath ?? Posix.environment("VAULT_PATH").flatMap { $0.isEmpty ? nil : $0 }
-            ?? SecureKeyValueStore.defaultDirectory + "/default.vault"
+            ?? VaultPointer.read() ?? VaultPointer.defaultVault
         return path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     }
 

@@ -12,7 +12,8 @@ enum VaultMove {
     ///
     /// - Throws: ``GitRawError`` (of the vault's directory) when `directory` is not in a repository either; ``CLIError`` when the name is taken there, or
     ///   the work tree is on another file system (with the commands that do it by hand), or the vault is in use.
-    static func intoRepository(_ vault: String, from directory: String) throws -> (top: String, relative: String) {
+    /// `beforeMoving` runs under the lock, once nothing but the rename itself can refuse the move.
+    static func intoRepository(_ vault: String, from directory: String, beforeMoving: () -> Void = {}) throws -> (top: String, relative: String) {
         // Neither the vault's directory nor this one in a repository: said of the vault, with how to get one.
         let vaultDirectory = URL(fileURLWithPath: vault).deletingLastPathComponent().path
         let top = (try? Git(directory: directory).output(["rev-parse", "--show-toplevel"]))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
@@ -31,6 +32,7 @@ enum VaultMove {
         guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
             throw CLIError.message("cannot move '\(shownVault)': it is in use (another vault command holds its lock); try again", exitCode: Exit.busy)
         }
+        beforeMoving()
         guard rename(vault, target) == 0 else {
             let code = errno
             guard code == EXDEV else { throw VaultError.io(operation: "moving", path: vault, errno: code) }

@@ -23,7 +23,7 @@ package struct GitCommand: ParsableCommand {
             commandName: "setup",
             abstract: "Make git merge this vault with 'vault git merge-driver' (run once in every clone).",
             discussion: """
-                Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes and the vault's lock and temporary files to .gitignore (commit both), and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). In this clone only, it pins the vault's attributes in .git/info/attributes (git then converts no byte of it, whatever a committed .gitattributes says) and installs the hooks post-checkout, post-merge, post-rewrite and reference-transaction, which make the vault 0600 again after git wrote it (a hook already there is kept as NAME.before-vault and run by vault's), and sets core.trustctime false (the hooks' chmod changes the file's ctime, which git would take for a change). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent.
+                Writes '<vault> merge=vault diff=vault' to the repository's .gitattributes and the vault's lock and temporary files to .gitignore ('vault sync' commits both with the vault), and sets merge.vault.name, merge.vault.driver and diff.vault.textconv in this clone's config ('git diff' and 'git log -p' then show names, ids, times and field names, never a value). In this clone only, it pins the vault's attributes in .git/info/attributes (git then converts no byte of it, whatever a committed .gitattributes says) and installs the hooks post-checkout, post-merge, post-rewrite and reference-transaction, which make the vault 0600 again after git wrote it (a hook already there is kept as NAME.before-vault and run by vault's), and sets core.trustctime false (the hooks' chmod changes the file's ctime, which git would take for a change). A repository cannot configure a driver for its clones (git's own trust boundary): every clone runs 'vault git setup' once. Idempotent.
 
                 A vault outside any repository (--vault PATH, e.g. the default one), with the command run inside a clone, is first moved to the top of that clone under its own file name (a rename on one file system; another file system, a name taken or a vault in use is refused with the command that does it), and said so. This machine's own vault (neither --vault nor VAULT_PATH) has its new path recorded in $XDG_CONFIG_HOME/vault/default-vault (else ~/.config/vault/), where every verb finds it; another one: use --vault or VAULT_PATH with its new path afterwards. A vault the agent held unlocked is locked at its old path ('vault unlock' again).
 
@@ -108,7 +108,7 @@ package struct GitCommand: ParsableCommand {
                     if adopted {
                         try writeToStdout("this machine's vault is now '\(newPath)', the one this clone holds: \(found)\n")
                     } else if moved != nil {
-                        try writeToStdout("moved the vault to '\(newPath)' (commit it); "
+                        try writeToStdout("moved the vault to '\(newPath)' ('vault sync' commits it); "
                             + (recorded ? found : "from now on give --vault '\(newPath)' or set VAULT_PATH to it") + "\n")
                     }
                     if lockedInAgent {
@@ -116,7 +116,7 @@ package struct GitCommand: ParsableCommand {
                     }
                     try writeToStdout(
                         "git merges '\(relative)' entry by entry in this clone (\(added ? "added to" : "already in") .gitattributes"
-                            + (missing.isEmpty ? "" : ", its lock file to .gitignore") + (added || !missing.isEmpty ? "; commit them" : "")
+                            + (missing.isEmpty ? "" : ", its lock file to .gitignore") + (added || !missing.isEmpty ? "; 'vault sync' commits them" : "")
                             + "); every other clone runs 'vault git setup' once\n")
                 }
             }

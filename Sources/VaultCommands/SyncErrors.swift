@@ -92,9 +92,12 @@ extension GitFailure {
             return .message("a git \(operation) is in progress in '\(escaped(top))': finish it\(resume) or abort it first", exitCode: Exit.busy)
         case .detachedHead(let top):
             return .message("HEAD is detached in '\(escaped(top))': check out a branch to sync", exitCode: Exit.usage)
-        case .noUpstream(let branch, let committed):
+        case .noUpstream(let branch, let committed, let remotes):
             return .message(
-                "branch '\(escaped(branch))' has no upstream: \(committed ? "the vault is committed; " : "")set one with 'git push -u REMOTE \(escaped(branch))'",
+                "branch '\(escaped(branch))' has no upstream: \(committed ? "the vault is committed; " : "")"
+                    + (remotes == 0
+                        ? "add the repository to push to (git remote add origin URL), then run 'vault sync' again"
+                        : "set one with 'git push -u REMOTE \(escaped(branch))' (this repository has \(remotes) remotes)"),
                 exitCode: Exit.failure)
         case .mergeDidNotStart(let upstream, let output, let errors):
             return .message(

@@ -61,6 +61,13 @@ public struct GitSync {
         public var mergedCommit = false
         public var pushed = false
         public var attempts = 1
+        /// What `vault git setup` wrote beside the vault (`.gitattributes`, `.gitignore`), committed with it.
+        public var committedSetupFiles: [String] = []
+        /// The branch had no upstream and the repository one remote: pushed with `-u` (with `dryRun`: would be).
+        public var setUpstream = false
+        /// The remote and branch pushed to (or fetched from).
+        public var remote = ""
+        public var branch = ""
     }
 
     public func sync() throws -> Report {
@@ -106,34 +113,67 @@ public struct GitSync {
                 throw SyncError.git(.inProgress(operation: "rebase", top: top))
             }
         }
-        let branch = try git.output(["rev-parse", "--abbrev-ref", "HEAD"]).trimming(.newlines)
-        guard branch != "HEAD" else {
+        // The branch's name, also before its first commit (a new repository).
+        let branchResult = try git.run(["symbolic-ref", "-q", "--short", "HEAD"])
+        guard branchResult.status == 0 else {
             throw SyncError.git(.detachedHead(top: top))
         }
+        let branch = branchResult.text.trimming(.newlines)
         let upstreamResult = try git.run(["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"])
-        let upstream = upstreamResult.status == 0 ? upstreamResult.text.trimming(.newlines) : nil
+        var upstream = upstreamResult.status == 0 ? upstreamResult.text.trimming(.newlines) : nil
+        // The upstream's commit as git names it (a dry run does not record an upstream it found).
+        var upstreamRef = "@{upstream}"
 
         // The vault opens (key, MACs, rollback record) before anything of it is committed or merged.
         let entries = try open()
         _ = try entries.keys()
 
-        // 1. This clone's changes to the vault, committed (only the vault: other staged work stays staged).
+        // 1. This clone's changes to the vault, committed (only the vault, with what setup wrote beside it: other
+        // staged work stays staged). The first commit of a new repository too.
         let status = try git.output(["status", "--porcelain", "--", relative])
-        if !status.isEmpty, !dryRun {
-            try GitVaultFile.checkStoredAsIs(git, relative: relative)
-            try git.check(["add", "--", relative])
-            try git.check(["commit", "-q", "-m", "vault: sync '\(relative)'", "--only", "--", relative])
-            outcome.committed = true
+        let setupFiles = try GitVaultFile.setupChanges(git, top: top)
+        if !status.isEmpty || !setupFiles.isEmpty, !dryRun {
+            if !status.isEmpty { try GitVaultFile.checkStoredAsIs(git, relative: relative) }
+            let paths = (status.isEmpty ? [] : [relative]) + setupFiles
+            try git.check(["add", "--"] + paths)
+            try git.check(["commit", "-q", "-m", "vault: sync '\(relative)'", "--only", "--"] + paths)
+            outcome.committed = !status.isEmpty
+            outcome.committedSetupFiles = setupFiles
         }
-        guard let upstream else {
-            throw SyncError.git(.noUpstream(branch: branch, committed: outcome.committed))
+        if upstream == nil {
+            // No upstream: with exactly one remote, its branch of this name (a first push to an empty remote).
+            let remotes = try git.output(["remote"]).split(separator: "\n").map(String.init)
+            guard remotes.count == 1, let remote = remotes.first else {
+                throw SyncError.git(.noUpstream(branch: branch, committed: outcome.committed || !outcome.committedSetupFiles.isEmpty, remotes: remotes.count))
+            }
+            try git.check(["fetch", "-q", remote])
+            (outcome.remote, outcome.branch) = (remote, branch)
+            let tracking = "\(remote)/\(branch)"
+            if try git.run(["rev-parse", "-q", "--verify", "refs/remotes/\(tracking)"]).status == 0 {
+                // The remote has that branch already: it becomes the upstream, and the sync goes on as always.
+                if !dryRun { try git.check(["branch", "-q", "--set-upstream-to=\(tracking)", branch]) }
+                upstream = tracking
+                upstreamRef = "refs/remotes/\(tracking)"
+            } else {
+                outcome.upstream = tracking
+                outcome.setUpstream = true
+                if dryRun { return outcome }
+                let push = try git.run(["push", "--porcelain", "-u", remote, "refs/heads/\(branch):refs/heads/\(branch)"])
+                guard push.status == 0 else {
+                    let rejected = push.text.split(separator: "\n").filter { $0.hasPrefix("!") }.joined(separator: "; ")
+                    throw SyncError.git(.pushFailed(rejected: rejected, errors: push.errorText))
+                }
+                outcome.pushed = true
+                return outcome
+            }
         }
+        guard let upstream else { return outcome }
         outcome.upstream = upstream
 
         for attempt in 1...attempts {
             outcome.attempts = attempt
             try git.check(["fetch", "-q"])
-            let theirs = try git.output(["rev-parse", "--verify", "@{upstream}^{commit}"]).trimming(.newlines)
+            let theirs = try git.output(["rev-parse", "--verify", "\(upstreamRef)^{commit}"]).trimming(.newlines)
             let head = try git.output(["rev-parse", "--verify", "HEAD^{commit}"]).trimming(.newlines)
             let upToDate = try git.run(["merge-base", "--is-ancestor", theirs, head]).status == 0
             if !upToDate {
@@ -204,7 +244,7 @@ public struct GitSync {
                 }
             }
             if dryRun { return outcome }
-            let ahead = try git.output(["rev-list", "--count", "@{upstream}..HEAD"]).trimming(.newlines)
+            let ahead = try git.output(["rev-list", "--count", "\(upstreamRef)..HEAD"]).trimming(.newlines)
             guard ahead != "0" else { return outcome }
             // To the upstream branch itself, whatever push.default says.
             let remote = try git.output(["config", "branch.\(branch).remote"]).trimming(.newlines)

@@ -70,6 +70,27 @@ package enum GitVaultFile {
         throw SyncError.git(.converted(relative: relative, conversions: (try? conversions(git, relative: relative)) ?? [], checkedOut: true))
     }
 
+    /// `.gitattributes` and `.gitignore` at the work tree's top, those whose change since the last commit (or whose
+    /// whole text, before the first) is only lines `vault git setup` writes (the vault's attribute line; its lock and
+    /// temporary files): a sync commits them with the vault, as setup says to. Any other change is the user's.
+    package static func setupChanges(_ git: Git, top: String) throws -> [String] {
+        let hasHead = try git.run(["rev-parse", "-q", "--verify", "HEAD"]).status == 0
+        return try [".gitattributes", ".gitignore"].filter { name in
+            guard let text = try? String(contentsOfFile: top + "/" + name, encoding: .utf8) else { return false }
+            var added = text.split(separator: "\n").map(String.init)
+            if hasHead, try git.run(["cat-file", "-e", "HEAD:" + name]).status == 0 {
+                let changed = try git.output(["diff", "--no-color", "--no-ext-diff", "-U0", "HEAD", "--", name]).split(separator: "\n")
+                    .filter { ($0.hasPrefix("+") && !$0.hasPrefix("+++")) || ($0.hasPrefix("-") && !$0.hasPrefix("---")) }
+                guard !changed.contains(where: { $0.hasPrefix("-") }) else { return false }
+                added = changed.map { String($0.dropFirst()) }
+            }
+            let lines = added.filter { !$0.trimming(.whitespaces).isEmpty }
+            return !lines.isEmpty && lines.allSatisfy { line in
+                line.hasPrefix("/") && (name == ".gitattributes" ? line.hasSuffix(" merge=vault diff=vault") : line.hasSuffix(".lock") || line.hasSuffix(".*.tmp"))
+            }
+        }
+    }
+
     /// Writes `bytes` over the file `path` (a temporary file of mode 0600 beside it, then a rename: never half).
     package static func replace(_ path: String, with bytes: [UInt8]) throws {
         let temporary = path + ".vault-merge.tmp"

@@ -35,8 +35,9 @@ public enum GitFailure: Equatable, Sendable {
     case inProgress(operation: String, top: String)
     /// HEAD is detached in `top`.
     case detachedHead(top: String)
-    /// The branch has no upstream (`committed`: the vault was committed before this was found).
-    case noUpstream(branch: String, committed: Bool)
+    /// The branch has no upstream and the repository not exactly one remote (`remotes`) to push it to
+    /// (`committed`: the vault was committed before this was found).
+    case noUpstream(branch: String, committed: Bool, remotes: Int)
     /// git's merge of the upstream did not start (local changes or untracked files in its way); the vault is merged
     /// and committed.
     case mergeDidNotStart(upstream: String, output: String, errors: String)

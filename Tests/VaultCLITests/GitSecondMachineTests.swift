@@ -53,8 +53,8 @@ import VaultTestSupport
         let setupA = try a.run("exec \"$VAULT\" git setup", in: cloneA)
         #expect(setupA.status == 0, "\(setupA.stderr)")
         #expect(setupA.stdoutText == """
-            moved the vault to '\(cloneA)/default.vault' (commit it); vault finds it there from now on (recorded in '\(a.record)')
-            git merges 'default.vault' entry by entry in this clone (added to .gitattributes, its lock file to .gitignore; commit them); every other clone runs 'vault git setup' once
+            moved the vault to '\(cloneA)/default.vault' ('vault sync' commits it); vault finds it there from now on (recorded in '\(a.record)')
+            git merges 'default.vault' entry by entry in this clone (added to .gitattributes, its lock file to .gitignore; 'vault sync' commits them); every other clone runs 'vault git setup' once
 
             """, "\(setupA.stdoutText)")
         #expect(try String(contentsOfFile: a.record, encoding: .utf8) == cloneA + "/default.vault\n" && mode(a.record) == 0o600)
@@ -183,7 +183,7 @@ import VaultTestSupport
         let target = repository + "/test.vault"
         #expect(moved.status == 0, "\(moved.stderr)")
         #expect(moved.stdoutText.hasPrefix("""
-            moved the vault to '\(target)' (commit it); from now on give --vault '\(target)' or set VAULT_PATH to it
+            moved the vault to '\(target)' ('vault sync' commits it); from now on give --vault '\(target)' or set VAULT_PATH to it
             the agent held it unlocked at its old path: it is locked now; unlock it again: vault unlock --vault '\(target)'
             git merges 'test.vault' entry by entry in this clone
             """), "\(moved.stdoutText)")

@@ -39,7 +39,7 @@ import VaultTestSupport
         let moved = try CLI.shell("cd '\(repository)' && exec \"$VAULT\" git setup --vault '\(box.vaultPath)'", environment: box.environment)
         let target = repository + "/test.vault"
         #expect(moved.status == 0, "\(moved.stderr)")
-        #expect(moved.stdoutText.hasPrefix("moved the vault to '\(target)' (commit it); from now on give --vault '\(target)' or set VAULT_PATH to it\ngit merges 'test.vault' entry by entry in this clone"), "\(moved.stdoutText)")
+        #expect(moved.stdoutText.hasPrefix("moved the vault to '\(target)' ('vault sync' commits it); from now on give --vault '\(target)' or set VAULT_PATH to it\ngit merges 'test.vault' entry by entry in this clone"), "\(moved.stdoutText)")
         #expect(!FileManager.default.fileExists(atPath: box.vaultPath) && FileManager.default.fileExists(atPath: target))
         let attributes = try String(contentsOfFile: repository + "/.gitattributes", encoding: .utf8)
         #expect(attributes.contains("/test.vault merge=vault diff=vault"))

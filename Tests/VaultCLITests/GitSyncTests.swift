@@ -238,6 +238,8 @@ import VaultTestSupport
         let loose = try m.sync(m.a, passphrase: true, vault: m.a.directory + "/loose.vault")
         #expect(loose.status == 64 && loose.stderr.contains("is not in a git work tree; name a remote"), "\(loose.stderr)")
         #expect(try m.git(m.a, ["checkout", "-q", "-b", "lonely"]).status == 0)
+        // Two remotes: which one is not guessed (one remote: the first push sets it, GitFirstPushTests).
+        #expect(try m.git(m.a, ["remote", "add", "mirror", m.a.directory + "/elsewhere.git"]).status == 0)
         let noUpstream = try m.sync(m.a, passphrase: true)
         #expect(noUpstream.status == 1 && noUpstream.stderr.contains("branch 'lonely' has no upstream"), "\(noUpstream.stderr)")
     }

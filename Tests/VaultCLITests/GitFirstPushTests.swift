@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+import VaultTestSupport
+
+/// Issue 35 §4 (walkthrough finding 4), with the real git and a bare repository: the first push of a vault to an
+/// empty remote is one `vault sync` (the first commit, with what `vault git setup` wrote beside the vault, and
+/// `push -u` to the one remote), and `vault remote show` says what a git vault syncs with.
+@Suite(.processTimeLimit) struct GitFirstPushTests {
+    typealias Machine = GitSecondMachineTests.Machine
+
+    /// A machine with its default vault (one entry) set up in a new repository `secrets` whose one remote is an
+    /// empty bare repository: the state just before the first `vault sync`.
+    struct NewRepository {
+        let box: Sandbox
+        let base: String
+        let machine: Machine
+        let bare: String
+        let clone: String
+
+        init() throws {
+            box = try Sandbox()
+            base = URL(fileURLWithPath: box.directory).standardizedFileURL.path
+            machine = try Machine(base + "/home")
+            bare = base + "/remote.git"
+            clone = base + "/secrets"
+            try #require(try machine.run("git init -q --bare -b main '\(bare)' && git init -q -b main secrets", in: base).status == 0)
+            try #require(try vault("init", in: base).status == 0)
+            try #require(try machine.run("printf v | exec \"$VAULT\" put k --passphrase-file '\(box.passphraseFile)'", in: base).status == 0)
+            try #require(try vault("git setup", in: clone).status == 0)
+        }
+
+        /// `vault ARGUMENTS --passphrase-file …` in `directory` (the clone by default).
+        func vault(_ arguments: String, in directory: String? = nil) throws -> CLIResult {
+            try machine.run("exec \"$VAULT\" \(arguments) --passphrase-file '\(box.passphraseFile)'", in: directory ?? clone)
+        }
+
+        func git(_ arguments: String, in directory: String? = nil) throws -> CLIResult {
+            try machine.run("git \(arguments)", in: directory ?? clone)
+        }
+    }
+
+    @Test(.enabled(if: GitSecondMachineTests.runs, "needs git: scripts/install-deps --test"))
+    func theFirstPushToAnEmptyRemoteIsOneSync() throws {
+        _ = try #require(GitSecondMachineTests.gitTool, "git is needed (CI=true)")
+        let r = try NewRepository()
+        // No remote yet: how to add one.
+        let none = try r.vault("sync")
+        #expect(none.status == 1 && none.stdout.isEmpty)
+        #expect(none.stderr == "vault: branch 'main' has no upstream: the vault is committed; add the repository to push to (git remote add origin URL), then run 'vault sync' again\n", "\(none.stderr)")
+        #expect(try r.git("rev-list --count HEAD").stdoutText == "1\n")
+        #expect(try r.git("status --porcelain").stdoutText.isEmpty)
+        // Undo that commit: the repository as new, with one remote.
+        #expect(try r.git("update-ref -d HEAD && git remote add origin '\(r.bare)'").status == 0)
+
+        let dry = try r.vault("sync --dry-run")
+        #expect(dry.status == 0 && dry.stderr.isEmpty, "\(dry.stderr)")
+        #expect(dry.stdoutText == "would push to origin/main with -u (git push -u origin main): the branch's upstream from now on\n", "\(dry.stdoutText)")
+        #expect(try r.git("rev-parse -q --verify HEAD").status != 0 && r.git("ls-remote --heads origin").stdoutText.isEmpty)
+
+        let first = try r.vault("sync")
+        #expect(first.status == 0 && first.stderr.isEmpty, "\(first.stderr)")
+        #expect(first.stdoutText == """
+            committed 'default.vault'
+            committed .gitattributes and .gitignore (what 'vault git setup' wrote)
+            pushed to origin/main with -u (git push -u origin main): the branch's upstream from now on
+
+            """, "\(first.stdoutText)")
+        #expect(try r.git("ls-tree --name-only main", in: r.bare).stdoutText == ".gitattributes\n.gitignore\ndefault.vault\n")
+        #expect(try r.git("rev-parse --abbrev-ref @{upstream}").stdoutText == "origin/main\n")
+        #expect(try r.git("status --porcelain").stdoutText.isEmpty)
+        let again = try r.vault("sync")
+        #expect(again.status == 0 && again.stdoutText == "'default.vault' and origin/main are the same\n", "\(again.stdoutText) \(again.stderr)")
+
+        // A change of the user's own in .gitattributes is not the vault's to commit: only the vault goes.
+        let attributes = r.clone + "/.gitattributes"
+        try (String(contentsOfFile: attributes, encoding: .utf8) + "*.md text\n").write(toFile: attributes, atomically: false, encoding: .utf8)
+        #expect(try r.machine.run("printf w | exec \"$VAULT\" put k2 --passphrase-file '\(r.box.passphraseFile)'", in: r.base).status == 0)
+        let later = try r.vault("sync")
+        #expect(later.status == 0 && later.stdoutText == "committed 'default.vault'\npushed to origin/main\n", "\(later.stdoutText) \(later.stderr)")
+        #expect(try r.git("status --porcelain").stdoutText == " M .gitattributes\n")
+
+        // A second machine: clone, setup, sync; it has both entries.
+        let b = try Machine(r.base + "/homeB")
+        #expect(try b.run("git clone -q '\(r.bare)' secrets", in: b.home).status == 0)
+        #expect(try b.run("exec \"$VAULT\" git setup", in: b.home + "/secrets").status == 0)
+        let syncB = try b.run("exec \"$VAULT\" sync --passphrase-file '\(r.box.passphraseFile)'", in: b.home)
+        #expect(syncB.status == 0 && syncB.stdoutText == "'default.vault' and origin/main are the same\n", "\(syncB.stdoutText) \(syncB.stderr)")
+        let listB = try b.run("exec \"$VAULT\" list --passphrase-file '\(r.box.passphraseFile)'", in: b.home)
+        #expect(listB.stdoutText == "k\nk2\n", "\(listB.stderr)")
+    }
+
+    @Test(.enabled(if: GitSecondMachineTests.runs, "needs git: scripts/install-deps --test"))
+    func severalRemotesAreNotGuessed() throws {
+        _ = try #require(GitSecondMachineTests.gitTool, "git is needed (CI=true)")
+        let r = try NewRepository()
+        #expect(try r.git("remote add origin '\(r.bare)' && git remote add mirror '\(r.bare)'").status == 0)
+        let sync = try r.vault("sync")
+        #expect(sync.status == 1 && sync.stdout.isEmpty)
+        #expect(sync.stderr == "vault: branch 'main' has no upstream: the vault is committed; set one with 'git push -u REMOTE main' (this repository has 2 remotes)\n", "\(sync.stderr)")
+        #expect(try r.git("ls-remote --heads origin").stdoutText.isEmpty)
+    }
+}

@@ -36,12 +36,12 @@ package struct RemoteCommand: AsyncParsableCommand {
         commandName: "remote",
         abstract: RoutedVerb.named("remote").abstract,
         discussion: """
-            The first successful 'vault sync REMOTE' of a vault remembers REMOTE (with --endpoint and --region when given) when none is set yet; 'vault sync' alone then syncs with it. It is kept per vault (by its id) in the state directory ($XDG_STATE_HOME/vault, else ~/.local/state/vault), with no credential. A vault in a git work tree needs none.
+            The first successful 'vault sync REMOTE' of a vault remembers REMOTE (with --endpoint and --region when given) when none is set yet; 'vault sync' alone then syncs with it. It is kept per vault (by its id) in the state directory ($XDG_STATE_HOME/vault, else ~/.local/state/vault), with no credential. A vault in a git work tree needs none: it syncs with its branch's upstream, which 'vault remote show' prints as "git: REMOTE (BRANCH)".
             """,
         subcommands: [Show.self, Set.self])
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "show", abstract: "Print the remote 'vault sync' uses when it names none (exit 2 when none is set).")
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Print the remote 'vault sync' uses when it names none (a git vault: its branch's upstream; exit 2 when none is set).")
 
         @OptionGroup var options: VaultOptions
 
@@ -50,6 +50,8 @@ package struct RemoteCommand: AsyncParsableCommand {
                 let path = options.resolvedPath
                 guard FileManager.default.fileExists(atPath: path) else { throw VaultError.vaultNotFound(path: path) }
                 guard let record = RemoteRecord.read(vault: path) else {
+                    // A vault in a git work tree syncs with its branch's upstream: what 'vault sync' will use.
+                    if let target = try GitSync.target(of: path) { return try RemoteCommand.show(target, path: path, json: options.json) }
                     throw CLIError.message("'\(TerminalText.escaped(path))' has no remote: 'vault sync REMOTE' or 'vault remote set REMOTE' sets one", exitCode: Exit.notFound)
                 }
                 if options.json {
@@ -63,6 +65,23 @@ package struct RemoteCommand: AsyncParsableCommand {
                 if let region = record.region { text += " --region \(TerminalText.escaped(region))" }
                 try writeToStdout(text + "\n")
             }
+        }
+    }
+
+    /// What `vault sync` with no remote uses for a vault in a git work tree: "git: REMOTE (BRANCH)".
+    static func show(_ target: GitSync.Target, path: String, json: Bool) throws {
+        switch target {
+        case .upstream(let remote, let branch), .firstPush(let remote, let branch):
+            let first = target == .firstPush(remote: remote, branch: branch)
+            if json { return try writeJSON(["remote": "git", "git_remote": remote, "branch": branch, "upstream_set": !first]) }
+            try writeToStdout("git: \(TerminalText.escaped(remote)) (\(TerminalText.escaped(branch)))"
+                + (first ? "; no upstream yet: the first 'vault sync' pushes there with -u" : "") + "\n")
+        case .none(let branch, let remotes):
+            let why = branch.map { "its git branch '\(TerminalText.escaped($0))' has no upstream and the repository \(remotes == 0 ? "no remote" : "\(remotes) remotes")" }
+                ?? "its git work tree has a detached HEAD"
+            throw CLIError.message(
+                "'\(TerminalText.escaped(path))' has no remote: \(why); 'git push -u REMOTE BRANCH' or 'vault remote set REMOTE' sets one",
+                exitCode: Exit.notFound)
         }
     }
 

@@ -272,6 +272,37 @@ public struct GitSync {
     }
 }
 
+extension GitSync {
+    /// What `vault sync` with no remote syncs the vault at `path` with (`vault remote show`).
+    public enum Target: Equatable, Sendable {
+        /// The branch's upstream: `remote`'s `branch`.
+        case upstream(remote: String, branch: String)
+        /// No upstream, one remote: the first sync pushes `branch` there with `-u`.
+        case firstPush(remote: String, branch: String)
+        /// No upstream and not exactly one remote (`branch` nil: HEAD is detached).
+        case none(branch: String?, remotes: Int)
+    }
+
+    /// What `vault sync` would sync the vault at `path` with, as its git sync decides it; nil when the vault's
+    /// directory is in no git work tree.
+    public static func target(of path: String) throws -> Target? {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let probe = Git(directory: directory)
+        guard try probe.run(["rev-parse", "--show-toplevel"]).status == 0 else { return nil }
+        let remotes = try probe.output(["remote"]).split(separator: "\n").map(String.init)
+        let branchResult = try probe.run(["symbolic-ref", "-q", "--short", "HEAD"])
+        guard branchResult.status == 0 else { return Target.none(branch: nil, remotes: remotes.count) }
+        let branch = branchResult.text.trimming(.newlines)
+        if try probe.run(["rev-parse", "-q", "--verify", "@{upstream}"]).status == 0 {
+            let remote = try probe.output(["config", "branch.\(branch).remote"]).trimming(.newlines)
+            let merge = try probe.output(["config", "branch.\(branch).merge"]).trimming(.newlines)
+            return .upstream(remote: remote, branch: merge.hasPrefix("refs/heads/") ? String(merge.dropFirst("refs/heads/".count)) : merge)
+        }
+        guard remotes.count == 1 else { return Target.none(branch: branch, remotes: remotes.count) }
+        return .firstPush(remote: remotes[0], branch: branch)
+    }
+}
+
 extension MergeReport {
     /// Adds `other`'s entries to this report (a sync that merged more than once says all of it).
     package mutating func accumulate(_ other: MergeReport) {

@@ -43,7 +43,11 @@ import VaultTestSupport
     func theFirstPushToAnEmptyRemoteIsOneSync() throws {
         _ = try #require(GitSecondMachineTests.gitTool, "git is needed (CI=true)")
         let r = try NewRepository()
-        // No remote yet: how to add one.
+        // No remote yet: how to add one. 'vault remote show' (finding 12) says what sync would use, from anywhere.
+        let vaultPath = r.clone + "/default.vault"
+        let noRemote = try r.vault("remote show", in: r.base)
+        #expect(noRemote.status == 2 && noRemote.stdout.isEmpty)
+        #expect(noRemote.stderr == "vault: '\(vaultPath)' has no remote: its git branch 'main' has no upstream and the repository no remote; 'git push -u REMOTE BRANCH' or 'vault remote set REMOTE' sets one\n", "\(noRemote.stderr)")
         let none = try r.vault("sync")
         #expect(none.status == 1 && none.stdout.isEmpty)
         #expect(none.stderr == "vault: branch 'main' has no upstream: the vault is committed; add the repository to push to (git remote add origin URL), then run 'vault sync' again\n", "\(none.stderr)")
@@ -52,6 +56,8 @@ import VaultTestSupport
         // Undo that commit: the repository as new, with one remote.
         #expect(try r.git("update-ref -d HEAD && git remote add origin '\(r.bare)'").status == 0)
 
+        let pending = try r.vault("remote show")
+        #expect(pending.status == 0 && pending.stdoutText == "git: origin (main); no upstream yet: the first 'vault sync' pushes there with -u\n", "\(pending.stdoutText) \(pending.stderr)")
         let dry = try r.vault("sync --dry-run")
         #expect(dry.status == 0 && dry.stderr.isEmpty, "\(dry.stderr)")
         #expect(dry.stdoutText == "would push to origin/main with -u (git push -u origin main): the branch's upstream from now on\n", "\(dry.stdoutText)")
@@ -68,6 +74,10 @@ import VaultTestSupport
         #expect(try r.git("ls-tree --name-only main", in: r.bare).stdoutText == ".gitattributes\n.gitignore\ndefault.vault\n")
         #expect(try r.git("rev-parse --abbrev-ref @{upstream}").stdoutText == "origin/main\n")
         #expect(try r.git("status --porcelain").stdoutText.isEmpty)
+        let shown = try r.vault("remote show", in: r.base)
+        #expect(shown.status == 0 && shown.stdoutText == "git: origin (main)\n", "\(shown.stdoutText) \(shown.stderr)")
+        let shownJSON = try r.vault("remote show --json")
+        #expect(try JSONSerialization.jsonObject(with: shownJSON.stdout) as? NSDictionary == ["remote": "git", "git_remote": "origin", "branch": "main", "upstream_set": true])
         let again = try r.vault("sync")
         #expect(again.status == 0 && again.stdoutText == "'default.vault' and origin/main are the same\n", "\(again.stdoutText) \(again.stderr)")
 
@@ -94,6 +104,8 @@ import VaultTestSupport
         _ = try #require(GitSecondMachineTests.gitTool, "git is needed (CI=true)")
         let r = try NewRepository()
         #expect(try r.git("remote add origin '\(r.bare)' && git remote add mirror '\(r.bare)'").status == 0)
+        let shown = try r.vault("remote show")
+        #expect(shown.status == 2 && shown.stderr == "vault: '\(r.clone)/default.vault' has no remote: its git branch 'main' has no upstream and the repository 2 remotes; 'git push -u REMOTE BRANCH' or 'vault remote set REMOTE' sets one\n", "\(shown.stderr)")
         let sync = try r.vault("sync")
         #expect(sync.status == 1 && sync.stdout.isEmpty)
         #expect(sync.stderr == "vault: branch 'main' has no upstream: the vault is committed; set one with 'git push -u REMOTE main' (this repository has 2 remotes)\n", "\(sync.stderr)")

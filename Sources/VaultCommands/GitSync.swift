@@ -37,11 +37,20 @@ package struct GitCommand: ParsableCommand {
                 let resolved = options.resolvedPath
                 var vault = URL(fileURLWithPath: resolved).standardizedFileURL.path
                 let here = FileManager.default.currentDirectoryPath
-                // This machine's own vault (no --vault, VAULT_PATH or record): its new place is recorded.
-                let machines = VaultPointer.isDefault(options.vaultPath, resolved: resolved)
+                // This machine's own vault (neither --vault nor VAULT_PATH): its new place is recorded.
+                let machines = options.vaultPath == nil && (Posix.environment("VAULT_PATH") ?? "").isEmpty
                 var adopted = false
                 var info = stat()
-                if machines, lstat(vault, &info) != 0, let clone = GitVaultFile.cloneVaults(from: here), !clone.vaults.isEmpty {
+                if machines, let clone = GitVaultFile.cloneVaults(from: here), !clone.vaults.isEmpty,
+                   !URL(fileURLWithPath: vault).resolvingSymlinksInPath().path.hasPrefix(clone.top + "/") {
+                    guard lstat(vault, &info) != 0 else {
+                        // Two vaults: this machine's and the clone's. Which one to keep in the clone is the user's call.
+                        throw CLIError.message(
+                            "this clone holds \(GitVaultFile.listed(clone.vaults)) and this machine has a vault of its own, '\(TerminalText.escaped(vault))': "
+                                + "'vault git setup --vault PATH' with the clone's sets that one up ('vault merge' brings this machine's entries into it); "
+                                + "--vault '\(TerminalText.escaped(vault))' moves this machine's into the clone beside it",
+                            exitCode: Exit.usage)
+                    }
                     // A fresh clone on a machine with no vault yet: the clone's vault becomes this machine's.
                     guard clone.vaults.count == 1 else {
                         throw CLIError.message(

@@ -54,11 +54,6 @@ package enum VaultPointer {
 
     /// The default vault path, where no option, variable or record names another.
     static var defaultVault: String { SecureKeyValueStore.defaultDirectory + "/default.vault" }
-
-    /// Whether `path` is what a verb run with neither `--vault` nor `VAULT_PATH`, and no record, opens.
-    static func isDefault(_ vaultPath: String?, resolved path: String) -> Bool {
-        vaultPath == nil && (Posix.environment("VAULT_PATH") ?? "").isEmpty && read() == nil && path == defaultVault
-    }
 }
 
 extension GitVaultFile {

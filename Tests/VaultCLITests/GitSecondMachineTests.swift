@@ -128,6 +128,17 @@ import VaultTestSupport
         #expect(setup.status == 64 && setup.stdout.isEmpty)
         #expect(setup.stderr == "vault: this clone holds 2 vaults ('ops/ops.vault', 'team.vault'): say which with 'vault git setup --vault PATH'\n", "\(setup.stderr)")
         #expect(!FileManager.default.fileExists(atPath: machine.record) && !FileManager.default.fileExists(atPath: clone + "/.gitattributes"))
+
+        // A machine with a vault of its own (made by 'vault init' before the clone): not moved in beside the clone's.
+        #expect(try machine.run("exec \"$VAULT\" init --passphrase-file '\(box.passphraseFile)'", in: base).status == 0)
+        let two = try machine.run("exec \"$VAULT\" git setup", in: clone)
+        #expect(two.status == 64 && two.stdout.isEmpty)
+        #expect(two.stderr == """
+            vault: this clone holds 'ops/ops.vault', 'team.vault' and this machine has a vault of its own, '\(machine.defaultVault)': 'vault git setup --vault PATH' with the clone's sets that one up ('vault merge' brings this machine's entries into it); --vault '\(machine.defaultVault)' moves this machine's into the clone beside it
+
+            """, "\(two.stderr)")
+        #expect(FileManager.default.fileExists(atPath: machine.defaultVault) && !FileManager.default.fileExists(atPath: clone + "/default.vault"))
+        #expect(!FileManager.default.fileExists(atPath: machine.record) && !FileManager.default.fileExists(atPath: clone + "/.gitattributes"))
     }
 
     /// Finding 3: a vault git checked out 0644, refused before setup: the hint is the command that fixes it for good.

@@ -89,14 +89,21 @@ import VaultTestSupport
         #expect(later.status == 0 && later.stdoutText == "committed 'default.vault'\npushed to origin/main\n", "\(later.stdoutText) \(later.stderr)")
         #expect(try r.git("status --porcelain").stdoutText == " M .gitattributes\n")
 
-        // A second machine: clone, setup, sync; it has both entries.
+        // No upstream, but the one remote has the branch: it becomes the upstream, and the sync goes on as always.
+        #expect(try r.git("branch --unset-upstream").status == 0)
+        #expect(try r.machine.run("printf x | exec \"$VAULT\" put k3 --passphrase-file '\(r.box.passphraseFile)'", in: r.base).status == 0)
+        let tracked = try r.vault("sync")
+        #expect(tracked.status == 0 && tracked.stdoutText == "committed 'default.vault'\npushed to origin/main\n", "\(tracked.stdoutText) \(tracked.stderr)")
+        #expect(try r.git("rev-parse --abbrev-ref @{upstream}").stdoutText == "origin/main\n")
+
+        // A second machine: clone, setup, sync; it has every entry.
         let b = try Machine(r.base + "/homeB")
         #expect(try b.run("git clone -q '\(r.bare)' secrets", in: b.home).status == 0)
         #expect(try b.run("exec \"$VAULT\" git setup", in: b.home + "/secrets").status == 0)
         let syncB = try b.run("exec \"$VAULT\" sync --passphrase-file '\(r.box.passphraseFile)'", in: b.home)
         #expect(syncB.status == 0 && syncB.stdoutText == "'default.vault' and origin/main are the same\n", "\(syncB.stdoutText) \(syncB.stderr)")
         let listB = try b.run("exec \"$VAULT\" list --passphrase-file '\(r.box.passphraseFile)'", in: b.home)
-        #expect(listB.stdoutText == "k\nk2\n", "\(listB.stderr)")
+        #expect(listB.stdoutText == "k\nk2\nk3\n", "\(listB.stderr)")
     }
 
     @Test(.enabled(if: GitSecondMachineTests.runs, "needs git: scripts/install-deps --test"))

@@ -41,7 +41,7 @@ package enum Root {
     package static let discussion = """
             Secrets never come from the command line: values are read from stdin (or a no-echo prompt), the passphrase from the terminal, --passphrase-fd N, --passphrase-file PATH, or the VAULT_PASSPHRASE environment variable (weaker: other processes of yours may read it). A vault shared with age recipients also opens with an age identity file: --identity FILE or VAULT_IDENTITY ('vault recipients --help').
 
-            The vault is --vault PATH, else $VAULT_PATH, else $XDG_DATA_HOME/vault/default.vault (~/.local/share/vault/default.vault).
+            The vault is --vault PATH, else $VAULT_PATH, else the one 'vault git setup' moved into a git clone or adopted from one (recorded in ~/.config/vault/default-vault), else $XDG_DATA_HOME/vault/default.vault (~/.local/share/vault/default.vault).
 
             -f, --force means one thing on every verb that has it: go ahead, without asking, over what would stop the command or make it ask (an entry or file that exists, a weak new passphrase, names that do not exist, a vault already unlocked). Each verb's --help lists its own options first and the global ones (--vault, --passphrase-fd, --passphrase-file, --identity, --json, --accept-rollback) after them.
 

@@ -15,6 +15,26 @@ import VaultTestSupport
         return try AgentCLI.exec(SecretServiceCLITests.python, ["-c", "import sys, keyring\n" + script] + arguments, environment: environment)
     }
 
+    /// The backend opens the vault `vault` opens: VAULT_PATH, else the one `vault git setup` recorded (a private
+    /// file only), else the default.
+    @Test func theBackendsVaultIsTheOneVaultResolves() throws {
+        let box = try AgentBox()
+        let config = box.directory + "/config"
+        try FileManager.default.createDirectory(atPath: config + "/vault", withIntermediateDirectories: true)
+        let record = config + "/vault/default-vault"
+        FileManager.default.createFile(atPath: record, contents: Data("\(box.directory)/clone/team.vault\n".utf8), attributes: [.posixPermissions: 0o600])
+        func resolved(_ environment: [String: String]) throws -> String {
+            let run = try AgentCLI.exec("/usr/bin/python3", ["-c", "from vault_keyring import agent; print(agent.vault_path())"],
+                                        environment: ["PYTHONPATH": Self.package, "XDG_CONFIG_HOME": config, "XDG_DATA_HOME": box.directory + "/data"].merging(environment) { $1 })
+            #expect(run.status == 0, "\(run.stderr)")
+            return run.stdoutText
+        }
+        #expect(try resolved([:]) == "\(box.directory)/clone/team.vault\n")
+        #expect(try resolved(["VAULT_PATH": box.vaultPath]) == box.vaultPath + "\n")
+        chmod(record, 0o644)
+        #expect(try resolved([:]) == "\(box.directory)/data/vault/default.vault\n")
+    }
+
     @Test(.enabled(if: SecretServiceCLITests.present, SecretServiceCLITests.missing))
     func setGetDeleteLandInTheEntriesTheSecretServiceBackendUses() throws {
         let (box, bus) = try SecretServiceClientsTests.boxWithProvider()

@@ -6,6 +6,7 @@ locked), and fields: tag (1 byte), length (4 bytes big-endian), bytes.
 import os
 import secrets
 import socket
+import stat
 import struct
 
 VERSION = 5
@@ -39,8 +40,30 @@ def socket_path():
     return state + "/vault/agent/agent.sock"
 
 
+def recorded_vault():
+    """The vault `vault git setup` recorded as this machine's ($XDG_CONFIG_HOME/vault/default-vault), or None: as
+    vault reads it, only from a private regular file of this user's holding one absolute path."""
+    config = os.environ.get("XDG_CONFIG_HOME")
+    base = config + "/vault" if config and config.startswith("/") else os.path.expanduser("~/.config/vault")
+    try:
+        fd = os.open(base + "/default-vault", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            return None
+        data = os.read(fd, 4097)
+    finally:
+        os.close(fd)
+    line = data.split(b"\n", 1)[0]
+    if len(data) > 4096 or b"\0" in data or not line.startswith(b"/"):
+        return None
+    return os.fsdecode(line)
+
+
 def vault_path():
-    path = os.environ.get("VAULT_PATH")
+    path = os.environ.get("VAULT_PATH") or recorded_vault()
     if not path:
         data = os.environ.get("XDG_DATA_HOME")
         base = data + "/vault" if data and data.startswith("/") else os.path.expanduser("~/.local/share/vault")

@@ -12,13 +12,21 @@ import VaultTerminal
 package enum VaultPointer {
     static var path: String { IdentityCommand.directory + "/default-vault" }
 
-    /// A pointer file not to be trusted is said once per process, not at every path resolution.
-    private static let warned = Atomic<Bool>(false)
+    /// The record as last read or written by this process, by the record's path (a verb resolves its vault's
+    /// path several times).
+    private static let cache = Mutex<(file: String, value: String?)?>(nil)
 
     /// The recorded vault path, or nil: no record, or one that is not a private regular file of this user's (it
     /// would choose which vault a passphrase is typed for; said on stderr, and the default path is used).
     static func read() -> String? {
         let file = path
+        if let cached = cache.withLock({ $0 }), cached.file == file { return cached.value }
+        let value = readFile(file)
+        cache.withLock { $0 = (file, value) }
+        return value
+    }
+
+    private static func readFile(_ file: String) -> String? {
         let fd = Posix.retryingEINTR { open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
         guard fd >= 0 else {
             if errno != ENOENT && errno != ENOTDIR { warn(file, "cannot be read (\(String(cString: strerror(errno))))") }
@@ -42,7 +50,6 @@ package enum VaultPointer {
     }
 
     private static func warn(_ file: String, _ reason: String) {
-        guard !warned.exchange(true, ordering: .relaxed) else { return }
         writeToStderr("vault: warning: ignoring '\(TerminalText.escaped(file))' (where 'vault git setup' records this machine's vault): \(reason)\n")
     }
 
@@ -50,6 +57,7 @@ package enum VaultPointer {
     static func write(_ vault: String) throws {
         try FileManager.default.createDirectory(atPath: IdentityCommand.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try Array((vault + "\n").utf8).withUnsafeBytes { try OutputFile.replace(path, with: $0) }
+        cache.withLock { $0 = (path, vault) }
     }
 
     /// The default vault path, where no option, variable or record names another.

@@ -75,7 +75,7 @@ package struct RemoteCommand: AsyncParsableCommand {
             let first = target == .firstPush(remote: remote, branch: branch)
             if json { return try writeJSON(["remote": "git", "git_remote": remote, "branch": branch, "upstream_set": !first]) }
             try writeToStdout("git: \(TerminalText.escaped(remote)) (\(TerminalText.escaped(branch)))"
-                + (first ? "; no upstream yet: the first 'vault sync' pushes there with -u" : "") + "\n")
+                + (first ? "; no upstream yet: the first 'vault sync' sets it" : "") + "\n")
         case .none(let branch, let remotes):
             let why = branch.map { "its git branch '\(TerminalText.escaped($0))' has no upstream and the repository \(remotes == 0 ? "no remote" : "\(remotes) remotes")" }
                 ?? "its git work tree has a detached HEAD"

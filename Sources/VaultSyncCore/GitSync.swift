@@ -164,6 +164,7 @@ public struct GitSync {
                     throw SyncError.git(.pushFailed(rejected: rejected, errors: push.errorText))
                 }
                 outcome.pushed = true
+                publishKeyChange(vaultPath)
                 return outcome
             }
         }
@@ -252,10 +253,7 @@ public struct GitSync {
             let push = try git.run(["push", "--porcelain", remote, "HEAD:\(mergeRef)"])
             if push.status == 0 {
                 outcome.pushed = true
-                // A key change made here is upstream now: other clones follow it; it is no longer pending.
-                if let protection = rollbackProtection, let pushed = try? GitVaultFile.read(vaultPath) {
-                    DocumentVault.keyChangePublished(pushed, protection: protection)
-                }
+                publishKeyChange(vaultPath)
                 return outcome
             }
             // Only a rejection because the branch moved (before or while we pushed) is tried again; a hook or a
@@ -273,6 +271,13 @@ public struct GitSync {
 }
 
 extension GitSync {
+    /// After a push: a key change made here is upstream now (other clones follow it); it is no longer pending.
+    func publishKeyChange(_ vaultPath: String) {
+        if let protection = rollbackProtection, let pushed = try? GitVaultFile.read(vaultPath) {
+            DocumentVault.keyChangePublished(pushed, protection: protection)
+        }
+    }
+
     /// What `vault sync` with no remote syncs the vault at `path` with (`vault remote show`).
     public enum Target: Equatable, Sendable {
         /// The branch's upstream: `remote`'s `branch`.

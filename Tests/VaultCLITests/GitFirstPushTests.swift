@@ -57,7 +57,7 @@ import VaultTestSupport
         #expect(try r.git("update-ref -d HEAD && git remote add origin '\(r.bare)'").status == 0)
 
         let pending = try r.vault("remote show")
-        #expect(pending.status == 0 && pending.stdoutText == "git: origin (main); no upstream yet: the first 'vault sync' pushes there with -u\n", "\(pending.stdoutText) \(pending.stderr)")
+        #expect(pending.status == 0 && pending.stdoutText == "git: origin (main); no upstream yet: the first 'vault sync' sets it\n", "\(pending.stdoutText) \(pending.stderr)")
         let dry = try r.vault("sync --dry-run")
         #expect(dry.status == 0 && dry.stderr.isEmpty, "\(dry.stderr)")
         #expect(dry.stdoutText == "would push to origin/main with -u (git push -u origin main): the branch's upstream from now on\n", "\(dry.stdoutText)")

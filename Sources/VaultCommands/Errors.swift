@@ -180,6 +180,9 @@ extension VaultError: CLIReportable {
                     ? "this git clone holds \(GitVaultFile.listed(clone.vaults)): run 'vault git setup' to make it this machine's vault"
                     : "this git clone holds vaults \(GitVaultFile.listed(clone.vaults)): run 'vault git setup --vault PATH' with the one to make this machine's vault"
             }
+            if path == VaultPointer.read() {
+                return "'vault git setup' recorded it as this machine's vault in '\(TerminalText.escaped(VaultPointer.path))': clone its repository there again, or remove that file to use the default vault"
+            }
             return "create one with 'vault init', or pass --vault PATH"
         case .behindHorizon:
             return "the older copy missed deletions and has changes of its own: replace it with the newer one (copy the file, or clone again) and make its changes again there ('vault export' from it shows them); nothing was merged"

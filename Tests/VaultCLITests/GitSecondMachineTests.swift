@@ -93,7 +93,23 @@ import VaultTestSupport
         let again = try b.run("exec \"$VAULT\" git setup", in: cloneB)
         #expect(again.status == 0 && again.stdoutText.hasPrefix("git merges 'default.vault'") && again.stderr.isEmpty, "\(again.stdoutText) \(again.stderr)")
 
-        // A record that others may write is not followed: said once, and the default path is used.
+        // The recorded vault gone (the clone deleted): said where the record is.
+        #expect(rename(cloneB, cloneB + ".moved") == 0)
+        let gone = try b.run("exec \"$VAULT\" list --passphrase-file '\(box.passphraseFile)'", in: b.home)
+        #expect(gone.status == 1 && gone.stderr == """
+            vault: no vault at '\(cloneB)/default.vault'
+            hint: 'vault git setup' recorded it as this machine's vault in '\(b.record)': clone its repository there again, or remove that file to use the default vault
+
+            """, "\(gone.stderr)")
+        #expect(rename(cloneB + ".moved", cloneB) == 0)
+        // A record that is not one absolute path, or that others may read or write, is not followed: said, and
+        // the default path is used.
+        try "secrets/default.vault\n".write(toFile: b.record + ".new", atomically: false, encoding: .utf8)
+        #expect(chmod(b.record + ".new", 0o600) == 0 && rename(b.record, b.record + ".kept") == 0 && rename(b.record + ".new", b.record) == 0)
+        let relative = try b.run("exec \"$VAULT\" list --passphrase-file '\(box.passphraseFile)'", in: b.home)
+        #expect(relative.status == 1 && relative.stderr.hasPrefix(
+            "vault: warning: ignoring '\(b.record)' (where 'vault git setup' records this machine's vault): it does not hold one absolute path\nvault: no vault at '\(b.defaultVault)'\n"), "\(relative.stderr)")
+        #expect(rename(b.record + ".kept", b.record) == 0)
         chmod(b.record, 0o666)
         let untrusted = try b.run("exec \"$VAULT\" list --passphrase-file '\(box.passphraseFile)'", in: b.home)
         #expect(untrusted.status == 1)

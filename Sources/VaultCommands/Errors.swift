@@ -226,11 +226,14 @@ extension VaultError: CLIReportable {
 }
 
 extension VaultError {
-    /// The top of the git work tree that holds the file `path`, if any.
+    /// The top of the git work tree whose index holds the file `path` (git checked it out), if any: a vault in a
+    /// directory that merely lies inside one (a home kept in git) is not git's.
     static func workTree(holding path: String) -> String? {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        guard let top = (try? Git(directory: directory).output(["rev-parse", "--show-toplevel"]))?.trimmingCharacters(in: .newlines),
-              top.hasPrefix("/") else { return nil }
+        let git = Git(directory: directory)
+        guard let top = (try? git.output(["rev-parse", "--show-toplevel"]))?.trimmingCharacters(in: .newlines), top.hasPrefix("/"),
+              (try? git.run(["ls-files", "--error-unmatch", "--", URL(fileURLWithPath: path).lastPathComponent]))?.status == 0
+        else { return nil }
         return top
     }
 }

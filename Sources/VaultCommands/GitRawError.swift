@@ -49,7 +49,7 @@ struct GitRawError: Error, CLIReportable, Equatable {
         case .notARepository:
             return "clone the repository (git clone URL) or make one (git init), then run 'vault git setup --vault PATH' inside it: it moves the vault there"
         case .noCommitYet:
-            return "make a first commit (git commit --allow-empty -m start), or push one from another clone and pull it"
+            return "'vault sync' (without --dry-run) makes the first commit, of the vault and what 'vault git setup' wrote; or pull one from the remote (git pull REMOTE BRANCH)"
         }
     }
 }

@@ -99,6 +99,11 @@ extension GitFailure {
                         ? "add the repository to push to (git remote add origin URL), then run 'vault sync' again"
                         : "set one with 'git push -u REMOTE \(escaped(branch))' (this repository has \(remotes) remotes)"),
                 exitCode: Exit.failure)
+        case .remoteHasBranch(let remote, let branch):
+            return .message(
+                "'\(escaped(remote))' has a branch '\(escaped(branch))' already, and this repository no commit: git would not merge the two; "
+                    + "clone it instead (git clone URL) and run 'vault git setup' in the clone (it adopts the clone's vault; 'vault merge' brings this one's entries into it); nothing was committed",
+                exitCode: Exit.failure)
         case .mergeDidNotStart(let upstream, let output, let errors):
             return .message(
                 "git could not merge \(upstream) (the vault is merged and committed): \(escaped(detail(output, errors))); run 'vault sync' again once that is settled",

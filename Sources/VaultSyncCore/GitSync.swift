@@ -128,6 +128,30 @@ public struct GitSync {
         let entries = try open()
         _ = try entries.keys()
 
+        // No upstream: with exactly one remote, its branch of this name, when it has one (else a first push there).
+        let remotes = upstream == nil ? try git.output(["remote"]).split(separator: "\n").map(String.init) : []
+        var firstPush: String?
+        if upstream == nil, remotes.count == 1, let remote = remotes.first {
+            try git.check(["fetch", "-q", remote])
+            (outcome.remote, outcome.branch) = (remote, branch)
+            let tracking = "\(remote)/\(branch)"
+            if try git.run(["rev-parse", "-q", "--verify", "refs/remotes/\(tracking)"]).status == 0 {
+                // A new repository (no commit) beside a remote that has the branch: unrelated histories git would
+                // not merge. Cloning is the way; nothing is committed.
+                guard try git.run(["rev-parse", "-q", "--verify", "HEAD"]).status == 0 else {
+                    throw SyncError.git(.remoteHasBranch(remote: remote, branch: branch))
+                }
+                // The remote has that branch already: it becomes the upstream, and the sync goes on as always.
+                if !dryRun { try git.check(["branch", "-q", "--set-upstream-to=\(tracking)", branch]) }
+                upstream = tracking
+                upstreamRef = "refs/remotes/\(tracking)"
+            } else {
+                firstPush = remote
+                outcome.upstream = tracking
+                outcome.setUpstream = true
+            }
+        }
+
         // 1. This clone's changes to the vault, committed (only the vault, with what setup wrote beside it: other
         // staged work stays staged). The first commit of a new repository too.
         let status = try git.output(["status", "--porcelain", "--", relative])
@@ -141,32 +165,19 @@ public struct GitSync {
             outcome.committedSetupFiles = setupFiles
         }
         if upstream == nil {
-            // No upstream: with exactly one remote, its branch of this name (a first push to an empty remote).
-            let remotes = try git.output(["remote"]).split(separator: "\n").map(String.init)
-            guard remotes.count == 1, let remote = remotes.first else {
+            guard let remote = firstPush else {
                 throw SyncError.git(.noUpstream(branch: branch, committed: outcome.committed || !outcome.committedSetupFiles.isEmpty, remotes: remotes.count))
             }
-            try git.check(["fetch", "-q", remote])
-            (outcome.remote, outcome.branch) = (remote, branch)
-            let tracking = "\(remote)/\(branch)"
-            if try git.run(["rev-parse", "-q", "--verify", "refs/remotes/\(tracking)"]).status == 0 {
-                // The remote has that branch already: it becomes the upstream, and the sync goes on as always.
-                if !dryRun { try git.check(["branch", "-q", "--set-upstream-to=\(tracking)", branch]) }
-                upstream = tracking
-                upstreamRef = "refs/remotes/\(tracking)"
-            } else {
-                outcome.upstream = tracking
-                outcome.setUpstream = true
-                if dryRun { return outcome }
-                let push = try git.run(["push", "--porcelain", "-u", remote, "refs/heads/\(branch):refs/heads/\(branch)"])
-                guard push.status == 0 else {
-                    let rejected = push.text.split(separator: "\n").filter { $0.hasPrefix("!") }.joined(separator: "; ")
-                    throw SyncError.git(.pushFailed(rejected: rejected, errors: push.errorText))
-                }
-                outcome.pushed = true
-                publishKeyChange(vaultPath)
-                return outcome
+            if dryRun { return outcome }
+            // A first push to an empty remote (or one without this branch): with -u, the branch's upstream after.
+            let push = try git.run(["push", "--porcelain", "-u", remote, "refs/heads/\(branch):refs/heads/\(branch)"])
+            guard push.status == 0 else {
+                let rejected = push.text.split(separator: "\n").filter { $0.hasPrefix("!") }.joined(separator: "; ")
+                throw SyncError.git(.pushFailed(rejected: rejected, errors: push.errorText))
             }
+            outcome.pushed = true
+            publishKeyChange(vaultPath)
+            return outcome
         }
         guard let upstream else { return outcome }
         outcome.upstream = upstream

@@ -38,6 +38,8 @@ public enum GitFailure: Equatable, Sendable {
     /// The branch has no upstream and the repository not exactly one remote (`remotes`) to push it to
     /// (`committed`: the vault was committed before this was found).
     case noUpstream(branch: String, committed: Bool, remotes: Int)
+    /// A repository with no commit whose one remote has the branch already (histories git would not merge).
+    case remoteHasBranch(remote: String, branch: String)
     /// git's merge of the upstream did not start (local changes or untracked files in its way); the vault is merged
     /// and committed.
     case mergeDidNotStart(upstream: String, output: String, errors: String)

@@ -106,6 +106,23 @@ import VaultTestSupport
         #expect(listB.stdoutText == "k\nk2\nk3\n", "\(listB.stderr)")
     }
 
+    /// `git init` and `git remote add` where `git clone` was meant: the remote's branch and this first commit would be
+    /// unrelated histories, which git does not merge. Said before anything is committed.
+    @Test(.enabled(if: GitSecondMachineTests.runs, "needs git: scripts/install-deps --test"))
+    func aNewRepositoryBesideARemoteWithTheBranchIsToldToClone() throws {
+        _ = try #require(GitSecondMachineTests.gitTool, "git is needed (CI=true)")
+        let r = try NewRepository()
+        #expect(try r.git("clone -q '\(r.bare)' seed 2>/dev/null && git -C seed commit -q --allow-empty -m start && git -C seed push -q origin main", in: r.base).status == 0)
+        #expect(try r.git("remote add origin '\(r.bare)'").status == 0)
+        for arguments in ["sync --dry-run", "sync"] {
+            let sync = try r.vault(arguments)
+            #expect(sync.status == 1 && sync.stdout.isEmpty, "\(arguments)")
+            #expect(sync.stderr == "vault: 'origin' has a branch 'main' already, and this repository no commit: git would not merge the two; clone it instead (git clone URL) and run 'vault git setup' in the clone (it adopts the clone's vault; 'vault merge' brings this one's entries into it); nothing was committed\n", "\(arguments): \(sync.stderr)")
+        }
+        #expect(try r.git("rev-parse -q --verify HEAD").status != 0)
+        #expect(try r.git("status --porcelain").stdoutText == "?? .gitattributes\n?? .gitignore\n?? default.vault\n")
+    }
+
     @Test(.enabled(if: GitSecondMachineTests.runs, "needs git: scripts/install-deps --test"))
     func severalRemotesAreNotGuessed() throws {
         _ = try #require(GitSecondMachineTests.gitTool, "git is needed (CI=true)")

@@ -151,15 +151,21 @@ package struct Recipients: ParsableCommand {
                     removed = try given ?? Self.resolve(recipient, in: held.listing, path: store.path)
                     try Self.check(removed, in: held.listing.recipients, hasPassphrase: held.listing.hasPassphrase, path: store.path)
                     // Unlocked with the passphrase, the agent wraps the new key for it: nothing asked. Else (unlocked
-                    // with an identity, or the passphrase changed since) it says so, and the passphrase is asked.
+                    // with an identity, or the passphrase changed since) it says so, and the passphrase is asked. A
+                    // passphrase given (a file, a descriptor) is sent and checked, as it would be without the agent.
+                    func removing(_ passphrase: SecureBytes?) throws -> AgentClient.RecipientsAnswer? {
+                        try Self.reencrypting { try held.client.recipients(.remove(removed, passphrase: passphrase), at: options.resolvedPath) }
+                    }
+                    var withoutIdentity = options
+                    withoutIdentity.identityFile = nil
                     let answer: AgentClient.RecipientsAnswer?
-                    do {
-                        answer = try Self.reencrypting { try held.client.recipients(.remove(removed, passphrase: nil), at: options.resolvedPath) }
-                    } catch VaultError.wrongPassphrase where held.listing.hasPassphrase {
-                        var withoutIdentity = options
-                        withoutIdentity.identityFile = nil
-                        answer = try withPassphraseRetries(withoutIdentity) { passphrase in
-                            try Self.reencrypting { try held.client.recipients(.remove(removed, passphrase: passphrase), at: options.resolvedPath) }
+                    if held.listing.hasPassphrase && options.hasPassphraseSource {
+                        answer = try withPassphraseRetries(withoutIdentity, removing)
+                    } else {
+                        do {
+                            answer = try removing(nil)
+                        } catch VaultError.wrongPassphrase where held.listing.hasPassphrase {
+                            answer = try withPassphraseRetries(withoutIdentity, removing)
                         }
                     }
                     guard let answer else { throw AgentError.locked(path: options.resolvedPath) }

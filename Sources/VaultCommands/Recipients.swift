@@ -123,9 +123,9 @@ package struct Recipients: ParsableCommand {
         package init() {}
 
         package static let configuration = CommandConfiguration(
-            abstract: "Remove a recipient and rotate the vault's key (a new key, every other stanza wrapped again, the vault sealed again).",
+            abstract: "Remove a recipient and rotate the vault's key (a new key, wrapped again for each other recipient and the passphrase, the vault sealed again).",
             discussion: """
-                The new key is wrapped for the vault's passphrase again (other passphrase stanzas, if any, are dropped): nothing is asked when the agent holds the vault unlocked with its passphrase (it keeps the key the passphrase gave, never the passphrase), else the passphrase is asked; a vault without one is opened with --identity, or through the agent with nothing asked. The old key is retired here: a copy under it is refused (--accept-rollback to take it anyway). Every other recipient keeps access; the agent keeps the vault unlocked under its new key when it did the removal, and locks it otherwise.
+                The new key is wrapped for the vault's passphrase again (other passphrases, if any, are dropped): nothing is asked when the agent holds the vault unlocked with its passphrase (it keeps the key the passphrase gave, never the passphrase), else the passphrase is asked; a vault without one is opened with --identity, or through the agent with nothing asked. The old key is retired here: a copy under it is refused (--accept-rollback to take it anyway). Every other recipient keeps access; the agent keeps the vault unlocked under its new key when it did the removal, and locks it otherwise.
 
                 The removed key could read every entry the vault had while it was a recipient, and may have kept a copy: the report says how many entries the vault has (--list names them), whose secrets should be changed where they are used (a new password, a new token).
                 """)

@@ -42,6 +42,12 @@ package struct Import: ParsableCommand {
     @Option(help: ArgumentHelp("Put every entry under this folder (e.g. 'keepass' makes 'keepass/Web/GitHub').", valueName: "prefix"))
     var prefix: String?
 
+    @Flag(help: "Name every entry added or updated, however many (past \(Self.listedNames), the report gives their count).")
+    var list = false
+
+    /// How many names of added or updated entries the report lists before it gives their count instead.
+    static let listedNames = 50
+
     @OptionGroup var options: VaultOptions
 
     package func validate() throws {
@@ -61,10 +67,15 @@ package struct Import: ParsableCommand {
             var progress: ProgressBar?
             defer { progress?.finish() }
             do {
-                parsed = try format.read(source) { done, total in
-                    if progress == nil { progress = ProgressBar.onTerminal("decrypting", total: total, unit: "files") }
-                    progress?.advance()
+                let read = {
+                    try format.read(source) { done, total in
+                        if progress == nil { progress = ProgressBar.onTerminal("decrypting", total: total, unit: "files") }
+                        progress?.advance()
+                    }
                 }
+                // A large file tells no progress while it is parsed: the time taken, once it lasts (a pass store has
+                // its bar instead).
+                parsed = try format == .pass ? read() : WaitingLine.during("reading '\(TerminalText.escaped(source))'...", read)
                 progress?.finish()
             } catch let error as ImportError {
                 throw ImportFailure(source: source, error: error)
@@ -77,14 +88,21 @@ package struct Import: ParsableCommand {
                     deleted[entry.name] = max(deleted[entry.name] ?? 0, entry.deleted.milliseconds)
                 }
                 let plan: ImportPlan
+                // Each entry against the vault's: a bar with counts and time left on a terminal, nothing piped.
+                let bar = ProgressBar.onTerminal("importing", total: parsed.entries.count)
                 do {
-                    plan = try ImportPlan.make(parsed, prefix: prefix, overwrite: overwrite, deleted: deleted) { name in
+                    defer { bar?.finish() }
+                    plan = try ImportPlan.make(parsed, prefix: prefix, overwrite: overwrite, deleted: deleted, progress: { done, _ in
+                        bar?.advance(to: done)
+                    }) { name in
                         names.contains(name) ? try entries.records(of: name, .all) : nil
                     }
                 } catch let error as ImportError {
                     throw ImportFailure(source: source, error: error)
                 }
-                if !dryRun, !plan.changes.isEmpty { try entries.apply(plan.changes) }
+                if !dryRun, !plan.changes.isEmpty {
+                    try WaitingLine.during("writing '\(TerminalText.escaped(options.resolvedPath))'...") { try entries.apply(plan.changes) }
+                }
                 return plan
             }
             try report(plan)
@@ -107,8 +125,15 @@ package struct Import: ParsableCommand {
         var text = (dryRun ? "would import" : "imported")
             + " '\(TerminalText.escaped(source))' into '\(TerminalText.escaped(options.resolvedPath))': \(counts)"
             + (dryRun ? " (dry run: nothing written)" : "") + "\n"
-        for (word, names) in [("added", plan.added), ("updated", plan.updated)] {
-            for name in names { text += "  \(word): \(TerminalText.escaped(name))\n" }
+        // Thousands of names would bury the rest: past a few, their count (the JSON report lists them all).
+        let named = plan.added.count + plan.updated.count
+        if list || named <= Self.listedNames {
+            for (word, names) in [("added", plan.added), ("updated", plan.updated)] {
+                for name in names { text += "  \(word): \(TerminalText.escaped(name))\n" }
+            }
+        } else {
+            let what = plan.updated.isEmpty ? "added" : plan.added.isEmpty ? "updated" : "added or updated"
+            text += "  \(named) entries \(dryRun ? "to be " : "")\(what), not named one by one (--list names them)\n"
         }
         for kept in plan.kept {
             let name = TerminalText.escaped(kept.name)

@@ -67,7 +67,7 @@ import VaultTestSupport
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stdoutText == """
             imported '\(store)' into '\(box.vaultPath)': 0 added, 0 updated, 1 unchanged, 1 kept, 0 skipped
-              kept: web/github: changed in the vault since the source's version (pin differ; --overwrite replaces them)
+              kept: web/github: changed in the vault since the source's version (pin differs; --overwrite replaces it)
 
             """)
         #expect(try fields(box, "web/github")["pin"]?.value == "5678")

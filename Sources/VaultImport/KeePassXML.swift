@@ -219,6 +219,9 @@ enum KeePassXML {
         }
         string("Title", { out.xmlText(title) }, protected: false)
         var keys: Set<String> = ["Title"]
+        // Values XML text cannot carry (a file an import of KeePass made a field, a certificate): attachments, after
+        // the strings as KeePass orders them, their content inline in base64 (KeePass's own format reads it there).
+        var attachments: [EntryRecord.Field] = []
         for field in version.fields where !(tags != nil && field.name == "tags") {
             var key = standardKeys[field.name] ?? field.name
             if standardKeys[field.name] == nil {
@@ -229,8 +232,12 @@ enum KeePassXML {
                 }
             }
             let isText = field.value.withUnsafeBytes { TextOutput.isXMLText($0) }
+            guard TextOutput.isXMLText(field.name) else {
+                omitted.append(SkippedItem(item: "'\(name)' field '\(field.name)'", reason: "its name is not text XML can carry; --format json keeps it"))
+                continue
+            }
             guard isText, TextOutput.isXMLText(key) else {
-                omitted.append(SkippedItem(item: "'\(name)' field '\(field.name)'", reason: "not text XML can carry; --format json keeps it"))
+                attachments.append(field)
                 continue
             }
             keys.insert(key)
@@ -242,6 +249,13 @@ enum KeePassXML {
             } else {
                 string(key, { field.value.withUnsafeBytes { out.xmlText($0) } }, protected: field.isSecret)
             }
+        }
+        for field in attachments {
+            out.append("\(tab)<Binary>\n\(tab)\t<Key>")
+            out.xmlText(field.name)
+            out.append("</Key>\n\(tab)\t<Value>")
+            field.value.withUnsafeBytes { out.base64($0) }
+            out.append("</Value>\n\(tab)</Binary>\n")
         }
     }
 }

@@ -208,7 +208,7 @@ enum ClipboardError: Error, CLIReportable, CustomStringConvertible {
     var hint: String? {
         switch self {
         case let .noDisplay(installed) where !installed.isEmpty:
-            return "\(installed.joined(separator: " and ")) copies to a graphical session's clipboard: run vault clip in that session; or use --osc52 in a terminal that supports it (also over ssh)"
+            return "\(installed.joined(separator: " and ")) \(installed.count == 1 ? "copies" : "copy") to a graphical session's clipboard: run vault clip in that session; or use --osc52 in a terminal that supports it (also over ssh)"
         case .noTool, .noDisplay, .cannotRun:
             return "install wl-clipboard, xclip or xsel; or use --osc52 in a terminal that supports it (also over ssh)"
         case .toolFailed: return "is the graphical session's DISPLAY or WAYLAND_DISPLAY reachable from here?"

@@ -48,7 +48,7 @@ import VaultTestSupport
         #expect(unknown.status == 2 && unknown.stderr.contains("has no recipient labelled 'carol'"), "\(unknown.stderr)")
         #expect(team.bytes == before)
         let removed = try team.owner(["recipients", "remove", "alice@desk"])
-        #expect(removed.status == 0 && removed.stdoutText.hasPrefix("removed recipient \(team.recipient); the vault's key was rotated\n"), "\(removed.stderr)")
+        #expect(removed.status == 0 && removed.stdoutText.hasPrefix("removed recipient alice@desk (\(team.recipient)); the vault's key was rotated\n"), "\(removed.stderr)")
         #expect(try team.with(team.other, ["recipients", "list"]).stdoutText == team.otherRecipient + "\n")
     }
 

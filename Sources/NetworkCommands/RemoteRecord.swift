@@ -36,7 +36,7 @@ package struct RemoteCommand: AsyncParsableCommand {
         commandName: "remote",
         abstract: RoutedVerb.named("remote").abstract,
         discussion: """
-            The first successful 'vault sync REMOTE' of a vault remembers REMOTE (with --endpoint and --region when given) when none is set yet; 'vault sync' alone then syncs with it. It is kept per vault (by its id) in the state directory ($XDG_STATE_HOME/vault, else ~/.local/state/vault), with no credential. A vault in a git work tree needs none: it syncs with its branch's upstream, which 'vault remote show' prints as "git: REMOTE (BRANCH)".
+            The first successful 'vault sync REMOTE' of a vault remembers REMOTE (with --endpoint, --region and --allow-insecure-http when given) when none is set yet; 'vault sync' alone then syncs with it. It is kept per vault (by its id) in the state directory ($XDG_STATE_HOME/vault, else ~/.local/state/vault), with no credential. A vault in a git work tree needs none: it syncs with its branch's upstream, which 'vault remote show' prints as "git: REMOTE (BRANCH)".
             """,
         subcommands: [Show.self, Set.self])
 
@@ -58,11 +58,13 @@ package struct RemoteCommand: AsyncParsableCommand {
                     var object: [String: Any] = ["remote": record.remote]
                     if let endpoint = record.endpoint { object["endpoint"] = endpoint }
                     if let region = record.region { object["region"] = region }
+                    if record.allowInsecureHTTP { object["allow_insecure_http"] = true }
                     return try writeJSON(object)
                 }
                 var text = TerminalText.escaped(record.remote)
                 if let endpoint = record.endpoint { text += " --endpoint \(TerminalText.escaped(endpoint))" }
                 if let region = record.region { text += " --region \(TerminalText.escaped(region))" }
+                if record.allowInsecureHTTP { text += " --allow-insecure-http" }
                 try writeToStdout(text + "\n")
             }
         }
@@ -106,7 +108,7 @@ package struct RemoteCommand: AsyncParsableCommand {
                 try RemoteRecord.validate(remote, endpoint: endpoint, region: region, http: http)
                 let path = options.resolvedPath
                 guard FileManager.default.fileExists(atPath: path) else { throw VaultError.vaultNotFound(path: path) }
-                try RemoteRecord(remote: remote, endpoint: endpoint, region: region).write(vault: path)
+                try RemoteRecord(remote: remote, endpoint: endpoint, region: region, allowInsecureHTTP: http.allowInsecureHTTP).write(vault: path)
                 if options.json { return try writeJSON(["remote": remote]) }
                 try writeToStdout("'\(TerminalText.escaped(path))' syncs with \(TerminalText.escaped(remote))\n")
             }

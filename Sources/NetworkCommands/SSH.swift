@@ -82,13 +82,13 @@ extension SSHCommand {
             abstract: "Store an ssh private key (OpenSSH's format, encrypted or not, or PEM/PKCS#8) as entry NAME.",
             discussion: "FILE, or stdin without one. An encrypted key's passphrase is asked once (on the terminal, or --key-passphrase-fd/-file); the vault keeps the key unencrypted under its own encryption. Fields: private_key (secret), public_key, comment, and hosts/forward/confirm when given.")
 
-        @OptionGroup var options: VaultOptions
         @Argument(help: "The entry's name.") var name: String
         @Argument(help: "The key file (default: stdin).") var file: String?
         @OptionGroup var keyPassphrase: SecretSourceOptions<KeyPassphraseSecret>
         @OptionGroup var use: SSHKeyUseOptions
         @Option(help: ArgumentHelp("The key's comment, instead of the file's.", valueName: "text")) var comment: String?
         @Flag(help: "Replace the key of an existing entry NAME.") var force = false
+        @OptionGroup var options: VaultOptions
 
         func run() throws {
             try reportingErrors(json: options.json) {
@@ -137,13 +137,13 @@ extension SSHCommand {
         static let configuration = CommandConfiguration(
             commandName: "generate", abstract: "Make a new ssh key as entry NAME and print its public key (the authorized_keys line).")
 
-        @OptionGroup var options: VaultOptions
         @Argument(help: "The entry's name.") var name: String
         @Option(help: ArgumentHelp("ed25519 (the default), ecdsa (P-256) or rsa.", valueName: "type")) var type: String = "ed25519"
         @Option(help: ArgumentHelp("RSA's size: 2048, 3072 (the default) or 4096.", valueName: "bits")) var bits: Int = 3072
         @Option(help: ArgumentHelp("The key's comment (default: the entry's name).", valueName: "text")) var comment: String?
         @OptionGroup var use: SSHKeyUseOptions
         @Flag(help: "Replace the key of an existing entry NAME.") var force = false
+        @OptionGroup var options: VaultOptions
 
         func validate() throws {
             guard SSHPrivateKey.GeneratedType(rawValue: type) != nil else { throw ValidationError("--type takes ed25519, ecdsa or rsa") }
@@ -168,8 +168,8 @@ extension SSHCommand {
     struct Public: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "public", abstract: "Print the public key of entry NAME (its authorized_keys line).")
 
-        @OptionGroup var options: VaultOptions
         @Argument(help: "The entry's name.") var name: String
+        @OptionGroup var options: VaultOptions
 
         func run() throws {
             try reportingErrors(json: options.json) {

@@ -19,9 +19,6 @@ package struct SecretServiceCommand: ParsableCommand {
             Runs in the foreground until stopped (SIGTERM, SIGINT) or until another provider takes the name with --replace. Each --vault is a collection (the first is the 'default' alias; none given: the vault of $VAULT_PATH or the default one); an item is the entry secret-service/ID of its vault (the secret its password field; label, content type and attributes non-secret fields), so 'vault get secret-service/ID' prints it. It holds no key: a vault the agent does not hold is locked, and an Unlock prompt completes when 'vault unlock' opens it from any terminal, or when the passphrase typed into --pinentry, --askpass or $SSH_ASKPASS (three tries) opens it. The D-Bus activation file and systemd user unit in packaging/ start it on the first client's call.
             """)
 
-    @Option(name: .customLong("vault"), help: ArgumentHelp("A vault to serve as a collection (repeatable; the first is 'default').", valueName: "path"))
-    var vaults: [String] = []
-
     @Flag(help: "Take org.freedesktop.secrets over from the provider that owns it (gnome-keyring, another vault) when it allows it.")
     var replace = false
 
@@ -30,6 +27,9 @@ package struct SecretServiceCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Ask an unlock prompt's passphrase with this pinentry program (the Assuan protocol: a graphical one, or a terminal one when run in a terminal or with $GPG_TTY).", valueName: "program"))
     var pinentry: String?
+
+    @Option(name: .customLong("vault"), help: ArgumentHelp("A vault to serve as a collection (repeatable; the first is 'default').", valueName: "path"))
+    var vaults: [String] = []
 
     /// `--pinentry`, else `--askpass`, else `$SSH_ASKPASS` when ssh would use it (a display, or
     /// `SSH_ASKPASS_REQUIRE=force`; never with `SSH_ASKPASS_REQUIRE=never`); `nil`: prompts wait for `vault unlock`.

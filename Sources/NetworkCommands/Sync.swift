@@ -71,6 +71,8 @@ package struct Sync: AsyncParsableCommand {
                 command.remote = stored.remote
                 command.endpoint = endpoint ?? stored.endpoint
                 command.region = region ?? stored.region
+                // Remembered with it: plain http, still to a loopback address only (HTTPOptions.target checks).
+                command.http.allowInsecureHTTP = http.allowInsecureHTTP || stored.allowInsecureHTTP
                 return try await command.syncRemote(stored.remote, remembered: true)
             }
             guard let remote else {
@@ -101,7 +103,8 @@ package struct Sync: AsyncParsableCommand {
         let store = try makeRemote(remote, environment: ProcessInfo.processInfo.environment, local: local)
         let outcome = try await engine(local).sync(with: store)
         if !remembered, !dryRun, RemoteRecord.read(vault: options.resolvedPath) == nil {
-            try? RemoteRecord(remote: remote, endpoint: endpoint, region: region).write(vault: options.resolvedPath)
+            try? RemoteRecord(remote: remote, endpoint: endpoint, region: region, allowInsecureHTTP: http.allowInsecureHTTP)
+                .write(vault: options.resolvedPath)
         }
         try report(outcome)
     }

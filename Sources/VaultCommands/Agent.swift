@@ -155,11 +155,11 @@ package struct Lock: ParsableCommand {
         commandName: "lock",
         abstract: "Lock the vault in the agent (its key is zeroed at once); --all locks every vault.")
 
-    @Option(name: .customLong("vault"), help: ArgumentHelp("The vault file.", valueName: "path"))
-    var vaultPath: String?
-
     @Flag(help: "Lock every vault the agent holds.")
     var all = false
+
+    @Option(name: .customLong("vault"), help: ArgumentHelp("The vault file.", valueName: "path"))
+    var vaultPath: String?
 
     @Flag(help: "Machine-readable output (and errors as one JSON object on stderr).")
     var json = false

@@ -13,7 +13,8 @@ package enum Clipboard: String, CaseIterable, Sendable {
 
     /// The tool for this session: OSC 52 when asked for; else wl-copy under Wayland, xclip or xsel under X11.
     ///
-    /// - Throws: ``ClipboardError/noClipboard(reason:)`` naming what is missing.
+    /// - Throws: ``ClipboardError/noTool`` in a graphical session without a tool for it,
+    ///   ``ClipboardError/noDisplay(installed:)`` outside one (with the tools installed, which need one).
     package static func choose(osc52: Bool) throws -> Clipboard {
         if osc52 { return .osc52 }
         let wayland = Posix.environment("WAYLAND_DISPLAY").map { !$0.isEmpty } ?? false
@@ -21,10 +22,10 @@ package enum Clipboard: String, CaseIterable, Sendable {
         if wayland, executableOnPath("wl-copy") { return .wayland }
         if x11, executableOnPath("xclip") { return .xclip }
         if x11, executableOnPath("xsel") { return .xsel }
-        let reason = wayland || x11
-            ? "no clipboard tool found (wl-copy for Wayland, xclip or xsel for X11)"
-            : "no graphical session (neither WAYLAND_DISPLAY nor DISPLAY is set)"
-        throw ClipboardError.noClipboard(reason: reason)
+        guard wayland || x11 else {
+            throw ClipboardError.noDisplay(installed: ["wl-copy", "xclip", "xsel"].filter(executableOnPath))
+        }
+        throw ClipboardError.noTool
     }
 
     var copyArguments: [String] {
@@ -185,7 +186,10 @@ package enum Clipboard: String, CaseIterable, Sendable {
 
 /// Why `vault clip` could not copy (exit 1).
 enum ClipboardError: Error, CLIReportable, CustomStringConvertible {
-    case noClipboard(reason: String)
+    /// A graphical session, and no tool for it.
+    case noTool
+    /// No graphical session (neither WAYLAND_DISPLAY nor DISPLAY); `installed`: the clipboard tools found anyway.
+    case noDisplay(installed: [String])
     case toolFailed(tool: String, status: Int32)
     case cannotRun(tool: String, errno: Int32)
     case noTerminal
@@ -194,7 +198,8 @@ enum ClipboardError: Error, CLIReportable, CustomStringConvertible {
     var code: String { "no_clipboard" }
     var description: String {
         switch self {
-        case let .noClipboard(reason): return "cannot copy to the clipboard: \(reason)"
+        case .noTool: return "cannot copy to the clipboard: no clipboard tool found (wl-copy for Wayland, xclip or xsel for X11)"
+        case .noDisplay: return "cannot copy to the clipboard: there is no display to copy to (neither WAYLAND_DISPLAY nor DISPLAY is set)"
         case let .toolFailed(tool, status): return "cannot copy to the clipboard: \(tool) failed (exit \(status))"
         case let .cannotRun(tool, code): return "cannot run '\(tool)': \(String(cString: strerror(code)))"
         case .noTerminal: return "cannot copy with OSC 52: there is no terminal (/dev/tty)"
@@ -202,7 +207,9 @@ enum ClipboardError: Error, CLIReportable, CustomStringConvertible {
     }
     var hint: String? {
         switch self {
-        case .noClipboard, .cannotRun:
+        case let .noDisplay(installed) where !installed.isEmpty:
+            return "\(installed.joined(separator: " and ")) \(installed.count == 1 ? "copies" : "copy") to a graphical session's clipboard: run vault clip in that session; or use --osc52 in a terminal that supports it (also over ssh)"
+        case .noTool, .noDisplay, .cannotRun:
             return "install wl-clipboard, xclip or xsel; or use --osc52 in a terminal that supports it (also over ssh)"
         case .toolFailed: return "is the graphical session's DISPLAY or WAYLAND_DISPLAY reachable from here?"
         case .noTerminal: return nil

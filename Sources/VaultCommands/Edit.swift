@@ -20,12 +20,12 @@ package struct Edit: ParsableCommand {
             Every change is written at once, as one new version of the entry ('vault history NAME'); nothing changed, nothing written. A malformed line is named by its number (never shown: it may hold a secret); on a terminal vault asks whether to edit again, else it exits 64 and writes nothing. Fields whose values are not text (not UTF-8, or with control characters other than tab and newline) are refused: 'vault put NAME --field F' sets them. Format version 2.
             """)
 
-    @OptionGroup var options: VaultOptions
-
     @OptionGroup var entry: EntryNameOptions
 
     @Option(help: ArgumentHelp("Edit this field only (a new one when the entry has none of that name).", valueName: "field"))
     var field: String?
+
+    @OptionGroup var options: VaultOptions
 
     package func run() throws {
         try reportingErrors(json: options.json) {

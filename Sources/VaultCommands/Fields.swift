@@ -131,8 +131,8 @@ package struct Show: ParsableCommand {
                 if let version { text += "version: \(version)\(current.conflict ? " (conflict)" : "")\n" }
                 text += "id: \(current.id)\n"
                 text += "created: \(current.created.iso8601)\n"
-                text += "modified: \(current.modified.iso8601)"
-                    + (current.modifiedBy.map { " by \(TerminalText.escaped($0))" } ?? "") + " (replica \(current.modified.replica))\n"
+                // The machine's name; its replica id only when it has none (a vault from before names).
+                text += "modified: \(current.modified.iso8601) by \(TerminalText.escaped(current.author))\n"
                 text += "earlier versions: \(versions.count - 1)\n\n"
                 text += fieldLines(current.fields, reveal: reveal)
                 try writeToStdout(text)

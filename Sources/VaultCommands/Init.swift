@@ -101,7 +101,7 @@ package struct Init: ParsableCommand {
                 if let vaultID { object["vault_id"] = vaultID.description }
                 try writeJSON(object)
             } else {
-                try writeToStdout("created vault '\(store.path)' (format version \(formatVersion), Argon2id \(created))\n")
+                try writeToStdout("created vault '\(store.path)' (format version \(formatVersion), key derivation: Argon2id, \(created))\n")
             }
             AgentAccess.unlockAfterInit(options, passphrase: passphrase)
         }

@@ -11,9 +11,9 @@ package struct Inject: ParsableCommand {
 
     package static let configuration = CommandConfiguration(
         commandName: "inject",
-        abstract: "Fill {{ vault \"ENTRY\" }} and {{ vault \"ENTRY\" \"FIELD\" }} placeholders of a template (stdin or -i) into stdout or -o OUT (0600, atomic).",
+        abstract: "Fill {{ vault \"ENTRY\" }}, {{ vault \"ENTRY\" \"FIELD\" }} and {{ otp \"ENTRY\" }} placeholders of a template (stdin or -i) into stdout or -o OUT (0600, atomic).",
         discussion: """
-            A placeholder is `{{`, optional spaces, `vault`, spaces, the entry's name in double quotes (\\" and \\\\ inside it stand for " and \\), optionally spaces and a field's name in double quotes (`{{ vault "servers/db" "username" }}`; without it, the entry's value: its password field), optional spaces, `}}`. Any other text, other `{{ ... }}` included, is copied as it is. A missing entry or field is an error naming it (exit 2) and nothing is written; a malformed placeholder is an error naming its line (exit 64). OUT is replaced atomically and created 0600.
+            A placeholder is `{{`, optional spaces, `vault`, spaces, the entry's name in double quotes (\\" and \\\\ inside it stand for " and \\), optionally spaces and a field's name in double quotes (`{{ vault "servers/db" "username" }}`; without it, the entry's value: its password field), optional spaces, `}}`. `{{ otp "ENTRY" }}` is the entry's current one-time code, as 'vault otp ENTRY' prints it (`{{ vault "ENTRY" "otp" }}` is the otpauth:// URI stored, its seed). Any other text, other `{{ ... }}` included, is copied as it is. A missing entry or field is an error naming it (exit 2) and nothing is written; a malformed placeholder is an error naming its line (exit 64). OUT is replaced atomically and created 0600.
             """)
 
     @Option(name: [.customShort("i"), .customLong("in")], help: ArgumentHelp("The template (default: stdin).", valueName: "path"))
@@ -45,6 +45,7 @@ package struct Inject: ParsableCommand {
             }
             let pieces = try Template.parse(template)
             let references = Template.references(pieces)
+            try SecretReference.runningCodesInVaultNet(references, stdin: input == nil ? template : nil)
             var values: [SecretReference: SecureBytes] = [:]
             if !references.isEmpty {
                 try withVault(options) { vault in
@@ -102,12 +103,15 @@ enum Template {
             guard bytes[index] == UInt8(ascii: "{"), bytes[index + 1] == UInt8(ascii: "{") else { index += 1; continue }
             var cursor = index + 2
             while at(cursor) == UInt8(ascii: " ") { cursor += 1 }
-            guard bytes[cursor...].starts(with: Array("vault".utf8)),
-                  [UInt8(ascii: " "), UInt8(ascii: "\"")].contains(at(cursor + 5))
-            else { index += 1; continue }  // another `{{`: literal text
+            // `vault` (a value or a field) or `otp` (the current code), then a space or a quote.
+            let keyword = ["vault", "otp"].first { word in
+                bytes[cursor...].starts(with: Array(word.utf8)) && [UInt8(ascii: " "), UInt8(ascii: "\"")].contains(at(cursor + word.utf8.count))
+            }
+            guard let keyword else { index += 1; continue }  // another `{{`: literal text
             let malformed = CLIError.message(
-                "malformed placeholder on line \(line(index)): expected {{ vault \"ENTRY\" }} or {{ vault \"ENTRY\" \"FIELD\" }}", exitCode: Exit.usage)
-            cursor += 5
+                "malformed placeholder on line \(line(index)): expected {{ vault \"ENTRY\" }}, {{ vault \"ENTRY\" \"FIELD\" }} or {{ otp \"ENTRY\" }}",
+                exitCode: Exit.usage)
+            cursor += keyword.utf8.count
             /// A double-quoted string at `cursor` (after spaces), `\"` and `\\` inside it; `nil`: none there.
             func quoted() throws -> String? {
                 while at(cursor) == UInt8(ascii: " ") { cursor += 1 }
@@ -132,11 +136,11 @@ enum Template {
                 return text
             }
             guard let entry = try quoted() else { throw malformed }
-            let field = try quoted()
+            let field = keyword == "vault" ? try quoted() : nil
             while at(cursor) == UInt8(ascii: " ") { cursor += 1 }
             guard at(cursor) == UInt8(ascii: "}"), at(cursor + 1) == UInt8(ascii: "}") else { throw malformed }
             if textStart < index { pieces.append(.text(textStart..<index)) }
-            pieces.append(.entry(SecretReference(entry: entry, field: field)))
+            pieces.append(.entry(keyword == "otp" ? SecretReference(otpCodeOf: entry) : SecretReference(entry: entry, field: field)))
             index = cursor + 2
             textStart = index
         }

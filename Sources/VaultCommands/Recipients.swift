@@ -123,9 +123,9 @@ package struct Recipients: ParsableCommand {
         package init() {}
 
         package static let configuration = CommandConfiguration(
-            abstract: "Remove a recipient and rotate the vault's key (a new key, every other stanza wrapped again, the vault sealed again).",
+            abstract: "Remove a recipient and rotate the vault's key (a new key, wrapped again for each other recipient and the passphrase, the vault sealed again).",
             discussion: """
-                The new key is wrapped for the vault's passphrase again (other passphrase stanzas, if any, are dropped): nothing is asked when the agent holds the vault unlocked with its passphrase (it keeps the key the passphrase gave, never the passphrase), else the passphrase is asked; a vault without one is opened with --identity, or through the agent with nothing asked. The old key is retired here: a copy under it is refused (--accept-rollback to take it anyway). Every other recipient keeps access; the agent keeps the vault unlocked under its new key when it did the removal, and locks it otherwise.
+                The new key is wrapped for the vault's passphrase again (other passphrases, if any, are dropped): nothing is asked when the agent holds the vault unlocked with its passphrase (it keeps the key the passphrase gave, never the passphrase), else the passphrase is asked; a vault without one is opened with --identity, or through the agent with nothing asked. The old key is retired here: a copy under it is refused (--accept-rollback to take it anyway). Every other recipient keeps access; the agent keeps the vault unlocked under its new key when it did the removal, and locks it otherwise.
 
                 The removed key could read every entry the vault had while it was a recipient, and may have kept a copy: the report says how many entries the vault has (--list names them), whose secrets should be changed where they are used (a new password, a new token).
                 """)
@@ -146,20 +146,27 @@ package struct Recipients: ParsableCommand {
                 // A key is checked before any passphrase is asked; a label is known once the vault is open.
                 let given = byKey ? try RecipientArgument.parse(recipient, source: "recipient 1").description : nil
                 if let given { try Self.check(given, in: header.recipients, hasPassphrase: header.hasPassphraseStanza, path: store.path) }
-                let removed: String, exposed: [String], recipientsAfter: [String]
+                let removed: String, exposed: [String], recipientsAfter: [String], label: String?
                 if let held = try RecipientsThroughAgent.listing(options, involving: header.recipients) {
                     removed = try given ?? Self.resolve(recipient, in: held.listing, path: store.path)
                     try Self.check(removed, in: held.listing.recipients, hasPassphrase: held.listing.hasPassphrase, path: store.path)
+                    label = held.listing.labels[removed]
                     // Unlocked with the passphrase, the agent wraps the new key for it: nothing asked. Else (unlocked
-                    // with an identity, or the passphrase changed since) it says so, and the passphrase is asked.
+                    // with an identity, or the passphrase changed since) it says so, and the passphrase is asked. A
+                    // passphrase given (a file, a descriptor) is sent and checked, as it would be without the agent.
+                    func removing(_ passphrase: SecureBytes?) throws -> AgentClient.RecipientsAnswer? {
+                        try Self.reencrypting { try held.client.recipients(.remove(removed, passphrase: passphrase), at: options.resolvedPath) }
+                    }
+                    var withoutIdentity = options
+                    withoutIdentity.identityFile = nil
                     let answer: AgentClient.RecipientsAnswer?
-                    do {
-                        answer = try Self.reencrypting { try held.client.recipients(.remove(removed, passphrase: nil), at: options.resolvedPath) }
-                    } catch VaultError.wrongPassphrase where held.listing.hasPassphrase {
-                        var withoutIdentity = options
-                        withoutIdentity.identityFile = nil
-                        answer = try withPassphraseRetries(withoutIdentity) { passphrase in
-                            try Self.reencrypting { try held.client.recipients(.remove(removed, passphrase: passphrase), at: options.resolvedPath) }
+                    if held.listing.hasPassphrase && options.hasPassphraseSource {
+                        answer = try withPassphraseRetries(withoutIdentity, removing)
+                    } else {
+                        do {
+                            answer = try removing(nil)
+                        } catch VaultError.wrongPassphrase where held.listing.hasPassphrase {
+                            answer = try withPassphraseRetries(withoutIdentity, removing)
                         }
                     }
                     guard let answer else { throw AgentError.locked(path: options.resolvedPath) }
@@ -187,6 +194,7 @@ package struct Recipients: ParsableCommand {
                     let listing = RecipientEdits.listing(of: vault)
                     removed = try given ?? Self.resolve(recipient, in: listing, path: store.path)
                     try Self.check(removed, in: listing.recipients, hasPassphrase: listing.hasPassphrase, path: store.path)
+                    label = listing.labels[removed]
                     // Sealing every entry under the new key: a bar on a terminal (a large vault), nothing when piped.
                     var bar: ProgressBar?
                     exposed = try RecipientEdits.remove(removed, passphrase: passphrase, from: vault, passphraseVerified: true) { done, total in
@@ -203,9 +211,12 @@ package struct Recipients: ParsableCommand {
                         "path": store.path, "removed": removed, "recipients": recipientsAfter, "key_rotated": true, "exposed_count": exposed.count,
                     ]
                     if list { object["exposed"] = exposed }
+                    if let label { object["label"] = label }
                     try writeJSON(object)
                 } else {
-                    var text = "removed recipient \(removed); the vault's key was rotated\n"
+                    // Its label, as it is known, with the key (walkthrough finding 12).
+                    let named = label.map { "\(TerminalText.escaped($0)) (\(removed))" } ?? removed
+                    var text = "removed recipient \(named); the vault's key was rotated\n"
                     if !exposed.isEmpty {
                         let count = exposed.count == 1 ? "the 1 entry" : "all \(exposed.count) entries"
                         text += "the removed key could read \(count) of this vault (and may have kept a copy): change those secrets where they are used"

@@ -16,7 +16,7 @@ package struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run CMD with secrets from the vault: in its environment, on its stdin, or in in-memory files.",
         discussion: """
-            ENTRY is an entry's name (its value: the password field) or vault://ENTRY#FIELD for any field of it, e.g. --env DB_USER=vault://servers/db#username (the field after the one '#'; '#' and '%' inside a name are written %23 and %25); the same in --env-file, --stdin, --file and --mount-template's {{ vault "ENTRY" "FIELD" }}.
+            ENTRY is an entry's name (its value: the password field) or vault://ENTRY#FIELD for any field of it, e.g. --env DB_USER=vault://servers/db#username (the field after the one '#'; '#' and '%' inside a name are written %23 and %25), or vault-otp://ENTRY for its current one-time code (as 'vault otp ENTRY' prints it; vault://ENTRY#otp is the otpauth:// URI stored); the same in --env-file, --stdin, --file and --mount-template's {{ vault "ENTRY" "FIELD" }} and {{ otp "ENTRY" }}.
 
             --env NAME=ENTRY sets NAME to the entry's value; --env-file FILE reads NAME=ENTRY lines as dotenv files are written (LF or CRLF, blank lines and # comments skipped, export and quotes allowed; a bad line is named by its number only); --stdin ENTRY feeds the value on CMD's stdin; --file NAME=ENTRY sets NAME to /dev/fd/N, an in-memory file (memfd, never on disk, sealed) holding the value. No secret is ever on a command line. VAULT_PASSPHRASE is not passed on.
 
@@ -103,7 +103,7 @@ package struct RunCommand: ParsableCommand {
                 for line in parsed.lines {
                     guard let reference = try? SecretReference.parse(line.entry) else {
                         throw CLIError.message(
-                            "\(file): line \(line.number): expected ENTRY or vault://ENTRY#FIELD after '=' (the line is not shown: it may hold a secret)",
+                            "\(file): line \(line.number): expected ENTRY, vault://ENTRY#FIELD or vault-otp://ENTRY after '=' (the line is not shown: it may hold a secret)",
                             exitCode: Exit.usage)
                     }
                     variables.append((line.name, reference))
@@ -122,9 +122,10 @@ package struct RunCommand: ParsableCommand {
             }
             // Every value first, then the vault is closed (its key zeroed) before the command starts.
             var values: [SecretReference: SecureBytes] = [:]
+            let references = variables.map(\.1) + fileMappings.map(\.1) + (stdinReference.map { [$0] } ?? [])
+                + Template.references(template?.pieces ?? [])
+            try SecretReference.runningCodesInVaultNet(references)
             try withVault(options) { vault in
-                let references = variables.map(\.1) + fileMappings.map(\.1) + (stdinReference.map { [$0] } ?? [])
-                    + Template.references(template?.pieces ?? [])
                 values = try SecretReference.values(references, in: vault) { reference in
                     if let origin = fromFiles[reference], !onCommandLine.contains(reference) {
                         throw CLIError.message(

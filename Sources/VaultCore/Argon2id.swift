@@ -24,10 +24,10 @@ public enum Argon2id {
         /// opens only where ``KDFPolicy/allowsInsecureParametersForTesting`` is set.
         public static let insecureForTesting = Parameters(opsLimit: 1, memLimitBytes: 8 << 10)
 
+        /// In words for users: the memory, then the passes (libsodium's memlimit and opslimit).
         public var description: String {
-            memLimitBytes % (1 << 20) == 0
-                ? "opslimit \(opsLimit), memlimit \(memLimitBytes >> 20) MiB"
-                : "opslimit \(opsLimit), memlimit \(memLimitBytes >> 10) KiB"
+            let memory = memLimitBytes % (1 << 20) == 0 ? "\(memLimitBytes >> 20) MiB" : "\(memLimitBytes >> 10) KiB"
+            return "\(memory), \(opsLimit) \(opsLimit == 1 ? "pass" : "passes")"
         }
     }
 

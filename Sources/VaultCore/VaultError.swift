@@ -159,8 +159,8 @@ extension VaultError: CustomStringConvertible {
         case .cryptoFailure(let function):
             return "cryptographic operation failed in \(function)"
         case .rollbackDetected(let path, let seen, let file):
-            return "refusing to open vault '\(path)': it is older than the last version seen "
-                + "(generation \(file), but \(seen) was seen): an older copy may have been put back"
+            return "refusing to open vault '\(path)': it is an older copy of the vault than one already seen here "
+                + "(this copy was written \(file) times, one seen here \(seen) times): an older copy may have been put back"
         case .noSuchEntry(let key, let path):
             return "no entry '\(key)' in vault '\(path)'"
         case .entryExists(let key, let path):

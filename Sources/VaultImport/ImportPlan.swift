@@ -38,8 +38,10 @@ public struct ImportPlan {
     /// - Throws: ``ImportError/tooLarge(what:limit:)`` past ``ImportLimits/maximumEntryCount``,
     ///   ``ImportError/malformed(location:reason:)`` for a field name a vault cannot hold (naming the item), and
     ///   what `existing` throws.
+    /// `progress` is told after each of the source's entries how many are done (done, total).
     public static func make(
         _ source: ParsedSource, prefix: String?, overwrite: Bool = false, deleted: [String: UInt64] = [:],
+        progress: ((_ done: Int, _ total: Int) -> Void)? = nil,
         existing: (String) throws -> [EntryRecord]?
     ) throws -> ImportPlan {
         guard source.entries.count <= ImportLimits.maximumEntryCount else {
@@ -50,7 +52,8 @@ public struct ImportPlan {
         let values = source.values.sealed()
         var changedFields = 0
         let names = EntryNaming.unique(source.entries.map { EntryNaming.name(of: $0.path, prefix: prefix) })
-        for (entry, name) in zip(source.entries, names) {
+        for (index, (entry, name)) in zip(source.entries, names).enumerated() {
+            defer { progress?(index + 1, source.entries.count) }
             do {
                 try SecureKeyValueStore.validate(key: name)
             } catch {

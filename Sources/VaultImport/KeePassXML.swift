@@ -136,13 +136,43 @@ enum KeePassXML {
             \t\t<RecycleBinEnabled>False</RecycleBinEnabled>
             \t\t<HistoryMaxItems>\(VaultDocument.maximumHistoryVersions)</HistoryMaxItems>
             \t\t<HistoryMaxSize>6291456</HistoryMaxSize>
-            \t</Meta>
-            \t<Root>
 
             """)
-        try writeGroup(root, name: "vault", indent: 2, now: now, source: source, to: out, omitted: &omitted)
+        // The tree first (it finds the attachments), then `<Meta><Binaries>` before it, as readers expect them.
+        let tree = TextOutput()
+        var attachments = Attachments()
+        try writeGroup(root, name: "vault", indent: 2, now: now, source: source, to: tree, omitted: &omitted, attachments: &attachments)
+        attachments.write(to: out)
+        out.append("\t</Meta>\n\t<Root>\n")
+        tree.buffer.withUnsafeBytes { out.buffer.append($0) }
+        tree.buffer.wipe()
         out.append("\t\t<DeletedObjects/>\n\t</Root>\n</KeePassFile>\n")
         return ExportResult(data: out.result(), omitted: omitted)
+    }
+
+    /// The values written as attachments (fields that are not text XML can carry: the files an import of KeePass
+    /// made fields of), by the ID an entry's `<Binary><Value Ref="ID"/>` names; the same bytes once.
+    struct Attachments {
+        private(set) var values: [SecureBytes] = []
+
+        /// The ID of `value`, added unless the same bytes are there.
+        mutating func id(of value: SecureBytes) -> Int {
+            if let known = values.firstIndex(where: { $0.count == value.count && $0 == value }) { return known }
+            values.append(value)
+            return values.count - 1
+        }
+
+        /// `<Binaries>`, each value in base64 (uncompressed), when there is any.
+        func write(to out: TextOutput) {
+            guard !values.isEmpty else { return }
+            out.append("\t\t<Binaries>\n")
+            for (id, value) in values.enumerated() {
+                out.append("\t\t\t<Binary ID=\"\(id)\" Compressed=\"False\">")
+                value.withUnsafeBytes { out.base64($0) }
+                out.append("</Binary>\n")
+            }
+            out.append("\t\t</Binaries>\n")
+        }
     }
 
     /// An entry's id as KeePass's base64 UUID; a random one for a group.
@@ -151,7 +181,8 @@ enum KeePassXML {
     }
 
     static func writeGroup(
-        _ group: GroupNode, name: String, indent: Int, now: UInt64, source: ExportSource, to out: TextOutput, omitted: inout [SkippedItem]
+        _ group: GroupNode, name: String, indent: Int, now: UInt64, source: ExportSource, to out: TextOutput, omitted: inout [SkippedItem],
+        attachments: inout Attachments
     ) throws {
         let tab = String(repeating: "\t", count: indent)
         out.append("\(tab)<Group>\n\(tab)\t<UUID>\(uuid(nil))</UUID>\n\(tab)\t<Name>")
@@ -164,17 +195,17 @@ enum KeePassXML {
             let uuid = uuid(current.id)
             let created = current.created.milliseconds
             out.append("\(tab)\t<Entry>\n")
-            writeVersion(current, title: item.title, uuid: uuid, created: created, indent: indent + 2, to: out, omitted: &omitted)
+            writeVersion(current, title: item.title, uuid: uuid, created: created, indent: indent + 2, to: out, omitted: &omitted, attachments: &attachments)
             out.append("\(tab)\t\t<History>\n")
             for version in versions.dropFirst().reversed() {
                 out.append("\(tab)\t\t\t<Entry>\n")
-                writeVersion(version, title: item.title, uuid: uuid, created: created, indent: indent + 4, to: out, omitted: &omitted)
+                writeVersion(version, title: item.title, uuid: uuid, created: created, indent: indent + 4, to: out, omitted: &omitted, attachments: &attachments)
                 out.append("\(tab)\t\t\t</Entry>\n")
             }
             out.append("\(tab)\t\t</History>\n\(tab)\t</Entry>\n")
         }
         for (child, node) in group.groups.sorted(by: { $0.key < $1.key }) {
-            try writeGroup(node, name: child, indent: indent + 1, now: now, source: source, to: out, omitted: &omitted)
+            try writeGroup(node, name: child, indent: indent + 1, now: now, source: source, to: out, omitted: &omitted, attachments: &attachments)
         }
         out.append("\(tab)</Group>\n")
     }
@@ -197,7 +228,8 @@ enum KeePassXML {
     }
 
     static func writeVersion(
-        _ version: EntryRecord, title: String, uuid: String, created: UInt64, indent: Int, to out: TextOutput, omitted: inout [SkippedItem]
+        _ version: EntryRecord, title: String, uuid: String, created: UInt64, indent: Int, to out: TextOutput, omitted: inout [SkippedItem],
+        attachments: inout Attachments
     ) {
         let tab = String(repeating: "\t", count: indent)
         let name = version.name
@@ -219,6 +251,15 @@ enum KeePassXML {
         }
         string("Title", { out.xmlText(title) }, protected: false)
         var keys: Set<String> = ["Title"]
+        var binaries: [(key: String, id: Int)] = []
+        defer {
+            // After the strings, as KeePass orders an entry's elements.
+            for binary in binaries {
+                out.append("\(tab)<Binary>\n\(tab)\t<Key>")
+                out.xmlText(binary.key)
+                out.append("</Key>\n\(tab)\t<Value Ref=\"\(binary.id)\"/>\n\(tab)</Binary>\n")
+            }
+        }
         for field in version.fields where !(tags != nil && field.name == "tags") {
             var key = standardKeys[field.name] ?? field.name
             if standardKeys[field.name] == nil {
@@ -228,9 +269,13 @@ enum KeePassXML {
                     number += 1
                 }
             }
-            let isText = field.value.withUnsafeBytes { TextOutput.isXMLText($0) }
-            guard isText, TextOutput.isXMLText(key) else {
-                omitted.append(SkippedItem(item: "'\(name)' field '\(field.name)'", reason: "not text XML can carry; --format json keeps it"))
+            guard TextOutput.isXMLText(key) else {
+                omitted.append(SkippedItem(item: "'\(name)' field '\(field.name)'", reason: "a name XML cannot carry; --format json keeps it"))
+                continue
+            }
+            guard field.value.withUnsafeBytes({ TextOutput.isXMLText($0) }) else {
+                // Bytes a string cannot hold (a file): an attachment, under the field's own name.
+                binaries.append((field.name, attachments.id(of: field.value)))
                 continue
             }
             keys.insert(key)

@@ -5,18 +5,22 @@ import Glibc
 #endif
 
 /// The remote a vault syncs with when `vault sync` names none: set by its first successful sync with a remote or by
-/// `vault remote set`, with the S3 endpoint and region given then. One file per vault, by its id, in the state
+/// `vault remote set`, with the S3 endpoint and region given then, and whether plain http was allowed (still only ever
+/// to a loopback address: the CLI checks each URL as it checks one given on the command line). One file per vault, by its id, in the state
 /// directory (`<vault id>.remote`, beside the record of each copy's last sync); no secret in it (credentials are
 /// read at each sync), mode 0600, replaced atomically.
 public struct RemoteRecord: Equatable, Sendable {
     public var remote: String
     public var endpoint: String?
     public var region: String?
+    /// `--allow-insecure-http` was given with it: `vault sync` alone allows plain http to a loopback address again.
+    public var allowInsecureHTTP: Bool
 
-    public init(remote: String, endpoint: String? = nil, region: String? = nil) {
+    public init(remote: String, endpoint: String? = nil, region: String? = nil, allowInsecureHTTP: Bool = false) {
         self.remote = remote
         self.endpoint = endpoint
         self.region = region
+        self.allowInsecureHTTP = allowInsecureHTTP
     }
 
     /// The record's path for the vault file at `local`; nil when there is no vault there (or it has no header).
@@ -32,7 +36,8 @@ public struct RemoteRecord: Equatable, Sendable {
         let lines = text.split(separator: "\n").map(String.init)
         guard lines.first == "vault-remote 1", let remote = lines.first(where: { $0.hasPrefix("remote ") })?.dropFirst(7) else { return nil }
         func value(_ key: String) -> String? { lines.first { $0.hasPrefix(key + " ") }.map { String($0.dropFirst(key.count + 1)) } }
-        return RemoteRecord(remote: String(remote), endpoint: value("endpoint"), region: value("region"))
+        return RemoteRecord(remote: String(remote), endpoint: value("endpoint"), region: value("region"),
+                            allowInsecureHTTP: lines.contains("allow-insecure-http"))
     }
 
     /// Writes the record of the vault at `local` (a temporary file of mode 0600, then renamed over the old one).
@@ -45,6 +50,7 @@ public struct RemoteRecord: Equatable, Sendable {
         var text = "vault-remote 1\nremote \(remote)\n"
         if let endpoint { text += "endpoint \(endpoint)\n" }
         if let region { text += "region \(region)\n" }
+        if allowInsecureHTTP { text += "allow-insecure-http\n" }
         let failure = Array(text.utf8).withUnsafeBytes { Posix.writeAll(fd, $0) }
         let synced = failure == 0 && fsync(fd) == 0
         close(fd)

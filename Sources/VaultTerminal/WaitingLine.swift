@@ -27,13 +27,16 @@ public final class WaitingLine: Sendable {
     init?(label: String) {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { return nil }
+        // Not inherited by a program the waiting command might start meanwhile.
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         self.label = label
         self.wake = (ends[0], ends[1])
     }
 
     /// Runs `work`, showing `label` and the time taken while it lasts longer than ``delay`` on a terminal.
-    public static func during<T>(_ label: String, _ work: () throws -> T) rethrows -> T {
-        guard isatty(2) == 1, let line = WaitingLine(label: label) else { return try work() }
+    /// (`onTerminal`: whether stderr is a terminal; tests say so.)
+    public static func during<T>(_ label: String, onTerminal: Bool = isatty(2) == 1, _ work: () throws -> T) rethrows -> T {
+        guard onTerminal, let line = WaitingLine(label: label) else { return try work() }
         let caller = pthread_self()
         startDetachedThread {
             // With no thread to be had, this runs here, before the work: no line then (it would never end).

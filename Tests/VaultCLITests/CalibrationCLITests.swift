@@ -25,7 +25,7 @@ import Testing
         let result = try CLI.run(
             ["init", "--kdf", "calibrate:50ms", "--vault", vault, "--passphrase-file", passphraseFile, "--json"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("calibrating Argon2id (1/4): opslimit 2, memlimit 64 MiB takes"))
+        #expect(result.stderr.contains("calibrating Argon2id (1/4): 64 MiB, 2 passes takes"))
         let object = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
         let ops = object?["opslimit"] as? Int ?? 0
         let mem = object?["memlimit"] as? Int ?? 0
@@ -34,7 +34,7 @@ import Testing
 
         let info = try CLI.run(["info", "--vault", vault, "--measure"])
         #expect(info.status == 0, "\(info.stderr)")
-        #expect(info.stdoutText.contains("kdf:         Argon2id v1.3, opslimit \(ops), memlimit \(mem >> 20) MiB\n"))
+        #expect(info.stdoutText.contains("kdf:         Argon2id v1.3, \(mem >> 20) MiB, \(ops) passes\n"))
         #expect(info.stdoutText.contains("unlock cost: "))
         #expect(info.stdoutText.contains(" ms here (one Argon2id with these parameters, measured)\n"))
 

@@ -128,13 +128,24 @@ func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows
 
     @Test func withoutAGraphicalSessionItSaysWhatToDoAndAsksNothing() throws {
         // No passphrase source at all: the clipboard is checked before the vault is opened.
-        let result = try box.vault(["clip", "web"], passphrase: false)
+        // No tool either: install one, or OSC 52.
+        let result = try box.vault(["clip", "web"], passphrase: false, extraEnvironment: ["PATH": try path(with: [])])
         #expect(result.status == 1)
         #expect(result.stderr == """
-            vault: cannot copy to the clipboard: no graphical session (neither WAYLAND_DISPLAY nor DISPLAY is set)
+            vault: cannot copy to the clipboard: there is no display to copy to (neither WAYLAND_DISPLAY nor DISPLAY is set)
             hint: install wl-clipboard, xclip or xsel; or use --osc52 in a terminal that supports it (also over ssh)
 
             """)
+        // xclip installed, but no display (walkthrough finding 12): not "install …".
+        let installed = try box.vault(["clip", "web"], passphrase: false, extraEnvironment: ["PATH": try path(with: ["xclip"])])
+        #expect(installed.status == 1)
+        #expect(installed.stderr == """
+            vault: cannot copy to the clipboard: there is no display to copy to (neither WAYLAND_DISPLAY nor DISPLAY is set)
+            hint: xclip copies to a graphical session's clipboard: run vault clip in that session; or use --osc52 in a terminal that supports it (also over ssh)
+
+            """)
+        let both = try box.vault(["clip", "web"], passphrase: false, extraEnvironment: ["PATH": try path(with: ["xclip", "xsel"])])
+        #expect(both.status == 1 && both.stderr.hasSuffix("hint: xclip and xsel copy to a graphical session's clipboard: run vault clip in that session; or use --osc52 in a terminal that supports it (also over ssh)\n"), "\(both.stderr)")
         let x = try XvfbFixture()
         let none = try box.vault(["clip", "web"], extraEnvironment: ["DISPLAY": x.display, "PATH": try path(with: [])])
         #expect(none.status == 1)

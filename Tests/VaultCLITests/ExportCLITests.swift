@@ -148,6 +148,9 @@ import VaultTestSupport
     @Test(.enabled(if: hasKeePassXC, "needs keepassxc-cli: scripts/install-deps --test"))
     func keepassxcCLIImportsTheKeePassXMLAndItsTOTPGivesOathtoolsCodes() throws {
         let box = try filled()
+        // A file (bytes no XML string holds) goes out as an attachment, not dropped.
+        let certificate = Data((0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        #expect(try box.vault(["put", "Web/GitHub", "--field", "cert.bin", "--secret"], stdin: certificate).status == 0)
         let xml = box.directory + "/out.xml"
         let result = try box.vault(["export", "--format", "keepass-xml", "-o", xml, "--yes"])
         #expect(result.status == 0 && result.stderr.isEmpty, "\(result.stderr)")
@@ -159,6 +162,9 @@ import VaultTestSupport
         #expect(listing.stdoutText.split(separator: "\n").contains("Web/GitHub"), "\(listing.stdoutText)")
         let shown = try CLI.exec(cli, ["show", "-s", "-a", "Password", "-a", "UserName", "-a", "pin", db, "Web/GitHub"], stdin: Data("dbpass\n".utf8))
         #expect(shown.stdoutText == "Ex-New-2\nalice\n1234\n", "\(shown.stdoutText) \(shown.stderr)")
+        let attachment = box.directory + "/cert.out"
+        let exported = try CLI.exec(cli, ["attachment-export", "-q", db, "Web/GitHub", "cert.bin", attachment], stdin: Data("dbpass\n".utf8))
+        #expect(exported.status == 0 && FileManager.default.contents(atPath: attachment) == certificate, "\(exported.stderr)")
         // KeePassXC computes the TOTP from the exported otp attribute; so does vault, and oathtool agrees.
         if let oathtool = findTool("oathtool") {
             let now = Int(Date().timeIntervalSince1970)

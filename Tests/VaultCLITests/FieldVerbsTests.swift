@@ -83,7 +83,7 @@ import Testing
             name: github
             id: \(id)
             created: \(created)
-            modified: \(modified) by \(ReplicaNameTests.userAtHost) (replica \(replica))
+            modified: \(modified) by \(ReplicaNameTests.userAtHost)
             earlier versions: 5
 
             password: ********

@@ -8,7 +8,10 @@ import Testing
 
     /// The option lines of `vault ARGUMENTS --help` (their first word or two), in order.
     func options(_ arguments: [String]) throws -> [String] {
-        let help = try CLI.run(arguments + ["--help"]).stdoutText
+        optionLines(try CLI.run(arguments + ["--help"]).stdoutText)
+    }
+
+    func optionLines(_ help: String) -> [String] {
         let section = help.components(separatedBy: "OPTIONS:\n").dropFirst().first ?? ""
         return section.split(separator: "\n").filter { $0.hasPrefix("  -") }.map { line in
             let words = line.trimmingCharacters(in: .whitespaces).components(separatedBy: "  ").first ?? ""
@@ -17,15 +20,45 @@ import Testing
         }
     }
 
-    @Test(arguments: [["put"], ["delete"], ["list"], ["generate"], ["init"], ["import"], ["export"], ["sync"], ["unlock"],
-                      ["recipients", "add"], ["recipients", "remove"], ["git", "setup"], ["get"], ["show"], ["history"], ["restore"],
-                      ["run"], ["inject"], ["clip"], ["otp"], ["merge"], ["mv"], ["cp"], ["find"]])
-    func ownOptionsFirstThenTheGlobalOnesOnce(_ verb: [String]) throws {
-        let lines = try options(verb)
-        let isGlobal = { (line: String) in Self.global.contains(line) }
-        let firstGlobal = try #require(lines.firstIndex(where: isGlobal), "\(verb): \(lines)")
-        #expect(!lines[firstGlobal...].contains { !isGlobal($0) }, "\(verb): an own option after the global ones: \(lines)")
-        #expect(lines.filter { $0 == "--vault" }.count == 1, "\(verb)")
+    /// Every verb and sub-verb, from the command trees themselves (`--experimental-dump-help` of `vault` and of
+    /// `vault-net`, which holds the verbs `vault` routes to it), never from a list that a new verb could miss.
+    static func verbs() throws -> [[String]] {
+        var paths: [[String]] = []
+        func walk(_ command: [String: Any], _ path: [String]) {
+            if !path.isEmpty, !paths.contains(path) { paths.append(path) }
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] {
+                guard let name = sub["commandName"] as? String, name != "help" else { continue }
+                walk(sub, path + [name])
+            }
+        }
+        for binary in [CLI.vault, CLI.binDirectory.appendingPathComponent("vault-net").path] {
+            let dump = try CLI.exec(binary, ["--experimental-dump-help"])
+            let tree = try #require(try JSONSerialization.jsonObject(with: dump.stdout) as? [String: Any], "\(binary): \(dump.stderr)")
+            walk(try #require(tree["command"] as? [String: Any]), [])
+        }
+        return paths
+    }
+
+    @Test func everyVerbListsItsOwnOptionsFirstThenTheGlobalOnesOnce() throws {
+        let verbs = try Self.verbs()
+        // The tree really is walked: verbs of both binaries, sub-verbs included.
+        for known in [["edit"], ["lock"], ["upgrade"], ["logout"], ["docker-credential"], ["secret-service"], ["ssh", "import"], ["remote", "set"]] {
+            #expect(verbs.contains(known), "\(known) not in \(verbs)")
+        }
+        for verb in verbs {
+            let help = try CLI.run(verb + ["--help"]).stdoutText
+            let lines = optionLines(help)
+            #expect(!lines.isEmpty, "\(verb): no OPTIONS")
+            let isGlobal = { (line: String) in Self.global.contains(line) }
+            if let firstGlobal = lines.firstIndex(where: isGlobal) {
+                #expect(!lines[firstGlobal...].contains { !isGlobal($0) }, "\(verb): an own option after the global ones: \(lines)")
+            }
+            #expect(lines.filter { $0 == "--vault" }.count <= 1, "\(verb)")
+            // No jargon without a word of what it means (issue 35 §5).
+            for word in ["stanza", "opslimit", "memlimit", "generation"] {
+                #expect(!help.lowercased().contains(word), "\(verb): '\(word)' in its help")
+            }
+        }
     }
 
     @Test func dashFMeansGoAheadWithoutAsking() throws {

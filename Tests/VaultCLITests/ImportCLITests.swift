@@ -165,6 +165,16 @@ import VaultTestSupport
         #expect(missing.status == 1 && missing.stderr == "vault: opening '\(box.directory)/nothing.csv' failed: No such file or directory\n", "\(missing.stderr)")
         let format = try box.vault(["import", "lastpass", path])
         #expect(format.status == 64 && format.stderr.contains("lastpass"), "\(format.stderr)")
+        // Only pass has a default source (walkthrough finding 12): the others need their file.
+        let noFile = try box.vault(["import", "json"])
+        #expect(noFile.status == 64 && noFile.stderr.contains("'vault import json' needs the export file: vault import json FILE"), "\(noFile.stderr)")
+        // pass with no directory and no store where pass looks: said so, with where it looked.
+        let home = box.directory + "/emptyhome"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let noStore = try box.vault(["import", "pass"], extraEnvironment: ["HOME": home])
+        #expect(noStore.status == 1 && noStore.stderr == "vault: no pass store at '\(home)/.password-store' ($PASSWORD_STORE_DIR, else ~/.password-store): name its directory: vault import pass DIR\n", "\(noStore.stderr)")
+        let noVariableStore = try box.vault(["import", "pass"], extraEnvironment: ["HOME": home, "PASSWORD_STORE_DIR": home + "/elsewhere"])
+        #expect(noVariableStore.status == 1 && noVariableStore.stderr.hasPrefix("vault: no pass store at '\(home)/elsewhere' "), "\(noVariableStore.stderr)")
         #expect(fileBytes(box) == before)
 
         // A version-1 vault has no fields.
@@ -263,6 +273,14 @@ import VaultTestSupport
         }
         // Twice: unchanged.
         #expect(try box.vault(["import", "pass", store], extraEnvironment: env).stdoutText.hasPrefix("imported '\(store)' into '\(box.vaultPath)': 0 added, 0 updated, 3 unchanged, 0 kept, 0 skipped\n"))
+        // No directory named: $PASSWORD_STORE_DIR, else ~/.password-store, as pass finds its store.
+        let byVariable = try box.vault(["import", "pass"], extraEnvironment: env)
+        #expect(byVariable.stdoutText.hasPrefix("imported '\(store)' into '\(box.vaultPath)': 0 added, 0 updated, 3 unchanged, 0 kept, 0 skipped\n"), "\(byVariable.stdoutText) \(byVariable.stderr)")
+        let home = box.directory + "/home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: store, toPath: home + "/.password-store")
+        let byHome = try box.vault(["import", "pass"], extraEnvironment: ["GNUPGHOME": gnupg, "HOME": home, "PASSWORD_STORE_DIR": ""])
+        #expect(byHome.stdoutText.hasPrefix("imported '\(home)/.password-store' into '\(box.vaultPath)': 0 added, 0 updated, 3 unchanged, 0 kept, 0 skipped\n"), "\(byHome.stdoutText) \(byHome.stderr)")
 
         // A file encrypted to a key this gpg does not hold: the import stops, names the file, writes nothing.
         let before = fileBytes(box)

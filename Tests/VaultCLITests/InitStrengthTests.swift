@@ -49,7 +49,7 @@ import Testing
             Choose another (try 2 of 3): four or five random words make a strong one.
             new passphrase: 
             repeat to confirm: 
-            created vault '\(box.vaultPath)' (format version 3, Argon2id opslimit 1, memlimit 8 KiB)
+            created vault '\(box.vaultPath)' (format version 3, key derivation: Argon2id, 8 KiB, 1 pass)
             [echo on]
 
             """, "\(weakThenStrong.stdoutText)")

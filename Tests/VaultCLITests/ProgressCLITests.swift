@@ -22,6 +22,55 @@ import VaultTestSupport
         #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
         #expect(!piped.stdoutText.contains("\r") && !piped.stdoutText.contains("exporting ["))
     }
+
+    /// An export of `count` entries `site/0`... in vault's JSON, written to `path`.
+    static func writeExport(count: Int, to path: String, in box: Sandbox) throws {
+        let entries = (0..<count).map { index in
+            #"{"created":"2026-11-29T13:14:29.999Z","fields":[{"name":"password","secret":true,"value":"v\#(index)"}],"history":[],"#
+                + #""id":"\#(String(format: "%032x", index + 1))","modified":"2026-11-29T13:14:29.999Z","name":"site/\#(index)"}"#
+        }
+        try box.write(#"{"entries":["# + entries.joined(separator: ",") + #"],"exported":"2026-11-29T13:14:30.149Z","format":"vault-export","version":1}"#, to: path)
+    }
+
+    /// Walkthrough finding 9: `vault import` (every format: the bar counts the source's entries against the vault's)
+    /// shows a bar on a terminal, nothing piped; past 50 names added or updated the report gives their count, `--list`
+    /// names them all, and the JSON report always does.
+    @Test func importShowsABarOnATerminalAndNothingWhenPipedAndCountsManyNames() throws {
+        let box = try Sandbox()
+        try box.initVault()
+        let file = box.directory + "/many.json"
+        try Self.writeExport(count: 60, to: file, in: box)
+        let onTerminal = try PseudoTerminal.run(CLI.vault, ["import", "json", file, "--passphrase-file", box.passphraseFile], steps: [], environment: box.environment)
+        #expect(onTerminal.status == 0, "\(onTerminal.stdoutText)")
+        #expect(onTerminal.stdoutText.contains("\rimporting [####################] 60/60 entries\u{1B}[K\r\u{1B}[K"), "\(onTerminal.stdoutText.debugDescription)")
+        #expect(onTerminal.stdoutText.hasSuffix(
+            "imported '\(file)' into '\(box.vaultPath)': 60 added, 0 updated, 0 unchanged, 0 kept, 0 skipped\n"
+                + "  60 entries added, not named one by one (--list names them)\n[echo on]\n"), "\(onTerminal.stdoutText.debugDescription)")
+        #expect(try box.vault(["list"]).stdoutText.split(separator: "\n").count == 60)
+
+        // Piped: no bar; the dry run of a changed source counts the updates; --list names every one.
+        try Self.writeExport(count: 60, to: file, in: box)
+        let changed = try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: #""value":"v"#, with: #""value":"w"#)
+            .replacingOccurrences(of: "2026-11-29T13:14:29.999Z", with: "2026-11-30T13:14:29.999Z")
+        try box.write(changed, to: file)
+        let piped = try box.vault(["import", "json", file, "--dry-run"])
+        #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
+        #expect(piped.stdoutText == "would import '\(file)' into '\(box.vaultPath)': 0 added, 60 updated, 0 unchanged, 0 kept, 0 skipped (dry run: nothing written)\n"
+            + "  60 entries to be updated, not named one by one (--list names them)\n", "\(piped.stdoutText)")
+        let listed = try box.vault(["import", "json", file, "--dry-run", "--list"])
+        let lines = listed.stdoutText.split(separator: "\n").dropFirst()
+        #expect(lines.count == 60 && lines.allSatisfy { $0.hasPrefix("  updated: site/") }, "\(listed.stdoutText)")
+        let json = try box.vault(["import", "json", file, "--json"])
+        let report = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any], "\(json.stderr)")
+        #expect((report["updated"] as? [String])?.count == 60 && json.stderr.isEmpty)
+        // 50 or fewer: named one by one, as before.
+        let few = box.directory + "/few.json"
+        try Self.writeExport(count: 50, to: few, in: box)
+        let fresh = try Sandbox()
+        try fresh.initVault()
+        let named = try fresh.vault(["import", "json", few])
+        #expect(named.stdoutText.split(separator: "\n").filter { $0.hasPrefix("  added: site/") }.count == 50, "\(named.stdoutText)")
+    }
 }
 
 /// Issue 35 §3: `recipients remove` seals every entry again under a new key: a bar on a terminal, nothing when piped

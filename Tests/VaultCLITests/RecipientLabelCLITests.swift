@@ -48,7 +48,7 @@ import VaultTestSupport
         #expect(unknown.status == 2 && unknown.stderr.contains("has no recipient labelled 'carol'"), "\(unknown.stderr)")
         #expect(team.bytes == before)
         let removed = try team.owner(["recipients", "remove", "alice@desk"])
-        #expect(removed.status == 0 && removed.stdoutText.hasPrefix("removed recipient \(team.recipient); the vault's key was rotated\n"), "\(removed.stderr)")
+        #expect(removed.status == 0 && removed.stdoutText.hasPrefix("removed recipient alice@desk (\(team.recipient)); the vault's key was rotated\n"), "\(removed.stderr)")
         #expect(try team.with(team.other, ["recipients", "list"]).stdoutText == team.otherRecipient + "\n")
     }
 
@@ -105,6 +105,12 @@ import VaultTestSupport
         let listed = try box.vault(["recipients", "list"])
         #expect(listed.status == 0 && listed.stdoutText == team.recipient + " alice@laptop\n" + team.otherRecipient + " bob\n", "\(listed.stderr)")
 
+        // A passphrase given is checked as without the agent: a wrong one is refused, nothing written.
+        let wrongFile = box.directory + "/wrong"
+        FileManager.default.createFile(atPath: wrongFile, contents: Data("not it\n".utf8), attributes: [.posixPermissions: 0o600])
+        let wrong = try box.vault(["recipients", "remove", "bob", "--passphrase-file", wrongFile])
+        #expect(wrong.status == 3 && wrong.stderr.contains("incorrect passphrase"), "\(wrong.stderr)")
+        #expect([UInt8](FileManager.default.contents(atPath: box.vaultPath) ?? Data()) == bytes, "nothing written")
         // No terminal, no passphrase source: the removal asks nothing.
         let removed = try box.vault(["recipients", "remove", "bob", "--json"])
         #expect(removed.status == 0, "\(removed.stderr)")

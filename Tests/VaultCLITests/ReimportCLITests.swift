@@ -67,7 +67,7 @@ import VaultTestSupport
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stdoutText == """
             imported '\(store)' into '\(box.vaultPath)': 0 added, 0 updated, 1 unchanged, 1 kept, 0 skipped
-              kept: web/github: changed in the vault since the source's version (pin differ; --overwrite replaces them)
+              kept: web/github: changed in the vault since the source's version (pin differs; --overwrite replaces it)
 
             """)
         #expect(try fields(box, "web/github")["pin"]?.value == "5678")
@@ -144,6 +144,11 @@ import VaultTestSupport
         _ = try kp(["import", "-p", out, back], "pw2\npw2\n")
         let reexported = try kp(["export", "-f", "xml", back], "pw2\n").stdoutText
         #expect(reexported.contains("<Tags>vpn,work</Tags>"), "\(reexported)")
+        // The attachment (not text) is an attachment again (walkthrough finding 8), its bytes as they were.
+        #expect(!export.stdoutText.contains("client.p12") && !export.stderr.contains("client.p12"), "\(export.stdoutText) \(export.stderr)")
+        let p12 = box.directory + "/client-back.p12"
+        _ = try kp(["attachment-export", "-q", back, "VPN", "client.p12", p12], "pw2\n")
+        #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: p12))) == attachment)
         #expect(!result.stdoutText.contains("Vpn-Secret") && !export.stderr.contains("Vpn-Secret"))
     }
 }

@@ -17,7 +17,7 @@ import Testing
         #expect(refused.status == 6)
         #expect(refused.stdout.isEmpty)
         #expect(refused.stderr == """
-            vault: refusing to open vault '\(box.vaultPath)': it is older than the last version seen (generation 2, but 3 was seen): an older copy may have been put back
+            vault: refusing to open vault '\(box.vaultPath)': it is an older copy of the vault than one already seen here (this copy was written 2 times, one seen here 3 times): an older copy may have been put back
             hint: if you restored this copy on purpose (a backup), pass --accept-rollback once
 
             """)

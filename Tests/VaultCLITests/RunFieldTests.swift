@@ -52,7 +52,7 @@ import Testing
         let env = box.directory + "/bad.env"
         try box.write("A=vault://x#y#z\n", to: env)
         let badLine = try run(["--env-file", env] + command)
-        #expect(badLine.status == 64 && badLine.stderr.contains("\(env): line 1: expected ENTRY or vault://ENTRY#FIELD after '='"), "\(badLine.stderr)")
+        #expect(badLine.status == 64 && badLine.stderr.contains("\(env): line 1: expected ENTRY, vault://ENTRY#FIELD or vault-otp://ENTRY after '='"), "\(badLine.stderr)")
         #expect(!FileManager.default.fileExists(atPath: marker), "the command never ran")
     }
 
@@ -66,6 +66,49 @@ import Testing
         let malformed = try box.vault(["inject"], stdin: Data("a\n{{ vault \"servers/db\" username }}".utf8), passphrase: false,
                                       extraEnvironment: ["VAULT_PASSPHRASE": "correct horse battery staple"])
         #expect(malformed.status == 64 && malformed.stderr.contains(
-            #"malformed placeholder on line 2: expected {{ vault "ENTRY" }} or {{ vault "ENTRY" "FIELD" }}"#), "\(malformed.stderr)")
+            #"malformed placeholder on line 2: expected {{ vault "ENTRY" }}, {{ vault "ENTRY" "FIELD" }} or {{ otp "ENTRY" }}"#), "\(malformed.stderr)")
+    }
+
+    /// Walkthrough finding 12: the current one-time code, `{{ otp "ENTRY" }}` in templates and `vault-otp://ENTRY` where
+    /// run takes an entry, is oathtool's for the seed (the `otp` field stays the seed: `{{ vault "ENTRY" "otp" }}`).
+    /// `vault` runs these command lines in vault-net (its HMAC), a template read from stdin included.
+    @Test(.enabled(if: ImportCLITests.hasOathtool || ProcessInfo.processInfo.environment["CI"] == "true", "needs oathtool: scripts/install-deps --test"))
+    func theCurrentOneTimeCodeIsOathtools() throws {
+        try #require(ImportCLITests.hasOathtool, "oathtool is needed (CI=true)")
+        let uri = "otpauth://totp/GitHub:alice?secret=JBSWY3DPEHPK3PXP&issuer=GitHub"
+        #expect(try box.vault(["put", "totp/github", "--field", "otp"], stdin: Data(uri.utf8)).status == 0)
+        #expect(try box.vault(["put", "totp/github"], stdin: Data("gh-pass".utf8)).status == 0)
+        /// `result`'s output, with the code oathtool gave just before or just after it in place of `CODE`.
+        func expectCode(_ expected: String, _ make: () throws -> CLIResult, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let before = try ImportCLITests().oathtool("JBSWY3DPEHPK3PXP", at: Int(Date().timeIntervalSince1970))
+            let result = try make()
+            let after = try ImportCLITests().oathtool("JBSWY3DPEHPK3PXP", at: Int(Date().timeIntervalSince1970))
+            let wanted = [before, after].map { expected.replacingOccurrences(of: "CODE", with: $0) }
+            #expect(result.status == 0 && wanted.contains(result.stdoutText), "\(result.stdoutText) \(result.stderr) (oathtool: \(before), \(after))", sourceLocation: sourceLocation)
+        }
+        let passphrase = ["VAULT_PASSPHRASE": "correct horse battery staple"]
+        let template = #"code={{ otp "totp/github" }} seed={{ vault "totp/github" "otp" }} pass={{ vault "totp/github" }}"#
+        try expectCode("code=CODE seed=\(uri) pass=gh-pass") {
+            try box.vault(["inject"], stdin: Data(template.utf8), passphrase: false, extraEnvironment: passphrase)
+        }
+        let file = box.directory + "/template"
+        try box.write(template, to: file)
+        try expectCode("code=CODE seed=\(uri) pass=gh-pass") { try box.vault(["inject", "-i", file]) }
+        try expectCode("CODE|CODE|CODE") {
+            try run(["--env", "C=vault-otp://totp/github", "--file", "F=vault-otp://totp%2Fgithub", "--stdin", "vault-otp://totp/github", "--",
+                     "/bin/sh", "-c", #"printf '%s|%s|' "$C" "$(cat "$F")"; cat"#])
+        }
+        let env = box.directory + "/codes.env"
+        try box.write("C=vault-otp://totp/github\n", to: env)
+        try expectCode("CODE") { try run(["--env-file", env, "--", "/bin/sh", "-c", #"printf %s "$C""#]) }
+        // No otp field, no entry, a bad reference, a bad placeholder: errors, nothing run or written.
+        let noField = try box.vault(["inject"], stdin: Data(#"{{ otp "servers/db" }}"#.utf8), passphrase: false, extraEnvironment: passphrase)
+        #expect(noField.status == 2 && noField.stdoutText.isEmpty && noField.stderr.hasPrefix("vault: entry 'servers/db' has no field 'otp'"), "\(noField.stderr)")
+        let noEntry = try run(["--env", "C=vault-otp://totp/none", "--", "/bin/true"])
+        #expect(noEntry.status == 2 && noEntry.stderr.hasPrefix("vault: no entry 'totp/none' in vault"), "\(noEntry.stderr)")
+        let bad = try run(["--env", "C=vault-otp://", "--", "/bin/true"])
+        #expect(bad.status == 64 && bad.stderr.contains("expected vault-otp://ENTRY"), "\(bad.stderr)")
+        let twoNames = try box.vault(["inject"], stdin: Data(#"{{ otp "totp/github" "otp" }}"#.utf8), passphrase: false, extraEnvironment: passphrase)
+        #expect(twoNames.status == 64 && twoNames.stderr.contains("malformed placeholder on line 1"), "\(twoNames.stderr)")
     }
 }

@@ -259,6 +259,6 @@ import VaultTestSupport
         let malformed = try box.vault(["inject"], stdin: Data("ok\nx={{ vault k1 }}\n".utf8))
         #expect(malformed.status == 64)
         #expect(malformed.stdout.isEmpty)
-        #expect(malformed.stderr == "vault: malformed placeholder on line 2: expected {{ vault \"ENTRY\" }} or {{ vault \"ENTRY\" \"FIELD\" }}\n")
+        #expect(malformed.stderr == "vault: malformed placeholder on line 2: expected {{ vault \"ENTRY\" }}, {{ vault \"ENTRY\" \"FIELD\" }} or {{ otp \"ENTRY\" }}\n")
     }
 }

@@ -20,7 +20,7 @@ import Testing
         #expect(created.stdoutText == """
             new passphrase: 
             repeat to confirm: 
-            created vault '\(box.vaultPath)' (format version 3, Argon2id opslimit 1, memlimit 8 KiB)
+            created vault '\(box.vaultPath)' (format version 3, key derivation: Argon2id, 8 KiB, 1 pass)
             [echo on]
 
             """)

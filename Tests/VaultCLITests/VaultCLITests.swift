@@ -9,7 +9,7 @@ import VaultTestSupport
         let result = try CLI.shell(
             "umask 000; exec \"$VAULT\" init --passphrase-file '\(box.passphraseFile)'", environment: box.environment)
         #expect(result.status == 0)
-        #expect(result.stdoutText == "created vault '\(box.vaultPath)' (format version 3, Argon2id opslimit 1, memlimit 8 KiB)\n")
+        #expect(result.stdoutText == "created vault '\(box.vaultPath)' (format version 3, key derivation: Argon2id, 8 KiB, 1 pass)\n")
         #expect(result.stderr == "")
         let file = try FileManager.default.attributesOfItem(atPath: box.vaultPath)
         let dir = try FileManager.default.attributesOfItem(atPath: box.directory + "/vaults")
@@ -312,7 +312,7 @@ import VaultTestSupport
         let result = try CLI.run(["init", "--kdf", "interactive", "--passphrase-file", box.passphraseFile],
                                  environment: ["VAULT_PATH": box.vaultPath])
         #expect(result.status == 0)
-        #expect(result.stdoutText == "created vault '\(box.vaultPath)' (format version 3, Argon2id opslimit 2, memlimit 64 MiB)\n")
+        #expect(result.stdoutText == "created vault '\(box.vaultPath)' (format version 3, key derivation: Argon2id, 64 MiB, 2 passes)\n")
         // A vault made with the test hook is refused without it, before any KDF runs.
         let cheap = try Sandbox()
         try cheap.initVault()

@@ -14,7 +14,7 @@ struct Argon2idTests {
         #expect(Argon2id.Parameters.moderate == .init(opsLimit: 3, memLimitBytes: 268_435_456))
         #expect(Argon2id.Parameters.sensitive == .init(opsLimit: 4, memLimitBytes: 1_073_741_824))
         #expect(Argon2id.Parameters.insecureForTesting == .init(opsLimit: 1, memLimitBytes: 8192))
-        #expect(Argon2id.Parameters.moderate.description == "opslimit 3, memlimit 256 MiB")
+        #expect(Argon2id.Parameters.moderate.description == "256 MiB, 3 passes")
         #expect(Argon2id.saltByteCount == 16)
     }
 
@@ -107,6 +107,6 @@ struct Argon2idTests {
         var lines = [String]()
         let parameters = try Argon2id.Parameters.calibrated(targetSeconds: 0.001) { lines.append($0) }
         #expect(parameters == .interactive)
-        #expect(lines.first?.hasPrefix("calibrating Argon2id (1/4): opslimit 2, memlimit 64 MiB takes ") == true)
+        #expect(lines.first?.hasPrefix("calibrating Argon2id (1/4): 64 MiB, 2 passes takes ") == true)
     }
 }

@@ -100,6 +100,20 @@ struct PassphraseKeyTests {
             try stale.rotateKey(passphrase: nil, parameters: nil, keepingHeldPassphrase: true, reason: .recipientRemoval) { _, _ in [] }
         }
         #expect(bytes() == before)
+        // The same salt and key, wrapping another data key (an older version's stanza put back): opens, but not to
+        // the data key held: refused too.
+        let kek = try #require(stale.passphraseKey.withLock { $0 })
+        try writer.write(attempts: 1) { stored in
+            let document = try writer.openHeld(stored, dataKey: dataKey)
+            document.stanzas = document.stanzas.filter { $0.type != KeyStanza.argon2id }
+                + [try Argon2idStanza.wrap(SecureBytes.random(count: 32), under: kek).stanza]
+            return (document, dataKey)
+        }
+        let wrapsAnother = bytes()
+        #expect(throws: VaultError.wrongPassphrase(path: path)) {
+            try stale.rotateKey(passphrase: nil, parameters: nil, keepingHeldPassphrase: true, reason: .recipientRemoval) { _, _ in [] }
+        }
+        #expect(bytes() == wrapsAnother)
         try stale.rotateKey(passphrase: other, parameters: nil, keepingHeldPassphrase: true, reason: .recipientRemoval) { _, _ in [] }
         _ = try VaultDocument.open(bytes(), with: .passphrase(other), label: "t", policy: .insecureForTesting)
     }
@@ -115,5 +129,20 @@ struct PassphraseKeyTests {
         #expect(throws: VaultError.wrongPassphrase(path: "t")) {
             try VaultDocument.open(bytes(), with: .passphrase(Self.passphrase), label: "t", policy: .insecureForTesting)
         }
+    }
+
+    /// A lock while the key change waited (the store closed meanwhile): the change is written, but neither the new
+    /// data key nor the passphrase's key stays in memory.
+    @Test func aCloseDuringAKeyChangeLeavesNothingHeld() throws {
+        try made()
+        let opened = store(replica: 2)
+        try opened.open(with: .passphrase(Self.passphrase))
+        try opened.rotateKey(passphrase: nil, parameters: nil, keepingHeldPassphrase: true, reason: .recipientRemoval) { _, key in
+            opened.close()
+            return [RecipientStanzaStoreTests.stanza("q", key: key)]
+        }
+        #expect(opened.dataKey == nil && opened.document == nil)
+        #expect(opened.passphraseKey.withLock { $0 } == nil)
+        _ = try VaultDocument.open(bytes(), with: .passphrase(Self.passphrase), label: "t", policy: .insecureForTesting)
     }
 }

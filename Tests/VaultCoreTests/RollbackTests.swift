@@ -43,7 +43,7 @@ struct RollbackTests {
         #expect(!s.isOpen)
         #expect(try readBytes(path) == old)
         #expect(VaultError.rollbackDetected(path: path, seenGeneration: 4, fileGeneration: 2).description
-            == "refusing to open vault '\(path)': it is older than the last version seen (generation 2, but 4 was seen): an older copy may have been put back")
+            == "refusing to open vault '\(path)': it is an older copy of the vault than one already seen here (this copy was written 2 times, one seen here 4 times): an older copy may have been put back")
         // Its hint is the CLI's: ErrorPresentationTests.
     }
 

@@ -163,14 +163,21 @@ import VaultCore
                 ([field("password", "older", secret: true)], 1_700_000_200_000),
                 ([field("password", "oldest", secret: true)], 1_700_000_100_000),
             ], created: 1_700_000_000_000, id: id),
-            versions("top", [([field("password", "t", secret: true)], 1_700_000_000_000)]),
+            versions("top", [([field("password", "t", secret: true), EntryRecord.Field(name: "raw", isSecret: true, value: SecureBytes([0xFF])),
+                                EntryRecord.Field(name: "bad\u{1}name", isSecret: false, value: SecureBytes([0x41]))], 1_700_000_000_000)]),
         ]
         let result = try KeePassXML.write(exportSource(entries), now: 1_800_000_000_000)
-        #expect(result.omitted == [SkippedItem(item: "'Web/GitHub' field 'raw'", reason: "not text XML can carry; --format json keeps it")])
+        // A value that is not text is an attachment (the same bytes once in <Binaries>); a name XML cannot carry is left out.
+        #expect(result.omitted == [SkippedItem(item: "'top' field 'bad\u{1}name'", reason: "a name XML cannot carry; --format json keeps it")])
+        let xml = String(decoding: result.data.unprotectedBytes, as: UTF8.self)
+        #expect(xml.contains("\t\t<Binaries>\n\t\t\t<Binary ID=\"0\" Compressed=\"False\">/w==</Binary>\n\t\t</Binaries>\n\t</Meta>"))
+        #expect(xml.components(separatedBy: "<Value Ref=\"0\"/>").count == 3 && !xml.contains("Ref=\"1\""))
         let back = try KeePassXML.read(result.data.unprotectedBytes)
         #expect(back.entries.map(\.name) == ["top", "Web/GitHub"])
+        #expect(back.entries[0].current.field("raw").map(\.unprotectedBytes) == [0xFF])
         let github = back.entries[1]
-        #expect(github.current.names == ["password", "username", "Title (2)", "pin"])
+        #expect(github.current.names == ["password", "username", "Title (2)", "pin", "raw"])
+        #expect(github.current.field("raw").map { $0.isSecret && $0.unprotectedBytes == [0xFF] } == true)
         #expect(github.current.text("password") == "x&y<z>\"\r\n")
         #expect(github.current.field("pin")!.isSecret && !github.current.field("Title (2)")!.isSecret)
         #expect(github.history.map { $0.text("password") } == ["older", "oldest"])

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import VaultTerminal
 
@@ -14,5 +15,28 @@ import Testing
     @Test func theWorksResultAndErrorComeBackAsTheyAre() throws {
         #expect(WaitingLine.during("waiting") { 42 } == 42)
         #expect(throws: Refused()) { try WaitingLine.during("waiting") { throw Refused() } }
+    }
+}
+
+extension WaitingLineTests {
+    static func openDescriptors() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+    }
+
+    /// As on a terminal (its thread and pipe run; the line goes to this process's stderr): fast, slow (drawn, then
+    /// erased) and failing work leave no descriptor open once the thread has ended, and the result comes back.
+    @Test func onATerminalTheThreadAndItsPipeEndWithTheWork() throws {
+        let before = Self.openDescriptors()
+        for _ in 0..<20 { #expect(WaitingLine.during("waiting", onTerminal: true) { 7 } == 7) }
+        #expect(throws: Refused()) { try WaitingLine.during("waiting", onTerminal: true) { throw Refused() } }
+        let slow = WaitingLine.during("waiting", onTerminal: true) { () -> Int in
+            usleep(700_000)  // past the half second: the line is drawn
+            return 8
+        }
+        #expect(slow == 8)
+        // The drawing threads close their end when woken: poll for it, with a deadline.
+        let deadline = Date().addingTimeInterval(5)
+        while Self.openDescriptors() != before && Date() < deadline { usleep(10_000) }
+        #expect(Self.openDescriptors() == before)
     }
 }

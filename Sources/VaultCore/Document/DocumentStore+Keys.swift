@@ -19,7 +19,7 @@ extension DocumentStore {
             document.dataKeyID = newID
             return (document, newKey)
         }
-        passphraseKey.withLock { $0 = kek }
+        keep(kek)
     }
 
     /// Sets the vault's `x25519` stanzas to what `recipients` makes from the data key held, keeping the data key and
@@ -90,7 +90,7 @@ extension DocumentStore {
             document.dataKeyID = newID
             return (document, newKey)
         }
-        passphraseKey.withLock { $0 = kek }
+        keep(kek)
     }
 
     /// Whether `kek` opens one of `document`'s `argon2id` stanzas to `dataKey`.

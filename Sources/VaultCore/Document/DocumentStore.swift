@@ -75,6 +75,13 @@ public final class DocumentStore: Sendable {
         passphraseKey.withLock { $0 = nil }
     }
 
+    /// Keeps `key` as the passphrase's key, unless the store was closed meanwhile (a lock while a key change
+    /// waited for the file: nothing of the vault may stay in memory after it). Under the state's lock, which
+    /// ``close()`` takes before it drops the key.
+    func keep(_ key: PassphraseKey?) {
+        state.withLock { loaded in passphraseKey.withLock { $0 = loaded == nil ? nil : key } }
+    }
+
     /// Creates a new, empty version-2 vault in the storage (refused when something is stored there).
     ///
     /// - Throws: ``VaultError/vaultAlreadyExists(path:)``.
@@ -101,7 +108,7 @@ public final class DocumentStore: Sendable {
             try verify(document, dataKey)
         }
         state.withLock { loaded in loaded = (stored.bytes, stored.version, document, dataKey) }
-        passphraseKey.withLock { $0 = kek }
+        keep(kek)
     }
 
     /// Runs `body` on `stored` (`first`: the bytes as first loaded); when it fails with what a concurrent writer
@@ -198,7 +205,7 @@ public final class DocumentStore: Sendable {
             } catch {
                 // The batch does not fit what is stored: nothing written; reads now see what is stored.
                 let fresh = try openHeld(stored, dataKey: dataKey)
-                state.withLock { loaded in loaded = (stored.bytes, stored.version, fresh, dataKey) }
+                state.withLock { loaded in if loaded != nil { loaded = (stored.bytes, stored.version, fresh, dataKey) } }
                 throw error
             }
             return (document, dataKey)
@@ -286,10 +293,12 @@ public final class DocumentStore: Sendable {
                     dataKey: key, recycling: regions.withLock { $0.spare.take() }, progress: progress.map { report in { report($0, total) } })
                 do {
                     let written = (bytes, try replace(bytes, stored.version), document, key)
-                    // Held before the lock is let go: no reader of this process can hold an older one after.
+                    // Held before the lock is let go: no reader of this process can hold an older one after. Not
+                    // when the store was closed meanwhile (a lock while the write waited): it stays closed.
                     replaced = state.withLock { loaded in
-                        defer { loaded = written }
-                        return loaded?.document
+                        guard let previous = loaded else { return nil }
+                        loaded = written
+                        return previous.document
                     }
                     return written
                 } catch VaultError.storageConflict where attempt < attempts {

@@ -61,7 +61,7 @@ extension DocumentStore {
             try reload()
             guard let current = document else { throw VaultError.notOpen }
             let now = clock.milliseconds()
-            report = try VaultDocument.merge(current, other, now: now).1
+            report = try VaultDocument.merge(current, other, now: now, replica: replica).1
             try other.checkClaims(about: replica, ownClock: current.replicas[replica]?.packed ?? 0, mergingInto: current, now: now)
             return report
         }
@@ -76,7 +76,7 @@ extension DocumentStore {
             }
             let now = clock.milliseconds()
             // (Clocks from the future first: the merge refuses them, naming the clock.)
-            let (merged, made) = try VaultDocument.merge(ours, other, now: now)
+            let (merged, made) = try VaultDocument.merge(ours, other, now: now, replica: replica)
             try other.checkClaims(about: replica, ownClock: ours.replicas[replica]?.packed ?? 0, mergingInto: ours, now: now)
             if !acceptDeletions, made.isMassDeletion(outOf: ours.entries.count) {
                 throw VaultError.massDeletion(path: label, names: made.deleted)

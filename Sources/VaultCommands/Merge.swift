@@ -173,27 +173,30 @@ package final class OtherCopyPassphrase {
     package private(set) var followedKey = false
 
     /// Runs `merge` without another passphrase; when the other copy turns out to be sealed with another key
-    /// (``VaultError/otherKey(path:)``), runs it again with that copy's passphrase: from the options, else asked on
-    /// the terminal. No passphrase to be had: the error, whose hint names the options.
+    /// (``VaultError/otherKey(path:reason:)``), runs it again with that copy's passphrase: from the options, else asked
+    /// on the terminal (saying why the key differs, as its key links tell). No passphrase to be had: the error, whose
+    /// hint names the options.
     package func merging(label: String, _ merge: (SecureBytes?) throws -> MergeReport) throws -> MergeReport {
         do {
             return try merge(nil)
-        } catch VaultError.otherKey(let path) {
+        } catch VaultError.otherKey(let path, let reason) {
             if !sourceRead {
                 known = try source.read()
                 sourceRead = true
             }
+            let removal = reason == .recipientRemoval
             if known == nil {
                 do {
-                    known = try VaultOptions.promptTwiceIfNeeded(
-                        prompt: "'\(TerminalText.escaped(label))' has another passphrase (changed on one side); its passphrase: ", confirm: false)
+                    let why = removal ? "another key (a recipient was removed on one side)" : "another passphrase (changed on one side)"
+                    known = try VaultOptions.promptTwiceIfNeeded(prompt: "'\(TerminalText.escaped(label))' has \(why); its passphrase: ", confirm: false)
                 } catch CLIError.noPassphraseSource {
-                    throw VaultError.otherKey(path: path)
+                    throw VaultError.otherKey(path: path, reason: reason)
                 }
             }
             let report = try merge(known)
             followedKey = true
-            writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (its passphrase was changed): this vault now has that copy's passphrase and key\n")
+            let why = removal ? "a recipient was removed there" : "its passphrase was changed"
+            writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (\(why)): this vault now has that copy's passphrase and key\n")
             return report
         }
     }

@@ -183,6 +183,24 @@ package enum RollbackGuard {
         return followed
     }
 
+    /// Whether the key of the file whose header is `header` replaced, at a recipient's removal, the key the record of
+    /// its vault holds as current: its key links lead there from that key (verified with the signing key recorded)
+    /// and record only removals (``KeyLinks/reason(_:from:)``). An identity with no stanza in such a file was removed
+    /// (``VaultError/removedRecipient(path:)``). Nothing is written.
+    package static func removedRecipient(in header: DocumentHeader, protection: RollbackProtection) -> Bool {
+        let id = header.vaultID.description
+        var removal = false
+        try? update(protection: protection, name: id + ".vault") { old in
+            guard let old, old.path == id, old.vaultID != header.dataKeyID.description,
+                  let signing = old.signingKey.flatMap(Posix.unhex), let current = DocumentID(hex: old.vaultID),
+                  KeyLinks.authorizes(header.stanzas, dataKeyID: header.dataKeyID, from: current, signingKey: signing, vaultID: header.vaultID)
+            else { return nil }
+            removal = KeyLinks.reason(header.stanzas, from: current) == .recipientRemoval
+            return nil
+        }
+        return removal
+    }
+
     /// Records the data key of version-2 vault `vaultID` this process wrote with or opened (written only when the key
     /// is new, or its signing key not yet kept); `retiring`: the data key id a passphrase change replaced; `dataKey`: the
     /// key itself, whose public signing key is kept beside its id (``checkVault``). A pending change (``setPending``)

@@ -28,7 +28,7 @@ enum AgentErrorWire {
         case .rollbackDetected(let path, let seen, let file): return ("rollbackDetected", [path, "\(seen)", "\(file)"])
         case .noSuchEntry(let key, let path): return ("noSuchEntry", [key, path])
         case .entryExists(let key, let path): return ("entryExists", [key, path])
-        case .retiredKey(let path): return ("retiredKey", [path])
+        case .retiredKey(let path, let reason): return ("retiredKey", [path] + (reason.map { [$0.rawValue] } ?? []))
         case .otherVault(let path): return ("otherVault", [path])
         case .keyChanged(let path): return ("keyChanged", [path])
         case .otherKey(let path, let reason): return ("otherKey", [path] + (reason.map { [$0.rawValue] } ?? []))
@@ -88,6 +88,7 @@ enum AgentErrorWire {
         case "noSuchEntry" where count(2): return .noSuchEntry(key: a[0], path: path(a[1]))
         case "entryExists" where count(2): return .entryExists(key: a[0], path: path(a[1]))
         case "retiredKey" where count(1): return .retiredKey(path: path(a[0]))
+        case "retiredKey" where count(2): return KeyChangeReason(rawValue: a[1]).map { .retiredKey(path: path(a[0]), reason: $0) }
         case "otherVault" where count(1): return .otherVault(path: path(a[0]))
         case "keyChanged" where count(1): return .keyChanged(path: path(a[0]))
         case "otherKey" where count(1): return .otherKey(path: path(a[0]))

@@ -175,6 +175,9 @@ extension VaultError: CLIReportable {
         case .wrongIdentity:
             return "'vault recipients list' shows who the vault is shared with; 'vault identity show' prints your recipient (age1...)"
         case .busy: return "another vault command is running; try again"
+        case .retiredKey(_, .recipientRemoval):
+            return "'vault sync' (or git's pull) brings the current version, which only the vault's current recipients open; "
+                + "if you restored this copy on purpose (a backup), pass --accept-rollback once"
         case .rollbackDetected, .retiredKey:
             return "if you restored this copy on purpose (a backup), pass --accept-rollback once"
         case .otherVault:

@@ -51,9 +51,10 @@ public enum VaultError: Error, Equatable, Sendable {
     /// A batch required that an entry not exist, and it does (`put --no-clobber`, a move or copy onto an
     /// existing name); nothing was written.
     case entryExists(key: String, path: String)
-    /// The vault file is sealed with a data key this vault retired when its passphrase changed: a copy from
-    /// before the change (or a file forged with the old passphrase) was put back.
-    case retiredKey(path: String)
+    /// The vault file is sealed with a data key this vault retired when its passphrase changed (or, as `reason` says
+    /// when the record knows, when a recipient was removed): a copy from before the change (or a file forged with the
+    /// old passphrase) was put back.
+    case retiredKey(path: String, reason: KeyChangeReason? = nil)
     /// The vault file is another vault (another data key) than the one last seen at this path, and not one
     /// this user's writes made: a vault was put in its place.
     case otherVault(path: String)
@@ -169,7 +170,10 @@ extension VaultError: CustomStringConvertible {
             return "no entry '\(key)' in vault '\(path)'"
         case .entryExists(let key, let path):
             return "an entry '\(key)' already exists in vault '\(path)'"
-        case .retiredKey(let path):
+        case .retiredKey(let path, .recipientRemoval):
+            return "refusing to open vault '\(path)': it is sealed with a key the vault retired when a recipient was removed: "
+                + "a copy from before the removal was put back"
+        case .retiredKey(let path, _):
             return "refusing to open vault '\(path)': it is sealed with a key the vault retired when its passphrase "
                 + "changed: a copy from before the change may have been put back"
         case .otherVault(let path):

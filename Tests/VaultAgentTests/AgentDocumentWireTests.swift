@@ -159,7 +159,7 @@ import VaultCore
             .corrupt(path: p, reason: .duplicateRecipient(index: 3)), .corrupt(path: p, reason: .badKeyLink(index: 4)),
             .unauthorizedKey(path: p), .staleKey(path: p), .notARecipient(path: p), .removedRecipient(path: p),
             .otherKey(path: p), .otherKey(path: p, reason: .recipientRemoval), .otherKey(path: p, reason: .passphraseChange),
-            .otherKey(path: p, reason: .other),
+            .otherKey(path: p, reason: .other), .retiredKey(path: p, reason: .recipientRemoval), .retiredKey(path: p, reason: .passphraseChange),
             .clockAhead(path: p, replica: ReplicaID(rawValue: 0xFEED), milliseconds: (1 << 48) - 1), .untrustedCopy(path: p, reason: "r"),
             .massDeletion(path: p, names: ["a", "b"]), .massDeletion(path: p, names: []),
         ]

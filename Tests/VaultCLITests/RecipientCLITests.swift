@@ -139,6 +139,14 @@ struct RecipientCLITests {
         #expect(try team.owner(["get", "github"]).stdoutText == "t0k3n")
         let refused = try team.box.vault(["get", "github", "--vault", old], extraEnvironment: team.state)
         #expect(refused.status == 6, "\(refused.stderr)")
+        // Named by the reason its key link gave (a removal, not a passphrase change: issue 35, walkthrough finding 6).
+        #expect(refused.stderr == """
+            vault: refusing to open vault '\(old)': it is sealed with a key the vault retired when a recipient was removed: a copy from before the removal was put back
+            hint: 'vault sync' (or git's pull) brings the current version, which only the vault's current recipients open; if you restored this copy on purpose (a backup), pass --accept-rollback once
+
+            """)
+        let json = try team.box.vault(["get", "github", "--vault", old, "--json"], extraEnvironment: team.state)
+        #expect(json.status == 6 && json.stderr.contains(#""code":"retired_key""#), "\(json.stderr)")
     }
 
     @Test(.enabled(if: hasAge, needsAge))

@@ -14,10 +14,10 @@ extension DocumentStore {
     /// key a change made here replaced, not yet published) is merged into our key as content.
     ///
     /// - Throws: ``VaultError/notTheSameVault(path:)``; ``VaultError/needsVersion2(path:)`` for a version-1
-    ///   `other`; ``VaultError/otherKey(path:reason:)`` when it is sealed with another data key and no `otherPassphrase`
-    ///   was given (``VaultError/removedRecipient(path:)`` when `otherKey`, an identity's, has no stanza there and the
-    ///   key links from ours record a recipient's removal); ``VaultError/wrongPassphrase(path:)`` when that passphrase does not open it; what opening it
-    ///   throws.
+    ///   `other`; ``VaultError/otherKey(path:reason:)`` when it is sealed with another data key and no
+    ///   `otherPassphrase` was given (``VaultError/removedRecipient(path:)`` when `otherKey`, an identity's, has no
+    ///   stanza there and the key links from ours record a recipient's removal); ``VaultError/wrongPassphrase(path:)``
+    ///   when that passphrase does not open it; what opening it throws.
     public func merge(
         _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil,
         otherKey: ((DocumentHeader) throws -> DocumentKey?)? = nil, previousKey: (id: DocumentID, key: SecureBytes)? = nil,

@@ -25,7 +25,7 @@ package struct Sync: AsyncParsableCommand {
 
             The object is read (GET, keeping its ETag), merged into this vault entry by entry as 'vault merge' does, and written back only when it lacks something, with If-Match on the ETag read (If-None-Match: * to create it). When another machine wrote in between (412), sync reads, merges and tries again, at most 8 times (then exit 5). With nothing new on either side it sends one conditional GET (304) and no PUT. With no local vault, the remote one is fetched and must open with your passphrase.
 
-            With no remote, for a vault inside a git work tree: the vault is committed if it changed (with the .gitattributes and .gitignore lines 'vault git setup' wrote; a new repository's first commit too), the upstream branch fetched (no upstream and one remote: its branch of that name, else a first push with -u), its vault merged into this one entry by entry (with the key this vault opens with: the agent or your passphrase), git's merge of the rest made with this clone's merged vault kept (or a fast-forward when the upstream holds all of it), and the branch pushed; a push rejected because another clone pushed first is tried again, at most 5 times (then exit 5). A copy whose passphrase was changed on another machine needs --other-passphrase-file or -fd (asked on a terminal), and the vault then has that passphrase. 'vault git setup' first, once in every clone. With --dry-run, the fetch is made and nothing else.
+            With no remote, for a vault inside a git work tree: the vault is committed if it changed (with the .gitattributes and .gitignore lines 'vault git setup' wrote; a new repository's first commit too), the upstream branch fetched (no upstream and one remote: its branch of that name, else a first push with -u), its vault merged into this one entry by entry (with the key this vault opens with: the agent or your passphrase), git's merge of the rest made with this clone's merged vault kept (or a fast-forward when the upstream holds all of it, which says which of your changes lost or won at the merge made there, as a merge does), and the branch pushed; a push rejected because another clone pushed first is tried again, at most 5 times (then exit 5). A copy whose passphrase was changed on another machine needs --other-passphrase-file or -fd (asked on a terminal), and the vault then has that passphrase. 'vault git setup' first, once in every clone. With --dry-run, the fetch is made and nothing else.
 
             OpenBao or HashiCorp Vault (KV version 2): bao://HOST[:PORT]/MOUNT/PATH keeps the vault file as one secret (base64, key 'vault'), written with options.cas set to the version read; the token from BAO_TOKEN or VAULT_TOKEN; https, or http to a loopback address with --allow-insecure-http. A vault over 1 MiB (raft's entry limit) is refused before anything is sent.
 
@@ -210,7 +210,7 @@ package struct Sync: AsyncParsableCommand {
                 "committed": outcome.committed, "fast_forwarded": outcome.fastForwarded, "merge_commit": outcome.mergedCommit,
                 "pushed": outcome.pushed, "set_upstream": outcome.setUpstream, "committed_setup_files": outcome.committedSetupFiles,
                 "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated,
-                "deleted": merge.deleted, "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON,
+                "deleted": merge.deleted, "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON, "won": merge.wonConflictsJSON,
             ] as [String: Any])
             return
         }
@@ -245,7 +245,7 @@ package struct Sync: AsyncParsableCommand {
             try writeJSON([
                 "remote": remote, "dry_run": dryRun, "fetched": outcome.fetched, "pushed": outcome.pushed, "created": outcome.created,
                 "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated, "deleted": merge.deleted,
-                "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON,
+                "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON, "won": merge.wonConflictsJSON,
             ] as [String: Any])
             return
         }

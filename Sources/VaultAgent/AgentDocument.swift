@@ -180,6 +180,13 @@ extension AgentWire {
             writer.field(.version, UInt64(lost.version))
             writer.field(.name, lost.name)
         }
+        for won in report.wonConflicts {
+            writer.field(.code, "won")
+            writer.field(.replica, won.loser.rawValue)
+            if let name = won.loserName { writer.field(.replicaName, name) }
+            writer.field(.version, UInt64(won.version))
+            writer.field(.name, won.name)
+        }
         for replica in report.replicasAhead {
             writer.field(.code, "ahead")
             writer.field(.replica, replica.rawValue)
@@ -193,7 +200,8 @@ extension AgentWire {
         report.written = answer.bool(.bool)
         var sawCompleteness = false
         var code: String?, source: String?
-        // A lost edit being read: its replicas (the winner's, then the loser's), the winner's name, its version.
+        // A lost edit being read: its replicas (the winner's, then the loser's), the winner's name, its version; a won
+        // conflict: the loser's replica, its name, the version.
         var lost: (replicas: [UInt64], name: String?, version: Int?) = ([], nil, nil)
         for field in answer.fields {
             switch Tag(rawValue: field.tag) {
@@ -218,6 +226,9 @@ extension AgentWire {
                     report.lostEdits.append(.init(
                         name: name, winner: ReplicaID(rawValue: lost.replicas[0]), winnerName: lost.name,
                         loser: ReplicaID(rawValue: lost.replicas[1]), version: version))
+                case "won":
+                    guard lost.replicas.count == 1, let version = lost.version else { throw AgentError.protocolError("a malformed merge report") }
+                    report.wonConflicts.append(.init(name: name, loser: ReplicaID(rawValue: lost.replicas[0]), loserName: lost.name, version: version))
                 case "renamed":
                     guard let source else { throw AgentError.protocolError("a malformed merge report") }
                     report.renamed.append(.init(from: source, to: name))
@@ -225,14 +236,14 @@ extension AgentWire {
                 }
             case .replica:
                 guard let value = answer.number(field.range) else { throw AgentError.protocolError("a malformed merge report") }
-                if code == "lost", lost.replicas.count < 2 {
+                if code == "lost" && lost.replicas.count < 2 || code == "won" && lost.replicas.isEmpty {
                     lost.replicas.append(value)
                 } else {
                     guard code == "ahead" else { throw AgentError.protocolError("a malformed merge report") }
                     report.replicasAhead.append(ReplicaID(rawValue: value))
                 }
-            case .replicaName where code == "lost": lost.name = answer.string(field.range)
-            case .version where code == "lost":
+            case .replicaName where code == "lost" || code == "won": lost.name = answer.string(field.range)
+            case .version where code == "lost" || code == "won":
                 guard let value = answer.number(field.range), value <= UInt64(Int.max) else { throw AgentError.protocolError("a malformed merge report") }
                 lost.version = Int(value)
             default: break

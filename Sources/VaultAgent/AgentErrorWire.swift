@@ -28,10 +28,10 @@ enum AgentErrorWire {
         case .rollbackDetected(let path, let seen, let file): return ("rollbackDetected", [path, "\(seen)", "\(file)"])
         case .noSuchEntry(let key, let path): return ("noSuchEntry", [key, path])
         case .entryExists(let key, let path): return ("entryExists", [key, path])
-        case .retiredKey(let path): return ("retiredKey", [path])
+        case .retiredKey(let path, let reason): return ("retiredKey", [path] + (reason.map { [$0.rawValue] } ?? []))
         case .otherVault(let path): return ("otherVault", [path])
         case .keyChanged(let path): return ("keyChanged", [path])
-        case .otherKey(let path): return ("otherKey", [path])
+        case .otherKey(let path, let reason): return ("otherKey", [path] + (reason.map { [$0.rawValue] } ?? []))
         case .vaultTooLarge(let path, let count): return ("vaultTooLarge", [path, "\(count)"])
         case .generationExhausted(let path): return ("generationExhausted", [path])
         case .invalidFieldName(let reason): return ("invalidFieldName", [reason])
@@ -47,6 +47,7 @@ enum AgentErrorWire {
         case .unauthorizedKey(let path): return ("unauthorizedKey", [path])
         case .staleKey(let path): return ("staleKey", [path])
         case .notARecipient(let path): return ("notARecipient", [path])
+        case .removedRecipient(let path): return ("removedRecipient", [path])
         case .clockAhead(let path, let replica, let milliseconds): return ("clockAhead", [path, "\(replica.rawValue)", "\(milliseconds)"])
         case .untrustedCopy(let path, let reason): return ("untrustedCopy", [path, reason])
         case .massDeletion(let path, let names): return ("massDeletion", [path] + names)
@@ -87,9 +88,11 @@ enum AgentErrorWire {
         case "noSuchEntry" where count(2): return .noSuchEntry(key: a[0], path: path(a[1]))
         case "entryExists" where count(2): return .entryExists(key: a[0], path: path(a[1]))
         case "retiredKey" where count(1): return .retiredKey(path: path(a[0]))
+        case "retiredKey" where count(2): return KeyChangeReason(rawValue: a[1]).map { .retiredKey(path: path(a[0]), reason: $0) }
         case "otherVault" where count(1): return .otherVault(path: path(a[0]))
         case "keyChanged" where count(1): return .keyChanged(path: path(a[0]))
         case "otherKey" where count(1): return .otherKey(path: path(a[0]))
+        case "otherKey" where count(2): return KeyChangeReason(rawValue: a[1]).map { .otherKey(path: path(a[0]), reason: $0) }
         case "vaultTooLarge" where count(2): return n(1).map { .vaultTooLarge(path: path(a[0]), byteCount: $0) }
         case "generationExhausted" where count(1): return .generationExhausted(path: path(a[0]))
         case "invalidFieldName" where count(1): return .invalidFieldName(a[0])
@@ -105,6 +108,7 @@ enum AgentErrorWire {
         case "unauthorizedKey" where count(1): return .unauthorizedKey(path: path(a[0]))
         case "staleKey" where count(1): return .staleKey(path: path(a[0]))
         case "notARecipient" where count(1): return .notARecipient(path: path(a[0]))
+        case "removedRecipient" where count(1): return .removedRecipient(path: path(a[0]))
         case "clockAhead" where count(3):
             guard let replica: UInt64 = n(1), let milliseconds: UInt64 = n(2) else { return nil }
             return .clockAhead(path: path(a[0]), replica: ReplicaID(rawValue: replica), milliseconds: milliseconds)

@@ -107,7 +107,7 @@ package struct Unlock: ParsableCommand {
                 try options.makeStore().checkAccess()
                 let identities = try loadIdentities(identityPath, passphraseFrom: options)
                 let header = try VaultOpener.header(path: path, options: options.storeOptions)
-                let dataKey = try VaultRecipientStanza.dataKey(of: header, identities: identities, label: path)
+                let dataKey = try identityDataKey(of: header, identities: identities, label: path, options: options)
                 // A post-quantum identity is kept by an agent that runs from vault-net (this program: only it reads
                 // them); one that runs from vault cannot, and is replaced, as an older agent is.
                 let postQuantum = identities.contains { $0.isPostQuantum }

@@ -105,7 +105,7 @@ extension VaultError: CLIReportable {
         case .corrupt, .unsupportedVersion, .unsupportedKDF, .kdfParametersOutOfRange, .rollbackDetected,
             .retiredKey, .otherVault, .missingOwnWrites, .notTheSameVault, .behindHorizon, .unauthorizedKey, .staleKey, .clockAhead, .untrustedCopy:
             return Exit.corrupt
-        case .keyChanged, .otherKey, .notARecipient: return Exit.authentication
+        case .keyChanged, .otherKey, .notARecipient, .removedRecipient: return Exit.authentication
         case .noSuchEntry, .noSuchVersion, .noSuchField: return Exit.notFound
         case .entryExists, .fieldExists: return Exit.exists
         case .needsVersion2: return Exit.usage
@@ -159,6 +159,7 @@ extension VaultError: CLIReportable {
         case .unauthorizedKey: return "unauthorized_key"
         case .staleKey: return "stale_key"
         case .notARecipient: return "not_a_recipient"
+        case .removedRecipient: return "removed_recipient"
         case .clockAhead: return "clock_ahead"
         case .untrustedCopy: return "untrusted_copy"
         case .massDeletion: return "mass_deletion"
@@ -190,6 +191,9 @@ extension VaultError: CLIReportable {
         case .wrongIdentity:
             return "'vault recipients list' shows who the vault is shared with; 'vault identity show' prints your recipient (age1...)"
         case .busy: return "another vault command is running; try again"
+        case .retiredKey(_, .recipientRemoval):
+            return "'vault sync' (or git's pull) brings the current version, which only the vault's current recipients open; "
+                + "if you restored this copy on purpose (a backup), pass --accept-rollback once"
         case .rollbackDetected, .retiredKey:
             return "if you restored this copy on purpose (a backup), pass --accept-rollback once"
         case .otherVault:
@@ -197,6 +201,8 @@ extension VaultError: CLIReportable {
                 + "links): put this machine's own file back and run one of them; only if you put another vault here on purpose, "
                 + "pass --accept-rollback once"
         case .keyChanged: return "run the command again with the new passphrase"
+        case .otherKey(_, .recipientRemoval):
+            return "give the vault's passphrase as that copy has it with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result then has that copy's key"
         case .otherKey: return "give that copy's passphrase with --other-passphrase-file or --other-passphrase-fd (asked on a terminal); the result then has that copy's passphrase"
         case .missingOwnWrites:
             return "merge the copy that has them into this one ('vault merge OTHER'); to take this copy as it is, pass --accept-rollback once"
@@ -206,6 +212,7 @@ extension VaultError: CLIReportable {
             return "ask its machine to take this vault's key change first ('vault sync', or 'vault merge' of this vault's file: it follows the change and writes its changes under the new key), then merge or sync again"
         case .notARecipient:
             return "ask someone who holds the vault to add your recipient ('vault recipients add'); 'vault identity show' prints it"
+        case .removedRecipient: return "'vault identity show' prints your recipient (age1...), for the owner's 'vault recipients add'"
         case .noSuchEntry: return "'vault list' shows the names"
         case .clockAhead:
             return "the machine that wrote that copy has (or had) its clock set wrong: set it right, run 'vault repair --clocks' there, and merge again; nothing was merged"

@@ -16,7 +16,7 @@ package struct Merge: ParsableCommand {
         commandName: "merge",
         abstract: "Merge another copy of this vault into it, entry by entry, and say what changed.",
         discussion: """
-            Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it, the other gets '~' and the start of its id. Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written, and so is (exit 6) a copy with a clock more than a day ahead of this machine's and the vault's (clock_ahead: 'vault repair --clocks' on the machine that wrote it) or one that claims changes this machine never made (untrusted_copy). A merge that would delete more than 10 entries and more than a tenth of the vault asks on a terminal, else needs --accept-deletions (exit 1, mass_deletion, naming them). Format version 2 on both sides.
+            Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'), and is counted once, as a conflict (not also updated): its line says whose change lost, yours ('your change to NAME lost to a later one from ...') or theirs ('conflict: NAME: your change won over ...'s'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it, the other gets '~' and the start of its id. Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written, and so is (exit 6) a copy with a clock more than a day ahead of this machine's and the vault's (clock_ahead: 'vault repair --clocks' on the machine that wrote it) or one that claims changes this machine never made (untrusted_copy). A merge that would delete more than 10 entries and more than a tenth of the vault asks on a terminal, else needs --accept-deletions (exit 1, mass_deletion, naming them). Format version 2 on both sides.
             """)
 
     @Argument(help: ArgumentHelp("The other copy's file.", valueName: "other"), completion: .file())
@@ -75,7 +75,7 @@ package struct Merge: ParsableCommand {
                     "other": other, "dry_run": dryRun, "changed": !report.isEmpty, "written": report.written,
                     "added": report.added, "updated": report.updated, "deleted": report.deleted,
                     "resurrected": report.resurrected, "conflicts": report.conflicts, "kept_deleted": report.keptDeleted,
-                    "lost": report.lostEditsJSON,
+                    "lost": report.lostEditsJSON, "won": report.wonConflictsJSON,
                     "renamed": report.renamed.map { ["from": $0.from, "to": $0.to] },
                     "replicas_ahead": report.replicasAhead.map(\.description),
                 ])
@@ -106,10 +106,10 @@ package struct Merge: ParsableCommand {
                count(report.resurrected.count, "resurrected"), count(report.conflicts.count, "conflict")].joined(separator: ", ")
             + (report.renamed.isEmpty ? "" : ", " + count(report.renamed.count, "renamed")) + "\n"
         for (word, names) in [("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
-                              ("resurrected", report.resurrected), ("conflict", report.conflicts)] {
+                              ("resurrected", report.resurrected)] {
             for name in names { text += "  \(word): \(TerminalText.escaped(name))\n" }
         }
-        text += lostEditLines(report)
+        text += conflictLines(report)
         for renamed in report.renamed {
             text += "  renamed: \(TerminalText.escaped(renamed.from)) -> \(TerminalText.escaped(renamed.to))\n"
         }
@@ -119,13 +119,22 @@ package struct Merge: ParsableCommand {
         return text
     }
 
-    /// One line per entry whose change here lost to a later one (``MergeReport/lostEdits``): who won, and where the
-    /// lost change is.
-    package static func lostEditLines(_ report: MergeReport) -> String {
-        report.lostEdits.map { lost in
-            let name = TerminalText.escaped(lost.name)
-            return "  your change to \(name) lost to a later one from \(TerminalText.escaped(lost.winnerDescription)); "
-                + "'vault history \(name)' shows it as version \(lost.version)\n"
+    /// One line per conflict (``MergeReport/conflicts``), in name order: an entry whose change here lost to a later
+    /// one (``MergeReport/lostEdits``) says who won and where the lost change is; one whose change here won
+    /// (``MergeReport/wonConflicts``) says whose change lost and where it is.
+    package static func conflictLines(_ report: MergeReport) -> String {
+        let lost = Dictionary(report.lostEdits.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let won = Dictionary(report.wonConflicts.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        return report.conflicts.map { conflict in
+            let name = TerminalText.escaped(conflict)
+            if let lost = lost[conflict] {
+                return "  your change to \(name) lost to a later one from \(TerminalText.escaped(lost.winnerDescription)); "
+                    + "'vault history \(name)' shows it as version \(lost.version)\n"
+            }
+            if let won = won[conflict] {
+                return "  conflict: \(name): your change won over \(TerminalText.escaped(won.loserDescription))'s (kept as version \(won.version))\n"
+            }
+            return "  conflict: \(name)\n"
         }.joined()
     }
 
@@ -164,27 +173,30 @@ package final class OtherCopyPassphrase {
     package private(set) var followedKey = false
 
     /// Runs `merge` without another passphrase; when the other copy turns out to be sealed with another key
-    /// (``VaultError/otherKey(path:)``), runs it again with that copy's passphrase: from the options, else asked on
-    /// the terminal. No passphrase to be had: the error, whose hint names the options.
+    /// (``VaultError/otherKey(path:reason:)``), runs it again with that copy's passphrase: from the options, else asked
+    /// on the terminal (saying why the key differs, as its key links tell). No passphrase to be had: the error, whose
+    /// hint names the options.
     package func merging(label: String, _ merge: (SecureBytes?) throws -> MergeReport) throws -> MergeReport {
         do {
             return try merge(nil)
-        } catch VaultError.otherKey(let path) {
+        } catch VaultError.otherKey(let path, let reason) {
             if !sourceRead {
                 known = try source.read()
                 sourceRead = true
             }
+            let removal = reason == .recipientRemoval
             if known == nil {
                 do {
-                    known = try VaultOptions.promptTwiceIfNeeded(
-                        prompt: "'\(TerminalText.escaped(label))' has another passphrase (changed on one side); its passphrase: ", confirm: false)
+                    let why = removal ? "another key (a recipient was removed on one side)" : "another passphrase (changed on one side)"
+                    known = try VaultOptions.promptTwiceIfNeeded(prompt: "'\(TerminalText.escaped(label))' has \(why); its passphrase: ", confirm: false)
                 } catch CLIError.noPassphraseSource {
-                    throw VaultError.otherKey(path: path)
+                    throw VaultError.otherKey(path: path, reason: reason)
                 }
             }
             let report = try merge(known)
             followedKey = true
-            writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (its passphrase was changed): this vault now has that copy's passphrase and key\n")
+            let why = removal ? "a recipient was removed there" : "its passphrase was changed"
+            writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (\(why)): this vault now has that copy's passphrase and key\n")
             return report
         }
     }
@@ -238,6 +250,12 @@ package final class DeletionConsent {
 }
 
 extension MergeReport {
+    /// ``wonConflicts`` for `--json`: per entry its name, the loser (its name, `null` when it has none, and its
+    /// replica id) and the lost change's version number.
+    package var wonConflictsJSON: [[String: Any]] {
+        wonConflicts.map { ["name": $0.name, "loser": $0.loserName as Any, "loser_replica": $0.loser.description, "version": $0.version] }
+    }
+
     /// ``lostEdits`` for `--json`: per entry its name, the winner (its name, `null` when it has none, and its replica
     /// id) and the lost change's version number.
     package var lostEditsJSON: [[String: Any]] {

@@ -17,7 +17,7 @@ package func openStore(_ options: VaultOptions) throws -> any KeyValueVault {
         // prompt (version 2 only).
         let identities = try loadIdentities(identityPath, passphraseFrom: options)
         let vault = try VaultOpener.open(path: store.path, options: options.storeOptions) { header in
-            .unwrapped(try VaultRecipientStanza.dataKey(of: header, identities: identities, label: store.path))
+            .unwrapped(try identityDataKey(of: header, identities: identities, label: store.path, options: options))
         }
         // A merge (`vault merge`, a sync) follows another copy's key change with the same identity.
         (vault as? DocumentVault)?.setOtherKey(VaultRecipientStanza.followingKey(identities))
@@ -25,6 +25,22 @@ package func openStore(_ options: VaultOptions) throws -> any KeyValueVault {
     }
     return try withPassphraseRetries(options) {
         try VaultOpener.open(path: store.path, passphrase: $0, options: options.storeOptions)
+    }
+}
+
+/// The data key of the vault whose header is `header`, from the first of `identities` with a stanza there
+/// (``VaultRecipientStanza/dataKey(of:identities:label:)``); none, in a file whose key replaced the one last seen of
+/// this vault at a recipient's removal (a `git pull` after it): ``VaultError/removedRecipient(path:)``.
+package func identityDataKey(
+    of header: DocumentHeader, identities: [any AgeStanzaIdentity], label: String, options: VaultOptions
+) throws -> SecureBytes {
+    do {
+        return try VaultRecipientStanza.dataKey(of: header, identities: identities, label: label)
+    } catch VaultError.wrongIdentity(let path) {
+        if let protection = options.storeOptions.rollbackProtection, RollbackGuard.removedRecipient(in: header, protection: protection) {
+            throw VaultError.removedRecipient(path: path)
+        }
+        throw VaultError.wrongIdentity(path: path)
     }
 }
 

@@ -51,6 +51,9 @@ package enum RollbackGuard {
         /// derived from the key: ``KeySigning``), against which a file under another key is checked at open
         /// (``checkVault``). Absent from records written before it was kept: written at the next open.
         var signingKey: String?
+        /// Version 2, the record of a vault id: those of ``retired`` that a recipient's removal retired (their key links
+        /// say so), for the message that refuses a copy under one (``VaultError/retiredKey(path:reason:)``).
+        var removals: [String] = []
     }
 
     /// How many retired ids a record keeps: each passphrase change adds one.
@@ -171,7 +174,7 @@ package enum RollbackGuard {
         try update(protection: protection, name: id + ".vault") { old in
             guard let old, old.path == id, old.vaultID != key else { return nil }
             if old.retired.contains(key) {
-                if !accept { throw VaultError.retiredKey(path: path) }
+                if !accept { throw VaultError.retiredKey(path: path, reason: old.removals.contains(key) ? .recipientRemoval : nil) }
             } else if let stanzas, let signing = old.signingKey.flatMap(Posix.unhex), let current = DocumentID(hex: old.vaultID) {
                 guard KeyLinks.authorizes(stanzas, dataKeyID: dataKeyID, from: current, signingKey: signing, vaultID: vaultID) else {
                     throw VaultError.unauthorizedKey(path: path)
@@ -183,26 +186,53 @@ package enum RollbackGuard {
         return followed
     }
 
+    /// Whether the key of the file whose header is `header` replaced, at a recipient's removal, the key the record of
+    /// its vault holds as current: its key links lead there from that key (verified with the signing key recorded)
+    /// and record only removals (``KeyLinks/reason(_:from:)``). An identity with no stanza in such a file was removed
+    /// (``VaultError/removedRecipient(path:)``). Nothing is written.
+    package static func removedRecipient(in header: DocumentHeader, protection: RollbackProtection) -> Bool {
+        let id = header.vaultID.description
+        var removal = false
+        try? update(protection: protection, name: id + ".vault") { old in
+            guard let old, old.path == id, old.vaultID != header.dataKeyID.description,
+                  let signing = old.signingKey.flatMap(Posix.unhex), let current = DocumentID(hex: old.vaultID),
+                  KeyLinks.authorizes(header.stanzas, dataKeyID: header.dataKeyID, from: current, signingKey: signing, vaultID: header.vaultID)
+            else { return nil }
+            removal = KeyLinks.reason(header.stanzas, from: current) == .recipientRemoval
+            return nil
+        }
+        return removal
+    }
+
     /// Records the data key of version-2 vault `vaultID` this process wrote with or opened (written only when the key
     /// is new, or its signing key not yet kept); `retiring`: the data key id a passphrase change replaced; `dataKey`: the
-    /// key itself, whose public signing key is kept beside its id (``checkVault``). A pending change (``setPending``)
-    /// belongs to the key it was made to: another key recorded ends it (the sealed retired key is dropped).
+    /// key itself, whose public signing key is kept beside its id (``checkVault``); `stanzas`: the file's, whose key
+    /// links say why each key it retires was retired (a recipient's removal is kept as such: ``Record/removals``). A
+    /// pending change (``setPending``) belongs to the key it was made to: another key recorded ends it (the sealed
+    /// retired key is dropped).
     static func recordVault(
         _ vaultID: DocumentID, dataKeyID: DocumentID, dataKey: SecureBytes? = nil, generation: UInt64, retiring: DocumentID? = nil,
-        protection: RollbackProtection
+        stanzas: [KeyStanza] = [], protection: RollbackProtection
     ) {
         let (id, key) = (vaultID.description, dataKeyID.description)
         try? update(protection: protection, name: id + ".vault") { old in
             let same = old.map { $0.path == id && $0.vaultID == key } ?? false
             var retired = old?.path == id ? old?.retired ?? [] : []
-            if let old, old.path == id, old.vaultID != key, !retired.contains(old.vaultID) { retired.append(old.vaultID) }
-            if let retiring = retiring?.description, retiring != key, !retired.contains(retiring) { retired.append(retiring) }
+            var removals = old?.path == id ? old?.removals ?? [] : []
+            func retire(_ retiredID: String) {
+                guard retiredID != key, !retired.contains(retiredID) else { return }
+                retired.append(retiredID)
+                if let keyID = DocumentID(hex: retiredID), KeyLinks.reason(stanzas, from: keyID) == .recipientRemoval { removals.append(retiredID) }
+            }
+            if let old, old.path == id, old.vaultID != key { retire(old.vaultID) }
+            if let retiring = retiring?.description { retire(retiring) }
             retired = Array(retired.filter { $0 != key }.suffix(maximumRetiredCount))
+            removals = removals.filter { retired.contains($0) }
             let kept = same ? old?.signingKey : nil
-            if same, old?.retired == retired, kept != nil || dataKey == nil { return nil }
+            if same, old?.retired == retired, old?.removals == removals, kept != nil || dataKey == nil { return nil }
             let signing = kept ?? dataKey.map { Posix.hex(KeySigning.publicKey(of: $0)) }
             return Record(path: id, vaultID: key, generation: generation, retired: retired, pending: same ? old?.pending : nil,
-                          signingKey: signing)
+                          signingKey: signing, removals: removals)
         }
     }
 
@@ -269,7 +299,8 @@ package enum RollbackGuard {
         guard let new = try decide(old) else { return }
         let text = "vault-rollback 1\npath \(new.path)\nid \(new.vaultID)\ngeneration \(new.generation)\n"
             + (new.signingKey.map { "signing \($0)\n" } ?? "")
-            + new.retired.map { "retired \($0)\n" }.joined() + (new.pending.map { "pending \($0)\n" } ?? "")
+            + new.retired.map { "retired \($0)\n" }.joined() + new.removals.map { "removal \($0)\n" }.joined()
+            + (new.pending.map { "pending \($0)\n" } ?? "")
         let tempName = ".\(name).\(Posix.hex(Sodium.randomBytes(count: 8))).tmp"
         let fd = openat(dirfd, tempName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
@@ -335,16 +366,22 @@ package enum RollbackGuard {
         }
         guard n > 0 else { return nil }
         var fields = [String: String]()
-        var retired = [String]()
+        var retired = [String](), removals = [String]()
         var pending: String?
         for line in String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n") {
             guard let space = line.firstIndex(of: " ") else { continue }
             let (key, value) = (String(line[..<space]), String(line[line.index(after: space)...]))
-            if key == "retired" { retired.append(value) } else if key == "pending" { pending = value } else { fields[key] = value }
+            switch key {
+            case "retired": retired.append(value)
+            case "removal": removals.append(value)
+            case "pending": pending = value
+            default: fields[key] = value
+            }
         }
         guard fields["vault-rollback"] == "1", let path = fields["path"], let id = fields["id"],
             let generation = fields["generation"].flatMap({ UInt64($0) })
         else { return nil }
-        return Record(path: path, vaultID: id, generation: generation, retired: retired, pending: pending, signingKey: fields["signing"])
+        return Record(
+            path: path, vaultID: id, generation: generation, retired: retired, pending: pending, signingKey: fields["signing"], removals: removals)
     }
 }

@@ -51,9 +51,10 @@ public enum VaultError: Error, Equatable, Sendable {
     /// A batch required that an entry not exist, and it does (`put --no-clobber`, a move or copy onto an
     /// existing name); nothing was written.
     case entryExists(key: String, path: String)
-    /// The vault file is sealed with a data key this vault retired when its passphrase changed: a copy from
-    /// before the change (or a file forged with the old passphrase) was put back.
-    case retiredKey(path: String)
+    /// The vault file is sealed with a data key this vault retired when its passphrase changed (or, as `reason` says
+    /// when the record knows, when a recipient was removed): a copy from before the change (or a file forged with the
+    /// old passphrase) was put back.
+    case retiredKey(path: String, reason: KeyChangeReason? = nil)
     /// The vault file is another vault (another data key) than the one last seen at this path, and not one
     /// this user's writes made: a vault was put in its place.
     case otherVault(path: String)
@@ -62,8 +63,8 @@ public enum VaultError: Error, Equatable, Sendable {
     /// it again with the (new) passphrase.
     case keyChanged(path: String)
     /// Another copy of this vault, to merge, is sealed with another data key: its passphrase was changed on one
-    /// side. Its own passphrase opens it.
-    case otherKey(path: String)
+    /// side (or, as `reason` says when its key links tell, a recipient was removed there). Its own passphrase opens it.
+    case otherKey(path: String, reason: KeyChangeReason? = nil)
     /// A write would make the vault file larger than the format allows (``VaultFormat/maximumFileByteCount``);
     /// nothing was written.
     case vaultTooLarge(path: String, byteCount: Int)
@@ -106,6 +107,10 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The age identity given has no stanza in `path` (or its stanza does not open), which has recipient stanzas:
     /// it is not, or no longer, a recipient of that vault.
     case notARecipient(path: String)
+    /// The vault was opened with an age identity that `path`, a later copy of it, no longer has a stanza for, and the
+    /// key change that leads there (its key links) removed a recipient: this identity was removed, and opens no
+    /// later version of the vault.
+    case removedRecipient(path: String)
     /// A copy to merge (`path`) holds a clock (a replica's time, a stamp, a `seen` time or a dropped mark) of
     /// `replica` at `milliseconds`, more than a day ahead of this machine's wall clock and of every clock of the vault
     /// it is merged into: taken in, it would hold back (or, at the end of time, stop) every later change. Nothing was
@@ -165,7 +170,10 @@ extension VaultError: CustomStringConvertible {
             return "no entry '\(key)' in vault '\(path)'"
         case .entryExists(let key, let path):
             return "an entry '\(key)' already exists in vault '\(path)'"
-        case .retiredKey(let path):
+        case .retiredKey(let path, .recipientRemoval):
+            return "refusing to open vault '\(path)': it is sealed with a key the vault retired when a recipient was removed: "
+                + "a copy from before the removal was put back"
+        case .retiredKey(let path, _):
             return "refusing to open vault '\(path)': it is sealed with a key the vault retired when its passphrase "
                 + "changed: a copy from before the change may have been put back"
         case .otherVault(let path):
@@ -174,8 +182,13 @@ extension VaultError: CustomStringConvertible {
         case .keyChanged(let path):
             return "vault '\(path)' no longer opens with the key this process holds: another process changed its "
                 + "passphrase (or put another vault in its place); open it again"
-        case .otherKey(let path):
-            return "'\(path)' is sealed with another key than this vault: its passphrase was changed on one side"
+        case .otherKey(let path, let reason):
+            let why = switch reason {
+            case .recipientRemoval: "a recipient was removed on one side, which rotates the key (the passphrase may be the same)"
+            case .other: "its key was changed on one side"
+            case .passphraseChange, nil: "its passphrase was changed on one side"
+            }
+            return "'\(path)' is sealed with another key than this vault: \(why)"
         case .vaultTooLarge(let path, let count):
             return "cannot write vault '\(path)': it would be larger than a vault can be (\(count) bytes)"
         case .generationExhausted(let path):
@@ -206,6 +219,9 @@ extension VaultError: CustomStringConvertible {
             return "'\(path)' was written under the key this vault replaced at a key change other copies already have: nothing merged"
         case .notARecipient(let path):
             return "this identity is not (or no longer) a recipient of '\(path)'"
+        case .removedRecipient(let path):
+            return "this identity was removed from the vault (its key rotated at a recipient's removal; '\(path)' has no stanza for it): "
+                + "it opens no later version; ask the owner to add it again"
         case .clockAhead(let path, let replica, let milliseconds):
             let time = UTCTime.iso8601(milliseconds: Int64(clamping: milliseconds), fractional: false)
             return "cannot merge '\(path)': it holds a clock of replica \(replica) at \(time), more than a day ahead of this machine's clock and of this vault's"

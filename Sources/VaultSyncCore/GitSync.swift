@@ -329,6 +329,7 @@ extension MergeReport {
         conflicts += other.conflicts
         keptDeleted += other.keptDeleted
         lostEdits += other.lostEdits
+        wonConflicts += other.wonConflicts
         renamed += other.renamed
         replicasAhead = Array(Set(replicasAhead + other.replicasAhead)).sorted()
         written = written || other.written

@@ -37,7 +37,7 @@ public struct SyncEngine {
     /// How many conditional writes are tried.
     public var attempts = 8
     /// Runs one merge of a copy (its label): `merge` takes the other copy's passphrase (`nil` first: a copy sealed
-    /// with another key then throws ``VaultError/otherKey(path:)``) and whether a mass deletion is accepted
+    /// with another key then throws ``VaultError/otherKey(path:reason:)``) and whether a mass deletion is accepted
     /// (``VaultError/massDeletion(path:names:)`` else). The default: no other passphrase, no mass deletion.
     public var merging: (_ label: String, _ merge: (SecureBytes?, Bool) throws -> MergeReport) throws -> MergeReport = { _, merge in
         try merge(nil, false)

@@ -157,7 +157,9 @@ import VaultCore
             .wrongIdentity(path: p), .corrupt(path: p, reason: .tooManyStanzas(count: 300)),
             .corrupt(path: p, reason: .badRecipient(index: 1)), .corrupt(path: p, reason: .badAgeFile(index: 2)),
             .corrupt(path: p, reason: .duplicateRecipient(index: 3)), .corrupt(path: p, reason: .badKeyLink(index: 4)),
-            .unauthorizedKey(path: p), .staleKey(path: p), .notARecipient(path: p),
+            .unauthorizedKey(path: p), .staleKey(path: p), .notARecipient(path: p), .removedRecipient(path: p),
+            .otherKey(path: p), .otherKey(path: p, reason: .recipientRemoval), .otherKey(path: p, reason: .passphraseChange),
+            .otherKey(path: p, reason: .other), .retiredKey(path: p, reason: .recipientRemoval), .retiredKey(path: p, reason: .passphraseChange),
             .clockAhead(path: p, replica: ReplicaID(rawValue: 0xFEED), milliseconds: (1 << 48) - 1), .untrustedCopy(path: p, reason: "r"),
             .massDeletion(path: p, names: ["a", "b"]), .massDeletion(path: p, names: []),
         ]

@@ -28,6 +28,8 @@ import VaultCore
         report.updated = ["u"]
         report.renamed = [.init(from: "old", to: "new")]
         report.lostEdits = [.init(name: "web/gitlab", winner: replica, winnerName: "bob@desk", loser: ReplicaID(rawValue: 9), version: 1)]
+        report.wonConflicts = [.init(name: "web/site3", loser: ReplicaID(rawValue: 9), loserName: "alice@desk", version: 2),
+                               .init(name: "web/site4", loser: replica, loserName: nil, version: 1)]
         report.replicasAhead = [ReplicaID(rawValue: 5)]
         report.written = true
         let deleted = VaultDocument.DeletedEntry(

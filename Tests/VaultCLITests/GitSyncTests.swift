@@ -110,7 +110,7 @@ import VaultTestSupport
         #expect(try m.sync(m.a).status == 0)
         let merged = try m.sync(m.b)
         #expect(merged.status == 0, "\(merged.stderr)")
-        #expect(merged.stdoutText.contains("1 added") && merged.stdoutText.contains("  conflict: shared\n"), "\(merged.stdoutText)")
+        #expect(merged.stdoutText.contains("1 added") && merged.stdoutText.contains("  conflict: shared: your change won over "), "\(merged.stdoutText)")
         #expect(merged.stdoutText.hasSuffix("committed 'team.vault'\nmerged origin/main\npushed to origin/main\n"), "\(merged.stdoutText)")
         #expect(try m.sync(m.a).status == 0)
         for box in [m.a, m.b] {

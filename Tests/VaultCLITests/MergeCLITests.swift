@@ -33,11 +33,9 @@ import Testing
         let dry = try box.vault(["merge", copy, "--dry-run"], extraEnvironment: here)
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.stdoutText == """
-            would merge '\(copy)' into '\(box.vaultPath)': 1 added, 1 updated, 1 deleted, 0 resurrected, 1 conflict
+            would merge '\(copy)' into '\(box.vaultPath)': 1 added, 0 updated, 1 deleted, 0 resurrected, 1 conflict
               added: there
-              updated: shared
               deleted: gone
-              conflict: shared
               your change to shared lost to a later one from \(ReplicaNameTests.userAtHost); 'vault history shared' shows it as version 1
 
             """)

@@ -127,7 +127,10 @@ struct RecipientCLITests {
 
         // The removed identity: exit 3 on the new file; the old copy it already had still opens for it.
         let lockedOut = try team.with(team.other, ["get", "github"], machine: "teammate")
-        #expect(lockedOut.status == 3 && lockedOut.stderr.contains("no key stanza for this identity"), "\(lockedOut.stderr)")
+        // This machine last saw the key the removal replaced: the key link's reason says what happened (issue 35 §6).
+        #expect(lockedOut.status == 3 && lockedOut.stderr.hasPrefix(
+            "vault: this identity was removed from the vault (its key rotated at a recipient's removal; '\(team.box.vaultPath)' has no stanza for it): it opens no later version; ask the owner to add it again\n"),
+            "\(lockedOut.stderr)")
         let kept = try team.box.vault(["get", "github", "--vault", old, "--identity", team.other], passphrase: false,
                                       extraEnvironment: ["XDG_STATE_HOME": team.box.directory + "/state-teammate"])
         #expect(kept.status == 0 && kept.stdoutText == "t0k3n", "\(kept.stderr)")
@@ -136,6 +139,14 @@ struct RecipientCLITests {
         #expect(try team.owner(["get", "github"]).stdoutText == "t0k3n")
         let refused = try team.box.vault(["get", "github", "--vault", old], extraEnvironment: team.state)
         #expect(refused.status == 6, "\(refused.stderr)")
+        // Named by the reason its key link gave (a removal, not a passphrase change: issue 35, walkthrough finding 6).
+        #expect(refused.stderr == """
+            vault: refusing to open vault '\(old)': it is sealed with a key the vault retired when a recipient was removed: a copy from before the removal was put back
+            hint: 'vault sync' (or git's pull) brings the current version, which only the vault's current recipients open; if you restored this copy on purpose (a backup), pass --accept-rollback once
+
+            """)
+        let json = try team.box.vault(["get", "github", "--vault", old, "--json"], extraEnvironment: team.state)
+        #expect(json.status == 6 && json.stderr.contains(#""code":"retired_key""#), "\(json.stderr)")
     }
 
     @Test(.enabled(if: hasAge, needsAge))

@@ -62,9 +62,7 @@ import VaultCore
         let dry = try box.vault(["merge", copy, "--dry-run"], extraEnvironment: here)
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.stdoutText == """
-            would merge '\(copy)' into '\(box.vaultPath)': 0 added, 1 updated, 0 deleted, 0 resurrected, 1 conflict
-              updated: shared
-              conflict: shared
+            would merge '\(copy)' into '\(box.vaultPath)': 0 added, 0 updated, 0 deleted, 0 resurrected, 1 conflict
               your change to shared lost to a later one from bob@desk; 'vault history shared' shows it as version 1
 
             """)
@@ -82,8 +80,14 @@ import VaultCore
         #expect(show["replica_name"] as? String == "bob@desk")
 
         // The names survive the merge both ways: the copy, merged from here, names alice too.
+        let dryBack = try json(box.vault(["merge", box.vaultPath, "--vault", copy, "--dry-run", "--json"], extraEnvironment: there).stdout)
+        let won = try #require(dryBack["won"] as? [[String: Any]], "\(dryBack)")
+        #expect(won.count == 1 && won[0]["name"] as? String == "shared" && won[0]["loser"] as? String == "alice@laptop"
+            && won[0]["version"] as? Int == 1 && (won[0]["loser_replica"] as? String)?.count == 16)
+        #expect(dryBack["conflicts"] as? [String] == ["shared"] && dryBack["updated"] as? [String] == [])
         let back = try box.vault(["merge", box.vaultPath, "--vault", copy], extraEnvironment: there)
         #expect(back.status == 0 && !back.stdoutText.contains("lost"), "bob's change won: nothing of bob's lost\n\(back.stdoutText)")
+        #expect(back.stdoutText.contains("\n  conflict: shared: your change won over alice@laptop's (kept as version 1)\n"), "\(back.stdoutText)")
         let theirs = try box.vault(["history", "shared", "--vault", copy], extraEnvironment: there).stdoutText
         #expect(theirs.contains("  alice@laptop  conflict\n"), "\(theirs)")
     }

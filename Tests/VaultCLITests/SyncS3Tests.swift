@@ -121,7 +121,13 @@ import VaultTestSupport
         let merged = try json(b.sync())
         // Changed on both sides: b's edit is later and wins, a's goes into the history marked conflict.
         #expect(merged["conflicts"] as? [String] == ["shared"] && merged["updated"] as? [String] == [], "\(merged)")
-        #expect(try a.sync().status == 0)
+        // Issue 35 §1: b is told whose change lost; a, whose sync only takes b's merge, that its change lost there.
+        let won = try #require(merged["won"] as? [[String: Any]], "\(merged)")
+        #expect(won.count == 1 && won[0]["name"] as? String == "shared" && won[0]["version"] as? Int == 1, "\(won)")
+        let told = try json(a.sync())
+        let lost = try #require(told["lost"] as? [[String: Any]], "\(told)")
+        #expect(lost.count == 1 && lost[0]["name"] as? String == "shared" && lost[0]["version"] as? Int == 1, "\(lost)")
+        #expect(told["conflicts"] as? [String] == ["shared"] && told["updated"] as? [String] == [], "\(told)")
         for machine in [a, b] {
             #expect(try machine.value("shared") == "edit-b")
             let history = try machine.vault(["history", "shared", "--json", "--reveal"]).stdoutText

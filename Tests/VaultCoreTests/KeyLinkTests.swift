@@ -54,6 +54,12 @@ struct KeyLinkTests {
         #expect(links.count == 2 && links[0].oldKeyID == first && links[1].newKeyID == header.dataKeyID)
         #expect(links.map(\.reason) == [1, 2] && links.allSatisfy { $0.body.count == 129 })
         #expect(links[1].newSigningKey == KeySigning.publicKey(of: try #require(owner.dataKey)))
+        // Why the key changed, from each key on (messages name it): a passphrase change among the links needs the
+        // other side's passphrase; removals alone are a removal; a key no link starts at, none.
+        #expect(KeyLinks.reason(header.stanzas, from: first) == .passphraseChange)
+        #expect(KeyLinks.reason(header.stanzas, from: links[1].oldKeyID) == .recipientRemoval)
+        #expect(KeyLinks.reason(header.stanzas, from: header.dataKeyID) == nil && KeyLinks.reason(header.stanzas, from: .random()) == nil)
+        #expect(KeyChangeReason.summary(of: [.recipientRemoval, .other]) == .other && KeyChangeReason.summary(of: []) == nil)
         // The chain starts at the first key: a holder of it may follow; a holder of another key may not.
         #expect(KeyLinks.authorizes(header, from: first, signingKey: KeySigning.publicKey(of: firstKey), vaultID: header.vaultID))
         #expect(!KeyLinks.authorizes(header, from: first, signingKey: KeySigning.publicKey(of: .random(count: 32)), vaultID: header.vaultID))

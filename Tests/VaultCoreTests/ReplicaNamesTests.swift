@@ -73,6 +73,39 @@ import VaultSodium
         #expect(report.lostEdits == [MergeReport.LostEdit(name: "web/gitlab", winner: b, winnerName: "bob@desk", loser: a, version: 1)])
         // The other way round, nothing of theirs's lost: its version won.
         let (_, back) = try VaultDocument.merge(two, one, now: Self.start + 10)
-        #expect(back.lostEdits.isEmpty && back.conflicts == ["web/gitlab"])
+        #expect(back.lostEdits.isEmpty && back.conflicts == ["web/gitlab"] && back.updated.isEmpty)
+        #expect(back.wonConflicts == [MergeReport.WonConflict(name: "web/gitlab", loser: a, loserName: nil, version: 1)])
+    }
+
+    /// Issue 35 §1: a change of this replica that lost at a merge made elsewhere (the other copy holds it only as a
+    /// `conflict` version) is reported when that copy comes in (a fast-forward's report), once, as a conflict; so is
+    /// one that won there.
+    @Test func aChangeThatLostAtAMergeMadeElsewhereIsReportedToItsReplica() throws {
+        let (one, two, _) = try copies()
+        try one.apply([.setField(entry: "web/gitlab", field: "password", value: SecureBytes(string: "mine"))], replica: a, clock: Clock(now: Self.start))
+        try two.apply([.setField(entry: "web/gitlab", field: "password", value: SecureBytes(string: "theirs"))], replica: b, clock: Clock(now: Self.start + 1))
+        two.setName("bob@desk", of: b, now: Self.start + 1)
+        let (merged, there) = try VaultDocument.merge(two, one, now: Self.start + 10, replica: b)
+        #expect(there.wonConflicts.map(\.name) == ["web/gitlab"] && there.lostEdits.isEmpty)
+
+        let (_, here) = try VaultDocument.merge(one, merged, now: Self.start + 20, replica: a)
+        #expect(here.lostEdits == [MergeReport.LostEdit(name: "web/gitlab", winner: b, winnerName: "bob@desk", loser: a, version: 1)])
+        #expect(here.conflicts == ["web/gitlab"] && here.updated.isEmpty && here.wonConflicts.isEmpty)
+        // Another replica holding the same copy did not make that change: an update for it, as for an unknown replica.
+        for replica in [ReplicaID(rawValue: 77), nil] {
+            let (_, other) = try VaultDocument.merge(one, merged, now: Self.start + 20, replica: replica)
+            #expect(other.lostEdits.isEmpty && other.conflicts.isEmpty && other.updated == ["web/gitlab"])
+        }
+        // The other order: the change that lost merged here first, then the winner takes that copy.
+        let (mergedHere, _) = try VaultDocument.merge(one, two, now: Self.start + 10, replica: a)
+        let (_, winner) = try VaultDocument.merge(two, mergedHere, now: Self.start + 20, replica: b)
+        #expect(winner.wonConflicts == [MergeReport.WonConflict(name: "web/gitlab", loser: a, loserName: nil, version: 1)])
+        #expect(winner.conflicts == ["web/gitlab"] && winner.updated.isEmpty && winner.lostEdits.isEmpty)
+        let (_, bystander) = try VaultDocument.merge(two, mergedHere, now: Self.start + 20, replica: a)
+        #expect(bystander.isEmpty && bystander.wonConflicts.isEmpty, "\(bystander)")
+        // Once taken, nothing more: the change lost is no longer this copy's version.
+        let (taken, _) = try VaultDocument.merge(one, merged, now: Self.start + 20, replica: a)
+        let (_, again) = try VaultDocument.merge(taken, merged, now: Self.start + 30, replica: a)
+        #expect(again.isEmpty && again.lostEdits.isEmpty)
     }
 }

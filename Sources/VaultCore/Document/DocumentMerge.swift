@@ -16,13 +16,19 @@ extension VaultDocument {
     /// are added (an addition made on one side is kept; a removal changes the data key, so it is never undone
     /// here).
     ///
-    /// - Parameter now: wall-clock milliseconds, to tell replicas whose clock is far ahead (the report names them).
+    /// - Parameters:
+    ///   - now: wall-clock milliseconds, to tell replicas whose clock is far ahead (the report names them).
+    ///   - replica: the replica merging into ours, when known: an entry whose version in ours it made, and that theirs
+    ///     keeps only as a `conflict` version (it lost at a merge made elsewhere), is reported as a lost edit.
     /// - Throws: ``VaultError/notTheSameVault(path:)`` when the vault ids differ (nothing is merged);
     ///   ``VaultError/behindHorizon(path:)`` naming the copy that has not seen deletions whose tombstones the other
     ///   dropped (merging it would bring deleted entries back: ``hasSeenDrops(of:)``).
-    public static func merge(_ ours: VaultDocument, _ theirs: VaultDocument, now: UInt64) throws -> (VaultDocument, MergeReport) {
+    public static func merge(
+        _ ours: VaultDocument, _ theirs: VaultDocument, now: UInt64, replica: ReplicaID? = nil
+    ) throws -> (VaultDocument, MergeReport) {
         guard ours.vaultID == theirs.vaultID else { throw VaultError.notTheSameVault(path: theirs.label) }
         var merging = try Merging(ours, theirs, now: now)
+        merging.replica = replica
         try merging.mergeEntries()
         merging.giveNamesOnce()
         merging.renameTheOthers()

@@ -31,6 +31,8 @@ struct Merging {
     var idsByName: [String: DocumentID]
     /// The ids that must give up a name another id keeps.
     var renames: [(DocumentID, String)] = []
+    /// The replica merging (its changes that lost at a merge made elsewhere are reported), if known.
+    var replica: ReplicaID?
 
     /// The copies checked (refused as ``VaultDocument/merge(_:_:now:)`` says) and their deletions united.
     init(_ ours: VaultDocument, _ theirs: VaultDocument, now: UInt64) throws {
@@ -261,18 +263,32 @@ struct Merging {
     }
 
     /// What changed for ours, each list in name order (only the changed entries are sorted; an entry left as
-    /// ours had it is none of these).
+    /// ours had it is none of these). Each entry is counted once: a conflict (a version of either side in the history,
+    /// marked so, in this merge; or, ours's version made by ``replica``, a conflict it lost or won at a merge made
+    /// elsewhere, which theirs holds) is not also updated.
     mutating func reportChanges(names: [ReplicaID: ReplicaName]) {
-        var lostEdits: [(String, ReplicaID, ReplicaID, Int)] = []
+        var lostEdits: [MergeReport.LostEdit] = [], won: [MergeReport.WonConflict] = []
         for id in changed {
             guard let entry = entries[id] else { continue }
             if let before = ours.entries[id] {
-                if entry.modified != before.modified { report.updated.append(entry.name) }
-                // Ours's version lost to a concurrent one: it is in the history now, marked a conflict.
-                if conflicted.contains(id), entry.modified > before.modified,
+                // Ours's version lost to a later one: in the history now, marked a conflict (in this merge; or, ours's
+                // own change, at one made elsewhere that theirs holds).
+                if entry.modified > before.modified, conflicted.contains(id) || before.modified.replica == replica,
                    let index = entry.history.firstIndex(where: { $0.modified == before.modified && $0.conflict }) {
-                    lostEdits.append((entry.name, entry.modified.replica, before.modified.replica, index + 1))
+                    lostEdits.append(.init(
+                        name: entry.name, winner: entry.modified.replica, winnerName: names[entry.modified.replica]?.name,
+                        loser: before.modified.replica, version: index + 1))
+                    report.conflicts.append(entry.name)
+                    continue
                 }
+                if let index = wonOver(before, in: entry) {
+                    // Ours's version won: the other change is in the history, marked a conflict.
+                    let loser = entry.history[index].modified.replica
+                    won.append(.init(name: entry.name, loser: loser, loserName: names[loser]?.name, version: index + 1))
+                    report.conflicts.append(entry.name)
+                    continue
+                }
+                if !conflicted.contains(id), entry.modified != before.modified { report.updated.append(entry.name) }
             } else if ours.tombstones[id] != nil || ours.forgotDeletion(of: entry) {
                 report.resurrected.append(entry.name)
             } else {
@@ -285,14 +301,26 @@ struct Merging {
         report.added.sort()
         report.conflicts.sort()
         report.deleted.sort()
-        report.lostEdits = lostEdits.sorted { $0.0 < $1.0 }.map {
-            MergeReport.LostEdit(name: $0.0, winner: $0.1, winnerName: names[$0.1]?.name, loser: $0.2, version: $0.3)
-        }
+        report.lostEdits = lostEdits.sorted { $0.name < $1.name }
+        report.wonConflicts = won.sorted { $0.name < $1.name }
         report.keptDeleted = deletions.compactMap { id, deletion in
             // A concurrent change the deletion won over (a version kept at the deletion itself is no news).
             guard let kept = deletion.kept, kept.version.conflict, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }
             return kept.name
         }.sorted()
+    }
+
+    /// The index in `entry`'s history of the change ours's version `before` won over, when it is still the version:
+    /// theirs's, in a conflict of this merge; else one that ours's history lacks, marked a conflict, when
+    /// ``replica`` made `before` (it won at a merge made elsewhere).
+    func wonOver(_ before: Entry, in entry: Entry) -> Int? {
+        guard entry.modified == before.modified else { return nil }
+        if conflicted.contains(entry.id) {
+            guard let their = theirs.entries[entry.id] else { return nil }
+            return entry.history.firstIndex { $0.modified == their.modified && $0.conflict }
+        }
+        guard before.modified.replica == replica else { return nil }
+        return entry.history.firstIndex { version in version.conflict && !before.history.contains { $0.modified == version.modified } }
     }
 
     /// The merged document (replica tables, views and names united; ours's stanzas and those of recipients theirs

@@ -14,9 +14,10 @@ extension DocumentStore {
     /// key a change made here replaced, not yet published) is merged into our key as content.
     ///
     /// - Throws: ``VaultError/notTheSameVault(path:)``; ``VaultError/needsVersion2(path:)`` for a version-1
-    ///   `other`; ``VaultError/otherKey(path:)`` when it is sealed with another data key and no `otherPassphrase`
-    ///   was given; ``VaultError/wrongPassphrase(path:)`` when that passphrase does not open it; what opening it
-    ///   throws.
+    ///   `other`; ``VaultError/otherKey(path:reason:)`` when it is sealed with another data key and no
+    ///   `otherPassphrase` was given (``VaultError/removedRecipient(path:)`` when `otherKey`, an identity's, has no
+    ///   stanza there and the key links from ours record a recipient's removal); ``VaultError/wrongPassphrase(path:)``
+    ///   when that passphrase does not open it; what opening it throws.
     public func merge(
         _ otherBytes: [UInt8], label: String, dryRun: Bool, otherPassphrase: SecureBytes? = nil,
         otherKey: ((DocumentHeader) throws -> DocumentKey?)? = nil, previousKey: (id: DocumentID, key: SecureBytes)? = nil,
@@ -44,13 +45,22 @@ extension DocumentStore {
         } else {
             try mayFollow?(header)
             // The other copy's key: from an identity (an `x25519` stanza, above this library), else its passphrase.
+            // Why it has another key (its links from ours) names the error: an identity that a removal left out
+            // opens no later version, whatever passphrase there is.
+            let reason = KeyLinks.reason(header.stanzas, from: held.dataKeyID)
             let key: DocumentKey
-            if let unwrapped = try otherKey?(header) {
-                key = unwrapped
-            } else if let otherPassphrase {
-                key = .passphrase(otherPassphrase)
-            } else {
-                throw VaultError.otherKey(path: label)
+            do {
+                if let unwrapped = try otherKey?(header) {
+                    key = unwrapped
+                } else if let otherPassphrase {
+                    key = .passphrase(otherPassphrase)
+                } else if otherKey != nil, reason == .recipientRemoval {
+                    throw VaultError.removedRecipient(path: label)
+                } else {
+                    throw VaultError.otherKey(path: label, reason: reason)
+                }
+            } catch VaultError.notARecipient(let path) where reason == .recipientRemoval {
+                throw VaultError.removedRecipient(path: path)
             }
             let opened = try VaultDocument.open(otherBytes, with: key, label: label, policy: policy, against: held)
             other = opened.document
@@ -61,7 +71,7 @@ extension DocumentStore {
             try reload()
             guard let current = document else { throw VaultError.notOpen }
             let now = clock.milliseconds()
-            report = try VaultDocument.merge(current, other, now: now).1
+            report = try VaultDocument.merge(current, other, now: now, replica: replica).1
             try other.checkClaims(about: replica, ownClock: current.replicas[replica]?.packed ?? 0, mergingInto: current, now: now)
             return report
         }
@@ -76,7 +86,7 @@ extension DocumentStore {
             }
             let now = clock.milliseconds()
             // (Clocks from the future first: the merge refuses them, naming the clock.)
-            let (merged, made) = try VaultDocument.merge(ours, other, now: now)
+            let (merged, made) = try VaultDocument.merge(ours, other, now: now, replica: replica)
             try other.checkClaims(about: replica, ownClock: ours.replicas[replica]?.packed ?? 0, mergingInto: ours, now: now)
             if !acceptDeletions, made.isMassDeletion(outOf: ours.entries.count) {
                 throw VaultError.massDeletion(path: label, names: made.deleted)

@@ -30,7 +30,7 @@ extension DocumentVault {
         let bound = now &+ VaultDocument.maximumClockLead
         try documents[0].checkStamps(differingFrom: documents[1], below: bound)
         try documents[1].checkStamps(differingFrom: documents[0], below: bound)
-        var (merged, report) = try VaultDocument.merge(documents[0], documents[1], now: now)
+        var (merged, report) = try VaultDocument.merge(documents[0], documents[1], now: now, replica: store.replica)
         // The driver cannot ask: a mass deletion stops it (a conflict; `vault sync` asks, or takes --accept-deletions).
         // Counted over both files (either may be the local one): entries live in either and not in the result.
         let live = Set(documents[0].entries.keys).union(documents[1].entries.keys)

@@ -75,7 +75,8 @@ public final class DocumentVault: KeyValueVault, Sendable {
             try RollbackGuard.checkAndRecord(
                 path: path, generation: document.generation, dataKey: dataKey, protection: protection, accept: accept, followed: followed)
             RollbackGuard.recordVault(
-                document.vaultID, dataKeyID: document.dataKeyID, dataKey: dataKey, generation: document.generation, protection: protection)
+                document.vaultID, dataKeyID: document.dataKeyID, dataKey: dataKey, generation: document.generation, stanzas: document.stanzas,
+                protection: protection)
             guard lacksOwnWrites else { return }
             try ReplicaRegistry.recordLatestWrite(inFile, of: replica, to: document.vaultID, stateDirectory: protection.stateDirectory)
             // Accepted: a fork of this replica's history (a branch checked out, a backup put back). Writing on it
@@ -95,7 +96,7 @@ public final class DocumentVault: KeyValueVault, Sendable {
         RollbackGuard.record(path: path, generation: document.generation, dataKey: dataKey, retiring: retiring, protection: protection)
         RollbackGuard.recordVault(
             document.vaultID, dataKeyID: document.dataKeyID, dataKey: dataKey, generation: document.generation, retiring: retiringID,
-            protection: protection)
+            stanzas: document.stanzas, protection: protection)
         if pending, let retiring, let retiringID {
             RollbackGuard.setPending(
                 document.vaultID, keyID: document.dataKeyID, retiredKeyID: retiringID, sealedKey: Self.seal(retiring, under: dataKey),

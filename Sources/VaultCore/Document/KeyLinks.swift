@@ -72,9 +72,18 @@ struct KeyLink: Equatable, Sendable {
     var stanza: KeyStanza { KeyStanza(type: KeyStanza.keyLink, body: body) }
 }
 
-/// Why a vault's data key changes, as its key link records it (informative: every reason is followed alike).
-public enum KeyChangeReason: Sendable {
+/// Why a vault's data key changes, as its key link records it (informative: every reason is followed alike; messages
+/// name it).
+public enum KeyChangeReason: String, Sendable, Equatable {
     case passphraseChange, recipientRemoval, other
+
+    /// What the key changes from one key to another had for reasons, as one: a passphrase change among them (the
+    /// other side's passphrase is then needed), else only removals of recipients, else another reason; `nil` for none.
+    static func summary(of reasons: [KeyLink.Reason]) -> KeyChangeReason? {
+        guard !reasons.isEmpty else { return nil }
+        if reasons.contains(.passphraseChange) { return .passphraseChange }
+        return reasons.allSatisfy { $0 == .recipientRemoval } ? .recipientRemoval : .other
+    }
 
     var link: KeyLink.Reason {
         switch self {
@@ -154,6 +163,15 @@ enum KeyLinks {
             (key, id) = (link.newSigningKey, link.newKeyID)
         }
         return id == dataKeyID
+    }
+
+    /// Why the key changed from `keyID` to the data key of the copy whose stanzas are `stanzas` (``KeyChangeReason/summary(of:)``
+    /// of the links from `keyID` on, read as they are: ``authorizes(_:from:signingKey:vaultID:)`` checks them); `nil`
+    /// when no link starts at `keyID`.
+    static func reason(_ stanzas: [KeyStanza], from keyID: DocumentID) -> KeyChangeReason? {
+        let links = self.links(in: stanzas).map(\.link)
+        guard let start = links.firstIndex(where: { $0.oldKeyID == keyID }) else { return nil }
+        return KeyChangeReason.summary(of: links[start...].compactMap { KeyLink.Reason(rawValue: $0.reason) })
     }
 
     /// The stanzas of a key change from `document`'s key (`oldKey`) to `newKey` (id `newKeyID`): the links the

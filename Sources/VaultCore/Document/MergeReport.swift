@@ -2,17 +2,25 @@
 public struct MergeReport: Sendable, Equatable {
     /// Entries that ours did not have.
     public var added: [String] = []
-    /// Entries of ours that the other side changed later.
+    /// Entries of ours that the other side changed later (a conflict is not counted here too: ``conflicts``).
     public var updated: [String] = []
     /// Entries of ours that the other side deleted after their last change.
     public var deleted: [String] = []
     /// Entries ours had deleted that the other side changed after the deletion.
     public var resurrected: [String] = []
     /// Entries changed on both sides: the later change won, the other is in the entry's history marked `conflict`.
+    /// Also an entry whose version in ours, made by this replica, the other copy keeps only as a `conflict` version
+    /// (it lost at a merge made elsewhere: a fast-forward brings that), or a concurrent change that the other copy
+    /// keeps so. Each entry is counted once: a conflict is not also ``updated``.
     public var conflicts: [String] = []
-    /// Entries whose version in ours lost to a later, concurrent one of the other side: ours's change is in the
-    /// entry's history, marked `conflict`, as version ``LostEdit/version`` (`vault history NAME` numbers it so).
+    /// Entries whose version in ours lost to a later, concurrent one: ours's change is in the entry's history,
+    /// marked `conflict`, as version ``LostEdit/version`` (`vault history NAME` numbers it so). It lost in this merge,
+    /// or (ours's version made by this replica) at a merge made elsewhere that the other copy holds.
     public var lostEdits: [LostEdit] = []
+    /// Entries changed on both sides whose version in ours won: the other side's change is in the entry's history,
+    /// marked `conflict`, as version ``WonConflict/version``. It won in this merge, or (ours's version made by this
+    /// replica) at a merge made elsewhere that the other copy holds.
+    public var wonConflicts: [WonConflict] = []
     /// Entries renamed because two ids ended up with one name: (the name they had, the name they have now).
     public var renamed: [Renamed] = []
     /// Entries deleted on one side after the other side changed them (concurrently): the deletion won, and the
@@ -60,6 +68,27 @@ public struct MergeReport: Sendable, Equatable {
 
         /// The winner for a person: its name, else `replica <id>`.
         public var winnerDescription: String { winnerName ?? "replica \(winner)" }
+    }
+
+    /// An entry whose change in ours won over a concurrent one of the other side (``wonConflicts``).
+    public struct WonConflict: Sendable, Equatable {
+        /// The entry's name after the merge.
+        public let name: String
+        /// The replica whose change lost, and its name (``ReplicaName``) when it has one.
+        public let loser: ReplicaID
+        public let loserName: String?
+        /// The lost change's number in the entry's history after the merge (1 the newest earlier version).
+        public let version: Int
+
+        public init(name: String, loser: ReplicaID, loserName: String?, version: Int) {
+            self.name = name
+            self.loser = loser
+            self.loserName = loserName
+            self.version = version
+        }
+
+        /// The loser for a person: its name, else `replica <id>`.
+        public var loserDescription: String { loserName ?? "replica \(loser)" }
     }
 
     public init() {}

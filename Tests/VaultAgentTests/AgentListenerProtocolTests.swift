@@ -64,4 +64,74 @@ import Glibc
         #expect(try client.lock(path: path))
         #expect(held() == "0\n")
     }
+
+    /// A protocol that answers each byte with the serving thread's kernel id.
+    struct ServingThread: AgentSocketProtocol {
+        let ring: KeyRing
+
+        func receive(on fd: Int32, budget: AgentWire.FrameBudget) throws -> UInt8? {
+            var byte: UInt8 = 0
+            return read(fd, &byte, 1) == 1 ? byte : nil
+        }
+
+        func answer(_ request: UInt8, on _: Void) -> (reply: [UInt8], endsConnection: Bool) {
+            // The kernel's thread id (/proc/thread-self is PID/task/TID): unlike pthread_self, never the same
+            // for a new thread that took over an ended one's cached stack.
+            var link = [CChar](repeating: 0, count: 64)
+            let n = readlink("/proc/thread-self", &link, link.count - 1)
+            return (Array(link.prefix(Swift.max(0, n)).map { UInt8(bitPattern: $0) }) + [10], false)
+        }
+
+        func send(_ reply: [UInt8], on fd: Int32) throws {
+            _ = reply.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        }
+    }
+
+    /// A thread that served a connection serves a later one (``ConnectionWorkers``) rather than a new thread
+    /// being made for each; two clients at once are served side by side all the same.
+    @Test(.timeLimit(.minutes(1))) func aConnectionIsServedByAThreadThatServedAnEarlierOne() throws {
+        let fixture = AgentFixture()
+        let socket = fixture.directory.file("run/thread.sock")
+        let listener = try AgentListener(socketPath: socket, service: ServingThread(ring: fixture.ring), exitWhenEmptyAfter: nil, log: { _ in })
+        let done = DispatchSemaphore(value: 0)
+        startDetachedThread {
+            try? listener.run()
+            done.signal()
+        }
+        defer {
+            listener.stop()
+            _ = done.wait(timeout: .now() + 10)
+        }
+        func connect() throws -> Int32 {
+            for _ in 0..<500 {
+                if let fd = try? AgentSocket.connect(to: socket, timeoutSeconds: 1) { return fd }
+                usleep(10_000)
+            }
+            throw AgentError.protocolError("the listener never answered")
+        }
+        func servingThread(_ fd: Int32) -> String {
+            var request: UInt8 = 1
+            _ = write(fd, &request, 1)
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let n = read(fd, &buffer, buffer.count)
+            return String(decoding: buffer.prefix(Swift.max(0, n)), as: UTF8.self)
+        }
+        // One connection after another: once the first thread waits again, a later connection is its.
+        var seen: Set<String> = []
+        var reused = false
+        for _ in 0..<200 where !reused {
+            let fd = try connect()
+            let thread = servingThread(fd)
+            close(fd)
+            reused = !seen.insert(thread).inserted
+            if !reused { usleep(1_000) }
+        }
+        #expect(reused, "every connection had a new thread (\(seen.count) threads)")
+        // Two at once: two threads, each answering its own client.
+        let (a, b) = (try connect(), try connect())
+        defer { close(a); close(b) }
+        let (first, second) = (servingThread(a), servingThread(b))
+        #expect(first != second && !first.isEmpty && !second.isEmpty)
+        #expect(servingThread(a) == first && servingThread(b) == second)
+    }
 }

@@ -26,28 +26,37 @@ import Glibc
         }
     }
 
+    /// Runs `listener` on a thread of its own; the closure returned stops it and waits (10 s at most) for its end.
+    static func start<Handler>(_ listener: AgentListener<Handler>) -> () -> Void {
+        let done = DispatchSemaphore(value: 0)
+        startDetachedThread {
+            try? listener.run()
+            done.signal()
+        }
+        return {
+            listener.stop()
+            _ = done.wait(timeout: .now() + 10)
+        }
+    }
+
+    /// A connection to the listener at `socket`, once it listens (5 s at most).
+    static func connect(to socket: String) throws -> Int32 {
+        for _ in 0..<500 {
+            if let fd = try? AgentSocket.connect(to: socket, timeoutSeconds: 1) { return fd }
+            usleep(10_000)
+        }
+        throw AgentError.protocolError("the listener at \(socket) never answered")
+    }
+
     @Test(.timeLimit(.minutes(1))) func twoProtocolsOnTwoSocketsReadOneKeyRing() throws {
         let fixture = AgentFixture()
         let path = try fixture.makeVault(entries: [("k", "v")])
         let vaultAgent = try InProcessAgent(fixture)
         defer { vaultAgent.stop() }
         let otherSocket = fixture.directory.file("run/held.sock")
-        let other = try AgentListener(socketPath: otherSocket, service: HeldCount(ring: fixture.ring), exitWhenEmptyAfter: nil, log: { _ in })
-        let done = DispatchSemaphore(value: 0)
-        startDetachedThread {
-            try? other.run()
-            done.signal()
-        }
-        defer {
-            other.stop()
-            _ = done.wait(timeout: .now() + 10)
-        }
-        var fd: Int32?
-        for _ in 0..<500 where fd == nil {
-            fd = try? AgentSocket.connect(to: otherSocket, timeoutSeconds: 1)
-            if fd == nil { usleep(10_000) }
-        }
-        let connection = try #require(fd, "the second listener never answered")
+        let stop = Self.start(try AgentListener(socketPath: otherSocket, service: HeldCount(ring: fixture.ring), exitWhenEmptyAfter: nil, log: { _ in }))
+        defer { stop() }
+        let connection = try Self.connect(to: otherSocket)
         defer { close(connection) }
         func held() -> String {
             var request: UInt8 = 1
@@ -92,23 +101,9 @@ import Glibc
     @Test(.timeLimit(.minutes(1))) func aConnectionIsServedByAThreadThatServedAnEarlierOne() throws {
         let fixture = AgentFixture()
         let socket = fixture.directory.file("run/thread.sock")
-        let listener = try AgentListener(socketPath: socket, service: ServingThread(ring: fixture.ring), exitWhenEmptyAfter: nil, log: { _ in })
-        let done = DispatchSemaphore(value: 0)
-        startDetachedThread {
-            try? listener.run()
-            done.signal()
-        }
-        defer {
-            listener.stop()
-            _ = done.wait(timeout: .now() + 10)
-        }
-        func connect() throws -> Int32 {
-            for _ in 0..<500 {
-                if let fd = try? AgentSocket.connect(to: socket, timeoutSeconds: 1) { return fd }
-                usleep(10_000)
-            }
-            throw AgentError.protocolError("the listener never answered")
-        }
+        let stop = Self.start(try AgentListener(socketPath: socket, service: ServingThread(ring: fixture.ring), exitWhenEmptyAfter: nil, log: { _ in }))
+        defer { stop() }
+        func connect() throws -> Int32 { try Self.connect(to: socket) }
         func servingThread(_ fd: Int32) -> String {
             var request: UInt8 = 1
             _ = write(fd, &request, 1)

@@ -6,7 +6,7 @@ func withGuardedScratch<R, E: Error>(
     byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) throws(E) -> R
 ) throws(E) -> R {
     let pointer = Sodium.allocate(byteCount: byteCount)
-    defer { Sodium.free(pointer) }  // sodium_free zeroes before unmapping
+    defer { Sodium.free(pointer, byteCount: byteCount) }  // zeroed before it is unmapped or kept
     return try body(UnsafeMutableRawBufferPointer(start: pointer, count: byteCount))
 }
 

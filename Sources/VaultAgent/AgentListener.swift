@@ -82,6 +82,8 @@ package final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
     private let lastClientActivity: Mutex<Double>
     /// Bytes held for frames still arriving, over all connections.
     private let frameBudget = AgentWire.FrameBudget(byteCount: AgentServer.unreadFrameByteLimit)
+    /// The threads that wait for a connection to serve (``ConnectionWorkers``).
+    private let workers = ConnectionWorkers()
 
     /// - Parameter exitWhenEmptyAfter: seconds after which an agent that holds nothing and hears from no client
     ///   ends (``EmptyExit``); `nil`: never.
@@ -176,6 +178,7 @@ package final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
                 }
             }
         }
+        workers.close()
         // A companion's end says nothing: the agent's own last line stays its last.
         if service.locksRingAtEnd {
             let count = service.ring.lockAll()
@@ -219,7 +222,8 @@ package final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
 
     // MARK: Connections
 
-    /// Serves `fd` on a thread of its own; past ``AgentServer/connectionLimit``, the client idle longest is let go first.
+    /// Serves `fd` on a thread of its own (one that served an earlier connection and waits for the next, else a
+    /// new one); past ``AgentServer/connectionLimit``, the client idle longest is let go first.
     private func admit(_ fd: Int32) {
         let now = clock.now
         noteClientActivity()
@@ -228,20 +232,31 @@ package final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
             return connections.count
         }
         if count > AgentServer.connectionLimit { dropLongestIdle(sparing: fd) }
-        startDetachedThread { [self] in
-            defer {
-                noteClientActivity()
-                connections.withLock { _ = $0.removeValue(forKey: fd) }
-                close(fd)
+        if workers.handOver(fd) { return }
+        // The thread holds the listener only while it serves: one waiting for the next connection lets it go.
+        startDetachedThread { [weak self, workers] in
+            var next: Int32? = fd
+            while let fd = next {
+                if let listener = self { listener.serveConnection(fd) } else { close(fd) }
+                next = workers.next(waitingAtMost: ConnectionWorkers.idleSeconds)
             }
-            var uid: UInt32 = 0
-            guard vault_peer_uid(fd, &uid) == 0, uid == geteuid() else {
-                log("refused a connection from uid \(uid)")
-                return
-            }
-            AgentSocket.setTimeout(fd, seconds: 60)
-            serve(fd, connection: service.connection(fd))
         }
+    }
+
+    /// Serves one client until it goes, then closes its descriptor.
+    private func serveConnection(_ fd: Int32) {
+        defer {
+            noteClientActivity()
+            connections.withLock { _ = $0.removeValue(forKey: fd) }
+            close(fd)
+        }
+        var uid: UInt32 = 0
+        guard vault_peer_uid(fd, &uid) == 0, uid == geteuid() else {
+            log("refused a connection from uid \(uid)")
+            return
+        }
+        AgentSocket.setTimeout(fd, seconds: 60)
+        serve(fd, connection: service.connection(fd))
     }
 
     private func noteClientActivity() {
@@ -275,6 +290,78 @@ package final class AgentListener<Handler: AgentSocketProtocol>: Sendable {
             noteClientActivity()
             do { try service.send(reply, on: fd) } catch { return }
             if ends { return }
+        }
+    }
+}
+
+/// Threads that served a connection and wait a while for the next one, so that a client is served without a
+/// thread being created and ended for it (a third of the agent's time per `get` through it: Benchmarks/README.md,
+/// "The last figure"). A descriptor is handed over only when a thread is waiting for it; once closed (the
+/// listener's end), none is, and the waiting threads end.
+final class ConnectionWorkers: @unchecked Sendable {
+    // @unchecked: every stored property is read and written with `lock` held (a pthread mutex, for the condition).
+    /// How long a thread waits for another connection before it ends.
+    static let idleSeconds = 30
+    private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let arrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var waiting = 0
+    private var handedOver: [Int32] = []
+    private var closed = false
+
+    init() {
+        pthread_mutex_init(lock, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(arrived, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(arrived)
+        pthread_mutex_destroy(lock)
+        arrived.deallocate()
+        lock.deallocate()
+    }
+
+    private func locked<R>(_ body: () -> R) -> R {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        return body()
+    }
+
+    /// Gives `fd` to a waiting thread; false when none waits for it (the caller starts one).
+    func handOver(_ fd: Int32) -> Bool {
+        locked {
+            guard !closed, waiting > handedOver.count else { return false }
+            handedOver.append(fd)
+            pthread_cond_signal(arrived)
+            return true
+        }
+    }
+
+    /// The next descriptor handed over, or `nil` after `seconds` without one, or once closed.
+    func next(waitingAtMost seconds: Int) -> Int32? {
+        locked {
+            var deadline = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &deadline)
+            deadline.tv_sec += seconds
+            waiting += 1
+            defer { waiting -= 1 }
+            while handedOver.isEmpty {
+                if closed || pthread_cond_timedwait(arrived, lock, &deadline) == ETIMEDOUT, handedOver.isEmpty {
+                    return nil
+                }
+            }
+            return handedOver.removeFirst()
+        }
+    }
+
+    /// No more hand-overs; the waiting threads end.
+    func close() {
+        locked {
+            closed = true
+            pthread_cond_broadcast(arrived)
         }
     }
 }

@@ -119,6 +119,9 @@ public final class AgentServer: Sendable {
     public func run() throws {
         // Nothing of the caller's working directory is held (a USB stick the unlock ran on must unmount).
         _ = chdir("/")
+        // Each request is answered in guarded regions of a few sizes: keep some, zeroed, rather than map, lock,
+        // unlock and unmap them per request (Benchmarks/README.md, "The last figure").
+        SecureBytes.keepSpareRegions(16)
         if locksOnSleepAndScreenLock {
             SleepLockWatch.start(log: log) { [ring, log] reason in
                 let count = ring.lockAll()

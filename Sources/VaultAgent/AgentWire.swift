@@ -226,15 +226,17 @@ package enum AgentWire {
     ///
     /// The payload's guarded buffer grows as bytes arrive (at most ``readChunkByteCount`` ahead of them), never
     /// to what the header announces before the bytes are there. With a `budget`, every byte held for a frame
-    /// not yet complete is counted against it (the agent's total over all connections).
-    static func receive(on fd: Int32, budget: FrameBudget? = nil) throws -> Message? {
+    /// not yet complete is counted against it (the agent's total over all connections). The payload is read into
+    /// `buffer`, which must be empty: a client passes its request's, wiped, so that one guarded region serves the
+    /// request and its answer (``AgentClient``).
+    static func receive(on fd: Int32, budget: FrameBudget? = nil, into buffer: SecretBuffer = SecretBuffer()) throws -> Message? {
+        precondition(buffer.count == 0, "an answer read into a buffer that holds bytes")
         var header = [UInt8](repeating: 0, count: 4)
         let got = try header.withUnsafeMutableBytes { try readFully(fd, $0) }
         if got == 0 { return nil }
         guard got == 4 else { throw AgentError.protocolError("the connection closed inside a frame") }
         let count = header.reduce(0) { $0 << 8 | Int($1) }
         guard count <= maximumPayloadByteCount else { throw AgentError.protocolError("a frame of \(count) bytes") }
-        let buffer = SecretBuffer()
         var held = 0
         defer { budget?.release(held) }
         while buffer.count < count {

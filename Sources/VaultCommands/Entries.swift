@@ -13,8 +13,12 @@ package func checkNameArgumentIsUTF8(_ name: String) throws {
         guard let argument = CommandLine.unsafeArgv[index] else { continue }
         let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(argument).assumingMemoryBound(to: UInt8.self),
             count: strlen(argument))
-        guard String(validating: bytes, as: UTF8.self) == nil else { continue }
-        if String(decoding: bytes, as: UTF8.self) == name {
+        // Decoding repairs (U+FFFD) exactly the bytes that are not valid UTF-8, so the argument is valid when
+        // its decoding has the same bytes. (`String(validating:as:)` is generic: its unspecialised code was 1.4 %
+        // of a `vault get` through the agent.)
+        let decoded = String(decoding: bytes, as: UTF8.self)
+        guard !decoded.utf8.elementsEqual(bytes) else { continue }
+        if decoded == name {
             throw VaultError.invalidEntryName(reason: "the name is not valid UTF-8")
         }
     }

@@ -97,9 +97,12 @@ package struct RoutedVerb: Sendable {
 
     /// The arguments to run for `arguments` (a full argv): started under a verb's ``programName``,
     /// `<argv0> VERB` and the rest; under any other name, `arguments` as they are.
+    /// `vault` under its own name consults no table: no verb's program name is `vault`, and the table's first use
+    /// instantiates its metadata, 2 % of a `vault get` (Benchmarks/README.md, "The last figure").
     package static func dispatchingOnProgramName(_ arguments: [String]) -> [String] {
-        guard let first = arguments.first,
-              let verb = all.first(where: { $0.programName != nil && $0.programName == first.split(separator: "/").last.map(String.init) })
+        guard let first = arguments.first else { return arguments }
+        let program = first.lastIndex(of: "/").map { String(first[first.index(after: $0)...]) } ?? first
+        guard program != "vault", let verb = all.first(where: { $0.programName != nil && $0.programName == program })
         else { return arguments }
         return [first, verb.name] + arguments.dropFirst()
     }

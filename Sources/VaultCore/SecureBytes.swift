@@ -111,8 +111,8 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     deinit {
-        // sodium_free zeroes before unmapping; a slice's region is its owner's to free.
-        if !regionMoved && owner == nil { Sodium.free(pointer) }
+        // Sodium.free zeroes before unmapping; a slice's region is its owner's to free.
+        if !regionMoved && owner == nil { Sodium.free(pointer, byteCount: capacity) }
     }
 
     /// Calls `body` with the secret bytes. The pointer must not escape the closure.
@@ -136,6 +136,12 @@ public final class SecureBytes: @unchecked Sendable {
 }
 
 extension SecureBytes {
+    /// Keeps up to `count` freed small regions, zeroed, for the next allocation of the same size (a long-lived
+    /// process that allocates and frees the same sizes all day: the agent; ``VaultSodium/Sodium/keepSpareRegions(_:)``).
+    package static func keepSpareRegions(_ count: Int) {
+        Sodium.keepSpareRegions(count)
+    }
+
     /// Bytes appended front to back by `build` into a new guarded region of `capacity` bytes: the result holds
     /// what was appended (at most `capacity`: appending more traps). For secrets assembled from pieces (a header
     /// line, an environment block, a value and its newline): no offsets to keep by hand, and a caller that knows
@@ -147,7 +153,7 @@ extension SecureBytes {
         do throws(E) {
             try build(&appender)
         } catch {
-            Sodium.free(region)
+            Sodium.free(region, byteCount: capacity)
             throw error
         }
         self.init(region: region, count: appender.count, capacity: capacity)
@@ -275,7 +281,7 @@ final class GuardedArena: @unchecked Sendable {
         let grown = Sodium.allocate(byteCount: newCapacity)
         if let pointer {
             grown.copyMemory(from: pointer, byteCount: count)
-            Sodium.free(pointer)
+            Sodium.free(pointer, byteCount: capacity)
         }
         pointer = grown
         capacity = newCapacity
@@ -323,7 +329,7 @@ final class GuardedArena: @unchecked Sendable {
     }
 
     deinit {
-        if let pointer { Sodium.free(pointer) }
+        if let pointer { Sodium.free(pointer, byteCount: capacity) }
     }
 }
 

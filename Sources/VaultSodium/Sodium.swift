@@ -1,4 +1,5 @@
 internal import CSodium
+import Synchronization
 
 /// A libsodium call that reported failure; `function` names it. Callers turn it into their library's error.
 package struct SodiumFailure: Error, Equatable, Sendable {
@@ -28,17 +29,72 @@ package enum Sodium {
     package static func allocate(byteCount: Int) -> UnsafeMutableRawPointer {
         precondition(initialized, "libsodium failed to initialise")
         // sodium_malloc(0) is valid; we still ask for one byte so the pointer is never NULL for an empty secret.
-        guard let pointer = sodium_malloc(max(byteCount, 1)) else {
+        let size = max(byteCount, 1)
+        if let kept = spareRegions.withLock({ $0.take(byteCount: size) }) { return kept }
+        guard let pointer = sodium_malloc(size) else {
             fatalError("sodium_malloc(\(byteCount)) failed: out of memory")
         }
         return pointer
     }
 
-    /// Zeroes and frees memory returned by ``allocate(byteCount:)``.
+    /// Zeroes and frees memory returned by ``allocate(byteCount:)`` for `byteCount` bytes; in a process that keeps
+    /// spare regions (``keepSpareRegions(_:)``), a small one is zeroed and kept for the next allocation of its size.
     ///
     /// The corresponding libsodium function is `sodium_free` (which calls `sodium_memzero`).
-    package static func free(_ pointer: UnsafeMutableRawPointer) {
+    package static func free(_ pointer: UnsafeMutableRawPointer, byteCount: Int) {
+        let size = max(byteCount, 1)
+        if spareRegions.withLock({ $0.keeps(byteCount: size) }) {
+            sodium_memzero(pointer, size)
+            if spareRegions.withLock({ $0.keep(pointer, byteCount: size) }) { return }
+        }
         sodium_free(pointer)
+    }
+
+    /// Keeps up to `count` freed regions of at most ``SpareRegions/largestByteCount`` bytes each, zeroed and still
+    /// guarded and locked, for the next allocation of the same size (0: none, the default). For the agent, which
+    /// answers every request in new guarded regions: each is an `mmap`, three `mprotect`s, an `madvise` and an
+    /// `mlock`, and freeing it four calls more, where every `mprotect` and `munmap` of a process with several
+    /// threads interrupts the other CPUs to flush their TLBs (46 % of the agent's CPU per `get`,
+    /// Benchmarks/README.md, "The last figure"). A region is reused only for its own size, so that its bytes
+    /// still end at its guard page and libsodium's canary is where `sodium_free` checks it.
+    package static func keepSpareRegions(_ count: Int) {
+        let evicted = spareRegions.withLock { spares in spares.resize(to: count) }
+        for address in evicted { sodium_free(UnsafeMutableRawPointer(bitPattern: address)) }
+    }
+
+    private static let spareRegions = Mutex(SpareRegions())
+
+    /// Zeroed guarded regions kept for reuse, by size (``keepSpareRegions(_:)``); addresses as integers, for
+    /// the ``Mutex``.
+    package struct SpareRegions: Sendable {
+        /// The largest region kept: a frame's or a value's, not a whole vault's plaintext.
+        package static let largestByteCount = 16 * 1024
+        private var limit = 0
+        private var regions: [(byteCount: Int, address: UInt)] = []
+
+        func keeps(byteCount: Int) -> Bool { limit > 0 && byteCount <= Self.largestByteCount }
+
+        mutating func take(byteCount: Int) -> UnsafeMutableRawPointer? {
+            guard let index = regions.lastIndex(where: { $0.byteCount == byteCount }) else { return nil }
+            return UnsafeMutableRawPointer(bitPattern: regions.remove(at: index).address)
+        }
+
+        /// Keeps `pointer`'s region; false when there is no room (the caller frees it).
+        mutating func keep(_ pointer: UnsafeMutableRawPointer, byteCount: Int) -> Bool {
+            guard keeps(byteCount: byteCount) else { return false }
+            if regions.count >= limit { return false }
+            regions.append((byteCount, UInt(bitPattern: pointer)))
+            return true
+        }
+
+        /// A new limit; the addresses of the regions past it, to free.
+        mutating func resize(to count: Int) -> [UInt] {
+            limit = max(count, 0)
+            guard regions.count > limit else { return [] }
+            let evicted = regions[limit...].map(\.address)
+            regions.removeSubrange(limit...)
+            return evicted
+        }
     }
 
     /// Zeroes `byteCount` bytes in a way the compiler may not optimise away.

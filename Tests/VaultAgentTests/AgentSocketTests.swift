@@ -31,6 +31,33 @@ import Glibc
         #expect(path(empty) == "/run/me/vault/agent.sock")
     }
 
+    /// The directory checkDirectory looks at: the one holding the socket, without a trailing slash (an `lstat` of
+    /// `link/` would follow a symbolic link and find the directory it leads to trustworthy).
+    @Test func theSocketsDirectoryIsItsPathWithoutTheLastComponent() {
+        let cases = [
+            "/run/user/1000/vault/agent.sock": "/run/user/1000/vault", "/agent.sock": "/", "/": "/", "//": "/",
+            "/a//agent.sock": "/a", "/a/b/": "/a", "/a/b//": "/a", "//a": "/", "/a/../b.sock": "/a/..",
+            "/ä/ö.sock": "/ä", "relative": ".", "dir/a.sock": "dir",
+        ]
+        for (path, directory) in cases {
+            #expect(AgentSocket.parentDirectory(of: path) == directory, "\(path)")
+        }
+    }
+
+    @Test func aSocketInALinkedDirectoryIsRefused() throws {
+        let real = directory.file("real")
+        #expect(mkdir(real, 0o700) == 0)
+        let link = directory.file("link")
+        #expect(symlink(real, link) == 0)
+        let refused = VaultError.unsafePermissions(
+            path: link, reason: "the agent's socket directory is a symbolic link",
+            hint: "remove the link, or set VAULT_AGENT_SOCK to a socket in a directory of your own")
+        for socket in [link + "/agent.sock", link + "//agent.sock"] {
+            #expect(throws: refused, "\(socket)") { try AgentSocket.checkDirectory(of: socket, create: false) }
+        }
+        try AgentSocket.checkDirectory(of: real + "/agent.sock", create: false)
+    }
+
     @Test func anAbsoluteXDGRuntimeDirComesNext() {
         #expect(path(["XDG_RUNTIME_DIR": "/run/me", "XDG_STATE_HOME": "/state"]) == "/run/me/vault/agent.sock")
         #expect(path(["XDG_RUNTIME_DIR": "run/me", "XDG_STATE_HOME": "/state"]) == "/state/vault/agent/agent.sock")

@@ -50,5 +50,19 @@ import VaultCommands
 
     @Test func theDockerHelpersProgramNameIsItsVerb() {
         #expect(route(["/usr/bin/docker-credential-vault", "get"]) == .here(arguments: ["docker-credential", "get"]))
+        #expect(RoutedVerb.dispatchingOnProgramName(["docker-credential-vault", "list"]) == ["docker-credential-vault", "docker-credential", "list"])
+        #expect(RoutedVerb.dispatchingOnProgramName(["/opt/docker-credential-vault", "erase"]) == ["/opt/docker-credential-vault", "docker-credential", "erase"])
+        for program in ["vault", "/usr/bin/vault", "./vault", "/opt/docker-credential-vault/vault", "docker-credential-vault-x"] {
+            #expect(RoutedVerb.dispatchingOnProgramName([program, "get", "k"]) == [program, "get", "k"], "\(program)")
+        }
+    }
+
+    /// The quick path is asked before the routed verbs: its verbs are none of theirs, so no route changes.
+    @Test func noRoutedVerbIsAQuickPathVerb() {
+        for verb in ["get", "put", "list"] {
+            #expect(RoutedVerb.forwarded(by: ["vault", verb]) == nil)
+            #expect(RoutedVerb.forwarded(by: ["vault", "help", verb]) == nil)
+            #expect(!AgentProcess.runsInVaultNet(["vault", verb], installed: { true }))
+        }
     }
 }

@@ -1,9 +1,60 @@
 import Testing
 
 @testable import VaultCore
+@testable import VaultSodium
 
 @Suite("SecureBytes")
 struct SecureBytesTests {
+    /// The agent's spare regions (``SecureBytes/keepSpareRegions(_:)``): a freed region comes back, zeroed, only
+    /// for its own size, and at most as many are kept as asked.
+    @Test("kept spare regions come back zeroed, for their own size only")
+    func spareRegions() {
+        func address(_ bytes: SecureBytes) -> UInt { bytes.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) } }
+        SecureBytes.keepSpareRegions(2)
+        defer { SecureBytes.keepSpareRegions(0) }
+        // Sizes no other test allocates, so that a test running beside this one takes none of them.
+        var first: SecureBytes? = SecureBytes(count: 9_973) { $0.initializeMemory(as: UInt8.self, repeating: 0xA5) }
+        let firstAddress = address(first!)
+        first = nil
+        var seen: [UInt8] = []
+        let again = SecureBytes(count: 9_973) { seen = Array($0); $0.initializeMemory(as: UInt8.self, repeating: 1) }
+        #expect(address(again) == firstAddress)
+        #expect(seen == [UInt8](repeating: 0, count: 9_973))
+        #expect(again == SecureBytes([UInt8](repeating: 1, count: 9_973)))
+        // Another size never gets it (its bytes must end at the region's guard page).
+        var other: SecureBytes? = SecureBytes(count: 9_967) { $0.initializeMemory(as: UInt8.self, repeating: 2) }
+        let otherAddress = address(other!)
+        other = nil
+        #expect(address(SecureBytes(count: 9_971) { _ in }) != otherAddress)
+    }
+
+    @Test("the spare regions kept: at most the limit, none larger than a frame, the limit lowered frees the rest")
+    func spareRegionLimits() {
+        var spares = Sodium.SpareRegions()
+        let regions = (1...3).map { UnsafeMutableRawPointer(bitPattern: UInt($0) << 12)! }
+        var kept = spares.keep(regions[0], byteCount: 64)
+        #expect(!kept, "none kept before a limit is set")
+        var evicted = spares.resize(to: 2)
+        #expect(evicted == [])
+        kept = spares.keep(regions[0], byteCount: 64) && spares.keep(regions[1], byteCount: 128)
+        #expect(kept)
+        kept = spares.keep(regions[2], byteCount: 64)
+        #expect(!kept, "a third past a limit of two")
+        #expect(!spares.keeps(byteCount: Sodium.SpareRegions.largestByteCount + 1))
+        var taken = spares.take(byteCount: 96)
+        #expect(taken == nil)
+        taken = spares.take(byteCount: 128)
+        #expect(taken == regions[1])
+        taken = spares.take(byteCount: 128)
+        #expect(taken == nil)
+        kept = spares.keep(regions[2], byteCount: 64)
+        #expect(kept)
+        evicted = spares.resize(to: 1)
+        #expect(evicted == [UInt(bitPattern: regions[2])])
+        taken = spares.take(byteCount: 64)
+        #expect(taken == regions[0])
+    }
+
     @Test("description and debugDescription are redacted")
     func redacted() {
         let secret = SecureBytes(string: "hunter2-secret")

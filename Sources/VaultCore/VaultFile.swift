@@ -13,8 +13,11 @@ enum VaultFile {
     /// Splits `path` into its directory and last component.
     static func split(_ path: String) -> (directory: String, name: String) {
         guard let slash = path.lastIndex(of: "/") else { return (".", path) }
-        let directory = String(path[..<slash])
-        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+        // Without the slashes before the name (`/a//v.vault`): a directory named with a trailing slash is resolved
+        // through a symbolic link even by lstat and O_NOFOLLOW, and the check of the directory would see through it.
+        var directory = path[..<slash]
+        while directory.last == "/" { directory.removeLast() }
+        return (directory.isEmpty ? "/" : String(directory), String(path[path.index(after: slash)...]))
     }
 
     // MARK: Permission checks

@@ -154,6 +154,13 @@ struct VaultFileTests {
             Issue.record("unexpected: \(String(describing: error))")
             return
         }
+        // Named with slashes doubled before the file: still the link, still refused (a trailing slash would make
+        // lstat and O_NOFOLLOW resolve it).
+        let doubled = openError(link + "//test.vault")
+        guard case .unsafePermissions(link, "the vault's directory is a symbolic link", _)? = doubled else {
+            Issue.record("unexpected: \(String(describing: doubled))")
+            return
+        }
     }
 
     @Test("a symbolic link above the vault's directory is followed (SECURITY.md: only the file, the lock and their directory are checked)")
@@ -332,7 +339,7 @@ struct VaultFileTests {
     func split() {
         for (path, directory, name) in [
             ("/a/b/c.vault", "/a/b", "c.vault"), ("/c.vault", "/", "c.vault"), ("c.vault", ".", "c.vault"),
-            ("a/c.vault", "a", "c.vault"),
+            ("a/c.vault", "a", "c.vault"), ("/a//c.vault", "/a", "c.vault"), ("//c.vault", "/", "c.vault"), ("a///c.vault", "a", "c.vault"),
         ] {
             let parts = VaultFile.split(path)
             #expect(parts.directory == directory)

@@ -66,10 +66,11 @@ public enum RecipientEdits {
     }
 
     /// Removes `recipient` and rotates the vault's key (a new key wrapped for every other recipient and for the
-    /// passphrase; the body sealed again). A vault with a passphrase stanza wraps the new key for `passphrase` when
-    /// given (checked against it first, else it would be dropped, unless `passphraseVerified`: the caller opened the
-    /// vault with it), else for the passphrase the vault was opened with (``DocumentStore``'s passphrase key: an
-    /// agent unlocked with the passphrase asks for nothing). Returns the entries the removed key could read (names,
+    /// passphrase; the body sealed again). A vault with a passphrase stanza wraps the new key for the passphrase the
+    /// vault was opened with (``DocumentStore``'s passphrase key, the stanza's salt kept: an agent unlocked with the
+    /// passphrase asks for nothing, and the owner's other machines follow with nothing asked), also when
+    /// `passphraseVerified` (the caller opened the vault with `passphrase`); else for `passphrase` (checked against
+    /// the vault first, else it would be dropped; a fresh salt). Returns the entries the removed key could read (names,
     /// sorted). `progress` is told how many of the entries are sealed under the new key (of how many).
     ///
     /// - Throws: ``VaultError/wrongPassphrase(path:)`` when `passphrase` does not open the vault, or none is given,
@@ -85,12 +86,21 @@ public enum RecipientEdits {
         }
         // What the removed key could read: every entry, as the vault is now.
         let exposed = try vault.keys()
-        try vault.rotateKey(
-            passphrase: keepsPassphrase ? passphrase : nil, keepingHeldPassphrase: keepsPassphrase, reason: .recipientRemoval, progress: progress
-        ) { current, newKey in
-            try current.filter { $0.recipient != recipient }.map { stanza in
-                try AgeKeys.recipient(parsing: stanza.recipient).wrapStanza(newKey)
+        func rotate(_ passphrase: SecureBytes?) throws {
+            try vault.rotateKey(
+                passphrase: keepsPassphrase ? passphrase : nil, keepingHeldPassphrase: keepsPassphrase, reason: .recipientRemoval, progress: progress
+            ) { current, newKey in
+                try current.filter { $0.recipient != recipient }.map { stanza in
+                    try AgeKeys.recipient(parsing: stanza.recipient).wrapStanza(newKey)
+                }
             }
+        }
+        if keepsPassphrase, passphraseVerified, let passphrase {
+            // Opened with it: its key is held. Wrapped under it (the stanza's salt kept), the owner's other machines,
+            // opened with the passphrase, follow the change with nothing asked (DocumentStore's merge).
+            do { try rotate(nil) } catch VaultError.wrongPassphrase { try rotate(passphrase) }
+        } else {
+            try rotate(passphrase)
         }
         return exposed
     }

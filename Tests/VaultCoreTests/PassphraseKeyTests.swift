@@ -145,4 +145,37 @@ struct PassphraseKeyTests {
         #expect(opened.passphraseKey.withLock { $0 } == nil)
         _ = try VaultDocument.open(bytes(), with: .passphrase(Self.passphrase), label: "t", policy: .insecureForTesting)
     }
+
+    /// The owner's other machine, opened with the passphrase, follows a removal made where the passphrase's key was
+    /// held (the same salt) with nothing asked; a copy opened without the passphrase is asked for it as before.
+    @Test func anotherMachineFollowsTheRemovalWithThePassphrasesKey() throws {
+        try made()
+        let otherPath = directory.file("other.vault")
+        try FileManager.default.copyItem(atPath: path, toPath: otherPath)
+        chmod(otherPath, 0o600)
+        func otherStore(_ replica: UInt64) -> DocumentStore {
+            DocumentStore(storage: LocalFileStorage(path: otherPath, lockTimeoutSeconds: 2), replica: ReplicaID(rawValue: replica),
+                          clock: SettableClock(2_000), policy: .insecureForTesting)
+        }
+        let dataKey = try VaultDocument.open(bytes(), with: .passphrase(Self.passphrase), label: "t", policy: .insecureForTesting).dataKey
+        let byKey = otherStore(4)
+        try byKey.open(with: .unwrapped(dataKey))
+        let machine = otherStore(5)
+        try machine.open(with: .passphrase(Self.passphrase))
+        try machine.update([.setField(entry: "from-machine", field: "password", value: SecureBytes(string: "m"))])
+
+        let owner = store(replica: 2)
+        try owner.open(with: .passphrase(Self.passphrase))
+        try owner.rotateKey(passphrase: nil, parameters: nil, keepingHeldPassphrase: true, reason: .recipientRemoval) { _, _ in [] }
+        let rotated = bytes()
+        #expect(throws: VaultError.otherKey(path: "origin", reason: .recipientRemoval)) {
+            try byKey.merge(rotated, label: "origin", dryRun: false)
+        }
+        let report = try machine.merge(rotated, label: "origin", dryRun: false)
+        #expect(report.written && machine.document?.dataKeyID == owner.document?.dataKeyID)
+        #expect(machine.document?.names == ["from-machine", "k"])
+        _ = try VaultDocument.open(bytes(otherPath: otherPath), with: .passphrase(Self.passphrase), label: "o", policy: .insecureForTesting)
+    }
+
+    func bytes(otherPath: String) -> [UInt8] { [UInt8](FileManager.default.contents(atPath: otherPath) ?? Data()) }
 }

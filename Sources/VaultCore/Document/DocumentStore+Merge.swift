@@ -8,7 +8,9 @@ extension DocumentStore {
     /// A copy under another data key is followed only along its key links from our key (``KeyLinks``: a link signed
     /// with our key's signing key, then each with the one before, up to its key; else
     /// ``VaultError/unauthorizedKey(path:)``, or ``VaultError/staleKey(path:)`` for a key our own links retired),
-    /// checked before its key is asked for; it opens then with `otherKey` or `otherPassphrase`, and the result takes
+    /// checked before its key is asked for; it opens then with the passphrase's key held when the copy's passphrase
+    /// stanza has the same salt (a recipient's removal made where that key was held: nothing asked), else with
+    /// `otherKey` or `otherPassphrase`, and the result takes
     /// the other copy's key stanzas and data key (a key change made elsewhere is followed, not undone). `mayFollow`
     /// is the caller's further check (``DocumentVault``: no key this vault retired). A copy under `previousKey` (the
     /// key a change made here replaced, not yet published) is merged into our key as content.
@@ -50,7 +52,11 @@ extension DocumentStore {
             let reason = KeyLinks.reason(header.stanzas, from: held.dataKeyID)
             let key: DocumentKey
             do {
-                if let unwrapped = try otherKey?(header) {
+                if let unwrapped = unwrapWithPassphraseKey(header.stanzas) {
+                    // The passphrase this store was opened with, kept as its key: a change that kept the passphrase
+                    // (a recipient's removal made where the passphrase's key was held) opens with it, nothing asked.
+                    key = .unwrapped(unwrapped)
+                } else if let unwrapped = try otherKey?(header) {
                     key = unwrapped
                 } else if let otherPassphrase {
                     key = .passphrase(otherPassphrase)
@@ -106,5 +112,17 @@ extension DocumentStore {
             return report.written ? (merged, dataKey) : nil
         }
         return report
+    }
+}
+
+extension DocumentStore {
+    /// The data key one of `stanzas`' `argon2id` stanzas wraps under the passphrase's key held (``PassphraseKey``:
+    /// the same salt and parameters), `nil` when none does or none is held.
+    func unwrapWithPassphraseKey(_ stanzas: [KeyStanza]) -> SecureBytes? {
+        guard let kek = passphraseKey.withLock({ $0 }) else { return nil }
+        for stanza in stanzas where stanza.type == KeyStanza.argon2id {
+            if let key = Argon2idStanza(body: stanza.body)?.unwrap(with: kek) { return key }
+        }
+        return nil
     }
 }

@@ -175,8 +175,15 @@ extension GitCommand {
                 writeToStderr("vault: " + summary.split(separator: "\n").first.map(String.init)! + "\n" + Merge.conflictLines(report))
             } catch let exit as ExitCode {
                 throw exit
-            } catch VaultError.otherKey {
-                writeToStderr("vault: cannot merge '\(shown)': one side has another passphrase (changed on another machine); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for it\n")
+            } catch VaultError.otherKey(_, let reason) {
+                // Worded as 'vault sync' words it, from the key link's reason: a recipient's removal rotates the key
+                // and leaves the passphrase as it was.
+                let why = switch reason {
+                case .recipientRemoval: "another key (a recipient was removed on another machine, which rotates the key; the passphrase may be the same)"
+                case .passphraseChange: "another passphrase (changed on another machine)"
+                case .other, nil: "another key (changed on another machine)"
+                }
+                writeToStderr("vault: cannot merge '\(shown)': one side has \(why); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for the passphrase as that copy has it\n")
                 throw ExitCode(1)
             } catch VaultError.massDeletion(_, let names) {
                 // The driver cannot ask: git's file stays as it is (a conflict), and sync asks.

@@ -316,7 +316,7 @@ import VaultTestSupport
         #expect(try m.list(m.b) == ["from-b"])
         // git's own pull runs the driver, which never asks: a conflict that says what to do.
         let pull = try m.git(m.b, ["pull", "-q", "--no-rebase"])
-        #expect(pull.status != 0 && pull.stderr.contains("vault: cannot merge 'team.vault': one side has another passphrase (changed on another machine); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for it"), "\(pull.stderr)")
+        #expect(pull.status != 0 && pull.stderr.contains("vault: cannot merge 'team.vault': one side has another passphrase (changed on another machine); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for the passphrase as that copy has it"), "\(pull.stderr)")
         #expect(try m.git(m.b, ["merge", "--abort"]).status == 0)
         chmod(m.vaultB, 0o600)
 

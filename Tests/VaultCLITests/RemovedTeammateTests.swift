@@ -68,4 +68,36 @@ import VaultTestSupport
         #expect(followed.status == 0, "\(followed.stderr)")
         #expect(followed.stderr == "vault: note: 'origin/main:team.vault' has another key (a recipient was removed there): this vault now has that copy's passphrase and key\n")
     }
+
+    /// git's own pull on the owner's other machine (the agent holds the key from before the removal) runs the merge
+    /// driver, which says that a recipient was removed, not that a passphrase changed (finding 4 of the re-walk).
+    @Test(.enabled(if: enabled, "needs git and age: scripts/install-deps --test"))
+    func theMergeDriverSaysARecipientWasRemoved() throws {
+        try #require(RecipientCLITests.hasAge, "age is needed (CI=true)")
+        let m = try GitSyncTests.Machines()
+        let key = m.b.directory + "/key.txt"
+        let made = try runTool(RecipientCLITests.ageKeygen!, ["-o", key]) as (status: Int32, output: String)
+        try #require(made.status == 0, "\(made.output)")
+        let recipient = try RecipientCLITests.Team.recipient(of: key)
+        func owner(_ arguments: [String], stdin: Data = Data()) throws -> AgentRun { try m.a.around(arguments + ["--vault", m.vaultA], stdin: stdin) }
+
+        try #require(try owner(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        try #require(try owner(["recipients", "add", recipient]).status == 0)
+        try #require(try m.sync(m.a, passphrase: true).status == 0)
+        try #require(try m.git(m.b, ["pull", "-q"]).status == 0)
+        chmod(m.vaultB, 0o600)
+        try m.b.unlock(["--vault", m.vaultB])
+        try #require(try owner(["recipients", "remove", recipient]).status == 0)
+        try #require(try m.sync(m.a, passphrase: true).status == 0)
+
+        try m.put(m.b, "from-b", "b")
+        try #require(try m.git(m.b, ["commit", "-qam", "from-b"]).status == 0)
+        let pull = try m.git(m.b, ["pull", "-q", "--no-rebase"])
+        #expect(pull.status != 0)
+        #expect(pull.stderr.contains("""
+            vault: cannot merge 'team.vault': one side has another key (a recipient was removed on another machine, which rotates the key; the passphrase may be the same); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for the passphrase as that copy has it
+
+            """), "\(pull.stderr)")
+        #expect(!pull.stderr.contains("passphrase (changed"), "\(pull.stderr)")
+    }
 }

@@ -8,14 +8,19 @@ import VaultTestSupport
 @Suite(.processTimeLimit) struct RemovedTeammateTests {
     static var enabled: Bool { GitSyncTests.git != nil && (RecipientCLITests.hasAge || ProcessInfo.processInfo.environment["CI"] == "true") }
 
-    @Test(.enabled(if: enabled, "needs git and age: scripts/install-deps --test"))
-    func theRemovedTeammateIsToldSoWhetherItSyncsOrPulls() throws {
+    /// Two machines, and an age identity (its file in B's directory) and its recipient.
+    static func machines() throws -> (GitSyncTests.Machines, key: String, recipient: String) {
         try #require(RecipientCLITests.hasAge, "age is needed (CI=true)")
         let m = try GitSyncTests.Machines()
         let key = m.b.directory + "/key.txt"
         let made = try runTool(RecipientCLITests.ageKeygen!, ["-o", key]) as (status: Int32, output: String)
         try #require(made.status == 0, "\(made.output)")
-        let recipient = try RecipientCLITests.Team.recipient(of: key)
+        return (m, key, try RecipientCLITests.Team.recipient(of: key))
+    }
+
+    @Test(.enabled(if: enabled, "needs git and age: scripts/install-deps --test"))
+    func theRemovedTeammateIsToldSoWhetherItSyncsOrPulls() throws {
+        let (m, key, recipient) = try Self.machines()
         func owner(_ arguments: [String], stdin: Data = Data()) throws -> AgentRun { try m.a.around(arguments + ["--vault", m.vaultA], stdin: stdin) }
         func teammate(_ arguments: [String]) throws -> AgentRun { try m.vault(m.b, arguments + ["--identity", key]) }
         func teammateSync(_ extra: [String] = []) throws -> AgentRun { try m.sync(m.b, ["--identity", key] + extra) }
@@ -73,12 +78,7 @@ import VaultTestSupport
     /// driver, which says that a recipient was removed, not that a passphrase changed (finding 4 of the re-walk).
     @Test(.enabled(if: enabled, "needs git and age: scripts/install-deps --test"))
     func theMergeDriverSaysARecipientWasRemoved() throws {
-        try #require(RecipientCLITests.hasAge, "age is needed (CI=true)")
-        let m = try GitSyncTests.Machines()
-        let key = m.b.directory + "/key.txt"
-        let made = try runTool(RecipientCLITests.ageKeygen!, ["-o", key]) as (status: Int32, output: String)
-        try #require(made.status == 0, "\(made.output)")
-        let recipient = try RecipientCLITests.Team.recipient(of: key)
+        let (m, key, recipient) = try Self.machines()
         func owner(_ arguments: [String], stdin: Data = Data()) throws -> AgentRun { try m.a.around(arguments + ["--vault", m.vaultA], stdin: stdin) }
 
         try #require(try owner(["put", "k"], stdin: Data("v".utf8)).status == 0)

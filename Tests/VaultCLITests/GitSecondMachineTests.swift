@@ -245,6 +245,24 @@ import VaultTestSupport
             hint: it is in the git clone '\(repository)', and git writes what it checks out 0644: run: vault git setup --vault '\(vault)' (it makes the vault 0600 and keeps it so)
 
             """, "\(refused.stderr)")
+        // Re-walk finding 6: on a terminal, refused before any passphrase is asked, by unlock and every verb (the
+        // driver types nothing: a prompt would wait until it gives up, exit 124).
+        var onTerminal = environment
+        onTerminal["VAULT_AGENT_SOCK"] = base + "/agent/agent.sock"
+        onTerminal["VAULT_AGENT"] = "off"
+        let other = base + "/other.vault"
+        try FileManager.default.copyItem(atPath: vault, toPath: other)
+        for verb in [["unlock"], ["unlock", "--force"], ["list"], ["get", "k"], ["put", "k"], ["mv", "k", "k2"], ["history", "k"], ["passwd"],
+                     ["export", "--format", "json", "--yes"], ["recipients", "list"], ["merge", other], ["otp", "k"]] {
+            let asked = try PseudoTerminal.run(CLI.vault, verb, playing: [], environment: onTerminal, seconds: 20)
+            #expect(asked.status == 4, "\(verb): \(asked.stdoutText) \(asked.stderr)")
+            #expect(asked.stdoutText == """
+                vault: refusing to use '\(vault)': the vault is accessible by group or others (mode 0644)
+                hint: it is in the git clone '\(repository)', and git writes what it checks out 0644: run: vault git setup --vault '\(vault)' (it makes the vault 0600 and keeps it so)
+                [echo on]
+
+                """, "\(verb)")
+        }
         // That command fixes it.
         let setup = try CLI.shell("cd '\(repository)' && exec \"$VAULT\" git setup --vault '\(vault)'", environment: environment)
         #expect(try setup.status == 0 && mode(vault) == 0o600, "\(setup.stderr)")

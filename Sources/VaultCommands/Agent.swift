@@ -102,9 +102,10 @@ package struct Unlock: ParsableCommand {
                 writeToStderr("vault: stopped the running agent (pid \(old.pid)), which spoke protocol version \(old.version); starting one of version \(AgentClient.protocolVersion)\n")
             }
             let testing = options.storeOptions.kdfPolicy == .insecureForTesting
+            // A file the agent would refuse (loose permissions, another owner, a link) is refused before any prompt.
+            try options.makeStore().checkAccess()
             if let identityPath = options.identityPath {
                 // The data key unwrapped here with the identity; the agent holds it as after a passphrase.
-                try options.makeStore().checkAccess()
                 let identities = try loadIdentities(identityPath, passphraseFrom: options)
                 let header = try VaultOpener.header(path: path, options: options.storeOptions)
                 let dataKey = try identityDataKey(of: header, identities: identities, label: path, options: options)

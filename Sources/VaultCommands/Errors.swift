@@ -194,7 +194,17 @@ extension VaultError: CLIReportable {
         case .retiredKey(_, .recipientRemoval):
             return "'vault sync' (or git's pull) brings the current version, which only the vault's current recipients open; "
                 + "if you restored this copy on purpose (a backup), pass --accept-rollback once"
-        case .rollbackDetected, .retiredKey:
+        case .rollbackDetected(let path, _, _):
+            // A vault git tracks: git's own restore of the file is the likely older copy, and what it discarded is
+            // in no copy git keeps unless it was committed. The agent does not take a rollback: it opens here.
+            if let top = Self.workTree(holding: path) {
+                return "it is in the git work tree '\(TerminalText.escaped(top))': if a 'git restore', 'git checkout' or 'git reset' of it put back the copy git had, "
+                    + "that discarded the changes made since (those never committed are in no copy git keeps); to take the copy git put back, "
+                    + "pass --accept-rollback once with the passphrase (it does not go through the agent: on a terminal, or --passphrase-file PATH "
+                    + "or --passphrase-fd N), then run 'vault sync'"
+            }
+            return "if you restored this copy on purpose (a backup), pass --accept-rollback once"
+        case .retiredKey:
             return "if you restored this copy on purpose (a backup), pass --accept-rollback once"
         case .otherVault:
             return "a key change made on another machine is taken by 'vault sync' or 'vault merge FILE' (they check its key "

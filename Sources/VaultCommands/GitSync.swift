@@ -27,7 +27,7 @@ package struct GitCommand: ParsableCommand {
 
                 A vault outside any repository (--vault PATH, e.g. the default one), with the command run inside a clone, is first moved to the top of that clone under its own file name (a rename on one file system; another file system, a name taken or a vault in use is refused with the command that does it), and said so. This machine's own vault (neither --vault nor VAULT_PATH) has its new path recorded in $XDG_CONFIG_HOME/vault/default-vault (else ~/.config/vault/), where every verb finds it; another one: use --vault or VAULT_PATH with its new path afterwards. A vault the agent held unlocked is locked at its old path ('vault unlock' again).
 
-                On a machine with no vault yet, run in a fresh clone ('git clone URL secrets; cd secrets; vault git setup'), it adopts the vault the clone holds (its one *.vault file; of several, those .gitattributes merges as vaults, else it asks which with --vault) as this machine's vault, recorded the same way, and makes it 0600. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
+                On a machine with no vault yet, run in a fresh clone ('git clone URL secrets; cd secrets; vault git setup'), it adopts the vault the clone holds (its one *.vault file; of several, those .gitattributes merges as vaults, else it asks which with --vault) as this machine's vault, recorded the same way, and makes it 0600. On a machine with a vault of its own (and no vault recorded yet), --vault with one the clone holds makes that one this machine's, recorded the same way; the old one stays where it is, and setup prints the command that brings its entries in. The driver takes the vault's key from the agent ('vault unlock' first); it never asks for anything.
                 """)
 
         @OptionGroup var options: VaultOptions
@@ -37,17 +37,23 @@ package struct GitCommand: ParsableCommand {
                 let resolved = options.resolvedPath
                 var vault = URL(fileURLWithPath: resolved).standardizedFileURL.path
                 let here = FileManager.default.currentDirectoryPath
-                // This machine's own vault (neither --vault nor VAULT_PATH): its new place is recorded.
-                let machines = options.vaultPath == nil && (Posix.environment("VAULT_PATH") ?? "").isEmpty
+                // This machine's own vault (neither --vault nor VAULT_PATH, or --vault naming the path a verb without
+                // it finds: the record, else the default): its new place is recorded.
+                let noEnvironment = (Posix.environment("VAULT_PATH") ?? "").isEmpty
+                let implicit = options.vaultPath == nil && noEnvironment
+                let own = URL(fileURLWithPath: VaultOptions.resolvedPath(nil)).standardizedFileURL.path
+                let machines = implicit || (noEnvironment && vault == own)
                 var adopted = false
+                // This machine's vault of before, when --vault names one a clone holds and adopts it (not moved).
+                var before: String?
                 var info = stat()
-                if machines, let clone = GitVaultFile.cloneVaults(from: here), !clone.vaults.isEmpty,
+                if implicit, let clone = GitVaultFile.cloneVaults(from: here), !clone.vaults.isEmpty,
                    !URL(fileURLWithPath: vault).resolvingSymlinksInPath().path.hasPrefix(clone.top + "/") {
                     guard lstat(vault, &info) != 0 else {
                         // Two vaults: this machine's and the clone's. Which one to keep in the clone is the user's call.
                         throw CLIError.message(
                             "this clone holds \(GitVaultFile.listed(clone.vaults)) and this machine has a vault of its own, '\(TerminalText.escaped(vault))': "
-                                + "'vault git setup --vault PATH' with the clone's sets that one up ('vault merge' brings this machine's entries into it); "
+                                + "'vault git setup --vault PATH' with the clone's makes that one this machine's vault (and says how to bring this machine's entries into it); "
                                 + "--vault '\(TerminalText.escaped(vault))' moves this machine's into the clone beside it",
                             exitCode: Exit.usage)
                     }
@@ -59,6 +65,15 @@ package struct GitCommand: ParsableCommand {
                     }
                     vault = clone.top + "/" + clone.vaults[0]
                     adopted = true
+                } else if options.vaultPath != nil, noEnvironment, vault != own, VaultPointer.read() == nil,
+                          let clone = GitVaultFile.cloneVaults(from: URL(fileURLWithPath: vault).deletingLastPathComponent().path),
+                          clone.vaults.contains(where: { clone.top + "/" + $0 == vault }),
+                          lstat(own, &info) == 0 || clone.vaults.count > 1 {
+                    // --vault with a vault the clone holds, as the refusals above say: on a machine that has a vault
+                    // of its own at the default path, or where the clone holds several, that one becomes this
+                    // machine's (the one of before stays where it is; said how to bring its entries in).
+                    adopted = true
+                    if lstat(own, &info) == 0 { before = own }
                 }
                 let directory = URL(fileURLWithPath: vault).deletingLastPathComponent().path
                 var top = (try? Git(directory: directory).output(["rev-parse", "--show-toplevel"]))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
@@ -102,12 +117,13 @@ package struct GitCommand: ParsableCommand {
                     try repository.check(["config", "core.trustctime", "false"])
                 }
                 GitVaultFile.makePrivate(vault, shown: shown)
-                let recorded = machines && (adopted || moved != nil)
+                let recorded = adopted || (machines && moved != nil)
                 if recorded { try VaultPointer.write(vault) }
                 if options.json {
                     var object: [String: Any] = ["repository": top, "attributes": attributes, "line": line, "added": added, "driver": driver, "ignored": missing, "hooks": hooks ?? []]
                     if moved != nil { object["moved_to"] = vault }
                     if adopted { object["adopted"] = vault }
+                    if let before { object["previous_vault"] = before }
                     if recorded { object["recorded_in"] = VaultPointer.path }
                     if moved != nil { object["locked_in_agent"] = lockedInAgent }
                     try writeJSON(object)
@@ -116,6 +132,13 @@ package struct GitCommand: ParsableCommand {
                     let found = "vault finds it there from now on (recorded in '\(TerminalText.escaped(VaultPointer.path))')"
                     if adopted {
                         try writeToStdout("this machine's vault is now '\(newPath)', the one this clone holds: \(found)\n")
+                        if let before {
+                            // Another vault (its own id): 'vault merge' refuses it; its entries go over as vault's JSON,
+                            // through a pipe (never a file), into this one held by the agent (one passphrase asked).
+                            let old = TerminalText.escaped(before).replacing("'", with: "'\\''")
+                            try writeToStdout("this machine's vault of before stays at '\(TerminalText.escaped(before))'; to bring its entries into this one: "
+                                + "vault unlock && vault export --vault '\(old)' --format json --yes | vault import json /dev/stdin\n")
+                        }
                     } else if moved != nil {
                         try writeToStdout("moved the vault to '\(newPath)' ('vault sync' commits it); "
                             + (recorded ? found : "from now on give --vault '\(newPath)' or set VAULT_PATH to it") + "\n")
@@ -175,8 +198,15 @@ extension GitCommand {
                 writeToStderr("vault: " + summary.split(separator: "\n").first.map(String.init)! + "\n" + Merge.conflictLines(report))
             } catch let exit as ExitCode {
                 throw exit
-            } catch VaultError.otherKey {
-                writeToStderr("vault: cannot merge '\(shown)': one side has another passphrase (changed on another machine); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for it\n")
+            } catch VaultError.otherKey(_, let reason) {
+                // Worded as 'vault sync' words it, from the key link's reason: a recipient's removal rotates the key
+                // and leaves the passphrase as it was.
+                let why = switch reason {
+                case .recipientRemoval: "another key (a recipient was removed on another machine, which rotates the key; the passphrase may be the same)"
+                case .passphraseChange: "another passphrase (changed on another machine)"
+                case .other, nil: "another key (changed on another machine)"
+                }
+                writeToStderr("vault: cannot merge '\(shown)': one side has \(why); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for the passphrase as that copy has it\n")
                 throw ExitCode(1)
             } catch VaultError.massDeletion(_, let names) {
                 // The driver cannot ask: git's file stays as it is (a conflict), and sync asks.

@@ -150,11 +150,73 @@ import VaultTestSupport
         let two = try machine.run("exec \"$VAULT\" git setup", in: clone)
         #expect(two.status == 64 && two.stdout.isEmpty)
         #expect(two.stderr == """
-            vault: this clone holds 'ops/ops.vault', 'team.vault' and this machine has a vault of its own, '\(machine.defaultVault)': 'vault git setup --vault PATH' with the clone's sets that one up ('vault merge' brings this machine's entries into it); --vault '\(machine.defaultVault)' moves this machine's into the clone beside it
+            vault: this clone holds 'ops/ops.vault', 'team.vault' and this machine has a vault of its own, '\(machine.defaultVault)': 'vault git setup --vault PATH' with the clone's makes that one this machine's vault (and says how to bring this machine's entries into it); --vault '\(machine.defaultVault)' moves this machine's into the clone beside it
 
             """, "\(two.stderr)")
         #expect(FileManager.default.fileExists(atPath: machine.defaultVault) && !FileManager.default.fileExists(atPath: clone + "/default.vault"))
         #expect(!FileManager.default.fileExists(atPath: machine.record) && !FileManager.default.fileExists(atPath: clone + "/.gitattributes"))
+    }
+
+    /// Re-walk finding 2: a second machine with a vault of its own. `vault git setup --vault` with the clone's makes
+    /// that one this machine's (recorded: `vault sync` and every verb find it, inside the clone and out), and the
+    /// command it prints to bring this machine's entries in works as printed, on a terminal, through the agent.
+    /// `--vault` with the default path moves that vault into the clone and records it (no second setup).
+    @Test(.enabled(if: runs, "needs git: scripts/install-deps --test"))
+    func aMachineWithAVaultOfItsOwnTakesTheClonesAndBringsItsEntriesIn() throws {
+        _ = try #require(Self.gitTool, "git is needed (CI=true)")
+        let agents = try AgentBox()
+        let base = URL(fileURLWithPath: agents.directory).standardizedFileURL.path
+        let passphrase = agents.passphraseFile
+        let a = try Machine(base + "/homeA"), b = try Machine(base + "/homeB")
+        let bare = base + "/remote.git"
+        #expect(try a.run("git init -q --bare -b main '\(bare)' && git init -q -b main secrets && git -C secrets remote add origin '\(bare)'", in: base).status == 0)
+        // The first machine: --vault with the default path moves it into the clone and records it.
+        #expect(try a.run("\"$VAULT\" init --passphrase-file '\(passphrase)' && printf v | \"$VAULT\" put k --passphrase-file '\(passphrase)'", in: base).status == 0)
+        let setupA = try a.run("exec \"$VAULT\" git setup --vault '\(a.defaultVault)'", in: base + "/secrets")
+        #expect(setupA.status == 0, "\(setupA.stderr)")
+        #expect(setupA.stdoutText.hasPrefix("moved the vault to '\(base)/secrets/default.vault' ('vault sync' commits it); vault finds it there from now on (recorded in '\(a.record)')\n"), "\(setupA.stdoutText)")
+        #expect(try String(contentsOfFile: a.record, encoding: .utf8) == base + "/secrets/default.vault\n")
+        let syncA = try a.run("exec \"$VAULT\" sync --passphrase-file '\(passphrase)'", in: base)
+        #expect(syncA.status == 0 && syncA.stdoutText.contains("pushed to origin/main"), "\(syncA.stdoutText) \(syncA.stderr)")
+
+        // The second machine has a vault of its own, then clones.
+        #expect(try b.run("\"$VAULT\" init --passphrase-file '\(passphrase)' && printf mine | \"$VAULT\" put mine --passphrase-file '\(passphrase)'", in: base).status == 0)
+        #expect(try b.run("git clone -q '\(bare)' secrets", in: b.home).status == 0)
+        let clone = b.home + "/secrets"
+        let refused = try b.run("exec \"$VAULT\" git setup", in: clone)
+        #expect(refused.status == 64 && refused.stderr.contains("'vault git setup --vault PATH' with the clone's makes that one this machine's vault"), "\(refused.stderr)")
+        let setup = try b.run("exec \"$VAULT\" git setup --vault '\(clone)/default.vault'", in: clone)
+        #expect(setup.status == 0, "\(setup.stderr)")
+        let bringIn = "vault unlock && vault export --vault '\(b.defaultVault)' --format json --yes | vault import json /dev/stdin"
+        #expect(setup.stdoutText == """
+            this machine's vault is now '\(clone)/default.vault', the one this clone holds: vault finds it there from now on (recorded in '\(b.record)')
+            this machine's vault of before stays at '\(b.defaultVault)'; to bring its entries into this one: \(bringIn)
+            git merges 'default.vault' entry by entry in this clone (already in .gitattributes); every other clone runs 'vault git setup' once
+
+            """, "\(setup.stdoutText)")
+        #expect(try String(contentsOfFile: b.record, encoding: .utf8) == clone + "/default.vault\n")
+        for directory in [clone, b.home] {
+            let sync = try b.run("exec \"$VAULT\" sync --passphrase-file '\(passphrase)'", in: directory)
+            #expect(sync.status == 0 && sync.stdoutText == "'default.vault' and origin/main are the same\n", "\(sync.stdoutText) \(sync.stderr)")
+        }
+
+        // The command as printed, typed on a terminal: one passphrase for the unlock, one for the export.
+        var environment = b.environment
+        environment["PATH"] = URL(fileURLWithPath: CLI.vault).deletingLastPathComponent().path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        environment["VAULT_AGENT_SOCK"] = agents.socketPath
+        environment["XDG_RUNTIME_DIR"] = base + "/runtime"
+        environment["VAULT_AGENT"] = "off"
+        let typed = try PseudoTerminal.run("/bin/sh", ["-c", "cd '\(clone)' && " + bringIn], steps: [
+            (marker: "Vault passphrase for ~/secrets/default.vault: ", keys: agents.passphrase + "\n"),
+            (marker: "Vault passphrase for ~/.local/share/vault/default.vault: ", keys: agents.passphrase + "\n"),
+        ], environment: environment)
+        #expect(typed.status == 0, "\(typed.stdoutText)")
+        #expect(typed.stdoutText.contains("imported '/dev/stdin' into '\(clone)/default.vault': 1 added, 0 updated, 0 unchanged, 0 kept, 0 skipped\n  added: mine\n"), "\(typed.stdoutText)")
+        let list = try b.run("exec \"$VAULT\" list --passphrase-file '\(passphrase)'", in: base)
+        #expect(list.status == 0 && list.stdoutText == "k\nmine\n", "\(list.stderr)")
+        let synced = try b.run("exec \"$VAULT\" sync --passphrase-file '\(passphrase)'", in: clone)
+        #expect(synced.status == 0 && synced.stdoutText.hasSuffix("pushed to origin/main\n"), "\(synced.stdoutText) \(synced.stderr)")
+        agents.stopAgents()
     }
 
     /// Finding 3: a vault git checked out 0644, refused before setup: the hint is the command that fixes it for good.
@@ -183,6 +245,24 @@ import VaultTestSupport
             hint: it is in the git clone '\(repository)', and git writes what it checks out 0644: run: vault git setup --vault '\(vault)' (it makes the vault 0600 and keeps it so)
 
             """, "\(refused.stderr)")
+        // Re-walk finding 6: on a terminal, refused before any passphrase is asked, by unlock and every verb (the
+        // driver types nothing: a prompt would wait until it gives up, exit 124).
+        var onTerminal = environment
+        onTerminal["VAULT_AGENT_SOCK"] = base + "/agent/agent.sock"
+        onTerminal["VAULT_AGENT"] = "off"
+        let other = base + "/other.vault"
+        try FileManager.default.copyItem(atPath: vault, toPath: other)
+        for verb in [["unlock"], ["unlock", "--force"], ["list"], ["get", "k"], ["put", "k"], ["mv", "k", "k2"], ["history", "k"], ["passwd"],
+                     ["export", "--format", "json", "--yes"], ["recipients", "list"], ["merge", other], ["otp", "k"]] {
+            let asked = try PseudoTerminal.run(CLI.vault, verb, playing: [], environment: onTerminal, seconds: 20)
+            #expect(asked.status == 4, "\(verb): \(asked.stdoutText) \(asked.stderr)")
+            #expect(asked.stdoutText == """
+                vault: refusing to use '\(vault)': the vault is accessible by group or others (mode 0644)
+                hint: it is in the git clone '\(repository)', and git writes what it checks out 0644: run: vault git setup --vault '\(vault)' (it makes the vault 0600 and keeps it so)
+                [echo on]
+
+                """, "\(verb)")
+        }
         // That command fixes it.
         let setup = try CLI.shell("cd '\(repository)' && exec \"$VAULT\" git setup --vault '\(vault)'", environment: environment)
         #expect(try setup.status == 0 && mode(vault) == 0o600, "\(setup.stderr)")

@@ -316,7 +316,7 @@ import VaultTestSupport
         #expect(try m.list(m.b) == ["from-b"])
         // git's own pull runs the driver, which never asks: a conflict that says what to do.
         let pull = try m.git(m.b, ["pull", "-q", "--no-rebase"])
-        #expect(pull.status != 0 && pull.stderr.contains("vault: cannot merge 'team.vault': one side has another passphrase (changed on another machine); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for it"), "\(pull.stderr)")
+        #expect(pull.status != 0 && pull.stderr.contains("vault: cannot merge 'team.vault': one side has another passphrase (changed on another machine); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for the passphrase as that copy has it"), "\(pull.stderr)")
         #expect(try m.git(m.b, ["merge", "--abort"]).status == 0)
         chmod(m.vaultB, 0o600)
 
@@ -381,5 +381,43 @@ import VaultTestSupport
         #expect(merged.status == 0, "\(merged.stderr)")
         chmod(m.vaultA, 0o600)
         #expect(try m.list(m.a) == ["a", "b"])
+    }
+
+    /// Re-walk finding 3: a change discarded with git ('git restore' of the vault) is refused as a rollback, and the
+    /// hint says so in git's words and how to take the restored copy: --accept-rollback with the passphrase (the agent
+    /// does not take it; without a terminal or a passphrase source it fails and writes nothing); then sync works
+    /// through the agent again.
+    @Test(.enabled(if: git != nil, "needs git")) func aChangeDiscardedWithGitIsRefusedWithGitsWordsAndTakenWithThePassphrase() throws {
+        let m = try Machines()
+        try m.b.unlock(["--vault", m.vaultB])
+        try m.put(m.b, "committed", "c")
+        #expect(try m.sync(m.b).status == 0)
+        try m.put(m.b, "discarded", "d")
+        #expect(try m.git(m.b, ["restore", "team.vault"]).status == 0)
+        chmod(m.vaultB, 0o600)
+        let hint = "hint: it is in the git work tree '\(m.cloneB)': if a 'git restore', 'git checkout' or 'git reset' of it put back the copy git had, "
+            + "that discarded the changes made since (those never committed are in no copy git keeps); to take the copy git put back, "
+            + "pass --accept-rollback once with the passphrase (it does not go through the agent: on a terminal, or --passphrase-file PATH "
+            + "or --passphrase-fd N), then run 'vault sync'\n"
+        for run in [try m.sync(m.b), try m.vault(m.b, ["list"])] {
+            #expect(run.status == 6)
+            #expect(run.stderr.hasPrefix("vault: refusing to open vault '\(m.vaultB)': it is an older copy of the vault than one already seen here ("), "\(run.stderr)")
+            #expect(run.stderr.hasSuffix("): an older copy may have been put back\n" + hint), "\(run.stderr)")
+        }
+        let noTerminal = try m.vault(m.b, ["list", "--accept-rollback"])
+        #expect(noTerminal.status == 1 && noTerminal.stderr.hasPrefix("vault: no passphrase: there is no terminal to ask on\n"), "\(noTerminal.stderr)")
+        let taken = try m.vault(m.b, ["list", "--accept-rollback", "--passphrase-file", m.b.passphraseFile])
+        #expect(taken.status == 0 && taken.stdoutText == "committed\n", "\(taken.stderr)")
+        let synced = try m.sync(m.b)
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect(try m.list(m.b) == ["committed"], "through the agent again")
+        // Outside a git work tree the hint is the one for a backup put back.
+        let elsewhere = m.b.directory + "/elsewhere.vault"
+        #expect(try m.b.around(["init", "--vault", elsewhere]).status == 0)
+        let copy = try Data(contentsOf: URL(fileURLWithPath: elsewhere))
+        #expect(try m.b.around(["put", "x", "--vault", elsewhere], stdin: Data("x".utf8)).status == 0)
+        try copy.write(to: URL(fileURLWithPath: elsewhere))
+        let backup = try m.b.around(["list", "--vault", elsewhere])
+        #expect(backup.status == 6 && backup.stderr.hasSuffix("\nhint: if you restored this copy on purpose (a backup), pass --accept-rollback once\n"), "\(backup.stderr)")
     }
 }

@@ -8,14 +8,19 @@ import VaultTestSupport
 @Suite(.processTimeLimit) struct RemovedTeammateTests {
     static var enabled: Bool { GitSyncTests.git != nil && (RecipientCLITests.hasAge || ProcessInfo.processInfo.environment["CI"] == "true") }
 
-    @Test(.enabled(if: enabled, "needs git and age: scripts/install-deps --test"))
-    func theRemovedTeammateIsToldSoWhetherItSyncsOrPulls() throws {
+    /// Two machines, and an age identity (its file in B's directory) and its recipient.
+    static func machines() throws -> (GitSyncTests.Machines, key: String, recipient: String) {
         try #require(RecipientCLITests.hasAge, "age is needed (CI=true)")
         let m = try GitSyncTests.Machines()
         let key = m.b.directory + "/key.txt"
         let made = try runTool(RecipientCLITests.ageKeygen!, ["-o", key]) as (status: Int32, output: String)
         try #require(made.status == 0, "\(made.output)")
-        let recipient = try RecipientCLITests.Team.recipient(of: key)
+        return (m, key, try RecipientCLITests.Team.recipient(of: key))
+    }
+
+    @Test(.enabled(if: enabled, "needs git and age: scripts/install-deps --test"))
+    func theRemovedTeammateIsToldSoWhetherItSyncsOrPulls() throws {
+        let (m, key, recipient) = try Self.machines()
         func owner(_ arguments: [String], stdin: Data = Data()) throws -> AgentRun { try m.a.around(arguments + ["--vault", m.vaultA], stdin: stdin) }
         func teammate(_ arguments: [String]) throws -> AgentRun { try m.vault(m.b, arguments + ["--identity", key]) }
         func teammateSync(_ extra: [String] = []) throws -> AgentRun { try m.sync(m.b, ["--identity", key] + extra) }
@@ -63,5 +68,32 @@ import VaultTestSupport
         let after = try Data(contentsOf: URL(fileURLWithPath: m.vaultB))
         let owner = try Data(contentsOf: URL(fileURLWithPath: m.vaultA))
         #expect(after.subdata(in: 38..<54) == owner.subdata(in: 38..<54), "the owner's data key id")
+    }
+
+    /// git's own pull on the owner's other machine (the agent holds the key from before the removal) runs the merge
+    /// driver, which says that a recipient was removed, not that a passphrase changed (finding 4 of the re-walk).
+    @Test(.enabled(if: enabled, "needs git and age: scripts/install-deps --test"))
+    func theMergeDriverSaysARecipientWasRemoved() throws {
+        let (m, key, recipient) = try Self.machines()
+        func owner(_ arguments: [String], stdin: Data = Data()) throws -> AgentRun { try m.a.around(arguments + ["--vault", m.vaultA], stdin: stdin) }
+
+        try #require(try owner(["put", "k"], stdin: Data("v".utf8)).status == 0)
+        try #require(try owner(["recipients", "add", recipient]).status == 0)
+        try #require(try m.sync(m.a, passphrase: true).status == 0)
+        try #require(try m.git(m.b, ["pull", "-q"]).status == 0)
+        chmod(m.vaultB, 0o600)
+        try m.b.unlock(["--vault", m.vaultB])
+        try #require(try owner(["recipients", "remove", recipient]).status == 0)
+        try #require(try m.sync(m.a, passphrase: true).status == 0)
+
+        try m.put(m.b, "from-b", "b")
+        try #require(try m.git(m.b, ["commit", "-qam", "from-b"]).status == 0)
+        let pull = try m.git(m.b, ["pull", "-q", "--no-rebase"])
+        #expect(pull.status != 0)
+        #expect(pull.stderr.contains("""
+            vault: cannot merge 'team.vault': one side has another key (a recipient was removed on another machine, which rotates the key; the passphrase may be the same); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for the passphrase as that copy has it
+
+            """), "\(pull.stderr)")
+        #expect(!pull.stderr.contains("passphrase (changed"), "\(pull.stderr)")
     }
 }

@@ -16,7 +16,10 @@ extension DocumentVault {
             guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: label) }
             let header = try DocumentHeader.parse(bytes, label: label, policy: store.policy)
             guard header.vaultID == vaultID else { throw VaultError.notTheSameVault(path: label) }
-            guard header.dataKeyID == store.document?.dataKeyID else { throw VaultError.otherKey(path: label) }
+            guard header.dataKeyID == store.document?.dataKeyID else {
+                // Why, as its key links from the key held here tell (a recipient's removal is no passphrase change).
+                throw VaultError.otherKey(path: label, reason: store.document.flatMap { KeyLinks.reason(header.stanzas, from: $0.dataKeyID) })
+            }
             documents.append(try VaultDocument.open(bytes, with: .dataKey(dataKey), label: label, policy: store.policy, against: documents.first).document)
         }
         // Neither file may claim changes of this replica beyond its latest write (recorded: git's files may be older).

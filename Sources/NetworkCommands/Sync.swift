@@ -211,6 +211,7 @@ package struct Sync: AsyncParsableCommand {
                 "pushed": outcome.pushed, "set_upstream": outcome.setUpstream, "committed_setup_files": outcome.committedSetupFiles,
                 "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated,
                 "deleted": merge.deleted, "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON, "won": merge.wonConflictsJSON,
+                "renamed": merge.renamedJSON,
             ] as [String: Any])
             return
         }
@@ -246,6 +247,7 @@ package struct Sync: AsyncParsableCommand {
                 "remote": remote, "dry_run": dryRun, "fetched": outcome.fetched, "pushed": outcome.pushed, "created": outcome.created,
                 "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated, "deleted": merge.deleted,
                 "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON, "won": merge.wonConflictsJSON,
+                "renamed": merge.renamedJSON,
             ] as [String: Any])
             return
         }

@@ -170,6 +170,12 @@ extension AgentWire {
         for renamed in report.renamed {
             writer.field(.code, "renamed")
             writer.field(.source, renamed.from)
+            // The owner's and the keeper's replicas and names ("" for none: a name has 1 to 64 bytes), then the flags.
+            writer.field(.replica, renamed.owner.rawValue)
+            writer.field(.replica, renamed.keeper.rawValue)
+            writer.field(.replicaName, renamed.ownerName ?? "")
+            writer.field(.replicaName, renamed.keeperName ?? "")
+            writer.field(.version, UInt64((renamed.yours ? 1 : 0) | (renamed.keptByYou ? 2 : 0) | (renamed.renamedIsNewer ? 4 : 0)))
             writer.field(.name, renamed.to)
         }
         for lost in report.lostEdits {
@@ -203,12 +209,15 @@ extension AgentWire {
         // A lost edit being read: its replicas (the winner's, then the loser's), the winner's name, its version; a won
         // conflict: the loser's replica, its name, the version.
         var lost: (replicas: [UInt64], name: String?, version: Int?) = ([], nil, nil)
+        // A rename being read: the owner's and keeper's names.
+        var renamedNames: [String] = []
         for field in answer.fields {
             switch Tag(rawValue: field.tag) {
             case .code:
                 code = answer.string(field.range)
                 source = nil
                 lost = ([], nil, nil)
+                renamedNames = []
                 if code == "other-lacks" { report.otherLacks = true }
                 if code == "other-complete" { sawCompleteness = true }
             case .source: source = answer.string(field.range)
@@ -230,20 +239,29 @@ extension AgentWire {
                     guard lost.replicas.count == 1, let version = lost.version else { throw AgentError.protocolError("a malformed merge report") }
                     report.wonConflicts.append(.init(name: name, loser: ReplicaID(rawValue: lost.replicas[0]), loserName: lost.name, version: version))
                 case "renamed":
-                    guard let source else { throw AgentError.protocolError("a malformed merge report") }
-                    report.renamed.append(.init(from: source, to: name))
+                    guard let source, lost.replicas.count == 2, renamedNames.count == 2, let flags = lost.version, flags < 8 else {
+                        throw AgentError.protocolError("a malformed merge report")
+                    }
+                    report.renamed.append(.init(
+                        from: source, to: name, owner: ReplicaID(rawValue: lost.replicas[0]),
+                        ownerName: renamedNames[0].isEmpty ? nil : renamedNames[0], keeper: ReplicaID(rawValue: lost.replicas[1]),
+                        keeperName: renamedNames[1].isEmpty ? nil : renamedNames[1],
+                        yours: flags & 1 != 0, keptByYou: flags & 2 != 0, renamedIsNewer: flags & 4 != 0))
                 default: throw AgentError.protocolError("a malformed merge report")
                 }
             case .replica:
                 guard let value = answer.number(field.range) else { throw AgentError.protocolError("a malformed merge report") }
-                if code == "lost" && lost.replicas.count < 2 || code == "won" && lost.replicas.isEmpty {
+                if (code == "lost" || code == "renamed") && lost.replicas.count < 2 || code == "won" && lost.replicas.isEmpty {
                     lost.replicas.append(value)
                 } else {
                     guard code == "ahead" else { throw AgentError.protocolError("a malformed merge report") }
                     report.replicasAhead.append(ReplicaID(rawValue: value))
                 }
             case .replicaName where code == "lost" || code == "won": lost.name = answer.string(field.range)
-            case .version where code == "lost" || code == "won":
+            case .replicaName where code == "renamed":
+                guard renamedNames.count < 2, let name = answer.string(field.range) else { throw AgentError.protocolError("a malformed merge report") }
+                renamedNames.append(name)
+            case .version where code == "lost" || code == "won" || code == "renamed":
                 guard let value = answer.number(field.range), value <= UInt64(Int.max) else { throw AgentError.protocolError("a malformed merge report") }
                 lost.version = Int(value)
             default: break

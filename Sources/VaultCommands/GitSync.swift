@@ -172,7 +172,7 @@ extension GitCommand {
                 }
                 try GitVaultFile.replace(ours, with: merged)
                 let summary = Merge.describe(report, other: "theirs", into: pathname.isEmpty ? ours : pathname, dryRun: false)
-                writeToStderr("vault: " + summary.split(separator: "\n").first.map(String.init)! + "\n" + Merge.conflictLines(report))
+                writeToStderr("vault: " + summary.split(separator: "\n").first.map(String.init)! + "\n" + Merge.conflictLines(report) + Merge.renameLines(report))
             } catch let exit as ExitCode {
                 throw exit
             } catch VaultError.otherKey {

@@ -26,7 +26,11 @@ import VaultCore
         var report = MergeReport()
         report.added = ["a"]
         report.updated = ["u"]
-        report.renamed = [.init(from: "old", to: "new")]
+        report.renamed = [
+            .init(from: "old", to: "new", owner: replica, ownerName: "alice@laptop", keeper: ReplicaID(rawValue: 9), keeperName: nil,
+                  yours: true, keptByYou: false, renamedIsNewer: true),
+            .init(from: "x", to: "x~1", owner: ReplicaID(rawValue: 9), keeper: replica, keeperName: "bob@desk", yours: false, keptByYou: true, renamedIsNewer: false),
+        ]
         report.lostEdits = [.init(name: "web/gitlab", winner: replica, winnerName: "bob@desk", loser: ReplicaID(rawValue: 9), version: 1)]
         report.wonConflicts = [.init(name: "web/site3", loser: ReplicaID(rawValue: 9), loserName: "alice@desk", version: 2),
                                .init(name: "web/site4", loser: replica, loserName: nil, version: 1)]

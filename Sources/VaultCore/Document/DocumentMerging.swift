@@ -29,8 +29,8 @@ struct Merging {
     var removed: [DocumentID] = []
     var conflicted: Set<DocumentID> = []
     var idsByName: [String: DocumentID]
-    /// The ids that must give up a name another id keeps.
-    var renames: [(DocumentID, String)] = []
+    /// The ids that must give up a name another id keeps: (the id, the name, the id that keeps it).
+    var renames: [(DocumentID, String, keeper: DocumentID)] = []
     /// The replica merging (its changes that lost at a merge made elsewhere are reported), if known.
     var replica: ReplicaID?
 
@@ -235,14 +235,14 @@ struct Merging {
             // Under the spelling of the entry that keeps it (a canonically equivalent key keeps its old bytes).
             idsByName.removeValue(forKey: name)
             idsByName[entries[ordered[0]]!.name] = ordered[0]
-            for id in ordered.dropFirst() { renames.append((id, name)) }
+            for id in ordered.dropFirst() { renames.append((id, name, ordered[0])) }
         }
     }
 
     /// The ids that do not keep their name: `<name>~<first 8 hex digits of the id>`, the whole id if that is taken
     /// too (then a counter).
     mutating func renameTheOthers() {
-        for (id, name) in renames.sorted(by: { $0.0 < $1.0 }) {
+        for (id, name, keeper) in renames.sorted(by: { $0.0 < $1.0 }) {
             // Within the name's bound: the base shortened (at a character) when the suffix would not fit.
             func named(_ suffix: String) -> String {
                 var base = Substring(name)
@@ -258,7 +258,12 @@ struct Merging {
             }
             entries[id]!.name = candidate
             idsByName[candidate] = id
-            report.renamed.append(.init(from: name, to: candidate))
+            // Said once, at the merge that renamed it: every later merge drops the suffix and gives the same name again.
+            guard ours.entries[id]?.name != candidate, let renamed = entries[id], let kept = entries[keeper] else { continue }
+            report.renamed.append(.init(
+                from: name, to: candidate, owner: renamed.created.replica, keeper: kept.created.replica,
+                yours: renamed.created.replica == replica, keptByYou: kept.created.replica == replica,
+                renamedIsNewer: renamed.modified > kept.modified))
         }
     }
 
@@ -298,7 +303,14 @@ struct Merging {
         }
         report.updated.sort()
         report.resurrected.sort()
-        report.added.sort()
+        // An entry new here that a rename line names (the one renamed, or the one that took the name of ours's) is
+        // said there, not as added too.
+        let renamedNames = Set(report.renamed.flatMap { [$0.from, $0.to] })
+        report.added = report.added.filter { !renamedNames.contains($0) }.sorted()
+        for index in report.renamed.indices {
+            report.renamed[index].ownerName = names[report.renamed[index].owner]?.name
+            report.renamed[index].keeperName = names[report.renamed[index].keeper]?.name
+        }
         report.conflicts.sort()
         report.deleted.sort()
         report.lostEdits = lostEdits.sorted { $0.name < $1.name }

@@ -36,14 +36,37 @@ public struct MergeReport: Sendable, Equatable {
     /// sends the result back only then.
     public var otherLacks = false
 
+    /// An entry that gave up its name to another one created first (said at the merge that renamed it only).
     public struct Renamed: Sendable, Equatable {
+        /// The name both had, and the one it has now (`<name>~<first 8 hex digits of its id>`).
         public let from: String
         public let to: String
+        /// The replica that created the renamed entry, and its name (``ReplicaName``) when it has one.
+        public let owner: ReplicaID
+        public var ownerName: String?
+        /// The replica that created the entry that kept the name (first), and its name.
+        public let keeper: ReplicaID
+        public var keeperName: String?
+        /// Whether the merging replica created the renamed entry (its own entry is under another name now), and
+        /// whether it created the one that kept the name.
+        public let yours: Bool
+        public let keptByYou: Bool
+        /// Whether the renamed entry was last changed after the one that kept the name: a reader of `from` gets the
+        /// older value now.
+        public let renamedIsNewer: Bool
 
-        public init(from: String, to: String) {
-            self.from = from
-            self.to = to
+        public init(
+            from: String, to: String, owner: ReplicaID, ownerName: String? = nil, keeper: ReplicaID, keeperName: String? = nil,
+            yours: Bool, keptByYou: Bool, renamedIsNewer: Bool
+        ) {
+            (self.from, self.to, self.owner, self.ownerName, self.keeper, self.keeperName) = (from, to, owner, ownerName, keeper, keeperName)
+            (self.yours, self.keptByYou, self.renamedIsNewer) = (yours, keptByYou, renamedIsNewer)
         }
+
+        /// The owner for a person: its name, else `replica <id>`.
+        public var ownerDescription: String { ownerName ?? "replica \(owner)" }
+        /// The keeper for a person: its name, else `replica <id>`.
+        public var keeperDescription: String { keeperName ?? "replica \(keeper)" }
     }
 
     /// An entry whose change in ours lost to a later one (``lostEdits``).

@@ -178,6 +178,20 @@ extension AgentWire {
             writer.field(.version, UInt64((renamed.yours ? 1 : 0) | (renamed.keptByYou ? 2 : 0) | (renamed.renamedIsNewer ? 4 : 0)))
             writer.field(.name, renamed.to)
         }
+        for (code, attributions) in [("came-back", report.cameBack), ("kept-by", report.keptDeletions)] {
+            for attribution in attributions {
+                // The changer's and the deleter's replicas (0 when the deleter is not known: flag 4 clear) and names
+                // ("" for none), then the flags.
+                writer.field(.code, code)
+                writer.field(.replica, attribution.changer.rawValue)
+                writer.field(.replica, attribution.deleter?.rawValue ?? 0)
+                writer.field(.replicaName, attribution.changerName ?? "")
+                writer.field(.replicaName, attribution.deleterName ?? "")
+                writer.field(.version, UInt64(
+                    (attribution.changedByYou ? 1 : 0) | (attribution.deletedByYou ? 2 : 0) | (attribution.deleter != nil ? 4 : 0)))
+                writer.field(.name, attribution.name)
+            }
+        }
         for lost in report.lostEdits {
             writer.field(.code, "lost")
             writer.field(.replica, lost.winner.rawValue)
@@ -209,7 +223,7 @@ extension AgentWire {
         // A lost edit being read: its replicas (the winner's, then the loser's), the winner's name, its version; a won
         // conflict: the loser's replica, its name, the version.
         var lost: (replicas: [UInt64], name: String?, version: Int?) = ([], nil, nil)
-        // A rename being read: the owner's and keeper's names.
+        // A rename being read: the owner's and keeper's names (an attribution's: the changer's and the deleter's).
         var renamedNames: [String] = []
         for field in answer.fields {
             switch Tag(rawValue: field.tag) {
@@ -238,6 +252,15 @@ extension AgentWire {
                 case "won":
                     guard lost.replicas.count == 1, let version = lost.version else { throw AgentError.protocolError("a malformed merge report") }
                     report.wonConflicts.append(.init(name: name, loser: ReplicaID(rawValue: lost.replicas[0]), loserName: lost.name, version: version))
+                case "came-back", "kept-by":
+                    guard lost.replicas.count == 2, renamedNames.count == 2, let flags = lost.version, flags < 8 else {
+                        throw AgentError.protocolError("a malformed merge report")
+                    }
+                    let attribution = MergeReport.Attribution(
+                        name: name, changer: ReplicaID(rawValue: lost.replicas[0]), changerName: renamedNames[0].isEmpty ? nil : renamedNames[0],
+                        deleter: flags & 4 != 0 ? ReplicaID(rawValue: lost.replicas[1]) : nil,
+                        deleterName: renamedNames[1].isEmpty ? nil : renamedNames[1], changedByYou: flags & 1 != 0, deletedByYou: flags & 2 != 0)
+                    if code == "came-back" { report.cameBack.append(attribution) } else { report.keptDeletions.append(attribution) }
                 case "renamed":
                     guard let source, lost.replicas.count == 2, renamedNames.count == 2, let flags = lost.version, flags < 8 else {
                         throw AgentError.protocolError("a malformed merge report")
@@ -251,17 +274,17 @@ extension AgentWire {
                 }
             case .replica:
                 guard let value = answer.number(field.range) else { throw AgentError.protocolError("a malformed merge report") }
-                if (code == "lost" || code == "renamed") && lost.replicas.count < 2 || code == "won" && lost.replicas.isEmpty {
+                if ["lost", "renamed", "came-back", "kept-by"].contains(code ?? "") && lost.replicas.count < 2 || code == "won" && lost.replicas.isEmpty {
                     lost.replicas.append(value)
                 } else {
                     guard code == "ahead" else { throw AgentError.protocolError("a malformed merge report") }
                     report.replicasAhead.append(ReplicaID(rawValue: value))
                 }
             case .replicaName where code == "lost" || code == "won": lost.name = answer.string(field.range)
-            case .replicaName where code == "renamed":
+            case .replicaName where code == "renamed" || code == "came-back" || code == "kept-by":
                 guard renamedNames.count < 2, let name = answer.string(field.range) else { throw AgentError.protocolError("a malformed merge report") }
                 renamedNames.append(name)
-            case .version where code == "lost" || code == "won" || code == "renamed":
+            case .version where ["lost", "won", "renamed", "came-back", "kept-by"].contains(code ?? ""):
                 guard let value = answer.number(field.range), value <= UInt64(Int.max) else { throw AgentError.protocolError("a malformed merge report") }
                 lost.version = Int(value)
             default: break

@@ -76,7 +76,8 @@ package struct Merge: ParsableCommand {
                     "added": report.added, "updated": report.updated, "deleted": report.deleted,
                     "resurrected": report.resurrected, "conflicts": report.conflicts, "kept_deleted": report.keptDeleted,
                     "lost": report.lostEditsJSON, "won": report.wonConflictsJSON,
-                    "renamed": report.renamedJSON,
+                    "renamed": report.renamedJSON, "resurrected_by": MergeReport.attributionsJSON(report.cameBack),
+                    "kept_deleted_by": MergeReport.attributionsJSON(report.keptDeletions),
                     "replicas_ahead": report.replicasAhead.map(\.description),
                 ])
                 return
@@ -105,14 +106,33 @@ package struct Merge: ParsableCommand {
             + [count(report.added.count, "added"), count(report.updated.count, "updated"), count(report.deleted.count, "deleted"),
                count(report.resurrected.count, "resurrected"), count(report.conflicts.count, "conflict")].joined(separator: ", ")
             + (report.renamed.isEmpty ? "" : ", " + count(report.renamed.count, "renamed")) + "\n"
+        let cameBack = Dictionary(report.cameBack.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for (word, names) in [("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
                               ("resurrected", report.resurrected)] {
-            for name in names { text += "  \(word): \(TerminalText.escaped(name))\n" }
+            for name in names {
+                text += "  \(word): \(TerminalText.escaped(name))"
+                if word == "resurrected", let by = cameBack[name] {
+                    // Who changed it after whose deletion.
+                    let changer = by.changedByYou ? "you" : TerminalText.escaped(by.changerDescription)
+                    let deletion = by.deletedByYou ? "your deletion" : by.deleterDescription.map { TerminalText.escaped($0) + "'s deletion" } ?? "its deletion"
+                    text += " came back: \(changer) changed it after \(deletion)"
+                }
+                text += "\n"
+            }
         }
         text += conflictLines(report)
         text += renameLines(report)
+        let keptBy = Dictionary(report.keptDeletions.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for name in report.keptDeleted {
-            text += "  kept: \(TerminalText.escaped(name)) (changed before a deletion it lost to; 'vault restore --deleted NAME' brings the change back)\n"
+            let shown = TerminalText.escaped(name)
+            guard let by = keptBy[name] else {
+                text += "  kept: \(shown) (changed before a deletion it lost to; 'vault restore --deleted NAME' brings the change back)\n"
+                continue
+            }
+            // Whose change lost to whose later deletion, and that the deletion keeps it.
+            let change = by.changedByYou ? "your change" : TerminalText.escaped(by.changerDescription) + "'s change"
+            let deletion = by.deletedByYou ? "your later deletion" : by.deleterDescription.map { TerminalText.escaped($0) + "'s later deletion" } ?? "a later deletion"
+            text += "  kept: \(shown): \(change) lost to \(deletion), which keeps it ('vault restore --deleted \(shown)' brings it back)\n"
         }
         return text
     }
@@ -274,6 +294,15 @@ extension MergeReport {
         renamed.map {
             ["from": $0.from, "to": $0.to, "owner": $0.ownerName as Any, "owner_replica": $0.owner.description,
              "kept_by": $0.keeperName as Any, "kept_by_replica": $0.keeper.description, "yours": $0.yours, "newer": $0.renamedIsNewer]
+        }
+    }
+
+    /// ``cameBack`` or ``keptDeletions`` for `--json`: per entry its name, who changed it (`changed_by`, its name or
+    /// `null`, and its replica id) and who deleted it (`deleted_by`, `deleted_by_replica`: `null` when not known).
+    package static func attributionsJSON(_ attributions: [Attribution]) -> [[String: Any]] {
+        attributions.map {
+            ["name": $0.name, "changed_by": $0.changerName as Any, "changed_by_replica": $0.changer.description,
+             "deleted_by": $0.deleterName as Any, "deleted_by_replica": $0.deleter?.description as Any]
         }
     }
 

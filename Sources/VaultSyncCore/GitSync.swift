@@ -328,6 +328,8 @@ extension MergeReport {
         resurrected += other.resurrected
         conflicts += other.conflicts
         keptDeleted += other.keptDeleted
+        cameBack += other.cameBack
+        keptDeletions += other.keptDeletions
         lostEdits += other.lostEdits
         wonConflicts += other.wonConflicts
         renamed += other.renamed

@@ -153,4 +153,50 @@ import VaultTestSupport
             """)
         #expect(try m.vault(m.b, ["get", mine]).stdoutText == "A3")
     }
+
+    /// Re-walk finding 7: a deletion and a change on two machines say who did which. A deletes web/site1 before B
+    /// changes it (B's change brings it back) and web/x2 after B changed it (the deletion wins and keeps B's change).
+    /// Then git's own pull: the driver names the branch git merged (git pull gives the commit: the upstream's name).
+    @Test(.enabled(if: GitSyncTests.git != nil, "needs git")) func aDeletionAndAChangeSayWhoDidWhichAndTheDriverNamesTheBranch() throws {
+        let m = try machines()
+        try m.put(m.a, "web/site1", "1")
+        try m.put(m.a, "web/x2", "2")
+        try #require(try m.sync(m.a).status == 0)
+        try #require(try m.sync(m.b).status == 0)
+        try m.put(m.b, "web/x2", "bx")
+        usleep(5_000)
+        #expect(try m.vault(m.a, ["delete", "web/site1", "--yes"]).status == 0)
+        #expect(try m.vault(m.a, ["delete", "web/x2", "--yes"]).status == 0)
+        usleep(5_000)
+        try m.put(m.b, "web/site1", "b1")
+        try #require(try m.sync(m.a).status == 0)
+        try expectSync(m, m.b, """
+            merged 'origin/main' into 'team.vault': 0 added, 0 updated, 1 deleted, 0 resurrected, 0 conflicts
+              deleted: web/x2
+              kept: web/x2: your change lost to alice@desk's later deletion, which keeps it ('vault restore --deleted web/x2' brings it back)
+            committed 'team.vault'
+            merged origin/main
+            pushed to origin/main
+
+            """)
+        try expectSync(m, m.a, """
+            merged 'origin/main' into 'team.vault': 0 added, 0 updated, 0 deleted, 1 resurrected, 0 conflicts
+              resurrected: web/site1 came back: bob@desk changed it after your deletion
+              kept: web/x2: bob@desk's change lost to your later deletion, which keeps it ('vault restore --deleted web/x2' brings it back)
+            fast-forwarded to origin/main
+
+            """)
+        #expect(try m.vault(m.a, ["get", "web/site1"]).stdoutText == "b1")
+        let json = try m.vault(m.b, ["merge", m.vault(m.a), "--json"]).stdoutText
+        #expect(json.contains("\"kept_deleted_by\":[]") && json.contains("\"resurrected_by\":[]"), "told once: \(json)")
+
+        // git pull (not vault sync) runs the driver, which names the upstream.
+        try m.put(m.b, "web/q", "q")
+        try #require(try m.sync(m.b).status == 0)
+        try m.put(m.a, "web/p", "p")
+        #expect(try m.git(m.a, ["commit", "-qam", "p"]).status == 0)
+        let pull = try m.git(m.a, ["pull", "-q", "--no-rebase"])
+        #expect(pull.status == 0, "\(pull.stderr)")
+        #expect(pull.stderr.contains("vault: merged 'origin/main' into 'team.vault': 1 added, 0 updated, 0 deleted, 0 resurrected, 0 conflicts\n"), "\(pull.stderr)")
+    }
 }

@@ -296,6 +296,11 @@ struct Merging {
                 if !conflicted.contains(id), entry.modified != before.modified { report.updated.append(entry.name) }
             } else if ours.tombstones[id] != nil || ours.forgotDeletion(of: entry) {
                 report.resurrected.append(entry.name)
+                let deleter = ours.tombstones[id]?.replica
+                report.cameBack.append(.init(
+                    name: entry.name, changer: entry.modified.replica, changerName: names[entry.modified.replica]?.name, deleter: deleter,
+                    deleterName: deleter.flatMap { names[$0]?.name }, changedByYou: entry.modified.replica == replica,
+                    deletedByYou: deleter != nil && deleter == replica))
             } else {
                 report.added.append(entry.name)
             }
@@ -315,11 +320,16 @@ struct Merging {
         report.deleted.sort()
         report.lostEdits = lostEdits.sorted { $0.name < $1.name }
         report.wonConflicts = won.sorted { $0.name < $1.name }
-        report.keptDeleted = deletions.compactMap { id, deletion in
+        report.cameBack.sort { $0.name < $1.name }
+        report.keptDeletions = deletions.compactMap { id, deletion in
             // A concurrent change the deletion won over (a version kept at the deletion itself is no news).
             guard let kept = deletion.kept, kept.version.conflict, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }
-            return kept.name
-        }.sorted()
+            let changer = kept.version.modified.replica, deleter = tombstones[id]?.replica
+            return MergeReport.Attribution(
+                name: kept.name, changer: changer, changerName: names[changer]?.name, deleter: deleter,
+                deleterName: deleter.flatMap { names[$0]?.name }, changedByYou: changer == replica, deletedByYou: deleter != nil && deleter == replica)
+        }.sorted { $0.name < $1.name }
+        report.keptDeleted = report.keptDeletions.map(\.name)
     }
 
     /// The index in `entry`'s history of the change ours's version `before` won over, when it is still the version:
@@ -349,6 +359,7 @@ struct Merging {
             // Version 2 stores none of it: nothing is kept, and nothing is said to be.
             deletions = [:]
             report.keptDeleted = []
+            report.keptDeletions = []
         }
 
         let merged = VaultDocument(

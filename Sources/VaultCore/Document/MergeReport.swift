@@ -26,6 +26,10 @@ public struct MergeReport: Sendable, Equatable {
     /// Entries deleted on one side after the other side changed them (concurrently): the deletion won, and the
     /// change is kept with it (``VaultDocument/deleted``; `vault restore --deleted NAME` brings it back).
     public var keptDeleted: [String] = []
+    /// Who changed and who deleted the ``resurrected`` entries (the change came after the deletion) and the
+    /// ``keptDeleted`` ones (the change lost to a later deletion), in name order.
+    public var cameBack: [Attribution] = []
+    public var keptDeletions: [Attribution] = []
     /// Replicas whose clock is more than ``VaultDocument/maximumClockLead`` ahead of now: their entries are kept,
     /// their clock is not adopted for this replica's next changes.
     public var replicasAhead: [ReplicaID] = []
@@ -112,6 +116,34 @@ public struct MergeReport: Sendable, Equatable {
 
         /// The loser for a person: its name, else `replica <id>`.
         public var loserDescription: String { loserName ?? "replica \(loser)" }
+    }
+
+    /// An entry changed on one side and deleted on the other (``cameBack``, ``keptDeletions``): who did which.
+    public struct Attribution: Sendable, Equatable {
+        /// The entry's name after the merge (a deleted entry's: the name its kept change has).
+        public let name: String
+        /// The replica whose change it is, and its name (``ReplicaName``) when it has one.
+        public let changer: ReplicaID
+        public var changerName: String?
+        /// The replica that deleted it (nil: not known, a deletion forgotten since) and its name.
+        public let deleter: ReplicaID?
+        public var deleterName: String?
+        /// Whether the merging replica made the change, the deletion.
+        public let changedByYou: Bool
+        public let deletedByYou: Bool
+
+        public init(
+            name: String, changer: ReplicaID, changerName: String? = nil, deleter: ReplicaID?, deleterName: String? = nil,
+            changedByYou: Bool, deletedByYou: Bool
+        ) {
+            (self.name, self.changer, self.changerName, self.deleter, self.deleterName) = (name, changer, changerName, deleter, deleterName)
+            (self.changedByYou, self.deletedByYou) = (changedByYou, deletedByYou)
+        }
+
+        /// The changer for a person: its name, else `replica <id>`.
+        public var changerDescription: String { changerName ?? "replica \(changer)" }
+        /// The deleter for a person: its name, else `replica <id>` (nil: not known).
+        public var deleterDescription: String? { deleterName ?? deleter.map { "replica \($0)" } }
     }
 
     public init() {}

@@ -178,6 +178,13 @@ extension AgentWire {
             writer.field(.version, UInt64((renamed.yours ? 1 : 0) | (renamed.keptByYou ? 2 : 0) | (renamed.renamedIsNewer ? 4 : 0)))
             writer.field(.name, renamed.to)
         }
+        for moved in report.moved {
+            writer.field(.code, "moved")
+            writer.field(.source, moved.from)
+            writer.field(.replica, moved.by.rawValue)
+            if let name = moved.byName { writer.field(.replicaName, name) }
+            writer.field(.name, moved.to)
+        }
         for (code, attributions) in [("came-back", report.cameBack), ("kept-by", report.keptDeletions)] {
             for attribution in attributions {
                 // The changer's and the deleter's replicas (0 when the deleter is not known: flag 4 clear) and names
@@ -252,6 +259,9 @@ extension AgentWire {
                 case "won":
                     guard lost.replicas.count == 1, let version = lost.version else { throw AgentError.protocolError("a malformed merge report") }
                     report.wonConflicts.append(.init(name: name, loser: ReplicaID(rawValue: lost.replicas[0]), loserName: lost.name, version: version))
+                case "moved":
+                    guard let source, lost.replicas.count == 1 else { throw AgentError.protocolError("a malformed merge report") }
+                    report.moved.append(.init(from: source, to: name, by: ReplicaID(rawValue: lost.replicas[0]), byName: lost.name))
                 case "came-back", "kept-by":
                     guard lost.replicas.count == 2, renamedNames.count == 2, let flags = lost.version, flags < 8 else {
                         throw AgentError.protocolError("a malformed merge report")
@@ -274,13 +284,13 @@ extension AgentWire {
                 }
             case .replica:
                 guard let value = answer.number(field.range) else { throw AgentError.protocolError("a malformed merge report") }
-                if ["lost", "renamed", "came-back", "kept-by"].contains(code ?? "") && lost.replicas.count < 2 || code == "won" && lost.replicas.isEmpty {
+                if ["lost", "renamed", "came-back", "kept-by"].contains(code ?? "") && lost.replicas.count < 2 || (code == "won" || code == "moved") && lost.replicas.isEmpty {
                     lost.replicas.append(value)
                 } else {
                     guard code == "ahead" else { throw AgentError.protocolError("a malformed merge report") }
                     report.replicasAhead.append(ReplicaID(rawValue: value))
                 }
-            case .replicaName where code == "lost" || code == "won": lost.name = answer.string(field.range)
+            case .replicaName where code == "lost" || code == "won" || code == "moved": lost.name = answer.string(field.range)
             case .replicaName where code == "renamed" || code == "came-back" || code == "kept-by":
                 guard renamedNames.count < 2, let name = answer.string(field.range) else { throw AgentError.protocolError("a malformed merge report") }
                 renamedNames.append(name)

@@ -76,7 +76,7 @@ package struct Merge: ParsableCommand {
                     "added": report.added, "updated": report.updated, "deleted": report.deleted,
                     "resurrected": report.resurrected, "conflicts": report.conflicts, "kept_deleted": report.keptDeleted,
                     "lost": report.lostEditsJSON, "won": report.wonConflictsJSON,
-                    "renamed": report.renamedJSON, "resurrected_by": MergeReport.attributionsJSON(report.cameBack),
+                    "renamed": report.renamedJSON, "moved": report.movedJSON, "resurrected_by": MergeReport.attributionsJSON(report.cameBack),
                     "kept_deleted_by": MergeReport.attributionsJSON(report.keptDeletions),
                     "replicas_ahead": report.replicasAhead.map(\.description),
                 ])
@@ -105,7 +105,7 @@ package struct Merge: ParsableCommand {
         var text = "\(verb) '\(TerminalText.escaped(other))' into '\(TerminalText.escaped(vault))': "
             + [count(report.added.count, "added"), count(report.updated.count, "updated"), count(report.deleted.count, "deleted"),
                count(report.resurrected.count, "resurrected"), count(report.conflicts.count, "conflict")].joined(separator: ", ")
-            + (report.renamed.isEmpty ? "" : ", " + count(report.renamed.count, "renamed")) + "\n"
+            + (report.renamed.isEmpty && report.moved.isEmpty ? "" : ", " + count(report.renamed.count + report.moved.count, "renamed")) + "\n"
         let cameBack = Dictionary(report.cameBack.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for (word, names) in [("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
                               ("resurrected", report.resurrected)] {
@@ -119,6 +119,9 @@ package struct Merge: ParsableCommand {
                 }
                 text += "\n"
             }
+        }
+        for moved in report.moved {
+            text += "  renamed: \(TerminalText.escaped(moved.from)) -> \(TerminalText.escaped(moved.to)) (by \(TerminalText.escaped(moved.byDescription)))\n"
         }
         text += conflictLines(report)
         text += renameLines(report)
@@ -295,6 +298,12 @@ extension MergeReport {
             ["from": $0.from, "to": $0.to, "owner": $0.ownerName as Any, "owner_replica": $0.owner.description,
              "kept_by": $0.keeperName as Any, "kept_by_replica": $0.keeper.description, "yours": $0.yours, "newer": $0.renamedIsNewer]
         }
+    }
+
+    /// ``moved`` for `--json`: per entry the name it had and has, and who renamed it (`by`, its name or `null`, and its
+    /// replica id).
+    package var movedJSON: [[String: Any]] {
+        moved.map { ["from": $0.from, "to": $0.to, "by": $0.byName as Any, "by_replica": $0.by.description] }
     }
 
     /// ``cameBack`` or ``keptDeletions`` for `--json`: per entry its name, who changed it (`changed_by`, its name or

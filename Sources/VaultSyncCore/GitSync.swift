@@ -329,6 +329,7 @@ extension MergeReport {
         conflicts += other.conflicts
         keptDeleted += other.keptDeleted
         cameBack += other.cameBack
+        moved += other.moved
         keptDeletions += other.keptDeletions
         lostEdits += other.lostEdits
         wonConflicts += other.wonConflicts

@@ -31,6 +31,7 @@ import VaultCore
                   yours: true, keptByYou: false, renamedIsNewer: true),
             .init(from: "x", to: "x~1", owner: ReplicaID(rawValue: 9), keeper: replica, keeperName: "bob@desk", yours: false, keptByYou: true, renamedIsNewer: false),
         ]
+        report.moved = [.init(from: "a~12345678", to: "a-desk", by: replica, byName: "alice@desk"), .init(from: "b", to: "c", by: replica)]
         report.resurrected = ["web/site1"]
         report.cameBack = [.init(name: "web/site1", changer: replica, changerName: "bob@desk", deleter: ReplicaID(rawValue: 9), changedByYou: false, deletedByYou: true)]
         report.keptDeleted = ["web/x2", "web/x3"]

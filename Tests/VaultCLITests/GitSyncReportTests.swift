@@ -152,6 +152,16 @@ import VaultTestSupport
 
             """)
         #expect(try m.vault(m.b, ["get", mine]).stdoutText == "A3")
+        // A renames its entry: B is told it was renamed, and by whom (not "updated").
+        #expect(try m.vault(m.a, ["mv", mine, "web/site3-alice"]).status == 0)
+        try #require(try m.sync(m.a).status == 0)
+        try expectSync(m, m.b, """
+            merged 'origin/main' into 'team.vault': 0 added, 0 updated, 0 deleted, 0 resurrected, 0 conflicts, 1 renamed
+              renamed: \(mine) -> web/site3-alice (by alice@desk)
+            fast-forwarded to origin/main
+
+            """)
+        #expect(try m.vault(m.b, ["get", "web/site3-alice"]).stdoutText == "A3")
     }
 
     /// Re-walk finding 7: a deletion and a change on two machines say who did which. A deletes web/site1 before B

@@ -293,6 +293,12 @@ struct Merging {
                     report.conflicts.append(entry.name)
                     continue
                 }
+                // Renamed there (a later version under another name, not a merge's suffix given or dropped here).
+                if !conflicted.contains(id), entry.modified > before.modified, entry.name != before.name,
+                   VaultDocument.baseName(before) != entry.name, !renames.contains(where: { $0.0 == id }) {
+                    report.moved.append(.init(from: before.name, to: entry.name, by: entry.modified.replica, byName: names[entry.modified.replica]?.name))
+                    continue
+                }
                 if !conflicted.contains(id), entry.modified != before.modified { report.updated.append(entry.name) }
             } else if ours.tombstones[id] != nil || ours.forgotDeletion(of: entry) {
                 report.resurrected.append(entry.name)
@@ -321,6 +327,7 @@ struct Merging {
         report.lostEdits = lostEdits.sorted { $0.name < $1.name }
         report.wonConflicts = won.sorted { $0.name < $1.name }
         report.cameBack.sort { $0.name < $1.name }
+        report.moved.sort { $0.from < $1.from }
         report.keptDeletions = deletions.compactMap { id, deletion in
             // A concurrent change the deletion won over (a version kept at the deletion itself is no news).
             guard let kept = deletion.kept, kept.version.conflict, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }

@@ -23,6 +23,9 @@ public struct MergeReport: Sendable, Equatable {
     public var wonConflicts: [WonConflict] = []
     /// Entries renamed because two ids ended up with one name: (the name they had, the name they have now).
     public var renamed: [Renamed] = []
+    /// Entries of ours the other side renamed (`vault mv`), a merge's `~` name among them: (the name ours had, the
+    /// name now, who renamed it). Not also ``updated``.
+    public var moved: [Moved] = []
     /// Entries deleted on one side after the other side changed them (concurrently): the deletion won, and the
     /// change is kept with it (``VaultDocument/deleted``; `vault restore --deleted NAME` brings it back).
     public var keptDeleted: [String] = []
@@ -118,6 +121,22 @@ public struct MergeReport: Sendable, Equatable {
         public var loserDescription: String { loserName ?? "replica \(loser)" }
     }
 
+    /// An entry of ours renamed on the other side (``moved``).
+    public struct Moved: Sendable, Equatable {
+        public let from: String
+        public let to: String
+        /// The replica whose change renamed it, and its name when it has one.
+        public let by: ReplicaID
+        public var byName: String?
+
+        public init(from: String, to: String, by: ReplicaID, byName: String? = nil) {
+            (self.from, self.to, self.by, self.byName) = (from, to, by, byName)
+        }
+
+        /// The renamer for a person: its name, else `replica <id>`.
+        public var byDescription: String { byName ?? "replica \(by)" }
+    }
+
     /// An entry changed on one side and deleted on the other (``cameBack``, ``keptDeletions``): who did which.
     public struct Attribution: Sendable, Equatable {
         /// The entry's name after the merge (a deleted entry's: the name its kept change has).
@@ -154,7 +173,7 @@ public struct MergeReport: Sendable, Equatable {
 
     /// Whether the merge changed nothing of ours.
     public var isEmpty: Bool {
-        added.isEmpty && updated.isEmpty && deleted.isEmpty && resurrected.isEmpty && conflicts.isEmpty && renamed.isEmpty
+        added.isEmpty && updated.isEmpty && deleted.isEmpty && resurrected.isEmpty && conflicts.isEmpty && renamed.isEmpty && moved.isEmpty
             && keptDeleted.isEmpty
     }
 }

@@ -211,6 +211,8 @@ package struct Sync: AsyncParsableCommand {
                 "pushed": outcome.pushed, "set_upstream": outcome.setUpstream, "committed_setup_files": outcome.committedSetupFiles,
                 "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated,
                 "deleted": merge.deleted, "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON, "won": merge.wonConflictsJSON,
+                "renamed": merge.renamedJSON, "moved": merge.movedJSON, "resurrected_by": MergeReport.attributionsJSON(merge.cameBack),
+                "kept_deleted_by": MergeReport.attributionsJSON(merge.keptDeletions),
             ] as [String: Any])
             return
         }
@@ -246,6 +248,8 @@ package struct Sync: AsyncParsableCommand {
                 "remote": remote, "dry_run": dryRun, "fetched": outcome.fetched, "pushed": outcome.pushed, "created": outcome.created,
                 "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated, "deleted": merge.deleted,
                 "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON, "won": merge.wonConflictsJSON,
+                "renamed": merge.renamedJSON, "moved": merge.movedJSON, "resurrected_by": MergeReport.attributionsJSON(merge.cameBack),
+                "kept_deleted_by": MergeReport.attributionsJSON(merge.keptDeletions),
             ] as [String: Any])
             return
         }

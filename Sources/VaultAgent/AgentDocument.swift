@@ -170,7 +170,34 @@ extension AgentWire {
         for renamed in report.renamed {
             writer.field(.code, "renamed")
             writer.field(.source, renamed.from)
+            // The owner's and the keeper's replicas and names ("" for none: a name has 1 to 64 bytes), then the flags.
+            writer.field(.replica, renamed.owner.rawValue)
+            writer.field(.replica, renamed.keeper.rawValue)
+            writer.field(.replicaName, renamed.ownerName ?? "")
+            writer.field(.replicaName, renamed.keeperName ?? "")
+            writer.field(.version, UInt64((renamed.yours ? 1 : 0) | (renamed.keptByYou ? 2 : 0) | (renamed.renamedIsNewer ? 4 : 0)))
             writer.field(.name, renamed.to)
+        }
+        for moved in report.moved {
+            writer.field(.code, "moved")
+            writer.field(.source, moved.from)
+            writer.field(.replica, moved.by.rawValue)
+            if let name = moved.byName { writer.field(.replicaName, name) }
+            writer.field(.name, moved.to)
+        }
+        for (code, attributions) in [("came-back", report.cameBack), ("kept-by", report.keptDeletions)] {
+            for attribution in attributions {
+                // The changer's and the deleter's replicas (0 when the deleter is not known: flag 4 clear) and names
+                // ("" for none), then the flags.
+                writer.field(.code, code)
+                writer.field(.replica, attribution.changer.rawValue)
+                writer.field(.replica, attribution.deleter?.rawValue ?? 0)
+                writer.field(.replicaName, attribution.changerName ?? "")
+                writer.field(.replicaName, attribution.deleterName ?? "")
+                writer.field(.version, UInt64(
+                    (attribution.changedByYou ? 1 : 0) | (attribution.deletedByYou ? 2 : 0) | (attribution.deleter != nil ? 4 : 0)))
+                writer.field(.name, attribution.name)
+            }
         }
         for lost in report.lostEdits {
             writer.field(.code, "lost")
@@ -203,12 +230,15 @@ extension AgentWire {
         // A lost edit being read: its replicas (the winner's, then the loser's), the winner's name, its version; a won
         // conflict: the loser's replica, its name, the version.
         var lost: (replicas: [UInt64], name: String?, version: Int?) = ([], nil, nil)
+        // A rename being read: the owner's and keeper's names (an attribution's: the changer's and the deleter's).
+        var renamedNames: [String] = []
         for field in answer.fields {
             switch Tag(rawValue: field.tag) {
             case .code:
                 code = answer.string(field.range)
                 source = nil
                 lost = ([], nil, nil)
+                renamedNames = []
                 if code == "other-lacks" { report.otherLacks = true }
                 if code == "other-complete" { sawCompleteness = true }
             case .source: source = answer.string(field.range)
@@ -229,21 +259,42 @@ extension AgentWire {
                 case "won":
                     guard lost.replicas.count == 1, let version = lost.version else { throw AgentError.protocolError("a malformed merge report") }
                     report.wonConflicts.append(.init(name: name, loser: ReplicaID(rawValue: lost.replicas[0]), loserName: lost.name, version: version))
+                case "moved":
+                    guard let source, lost.replicas.count == 1 else { throw AgentError.protocolError("a malformed merge report") }
+                    report.moved.append(.init(from: source, to: name, by: ReplicaID(rawValue: lost.replicas[0]), byName: lost.name))
+                case "came-back", "kept-by":
+                    guard lost.replicas.count == 2, renamedNames.count == 2, let flags = lost.version, flags < 8 else {
+                        throw AgentError.protocolError("a malformed merge report")
+                    }
+                    let attribution = MergeReport.Attribution(
+                        name: name, changer: ReplicaID(rawValue: lost.replicas[0]), changerName: renamedNames[0].isEmpty ? nil : renamedNames[0],
+                        deleter: flags & 4 != 0 ? ReplicaID(rawValue: lost.replicas[1]) : nil,
+                        deleterName: renamedNames[1].isEmpty ? nil : renamedNames[1], changedByYou: flags & 1 != 0, deletedByYou: flags & 2 != 0)
+                    if code == "came-back" { report.cameBack.append(attribution) } else { report.keptDeletions.append(attribution) }
                 case "renamed":
-                    guard let source else { throw AgentError.protocolError("a malformed merge report") }
-                    report.renamed.append(.init(from: source, to: name))
+                    guard let source, lost.replicas.count == 2, renamedNames.count == 2, let flags = lost.version, flags < 8 else {
+                        throw AgentError.protocolError("a malformed merge report")
+                    }
+                    report.renamed.append(.init(
+                        from: source, to: name, owner: ReplicaID(rawValue: lost.replicas[0]),
+                        ownerName: renamedNames[0].isEmpty ? nil : renamedNames[0], keeper: ReplicaID(rawValue: lost.replicas[1]),
+                        keeperName: renamedNames[1].isEmpty ? nil : renamedNames[1],
+                        yours: flags & 1 != 0, keptByYou: flags & 2 != 0, renamedIsNewer: flags & 4 != 0))
                 default: throw AgentError.protocolError("a malformed merge report")
                 }
             case .replica:
                 guard let value = answer.number(field.range) else { throw AgentError.protocolError("a malformed merge report") }
-                if code == "lost" && lost.replicas.count < 2 || code == "won" && lost.replicas.isEmpty {
+                if ["lost", "renamed", "came-back", "kept-by"].contains(code ?? "") && lost.replicas.count < 2 || (code == "won" || code == "moved") && lost.replicas.isEmpty {
                     lost.replicas.append(value)
                 } else {
                     guard code == "ahead" else { throw AgentError.protocolError("a malformed merge report") }
                     report.replicasAhead.append(ReplicaID(rawValue: value))
                 }
-            case .replicaName where code == "lost" || code == "won": lost.name = answer.string(field.range)
-            case .version where code == "lost" || code == "won":
+            case .replicaName where code == "lost" || code == "won" || code == "moved": lost.name = answer.string(field.range)
+            case .replicaName where code == "renamed" || code == "came-back" || code == "kept-by":
+                guard renamedNames.count < 2, let name = answer.string(field.range) else { throw AgentError.protocolError("a malformed merge report") }
+                renamedNames.append(name)
+            case .version where ["lost", "won", "renamed", "came-back", "kept-by"].contains(code ?? ""):
                 guard let value = answer.number(field.range), value <= UInt64(Int.max) else { throw AgentError.protocolError("a malformed merge report") }
                 lost.version = Int(value)
             default: break

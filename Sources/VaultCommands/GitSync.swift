@@ -179,6 +179,26 @@ extension GitCommand {
         @Argument(help: "Theirs (%B).") var theirs: String
         @Argument(help: "The path in the repository (%P), for messages.") var pathname: String = ""
 
+        /// The branch merged, as git tells a driver (its placeholders %O %A %B %L %P name files, a size and the path;
+        /// git 2.39 has no %X/%Y): `git merge` sets `GITHEAD_<commit>` to the name it was given, `git pull` to the commit
+        /// itself (then the upstream's name when the upstream is that commit, else the commit's start); a rebase, which
+        /// replays this branch's own commits, sets none: "theirs".
+        static func theirsName(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+            let heads = environment.filter { $0.key.hasPrefix("GITHEAD_") }
+            guard heads.count == 1, let (key, name) = heads.first, !name.isEmpty else { return "theirs" }
+            let commit = String(key.dropFirst("GITHEAD_".count))
+            guard name == commit else { return name }
+            let git = Git(directory: FileManager.default.currentDirectoryPath)
+            func output(_ arguments: [String]) -> String? {
+                (try? git.output(arguments))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            if output(["rev-parse", "-q", "--verify", "@{upstream}"]) == commit, let upstream = output(["rev-parse", "--abbrev-ref", "@{upstream}"]),
+               !upstream.isEmpty {
+                return upstream
+            }
+            return "commit " + commit.prefix(12)
+        }
+
         /// git takes any exit above 128 for a driver that failed, not a conflict.
         static let internalFailure: Int32 = 130
 
@@ -194,8 +214,8 @@ extension GitCommand {
                     throw ExitCode(1)
                 }
                 try GitVaultFile.replace(ours, with: merged)
-                let summary = Merge.describe(report, other: "theirs", into: pathname.isEmpty ? ours : pathname, dryRun: false)
-                writeToStderr("vault: " + summary.split(separator: "\n").first.map(String.init)! + "\n" + Merge.conflictLines(report))
+                let summary = Merge.describe(report, other: Self.theirsName(), into: pathname.isEmpty ? ours : pathname, dryRun: false)
+                writeToStderr("vault: " + summary.split(separator: "\n").first.map(String.init)! + "\n" + Merge.conflictLines(report) + Merge.renameLines(report))
             } catch let exit as ExitCode {
                 throw exit
             } catch VaultError.otherKey(_, let reason) {

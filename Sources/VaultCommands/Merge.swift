@@ -16,7 +16,7 @@ package struct Merge: ParsableCommand {
         commandName: "merge",
         abstract: "Merge another copy of this vault into it, entry by entry, and say what changed.",
         discussion: """
-            Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'), and is counted once, as a conflict (not also updated): its line says whose change lost, yours ('your change to NAME lost to a later one from ...') or theirs ('conflict: NAME: your change won over ...'s'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it, the other gets '~' and the start of its id. Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written, and so is (exit 6) a copy with a clock more than a day ahead of this machine's and the vault's (clock_ahead: 'vault repair --clocks' on the machine that wrote it) or one that claims changes this machine never made (untrusted_copy). A merge that would delete more than 10 entries and more than a tenth of the vault asks on a terminal, else needs --accept-deletions (exit 1, mass_deletion, naming them). Format version 2 on both sides.
+            Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'), and is counted once, as a conflict (not also updated): its line says whose change lost, yours ('your change to NAME lost to a later one from ...') or theirs ('conflict: NAME: your change won over ...'s'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it (on every machine alike), the other gets '~' and the start of its id; the merge that does it says so once, whose entry it was ('your NAME is now NAME~…: … created NAME first'), and when the renamed one holds the newer value ('vault mv' renames either). Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written, and so is (exit 6) a copy with a clock more than a day ahead of this machine's and the vault's (clock_ahead: 'vault repair --clocks' on the machine that wrote it) or one that claims changes this machine never made (untrusted_copy). A merge that would delete more than 10 entries and more than a tenth of the vault asks on a terminal, else needs --accept-deletions (exit 1, mass_deletion, naming them). Format version 2 on both sides.
             """)
 
     @Argument(help: ArgumentHelp("The other copy's file.", valueName: "other"), completion: .file())
@@ -76,7 +76,8 @@ package struct Merge: ParsableCommand {
                     "added": report.added, "updated": report.updated, "deleted": report.deleted,
                     "resurrected": report.resurrected, "conflicts": report.conflicts, "kept_deleted": report.keptDeleted,
                     "lost": report.lostEditsJSON, "won": report.wonConflictsJSON,
-                    "renamed": report.renamed.map { ["from": $0.from, "to": $0.to] },
+                    "renamed": report.renamedJSON, "moved": report.movedJSON, "resurrected_by": MergeReport.attributionsJSON(report.cameBack),
+                    "kept_deleted_by": MergeReport.attributionsJSON(report.keptDeletions),
                     "replicas_ahead": report.replicasAhead.map(\.description),
                 ])
                 return
@@ -104,17 +105,37 @@ package struct Merge: ParsableCommand {
         var text = "\(verb) '\(TerminalText.escaped(other))' into '\(TerminalText.escaped(vault))': "
             + [count(report.added.count, "added"), count(report.updated.count, "updated"), count(report.deleted.count, "deleted"),
                count(report.resurrected.count, "resurrected"), count(report.conflicts.count, "conflict")].joined(separator: ", ")
-            + (report.renamed.isEmpty ? "" : ", " + count(report.renamed.count, "renamed")) + "\n"
+            + (report.renamed.isEmpty && report.moved.isEmpty ? "" : ", " + count(report.renamed.count + report.moved.count, "renamed")) + "\n"
+        let cameBack = Dictionary(report.cameBack.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for (word, names) in [("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
                               ("resurrected", report.resurrected)] {
-            for name in names { text += "  \(word): \(TerminalText.escaped(name))\n" }
+            for name in names {
+                text += "  \(word): \(TerminalText.escaped(name))"
+                if word == "resurrected", let by = cameBack[name] {
+                    // Who changed it after whose deletion.
+                    let changer = by.changedByYou ? "you" : TerminalText.escaped(by.changerDescription)
+                    let deletion = by.deletedByYou ? "your deletion" : by.deleterDescription.map { TerminalText.escaped($0) + "'s deletion" } ?? "its deletion"
+                    text += " came back: \(changer) changed it after \(deletion)"
+                }
+                text += "\n"
+            }
+        }
+        for moved in report.moved {
+            text += "  renamed: \(TerminalText.escaped(moved.from)) -> \(TerminalText.escaped(moved.to)) (by \(TerminalText.escaped(moved.byDescription)))\n"
         }
         text += conflictLines(report)
-        for renamed in report.renamed {
-            text += "  renamed: \(TerminalText.escaped(renamed.from)) -> \(TerminalText.escaped(renamed.to))\n"
-        }
+        text += renameLines(report)
+        let keptBy = Dictionary(report.keptDeletions.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for name in report.keptDeleted {
-            text += "  kept: \(TerminalText.escaped(name)) (changed before a deletion it lost to; 'vault restore --deleted NAME' brings the change back)\n"
+            let shown = TerminalText.escaped(name)
+            guard let by = keptBy[name] else {
+                text += "  kept: \(shown) (changed before a deletion it lost to; 'vault restore --deleted NAME' brings the change back)\n"
+                continue
+            }
+            // Whose change lost to whose later deletion, and that the deletion keeps it.
+            let change = by.changedByYou ? "your change" : TerminalText.escaped(by.changerDescription) + "'s change"
+            let deletion = by.deletedByYou ? "your later deletion" : by.deleterDescription.map { TerminalText.escaped($0) + "'s later deletion" } ?? "a later deletion"
+            text += "  kept: \(shown): \(change) lost to \(deletion), which keeps it ('vault restore --deleted \(shown)' brings it back)\n"
         }
         return text
     }
@@ -135,6 +156,19 @@ package struct Merge: ParsableCommand {
                 return "  conflict: \(name): your change won over \(TerminalText.escaped(won.loserDescription))'s (kept as version \(won.version))\n"
             }
             return "  conflict: \(name)\n"
+        }.joined()
+    }
+
+    /// One line per entry renamed because another one created first has its name (``MergeReport/renamed``): whose
+    /// entry it is (yours, or its creator's), its name now, who created the one that kept the name, and, when the
+    /// renamed one was changed last, that the name now reads the older value.
+    package static func renameLines(_ report: MergeReport) -> String {
+        report.renamed.map { renamed in
+            let from = TerminalText.escaped(renamed.from), to = TerminalText.escaped(renamed.to)
+            let owner = renamed.yours ? "your" : TerminalText.escaped(renamed.ownerDescription) + "'s"
+            let keeper = renamed.keptByYou ? "you" : TerminalText.escaped(renamed.keeperDescription)
+            let older = renamed.renamedIsNewer ? ", so \(from) now reads an older value than \(to)" : ""
+            return "  renamed: \(owner) \(from) is now \(to): \(keeper) created \(from) first\(older) ('vault mv' to rename)\n"
         }.joined()
     }
 
@@ -254,6 +288,31 @@ extension MergeReport {
     /// replica id) and the lost change's version number.
     package var wonConflictsJSON: [[String: Any]] {
         wonConflicts.map { ["name": $0.name, "loser": $0.loserName as Any, "loser_replica": $0.loser.description, "version": $0.version] }
+    }
+
+    /// ``renamed`` for `--json`: per entry the name it had and has, its creator (`owner`, its name or `null`, and its
+    /// replica id), the creator of the one that kept the name (`kept_by`), whether the renamed one is this replica's
+    /// (`yours`) and whether it was changed after the one that kept the name (`newer`).
+    package var renamedJSON: [[String: Any]] {
+        renamed.map {
+            ["from": $0.from, "to": $0.to, "owner": $0.ownerName as Any, "owner_replica": $0.owner.description,
+             "kept_by": $0.keeperName as Any, "kept_by_replica": $0.keeper.description, "yours": $0.yours, "newer": $0.renamedIsNewer]
+        }
+    }
+
+    /// ``moved`` for `--json`: per entry the name it had and has, and who renamed it (`by`, its name or `null`, and its
+    /// replica id).
+    package var movedJSON: [[String: Any]] {
+        moved.map { ["from": $0.from, "to": $0.to, "by": $0.byName as Any, "by_replica": $0.by.description] }
+    }
+
+    /// ``cameBack`` or ``keptDeletions`` for `--json`: per entry its name, who changed it (`changed_by`, its name or
+    /// `null`, and its replica id) and who deleted it (`deleted_by`, `deleted_by_replica`: `null` when not known).
+    package static func attributionsJSON(_ attributions: [Attribution]) -> [[String: Any]] {
+        attributions.map {
+            ["name": $0.name, "changed_by": $0.changerName as Any, "changed_by_replica": $0.changer.description,
+             "deleted_by": $0.deleterName as Any, "deleted_by_replica": $0.deleter?.description as Any]
+        }
     }
 
     /// ``lostEdits`` for `--json`: per entry its name, the winner (its name, `null` when it has none, and its replica

@@ -328,6 +328,9 @@ extension MergeReport {
         resurrected += other.resurrected
         conflicts += other.conflicts
         keptDeleted += other.keptDeleted
+        cameBack += other.cameBack
+        moved += other.moved
+        keptDeletions += other.keptDeletions
         lostEdits += other.lostEdits
         wonConflicts += other.wonConflicts
         renamed += other.renamed

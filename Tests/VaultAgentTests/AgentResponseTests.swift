@@ -26,7 +26,19 @@ import VaultCore
         var report = MergeReport()
         report.added = ["a"]
         report.updated = ["u"]
-        report.renamed = [.init(from: "old", to: "new")]
+        report.renamed = [
+            .init(from: "old", to: "new", owner: replica, ownerName: "alice@laptop", keeper: ReplicaID(rawValue: 9), keeperName: nil,
+                  yours: true, keptByYou: false, renamedIsNewer: true),
+            .init(from: "x", to: "x~1", owner: ReplicaID(rawValue: 9), keeper: replica, keeperName: "bob@desk", yours: false, keptByYou: true, renamedIsNewer: false),
+        ]
+        report.moved = [.init(from: "a~12345678", to: "a-desk", by: replica, byName: "alice@desk"), .init(from: "b", to: "c", by: replica)]
+        report.resurrected = ["web/site1"]
+        report.cameBack = [.init(name: "web/site1", changer: replica, changerName: "bob@desk", deleter: ReplicaID(rawValue: 9), changedByYou: false, deletedByYou: true)]
+        report.keptDeleted = ["web/x2", "web/x3"]
+        report.keptDeletions = [
+            .init(name: "web/x2", changer: ReplicaID(rawValue: 9), deleter: replica, deleterName: "bob@desk", changedByYou: true, deletedByYou: false),
+            .init(name: "web/x3", changer: replica, changerName: "bob@desk", deleter: nil, changedByYou: false, deletedByYou: false),
+        ]
         report.lostEdits = [.init(name: "web/gitlab", winner: replica, winnerName: "bob@desk", loser: ReplicaID(rawValue: 9), version: 1)]
         report.wonConflicts = [.init(name: "web/site3", loser: ReplicaID(rawValue: 9), loserName: "alice@desk", version: 2),
                                .init(name: "web/site4", loser: replica, loserName: nil, version: 1)]

@@ -54,7 +54,7 @@ import VaultTestSupport
         try box.unlock(["--vault", vault])
         let merged = try git(["merge", "other", "-m", "merge"])
         #expect(merged.status == 0, "\(merged.stdoutText) \(merged.stderr)")
-        #expect(merged.stderr.contains("vault: merged 'theirs' into 'team.vault': 1 added, 0 updated, 0 deleted, 0 resurrected, 1 conflict\n"), "\(merged.stderr)")
+        #expect(merged.stderr.contains("vault: merged 'other' into 'team.vault': 1 added, 0 updated, 0 deleted, 0 resurrected, 1 conflict\n"), "\(merged.stderr)")
         // The driver names the entry whose change on this side lost, and to whom.
         #expect(merged.stderr.contains(
             "\n  your change to shared lost to a later one from bob@desk; 'vault history shared' shows it as version 1\n"), "\(merged.stderr)")

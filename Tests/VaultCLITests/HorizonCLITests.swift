@@ -17,6 +17,7 @@ import Testing
         #expect(try box.vault(["put", "github"], stdin: Data("v1".utf8), extraEnvironment: here).status == 0)
         let copy = box.directory + "/vaults/copy.vault"
         try FileManager.default.copyItem(atPath: box.vaultPath, toPath: copy)
+        #expect(try box.vault(["replica", "name", "bob@desk", "--vault", copy], extraEnvironment: there).status == 0)
         #expect(try box.vault(["put", "github", "--force", "--vault", copy], stdin: Data("changed there".utf8), extraEnvironment: there).status == 0)
         usleep(5_000)
         #expect(try box.vault(["delete", "github", "--yes"], extraEnvironment: here).status == 0)
@@ -31,7 +32,7 @@ import Testing
         #expect(merged.status == 0, "\(merged.stderr)")
         #expect(merged.stdoutText == """
             merged '\(copy)' into '\(box.vaultPath)': 0 added, 0 updated, 0 deleted, 0 resurrected, 0 conflicts
-              kept: github (changed before a deletion it lost to; 'vault restore --deleted NAME' brings the change back)
+              kept: github: bob@desk's change lost to your later deletion, which keeps it ('vault restore --deleted github' brings it back)
 
             """)
         #expect(try box.vault(["list"], extraEnvironment: here).stdoutText == "", "the deletion won")

@@ -117,15 +117,29 @@ struct DocumentMergeTests {
         let (a, b) = (replicas[0], replicas[1])
         try a.apply([set("github", "first")], replica: ReplicaID(rawValue: 1), clock: SettableClock(Self.start))
         try b.apply([set("github", "second")], replica: ReplicaID(rawValue: 2), clock: SettableClock(Self.start + 5))
-        let (result, report) = try VaultDocument.merge(b, a, now: Self.start)
+        let (result, report) = try VaultDocument.merge(b, a, now: Self.start, replica: ReplicaID(rawValue: 2))
         let second = try #require(b.entry("github")).id
         let renamed = "github~" + second.description.prefix(8)
         #expect(result.names == ["github", renamed])
         #expect(value(result, "github") == "first" && value(result, renamed) == "second")
-        #expect(report.renamed == [.init(from: "github", to: renamed)])
+        // B's own entry was renamed; A's took its name (not "added"); B's was changed last.
+        #expect(report.renamed == [.init(
+            from: "github", to: renamed, owner: ReplicaID(rawValue: 2), keeper: ReplicaID(rawValue: 1), yours: true, keptByYou: false,
+            renamedIsNewer: true)])
+        #expect(report.added.isEmpty)
+        // The other side: B's entry is new there, said by the rename line alone.
+        let (_, reportA) = try VaultDocument.merge(a, b, now: Self.start, replica: ReplicaID(rawValue: 1))
+        #expect(reportA.renamed == [.init(
+            from: "github", to: renamed, owner: ReplicaID(rawValue: 2), keeper: ReplicaID(rawValue: 1), yours: false, keptByYou: true,
+            renamedIsNewer: true)])
+        #expect(reportA.added.isEmpty)
         #expect(Self.content(try merged(a, b)) == Self.content(result))
         // The renamed version meets its unrenamed self (same clock): the rename stays.
         #expect(Self.content(try merged(result, b)) == Self.content(result))
+        // Said once: a later merge of the result with a copy that holds the rename gives the same name again, silently.
+        try b.apply([set("other", "x")], replica: ReplicaID(rawValue: 2), clock: SettableClock(Self.start + 9))
+        let (_, again) = try VaultDocument.merge(result, try merged(b, a), now: Self.start, replica: ReplicaID(rawValue: 1))
+        #expect(again.renamed.isEmpty && again.added == ["other"], "\(again)")
     }
 
     @Test func anotherVaultIsRefusedAndTheGenerationIsAboveBoth() throws {

@@ -29,8 +29,8 @@ struct Merging {
     var removed: [DocumentID] = []
     var conflicted: Set<DocumentID> = []
     var idsByName: [String: DocumentID]
-    /// The ids that must give up a name another id keeps.
-    var renames: [(DocumentID, String)] = []
+    /// The ids that must give up a name another id keeps: (the id, the name, the id that keeps it).
+    var renames: [(DocumentID, String, keeper: DocumentID)] = []
     /// The replica merging (its changes that lost at a merge made elsewhere are reported), if known.
     var replica: ReplicaID?
 
@@ -235,14 +235,14 @@ struct Merging {
             // Under the spelling of the entry that keeps it (a canonically equivalent key keeps its old bytes).
             idsByName.removeValue(forKey: name)
             idsByName[entries[ordered[0]]!.name] = ordered[0]
-            for id in ordered.dropFirst() { renames.append((id, name)) }
+            for id in ordered.dropFirst() { renames.append((id, name, ordered[0])) }
         }
     }
 
     /// The ids that do not keep their name: `<name>~<first 8 hex digits of the id>`, the whole id if that is taken
     /// too (then a counter).
     mutating func renameTheOthers() {
-        for (id, name) in renames.sorted(by: { $0.0 < $1.0 }) {
+        for (id, name, keeper) in renames.sorted(by: { $0.0 < $1.0 }) {
             // Within the name's bound: the base shortened (at a character) when the suffix would not fit.
             func named(_ suffix: String) -> String {
                 var base = Substring(name)
@@ -258,7 +258,12 @@ struct Merging {
             }
             entries[id]!.name = candidate
             idsByName[candidate] = id
-            report.renamed.append(.init(from: name, to: candidate))
+            // Said once, at the merge that renamed it: every later merge drops the suffix and gives the same name again.
+            guard ours.entries[id]?.name != candidate, let renamed = entries[id], let kept = entries[keeper] else { continue }
+            report.renamed.append(.init(
+                from: name, to: candidate, owner: renamed.created.replica, keeper: kept.created.replica,
+                yours: renamed.created.replica == replica, keptByYou: kept.created.replica == replica,
+                renamedIsNewer: renamed.modified > kept.modified))
         }
     }
 
@@ -288,9 +293,20 @@ struct Merging {
                     report.conflicts.append(entry.name)
                     continue
                 }
+                // Renamed there (a later version under another name, not a merge's suffix given or dropped here).
+                if !conflicted.contains(id), entry.modified > before.modified, entry.name != before.name,
+                   VaultDocument.baseName(before) != entry.name, !renames.contains(where: { $0.0 == id }) {
+                    report.moved.append(.init(from: before.name, to: entry.name, by: entry.modified.replica, byName: names[entry.modified.replica]?.name))
+                    continue
+                }
                 if !conflicted.contains(id), entry.modified != before.modified { report.updated.append(entry.name) }
             } else if ours.tombstones[id] != nil || ours.forgotDeletion(of: entry) {
                 report.resurrected.append(entry.name)
+                let deleter = ours.tombstones[id]?.replica
+                report.cameBack.append(.init(
+                    name: entry.name, changer: entry.modified.replica, changerName: names[entry.modified.replica]?.name, deleter: deleter,
+                    deleterName: deleter.flatMap { names[$0]?.name }, changedByYou: entry.modified.replica == replica,
+                    deletedByYou: deleter != nil && deleter == replica))
             } else {
                 report.added.append(entry.name)
             }
@@ -298,16 +314,29 @@ struct Merging {
         }
         report.updated.sort()
         report.resurrected.sort()
-        report.added.sort()
+        // An entry new here that a rename line names (the one renamed, or the one that took the name of ours's) is
+        // said there, not as added too.
+        let renamedNames = Set(report.renamed.flatMap { [$0.from, $0.to] })
+        report.added = report.added.filter { !renamedNames.contains($0) }.sorted()
+        for index in report.renamed.indices {
+            report.renamed[index].ownerName = names[report.renamed[index].owner]?.name
+            report.renamed[index].keeperName = names[report.renamed[index].keeper]?.name
+        }
         report.conflicts.sort()
         report.deleted.sort()
         report.lostEdits = lostEdits.sorted { $0.name < $1.name }
         report.wonConflicts = won.sorted { $0.name < $1.name }
-        report.keptDeleted = deletions.compactMap { id, deletion in
+        report.cameBack.sort { $0.name < $1.name }
+        report.moved.sort { $0.from < $1.from }
+        report.keptDeletions = deletions.compactMap { id, deletion in
             // A concurrent change the deletion won over (a version kept at the deletion itself is no news).
             guard let kept = deletion.kept, kept.version.conflict, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }
-            return kept.name
-        }.sorted()
+            let changer = kept.version.modified.replica, deleter = tombstones[id]?.replica
+            return MergeReport.Attribution(
+                name: kept.name, changer: changer, changerName: names[changer]?.name, deleter: deleter,
+                deleterName: deleter.flatMap { names[$0]?.name }, changedByYou: changer == replica, deletedByYou: deleter != nil && deleter == replica)
+        }.sorted { $0.name < $1.name }
+        report.keptDeleted = report.keptDeletions.map(\.name)
     }
 
     /// The index in `entry`'s history of the change ours's version `before` won over, when it is still the version:
@@ -337,6 +366,7 @@ struct Merging {
             // Version 2 stores none of it: nothing is kept, and nothing is said to be.
             deletions = [:]
             report.keptDeleted = []
+            report.keptDeletions = []
         }
 
         let merged = VaultDocument(

@@ -23,9 +23,16 @@ public struct MergeReport: Sendable, Equatable {
     public var wonConflicts: [WonConflict] = []
     /// Entries renamed because two ids ended up with one name: (the name they had, the name they have now).
     public var renamed: [Renamed] = []
+    /// Entries of ours the other side renamed (`vault mv`), a merge's `~` name among them: (the name ours had, the
+    /// name now, who renamed it). Not also ``updated``.
+    public var moved: [Moved] = []
     /// Entries deleted on one side after the other side changed them (concurrently): the deletion won, and the
     /// change is kept with it (``VaultDocument/deleted``; `vault restore --deleted NAME` brings it back).
     public var keptDeleted: [String] = []
+    /// Who changed and who deleted the ``resurrected`` entries (the change came after the deletion) and the
+    /// ``keptDeleted`` ones (the change lost to a later deletion), in name order.
+    public var cameBack: [Attribution] = []
+    public var keptDeletions: [Attribution] = []
     /// Replicas whose clock is more than ``VaultDocument/maximumClockLead`` ahead of now: their entries are kept,
     /// their clock is not adopted for this replica's next changes.
     public var replicasAhead: [ReplicaID] = []
@@ -36,14 +43,37 @@ public struct MergeReport: Sendable, Equatable {
     /// sends the result back only then.
     public var otherLacks = false
 
+    /// An entry that gave up its name to another one created first (said at the merge that renamed it only).
     public struct Renamed: Sendable, Equatable {
+        /// The name both had, and the one it has now (`<name>~<first 8 hex digits of its id>`).
         public let from: String
         public let to: String
+        /// The replica that created the renamed entry, and its name (``ReplicaName``) when it has one.
+        public let owner: ReplicaID
+        public var ownerName: String?
+        /// The replica that created the entry that kept the name (first), and its name.
+        public let keeper: ReplicaID
+        public var keeperName: String?
+        /// Whether the merging replica created the renamed entry (its own entry is under another name now), and
+        /// whether it created the one that kept the name.
+        public let yours: Bool
+        public let keptByYou: Bool
+        /// Whether the renamed entry was last changed after the one that kept the name: a reader of `from` gets the
+        /// older value now.
+        public let renamedIsNewer: Bool
 
-        public init(from: String, to: String) {
-            self.from = from
-            self.to = to
+        public init(
+            from: String, to: String, owner: ReplicaID, ownerName: String? = nil, keeper: ReplicaID, keeperName: String? = nil,
+            yours: Bool, keptByYou: Bool, renamedIsNewer: Bool
+        ) {
+            (self.from, self.to, self.owner, self.ownerName, self.keeper, self.keeperName) = (from, to, owner, ownerName, keeper, keeperName)
+            (self.yours, self.keptByYou, self.renamedIsNewer) = (yours, keptByYou, renamedIsNewer)
         }
+
+        /// The owner for a person: its name, else `replica <id>`.
+        public var ownerDescription: String { ownerName ?? "replica \(owner)" }
+        /// The keeper for a person: its name, else `replica <id>`.
+        public var keeperDescription: String { keeperName ?? "replica \(keeper)" }
     }
 
     /// An entry whose change in ours lost to a later one (``lostEdits``).
@@ -91,6 +121,50 @@ public struct MergeReport: Sendable, Equatable {
         public var loserDescription: String { loserName ?? "replica \(loser)" }
     }
 
+    /// An entry of ours renamed on the other side (``moved``).
+    public struct Moved: Sendable, Equatable {
+        public let from: String
+        public let to: String
+        /// The replica whose change renamed it, and its name when it has one.
+        public let by: ReplicaID
+        public var byName: String?
+
+        public init(from: String, to: String, by: ReplicaID, byName: String? = nil) {
+            (self.from, self.to, self.by, self.byName) = (from, to, by, byName)
+        }
+
+        /// The renamer for a person: its name, else `replica <id>`.
+        public var byDescription: String { byName ?? "replica \(by)" }
+    }
+
+    /// An entry changed on one side and deleted on the other (``cameBack``, ``keptDeletions``): who did which.
+    public struct Attribution: Sendable, Equatable {
+        /// The entry's name after the merge (a deleted entry's: the name its kept change has).
+        public let name: String
+        /// The replica whose change it is, and its name (``ReplicaName``) when it has one.
+        public let changer: ReplicaID
+        public var changerName: String?
+        /// The replica that deleted it (nil: not known, a deletion forgotten since) and its name.
+        public let deleter: ReplicaID?
+        public var deleterName: String?
+        /// Whether the merging replica made the change, the deletion.
+        public let changedByYou: Bool
+        public let deletedByYou: Bool
+
+        public init(
+            name: String, changer: ReplicaID, changerName: String? = nil, deleter: ReplicaID?, deleterName: String? = nil,
+            changedByYou: Bool, deletedByYou: Bool
+        ) {
+            (self.name, self.changer, self.changerName, self.deleter, self.deleterName) = (name, changer, changerName, deleter, deleterName)
+            (self.changedByYou, self.deletedByYou) = (changedByYou, deletedByYou)
+        }
+
+        /// The changer for a person: its name, else `replica <id>`.
+        public var changerDescription: String { changerName ?? "replica \(changer)" }
+        /// The deleter for a person: its name, else `replica <id>` (nil: not known).
+        public var deleterDescription: String? { deleterName ?? deleter.map { "replica \($0)" } }
+    }
+
     public init() {}
 
     /// Whether the merge deletes many of ours's `count` entries at once: more than 10, and more than a tenth of them
@@ -99,7 +173,7 @@ public struct MergeReport: Sendable, Equatable {
 
     /// Whether the merge changed nothing of ours.
     public var isEmpty: Bool {
-        added.isEmpty && updated.isEmpty && deleted.isEmpty && resurrected.isEmpty && conflicts.isEmpty && renamed.isEmpty
+        added.isEmpty && updated.isEmpty && deleted.isEmpty && resurrected.isEmpty && conflicts.isEmpty && renamed.isEmpty && moved.isEmpty
             && keptDeleted.isEmpty
     }
 }

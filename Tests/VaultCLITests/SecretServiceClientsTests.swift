@@ -51,7 +51,10 @@ import VaultTestSupport
         defer { box.stopAgents() }
         let monitor = try AgentCLI.start(
             "/usr/bin/gdbus", ["monitor", "--address", bus.address, "--dest", "org.freedesktop.secrets"], environment: bus.environment)
-        defer { kill(monitor.pid, SIGTERM) }
+        defer {
+            kill(monitor.pid, SIGTERM)
+            _ = monitor.finish()  // reaped: a zombie child keeps swift-testing's exit-test monitor from seeing its own
+        }
         #expect(try AgentTests.poll { Provider.text(monitor.files.stdout).contains("owned by") }, "gdbus monitor did not start")
         for value in ["one", "two"] {
             #expect(try bus.tool(["store", "--label=L", "a", "b"], stdin: Data(value.utf8)).status == 0)

@@ -95,16 +95,9 @@ extension SSHCommand {
                 try checkNameArgumentIsUTF8(name)
                 try SecureKeyValueStore.validate(key: name)
                 let label = file ?? "stdin"
-                let bytes: Data
-                if let file {
-                    guard let read = FileManager.default.contents(atPath: file) else {
-                        throw VaultError.io(operation: "cannot read", path: file, errno: errno == 0 ? ENOENT : errno)
-                    }
-                    bytes = read
-                } else {
-                    bytes = FileHandle.standardInput.readDataToEndOfFile()
-                }
-                guard bytes.count <= 1 << 20, let text = String(data: bytes, encoding: .utf8) else {
+                // One byte more than a key may have tells a larger input.
+                let bytes = try file.map { try Posix.readFile($0, limit: 1 << 20 + 1) } ?? Posix.readAll(0, limit: 1 << 20 + 1, path: "stdin")
+                guard bytes.count <= 1 << 20, let text = String(bytes: bytes, encoding: .utf8) else {
                     throw SSHKeyError(file: label, error: .notAPrivateKey)
                 }
                 var key: SSHPrivateKey

@@ -35,10 +35,7 @@ package struct Inject: ParsableCommand {
         try reportingErrors(json: options.json) {
             let template: [UInt8]
             if let input {
-                guard let data = FileManager.default.contents(atPath: input) else {
-                    throw VaultError.io(operation: "cannot read", path: input, errno: errno == 0 ? ENOENT : errno)
-                }
-                template = Array(data)
+                template = try Posix.readFile(input, limit: Self.maximumTemplateByteCount)
             } else {
                 let bytes = try SecretInput.read(fd: 0, limit: Self.maximumTemplateByteCount, untilNewline: false, name: "stdin")
                 template = bytes.withUnsafeBytes { Array($0) }

@@ -207,9 +207,7 @@ enum RecipientArgument {
 
     /// The recipients of an age recipients file: one per line, empty lines and lines starting with `#` skipped.
     static func parseFile(_ path: String) throws -> [any AgeStanzaRecipient] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw VaultError.io(operation: "cannot read", path: path, errno: errno == 0 ? ENOENT : errno)
-        }
+        let data = try Posix.readFile(path, limit: 16 << 20)
         var recipients: [any AgeStanzaRecipient] = []
         for (number, line) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let text = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)

@@ -81,6 +81,9 @@ package struct RunCommand: ParsableCommand {
         return (name, entry)
     }
 
+    /// The largest --env-file read (its lines name entries; no secret is in it).
+    static let maximumEnvFileByteCount = 16 << 20
+
     package func run() throws {
         var status: Int32 = 0
         try reportingErrors(json: options.json) {
@@ -89,11 +92,7 @@ package struct RunCommand: ParsableCommand {
             // Where each --env-file mapping came from: a missing entry is named by its file and line, not shown.
             var fromFiles: [SecretReference: (file: String, line: Int)] = [:]
             for file in environmentFiles {
-                errno = 0
-                guard let data = FileManager.default.contents(atPath: file) else {
-                    throw VaultError.io(operation: "cannot read", path: file, errno: errno == 0 ? ENOENT : errno)
-                }
-                let bytes = [UInt8](data)
+                let bytes = try Posix.readFile(file, limit: Self.maximumEnvFileByteCount)
                 let parsed: EnvFile
                 do { parsed = try EnvFile(bytes) } catch let error as EnvFile.Malformed {
                     throw CLIError.message(
@@ -114,11 +113,8 @@ package struct RunCommand: ParsableCommand {
             let stdinReference = try stdinEntry.map(SecretReference.parse)
             var template: (bytes: [UInt8], pieces: [Template.Piece])?
             if let mountTemplate {
-                errno = 0
-                guard let data = FileManager.default.contents(atPath: mountTemplate), data.count <= Inject.maximumTemplateByteCount else {
-                    throw VaultError.io(operation: "cannot read", path: mountTemplate, errno: errno == 0 ? ENOENT : errno)
-                }
-                template = (Array(data), try Template.parse(Array(data)))
+                let bytes = try Posix.readFile(mountTemplate, limit: Inject.maximumTemplateByteCount)
+                template = (bytes, try Template.parse(bytes))
             }
             // Every value first, then the vault is closed (its key zeroed) before the command starts.
             var values: [SecretReference: SecureBytes] = [:]

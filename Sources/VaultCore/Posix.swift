@@ -78,6 +78,18 @@ package enum Posix {
         return bytes
     }
 
+    /// The bytes of the file at `path`, at most `limit`, read to its end: a regular file or what a shell's `<(…)`
+    /// gives (a FIFO at `/dev/fd/N`), which Foundation's `contents(atPath:)` reads as nothing. Larger than `limit`:
+    /// an `io` error with `EFBIG`; a directory: `EISDIR`.
+    package static func readFile(_ path: String, limit: Int) throws -> [UInt8] {
+        let fd = retryingEINTR { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) }
+        guard fd >= 0 else { throw VaultError.io(operation: "cannot read", path: path, errno: errno) }
+        defer { close(fd) }
+        let bytes = try readAll(fd, limit: limit + 1, path: path)
+        if bytes.count > limit { throw VaultError.io(operation: "cannot read", path: path, errno: EFBIG) }
+        return bytes
+    }
+
     /// Why a directory may not hold our secrets (the vault's, the agent socket's, the state directory): the one trust
     /// rule they share, each caller saying it in its own words.
     package enum DirectoryDistrust: Equatable {

@@ -160,7 +160,10 @@ extension VaultError: CustomStringConvertible {
         case .typeMismatch(let key, let reason):
             return "entry '\(key)' cannot be read as requested: \(reason)"
         case .io(let operation, let path, let code):
-            return "\(operation) '\(path)' failed: \(errnoDescription(code))"
+            // "cannot read 'x': …" says it once; "opening 'x' failed: …" needs the word.
+            let failed = operation.hasPrefix("cannot ") ? "" : " failed"
+            let what = path.isEmpty ? operation : "\(operation) '\(path)'"
+            return "\(what)\(failed): \(errnoDescription(code))"
         case .cryptoFailure(let function):
             return "cryptographic operation failed in \(function)"
         case .rollbackDetected(let path, let seen, let file):

@@ -329,7 +329,7 @@ import VaultTestSupport
             environment: box.environment.merging(
                 ["URL": server.origin + "/big?bytes=1048576", "P": box.passphraseFile]) { $1 })
         #expect(result.status == 1)
-        #expect(result.stderr == "vault: cannot write 'stdout' failed: No space left on device\n")
+        #expect(result.stderr == "vault: cannot write 'stdout': No space left on device\n")
     }
 
     @Test func aRegistrationAnswerLargerThanTheCapIsRefused() throws {

@@ -164,6 +164,26 @@ import VaultTestSupport
         #expect(!missing.stderr.contains("s3cr3t"))
     }
 
+    /// A shell's process substitution gives a FIFO at /dev/fd/N (Foundation read it as nothing: "cannot read
+    /// '/dev/fd/63' failed"): --env-file, --mount-template and inject's template read it to its end. A missing file
+    /// says its path and why, once.
+    @Test func envFileAndTemplatesMayBeProcessSubstitutions() throws {
+        var environment = box.environment
+        environment["VAULT"] = CLI.vault
+        environment["P"] = box.passphraseFile
+        let script = #"""
+            "$VAULT" run --passphrase-file "$P" --env-file <(printf 'A=k1\nB=k3\n') -- /bin/sh -c 'printf "%s|%s;" "$A" "$B"'
+            "$VAULT" inject --passphrase-file "$P" -i <(printf 'x={{ vault "k3" }}')
+            """#
+        let result = try CLI.exec("/bin/bash", ["-c", script], environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutText == "v1 with spaces|v3;x=v3")
+
+        let missing = try run(["--env-file", box.directory + "/nothing.env", "--", "/bin/true"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr == "vault: cannot read '\(box.directory)/nothing.env': No such file or directory\n")
+    }
+
     @Test func runRefusesAMissingEntryAndDoesNotStartTheCommand() throws {
         let marker = box.directory + "/ran"
         let result = try run(["--env", "A=k1", "--env", "B=missing", "--", "/usr/bin/touch", marker])

@@ -10,7 +10,7 @@ import Glibc
 /// memory, so the secrets they carry (passphrases, values) never sit in ordinary memory.
 package enum AgentWire {
     /// The protocol version this build speaks; a peer of another version is refused with a clear error.
-    static let version: UInt8 = 5
+    static let version: UInt8 = 6
     /// The largest payload accepted (a value is at most 64 MiB; a batch or a list may be larger).
     static let maximumPayloadByteCount = 256 << 20
     /// The most fields one payload may carry (a list of 100,000 entries has 400,000): the field table of a

@@ -10,7 +10,7 @@ import Testing
     static let rawClient = #"""
         import json, socket, struct, sys
         def frame(kind, fields):
-            payload = bytes([5, kind]) + b"".join(bytes([t]) + struct.pack(">I", len(v)) + v for t, v in fields)  # protocol version 5
+            payload = bytes([6, kind]) + b"".join(bytes([t]) + struct.pack(">I", len(v)) + v for t, v in fields)  # protocol version 6
             return struct.pack(">I", len(payload)) + payload
         def read(s, n):
             data = b""

@@ -92,7 +92,7 @@ import VaultTestSupport
         let status = try #require(try box.status(), "no agent answers after unlock")
         // ssh_signatures: the ssh-agent socket's, which an agent run from vault-net serves beside.
         #expect(status.keys == ["pid", "protocol", "socket", "ssh_signatures", "vaults"])
-        #expect(status.protocolVersion == 5)
+        #expect(status.protocolVersion == 6)
         #expect(status.socket == box.socketPath)
         #expect(status.vaults.map(\.path) == [box.vaultPath])
         let left = try #require(status.vaults.first)
@@ -485,7 +485,7 @@ import VaultTestSupport
         try #require(agent.isRunning, "vault agent exited with \(agent.terminationStatus)")
         let empty = try #require(try box.status())
         #expect(empty.pid == pid)
-        #expect(empty.protocolVersion == 5 && empty.socket == box.socketPath && empty.vaults.isEmpty)
+        #expect(empty.protocolVersion == 6 && empty.socket == box.socketPath && empty.vaults.isEmpty)
         let text = try box.vault(["agent", "status"])
         #expect(text.status == 0 && text.stdoutText == "no vault unlocked\n" && text.stderr == "")
 
@@ -936,7 +936,7 @@ import VaultTestSupport
 
         let unlock = try box.vault(["unlock"], source: true)
         #expect(unlock.status == 0, "\(unlock.stderr)")
-        #expect(unlock.stderr == "vault: stopped the running agent (pid \(older.processIdentifier)), which spoke protocol version 2; starting one of version 5\n")
+        #expect(unlock.stderr == "vault: stopped the running agent (pid \(older.processIdentifier)), which spoke protocol version 2; starting one of version 6\n")
         older.waitForExit()
         #expect(older.terminationReason == .uncaughtSignal, "stopped by a signal (SIGTERM, or SIGKILL when the test runner blocked SIGTERM)")
         #expect(try box.vault(["get", "k"]).status == 0)

@@ -1,6 +1,6 @@
-"""The vault agent's wire protocol, version 5 (docs/AGENT.md): the few operations a keyring needs.
+"""The vault agent's wire protocol, version 6 (docs/AGENT.md): the few operations a keyring needs.
 
-Frames: a 4-byte big-endian payload length, then version (5), kind (operation, or status 0 ok / 1 error / 2
+Frames: a 4-byte big-endian payload length, then version (6), kind (operation, or status 0 ok / 1 error / 2
 locked), and fields: tag (1 byte), length (4 bytes big-endian), bytes.
 """
 import os
@@ -9,7 +9,7 @@ import socket
 import stat
 import struct
 
-VERSION = 5
+VERSION = 6
 OP_RECORDS, OP_APPLY, OP_SEARCH = 12, 13, 19
 TAG_PATH, TAG_NAME, TAG_VALUE, TAG_CODE, TAG_MESSAGE = 1, 2, 3, 9, 11
 TAG_CHANGE, TAG_BOOL, TAG_ENTRY_ID, TAG_FIELD, TAG_SECRET = 17, 21, 25, 29, 30

@@ -29,13 +29,14 @@ import VaultTestSupport
         return false
     }
 
+    /// (A clear after 4 s, not 1: under load, 1 s passed between the copy and the read, once.)
     @Test func aFieldGoesToTheClipboard() throws {
         let x = try XvfbFixture()
-        let result = try box.vault(["clip", "web/github", "--field", "username", "--clear", "1"], extraEnvironment: ["DISPLAY": x.display])
+        let result = try box.vault(["clip", "web/github", "--field", "username", "--clear", "4"], extraEnvironment: ["DISPLAY": x.display])
         #expect(result.status == 0 && result.stdout.isEmpty, "\(result.stderr)")
-        #expect(result.stderr == "copied field 'username' of 'web/github' to the clipboard (xclip); cleared in 1 s if it still holds it\n")
+        #expect(result.stderr == "copied field 'username' of 'web/github' to the clipboard (xclip); cleared in 4 s if it still holds it\n")
         #expect(try clipboard(x.display) == "alice")
-        #expect(try eventually(within: 5) { try clipboard(x.display).isEmpty }, "the clipboard was not cleared")
+        #expect(try eventually(within: 12) { try clipboard(x.display).isEmpty }, "the clipboard was not cleared")
         let missing = try box.vault(["clip", "web/github", "--field", "nope"], extraEnvironment: ["DISPLAY": x.display])
         #expect(missing.status == 2 && missing.stderr.hasPrefix("vault: entry 'web/github' has no field 'nope'\n"), "\(missing.stderr)")
         #expect(try clipboard(x.display).isEmpty)
@@ -50,11 +51,11 @@ import VaultTestSupport
         #expect(try box.vault(["clip", "web/github", "--clear", "0"], extraEnvironment: ["DISPLAY": x.display]).status == 0)
         #expect(try clipboard(x.display) == "pw-123")
 
-        let otp = try box.vault(["otp", "web/github", "--clip", "--clear", "1", "--json"], extraEnvironment: ["DISPLAY": x.display])
+        let otp = try box.vault(["otp", "web/github", "--clip", "--clear", "4", "--json"], extraEnvironment: ["DISPLAY": x.display])
         #expect(otp.status == 0, "\(otp.stderr)")
-        #expect(otp.stdoutText == #"{"clear_seconds":1,"clipboard":"xclip","name":"web/github","otp":true}"# + "\n")
+        #expect(otp.stdoutText == #"{"clear_seconds":4,"clipboard":"xclip","name":"web/github","otp":true}"# + "\n")
         #expect(try holdsTheCurrentCode(x.display))
-        #expect(try eventually(within: 5) { try clipboard(x.display).isEmpty }, "the clipboard was not cleared")
+        #expect(try eventually(within: 12) { try clipboard(x.display).isEmpty }, "the clipboard was not cleared")
     }
 
     @Test func badCombinationsAndAnEntryWithoutOTPAreRefused() throws {

@@ -109,17 +109,36 @@ package struct Info: ParsableCommand {
                     "unlock cost: \(Int(($0 * 1000).rounded())) ms here (one Argon2id with these parameters, measured)\n"
                 } ?? ""
                 let identity = info.vaultID.map {
-                    "vault id:    \($0)\nkey stanzas: \(info.stanzaTypes.joined(separator: ", "))\n"
+                    "vault id:    \($0)\nopens with:  \(Self.opensWith(info.stanzaTypes))\n"
                 } ?? ""
                 try writeToStdout("""
                     vault:       \(store.path)
                     format:      version \(info.formatVersion)
                     \(identity)kdf:         Argon2id v1.3, \(info.kdfParameters)
-                    generation:  \(info.generation)
+                    written:     \(info.generation) \(info.generation == 1 ? "time" : "times")
                     file size:   \(info.fileByteCount) bytes
 
                     """ + unlock)
             }
         }
+    }
+
+    /// The key stanzas in words, each kind once with its count, in the file's order: "the passphrase, 2 age
+    /// identities (X25519), 1 key change recorded".
+    static func opensWith(_ types: [String]) -> String {
+        var counts: [(type: String, count: Int)] = []
+        for type in types {
+            if let index = counts.firstIndex(where: { $0.type == type }) { counts[index].count += 1 } else { counts.append((type, 1)) }
+        }
+        let words = counts.map { type, n -> String in
+            switch type {
+            case "argon2id": return n == 1 ? "the passphrase" : "\(n) passphrases"
+            case "x25519": return "\(n) age \(n == 1 ? "identity" : "identities") (X25519)"
+            case "mlkem768x25519": return "\(n) post-quantum age \(n == 1 ? "identity" : "identities") (ML-KEM-768 + X25519)"
+            case "key_link": return "\(n) key \(n == 1 ? "change" : "changes") recorded"
+            default: return "\(n) of a kind this version does not know (\(type))"
+            }
+        }
+        return words.isEmpty ? "nothing (no key stanza)" : words.joined(separator: ", ")
     }
 }

@@ -100,6 +100,11 @@ struct RecipientCLITests {
         #expect(try team.owner(["init"]).status == 0)
         #expect(try team.owner(["put", "github"], stdin: Data("t0k3n".utf8)).status == 0)
         #expect(try team.owner(["recipients", "add", team.recipient, team.otherRecipient]).status == 0)
+        // `vault info` says what opens the vault in words (not "key stanzas: argon2id, x25519, x25519").
+        func opensWith() throws -> String? {
+            try team.owner(["info"]).stdoutText.split(separator: "\n").first { $0.hasPrefix("opens with:") }.map(String.init)
+        }
+        #expect(try opensWith() == "opens with:  the passphrase, 2 age identities (X25519)")
         // The removed teammate opens the vault on its machine before the removal (its state directory knows it).
         #expect(try team.with(team.other, ["get", "github"], machine: "teammate").stdoutText == "t0k3n")
         let before = team.bytes
@@ -115,6 +120,7 @@ struct RecipientCLITests {
             the removed key could read the 1 entry of this vault (and may have kept a copy): change those secrets where they are used ('--list' names them)
 
             """)
+        #expect(try opensWith() == "opens with:  the passphrase, 1 age identity (X25519), 1 key change recorded")
         let after = team.bytes
         // No ciphertext of the old body survives: its header MAC, body nonce and sealed body are nowhere in the new file.
         let headerLength = Int(before[10]) | Int(before[11]) << 8 | Int(before[12]) << 16 | Int(before[13]) << 24

@@ -304,6 +304,17 @@ import VaultTestSupport
         #expect(object?["memlimit"] as? Int == 8192)
         #expect(object?["generation"] as? Int == 1)
         #expect(object?["format_version"] as? Int == 3)
+        let id = try #require(object?["vault_id"] as? String)
+        #expect(try box.vault(["info"], passphrase: false).stdoutText == """
+            vault:       \(box.vaultPath)
+            format:      version 3
+            vault id:    \(id)
+            opens with:  the passphrase
+            kdf:         Argon2id v1.3, 8 KiB, 1 pass
+            written:     1 time
+            file size:   \(try #require(object?["file_size"] as? Int)) bytes
+
+            """)
     }
 
     @Test func realPresetIsWrittenAndRefusedOutsideTheTestHook() throws {

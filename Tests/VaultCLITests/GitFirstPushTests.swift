@@ -135,4 +135,43 @@ import VaultTestSupport
         #expect(sync.stderr == "vault: branch 'main' has no upstream: the vault is committed; set one with 'git push -u REMOTE main' (this repository has 2 remotes)\n", "\(sync.stderr)")
         #expect(try r.git("ls-remote --heads origin").stdoutText.isEmpty)
     }
+
+    /// What setup and the first sync did, in JSON: setup moving a vault into the repository (`moved_to`,
+    /// `recorded_in`, `locked_in_agent`), the first push (`set_upstream`, `committed_setup_files`), and a machine
+    /// with a vault of its own taking the clone's (`adopted`, `previous_vault`).
+    @Test(.enabled(if: GitSecondMachineTests.runs, "needs git: scripts/install-deps --test"))
+    func setupAndTheFirstSyncSayWhatTheyDidInJSON() throws {
+        _ = try #require(GitSecondMachineTests.gitTool, "git is needed (CI=true)")
+        let box = try Sandbox()
+        let base = URL(fileURLWithPath: box.directory).standardizedFileURL.path
+        let a = try Machine(base + "/homeA"), c = try Machine(base + "/homeC")
+        let bare = base + "/remote.git", clone = base + "/secrets"
+        let passphrase = "--passphrase-file '\(box.passphraseFile)'"
+        func json(_ result: CLIResult) throws -> NSDictionary {
+            try #require(result.status == 0, "\(result.stderr)")
+            return try #require(try JSONSerialization.jsonObject(with: result.stdout) as? NSDictionary)
+        }
+        try #require(try a.run("git init -q --bare -b main '\(bare)' && git init -q -b main secrets && \"$VAULT\" init \(passphrase)", in: base).status == 0)
+        let setup = try json(a.run("exec \"$VAULT\" git setup --json", in: clone))
+        #expect(setup["moved_to"] as? String == clone + "/default.vault")
+        #expect(setup["recorded_in"] as? String == a.record)
+        #expect(setup["locked_in_agent"] as? Bool == false)
+        #expect(setup["adopted"] == nil && setup["previous_vault"] == nil)
+        #expect(setup["added"] as? Bool == true && setup["repository"] as? String == clone)
+
+        try #require(try a.run("git remote add origin '\(bare)'", in: clone).status == 0)
+        let first = try json(a.run("exec \"$VAULT\" sync --json \(passphrase)", in: clone))
+        #expect(first["set_upstream"] as? Bool == true && first["upstream"] as? String == "origin/main")
+        #expect(first["committed_setup_files"] as? [String] == [".gitattributes", ".gitignore"])
+        #expect(first["committed"] as? Bool == true && first["pushed"] as? Bool == true)
+        let again = try json(a.run("exec \"$VAULT\" sync --json \(passphrase)", in: clone))
+        #expect(again["set_upstream"] as? Bool == false && again["committed_setup_files"] as? [String] == [])
+
+        try #require(try c.run("\"$VAULT\" init \(passphrase) && git clone -q '\(bare)' secrets", in: c.home).status == 0)
+        let adopted = try json(c.run("exec \"$VAULT\" git setup --json --vault '\(c.home)/secrets/default.vault'", in: c.home + "/secrets"))
+        #expect(adopted["adopted"] as? String == c.home + "/secrets/default.vault")
+        #expect(adopted["previous_vault"] as? String == c.defaultVault)
+        #expect(adopted["recorded_in"] as? String == c.record)
+        #expect(adopted["moved_to"] == nil && adopted["locked_in_agent"] == nil)
+    }
 }

@@ -202,6 +202,32 @@ extension GitCommand {
         /// git takes any exit above 128 for a driver that failed, not a conflict.
         static let internalFailure: Int32 = 130
 
+        /// Why the two files do not merge with the key held (`reason`: the key links from it to the other file's key),
+        /// worded as 'vault sync' words it: a recipient's removal rotates the key and leaves the passphrase as it was.
+        /// With no such links, the files' own: theirs from before a key change ours has (made in this clone), which
+        /// 'vault sync' merges into the new key, asking nothing.
+        static func otherKeyMessage(_ reason: KeyChangeReason?, ours: String, theirs: String) -> String {
+            let abort = "abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync'"
+            // Read, not verified (the agent verifies the links of what it merges); only the headers, no KDF runs.
+            if reason == nil,
+               let a = try? DocumentHeader.parse(Merge.read(ours), label: ours, policy: .insecureForTesting),
+               let b = try? DocumentHeader.parse(Merge.read(theirs), label: theirs, policy: .insecureForTesting),
+               let change = a.keyChange(from: b.dataKeyID) {
+                let why = switch change {
+                case .recipientRemoval: "a recipient was removed, which rotates the key"
+                case .passphraseChange: "the passphrase was changed"
+                case .other: "the key was changed"
+                }
+                return "theirs is from before a key change ours has (\(why)); \(abort), which merges it into the new key"
+            }
+            let why = switch reason {
+            case .recipientRemoval: "another key (a recipient was removed on another machine, which rotates the key; the passphrase may be the same)"
+            case .passphraseChange: "another passphrase (changed on another machine)"
+            case .other, nil: "another key (changed on another machine)"
+            }
+            return "one side has \(why); \(abort), which asks for the passphrase as that copy has it"
+        }
+
         package func run() throws {
             let shown = TerminalText.escaped(pathname.isEmpty ? ours : pathname)
             do {
@@ -219,14 +245,7 @@ extension GitCommand {
             } catch let exit as ExitCode {
                 throw exit
             } catch VaultError.otherKey(_, let reason) {
-                // Worded as 'vault sync' words it, from the key link's reason: a recipient's removal rotates the key
-                // and leaves the passphrase as it was.
-                let why = switch reason {
-                case .recipientRemoval: "another key (a recipient was removed on another machine, which rotates the key; the passphrase may be the same)"
-                case .passphraseChange: "another passphrase (changed on another machine)"
-                case .other, nil: "another key (changed on another machine)"
-                }
-                writeToStderr("vault: cannot merge '\(shown)': one side has \(why); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which asks for the passphrase as that copy has it\n")
+                writeToStderr("vault: cannot merge '\(shown)': \(Self.otherKeyMessage(reason, ours: ours, theirs: theirs))\n")
                 throw ExitCode(1)
             } catch VaultError.massDeletion(_, let names) {
                 // The driver cannot ask: git's file stays as it is (a conflict), and sync asks.

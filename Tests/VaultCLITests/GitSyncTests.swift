@@ -293,6 +293,34 @@ import VaultTestSupport
         #expect(try m.list(m.a) == ["a-1", "a-2", "a-3", "a-4", "a-5", "b-0", "x-1", "x-2", "y-1", "y-2"])
     }
 
+    /// The other way round: this clone changed the passphrase (not pushed yet) and git's pull brings a teammate's
+    /// commit from before the change. The driver says that theirs is older, not that another machine changed the key
+    /// (note 4: it said "another key (changed on another machine)"), and 'vault sync' merges theirs, asking nothing.
+    @Test(.enabled(if: git != nil, "needs git")) func theMergeDriverSaysWhenTheKeyChangeIsOurs() throws {
+        let m = try Machines()
+        try m.a.unlock(["--vault", m.vaultA])
+        try m.b.unlock(["--vault", m.vaultB])
+        let newPassphrase = m.a.directory + "/new-passphrase"
+        FileManager.default.createFile(atPath: newPassphrase, contents: Data("a new passphrase\n".utf8), attributes: [.posixPermissions: 0o600])
+        let passwd = try m.vault(m.a, ["passwd", "--passphrase-file", m.a.passphraseFile, "--new-passphrase-file", newPassphrase])
+        #expect(passwd.status == 0, "\(passwd.stderr)")
+        #expect(try m.git(m.a, ["commit", "-qam", "new passphrase"]).status == 0)
+        try m.put(m.b, "from-b", "b")
+        #expect(try m.sync(m.b).status == 0)
+
+        let pull = try m.git(m.a, ["pull", "-q", "--no-rebase"])
+        #expect(pull.status != 0)
+        #expect(pull.stderr.contains("""
+            vault: cannot merge 'team.vault': theirs is from before a key change ours has (the passphrase was changed); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which merges it into the new key
+
+            """), "\(pull.stderr)")
+        #expect(try m.git(m.a, ["merge", "--abort"]).status == 0)
+        chmod(m.vaultA, 0o600)
+        let synced = try m.sync(m.a)
+        #expect(synced.status == 0 && synced.stdoutText.contains("  added: from-b\n") && synced.stdoutText.hasSuffix("pushed to origin/main\n"), "\(synced.stdoutText) \(synced.stderr)")
+        #expect(try m.list(m.a) == ["from-b"])
+    }
+
     @Test(.enabled(if: git != nil, "needs git")) func aPassphraseChangedOnOneMachineIsFollowedByTheOtherWithNothingLost() throws {
         let m = try Machines()
         let newPassphrase = m.a.directory + "/new-passphrase"

@@ -35,6 +35,10 @@ public struct DocumentHeader: Sendable {
     /// The header's bytes as read, which its MAC covers.
     let bytes: [UInt8]
 
+    /// Why the key changed from `keyID` to this header's data key, as the header's key links say (read, not verified:
+    /// a merge verifies them); `nil` when no link starts at `keyID`. Words for an error, never a reason to trust.
+    public func keyChange(from keyID: DocumentID) -> KeyChangeReason? { KeyLinks.reason(stanzas, from: keyID) }
+
     /// The key stanza types, in order (`argon2id`, `x25519`, … and `unknown(N)`; not the `replica_names` and
     /// `recipient_labels` stanzas, which open nothing).
     public var stanzaTypes: [String] {

@@ -205,15 +205,12 @@ package struct Sync: AsyncParsableCommand {
     func report(_ outcome: GitSync.Report) throws {
         let merge = outcome.merge
         if options.json {
-            try writeJSON([
+            try writeJSON(merge.json.merging([
                 "remote": "git", "repository": outcome.repository, "upstream": outcome.upstream, "dry_run": dryRun,
                 "committed": outcome.committed, "fast_forwarded": outcome.fastForwarded, "merge_commit": outcome.mergedCommit,
                 "pushed": outcome.pushed, "set_upstream": outcome.setUpstream, "committed_setup_files": outcome.committedSetupFiles,
-                "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated,
-                "deleted": merge.deleted, "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON, "won": merge.wonConflictsJSON,
-                "renamed": merge.renamedJSON, "moved": merge.movedJSON, "resurrected_by": MergeReport.attributionsJSON(merge.cameBack),
-                "kept_deleted_by": MergeReport.attributionsJSON(merge.keptDeletions),
-            ] as [String: Any])
+                "attempts": outcome.attempts,
+            ] as [String: Any]) { $1 })
             return
         }
         let upstream = TerminalText.escaped(outcome.upstream)
@@ -244,13 +241,10 @@ package struct Sync: AsyncParsableCommand {
         let remote = self.remote ?? ""
         let merge = outcome.merge ?? MergeReport()
         if options.json {
-            try writeJSON([
+            try writeJSON(merge.json.merging([
                 "remote": remote, "dry_run": dryRun, "fetched": outcome.fetched, "pushed": outcome.pushed, "created": outcome.created,
-                "attempts": outcome.attempts, "added": merge.added, "updated": merge.updated, "deleted": merge.deleted,
-                "resurrected": merge.resurrected, "conflicts": merge.conflicts, "kept_deleted": merge.keptDeleted, "lost": merge.lostEditsJSON, "won": merge.wonConflictsJSON,
-                "renamed": merge.renamedJSON, "moved": merge.movedJSON, "resurrected_by": MergeReport.attributionsJSON(merge.cameBack),
-                "kept_deleted_by": MergeReport.attributionsJSON(merge.keptDeletions),
-            ] as [String: Any])
+                "attempts": outcome.attempts,
+            ] as [String: Any]) { $1 })
             return
         }
         let vault = TerminalText.escaped(options.resolvedPath)

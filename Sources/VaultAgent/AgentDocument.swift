@@ -218,6 +218,7 @@ extension AgentWire {
             writer.field(.code, "ahead")
             writer.field(.replica, replica.rawValue)
         }
+        if let reason = report.followedKey { writer.field(.code, "followed-key:" + reason.rawValue) }
         writer.field(.bool, report.written)
         writer.field(.code, report.otherLacks ? "other-lacks" : "other-complete")
     }
@@ -241,6 +242,10 @@ extension AgentWire {
                 renamedNames = []
                 if code == "other-lacks" { report.otherLacks = true }
                 if code == "other-complete" { sawCompleteness = true }
+                if let followed = code?.wholeMatch(of: /followed-key:(.*)/)?.1 {
+                    guard let reason = KeyChangeReason(rawValue: String(followed)) else { throw AgentError.protocolError("a malformed merge report") }
+                    report.followedKey = reason
+                }
             case .source: source = answer.string(field.range)
             case .name:
                 guard let name = answer.string(field.range) else { throw AgentError.protocolError("a malformed merge report") }

@@ -71,15 +71,10 @@ package struct Merge: ParsableCommand {
                 }
             }
             if options.json {
-                try writeJSON([
+                try writeJSON(report.json.merging([
                     "other": other, "dry_run": dryRun, "changed": !report.isEmpty, "written": report.written,
-                    "added": report.added, "updated": report.updated, "deleted": report.deleted,
-                    "resurrected": report.resurrected, "conflicts": report.conflicts, "kept_deleted": report.keptDeleted,
-                    "lost": report.lostEditsJSON, "won": report.wonConflictsJSON,
-                    "renamed": report.renamedJSON, "moved": report.movedJSON, "resurrected_by": MergeReport.attributionsJSON(report.cameBack),
-                    "kept_deleted_by": MergeReport.attributionsJSON(report.keptDeletions),
                     "replicas_ahead": report.replicasAhead.map(\.description),
-                ])
+                ] as [String: Any]) { $1 })
                 return
             }
             try writeToStdout(Self.describe(report, other: other, into: options.resolvedPath, dryRun: dryRun))
@@ -202,17 +197,29 @@ package final class OtherCopyPassphrase {
 
     package init(_ source: SecretSourceOptions<OtherPassphraseSecret>) { self.source = source }
 
-    /// Whether a merge followed the other copy's data key (its passphrase was needed): the vault now opens with
-    /// that copy's passphrase.
-    package private(set) var followedKey = false
-
     /// Runs `merge` without another passphrase; when the other copy turns out to be sealed with another key
     /// (``VaultError/otherKey(path:reason:)``), runs it again with that copy's passphrase: from the options, else asked
     /// on the terminal (saying why the key differs, as its key links tell). No passphrase to be had: the error, whose
     /// hint names the options.
     package func merging(label: String, _ merge: (SecureBytes?) throws -> MergeReport) throws -> MergeReport {
         do {
-            return try merge(nil)
+            let report = try merge(nil)
+            // Followed with what was held (an identity, or the passphrase's key when a removal kept the passphrase):
+            // said, as when a passphrase is asked.
+            if let reason = report.followedKey {
+                let why = switch reason {
+                case .recipientRemoval: "a recipient was removed there, which rotates the key"
+                case .passphraseChange: "its passphrase was changed"
+                case .other: "its key was changed"
+                }
+                let now = switch reason {
+                case .recipientRemoval: "that copy's key (the passphrase stays as it was)"
+                case .passphraseChange: "that copy's passphrase and key"
+                case .other: "that copy's key"
+                }
+                writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (\(why)): this vault now has \(now)\n")
+            }
+            return report
         } catch VaultError.otherKey(let path, let reason) {
             if !sourceRead {
                 known = try source.read()
@@ -228,7 +235,6 @@ package final class OtherCopyPassphrase {
                 }
             }
             let report = try merge(known)
-            followedKey = true
             let why = removal ? "a recipient was removed there" : "its passphrase was changed"
             writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (\(why)): this vault now has that copy's passphrase and key\n")
             return report
@@ -304,6 +310,24 @@ extension MergeReport {
     /// replica id).
     package var movedJSON: [[String: Any]] {
         moved.map { ["from": $0.from, "to": $0.to, "by": $0.byName as Any, "by_replica": $0.by.description] }
+    }
+
+    /// What a merge did, for `--json` (`vault merge`'s, `vault sync`'s): the entries by what happened to them, who did
+    /// which, and `followed_key`: why the other copy's key was taken (`recipient_removal`, `passphrase_change`,
+    /// `other`), `null` when the key stayed.
+    package var json: [String: Any] {
+        [
+            "added": added, "updated": updated, "deleted": deleted, "resurrected": resurrected, "conflicts": conflicts,
+            "kept_deleted": keptDeleted, "lost": lostEditsJSON, "won": wonConflictsJSON, "renamed": renamedJSON, "moved": movedJSON,
+            "resurrected_by": Self.attributionsJSON(cameBack), "kept_deleted_by": Self.attributionsJSON(keptDeletions),
+            "followed_key": followedKey.map { reason -> String in
+                switch reason {
+                case .recipientRemoval: "recipient_removal"
+                case .passphraseChange: "passphrase_change"
+                case .other: "other"
+                }
+            } as Any,
+        ]
     }
 
     /// ``cameBack`` or ``keptDeletions`` for `--json`: per entry its name, who changed it (`changed_by`, its name or

@@ -337,5 +337,6 @@ extension MergeReport {
         replicasAhead = Array(Set(replicasAhead + other.replicasAhead)).sorted()
         written = written || other.written
         otherLacks = otherLacks || other.otherLacks
+        followedKey = other.followedKey ?? followedKey
     }
 }

@@ -43,6 +43,7 @@ import VaultCore
         report.wonConflicts = [.init(name: "web/site3", loser: ReplicaID(rawValue: 9), loserName: "alice@desk", version: 2),
                                .init(name: "web/site4", loser: replica, loserName: nil, version: 1)]
         report.replicasAhead = [ReplicaID(rawValue: 5)]
+        report.followedKey = .recipientRemoval
         report.written = true
         let deleted = VaultDocument.DeletedEntry(
             id: DocumentID(bytes: Array(repeating: 3, count: 16))!, name: "gone",
@@ -121,5 +122,8 @@ import VaultCore
             try decode(AgentStatus.ok.rawValue, .status) { $0.field(.path, "/v.vault") }
         }
         #expect(throws: AgentError.protocolError("an answer to a retired operation")) { try decode(AgentStatus.ok.rawValue, .retiredWrite) }
+        #expect(throws: AgentError.protocolError("a malformed merge report")) {
+            try decode(AgentStatus.ok.rawValue, .merge) { $0.field(.code, "followed-key:lost-it"); $0.field(.bool, true) }
+        }
     }
 }

@@ -31,6 +31,7 @@ extension DocumentStore {
         guard header.vaultID == held.vaultID else { throw VaultError.notTheSameVault(path: label) }
         let other: VaultDocument
         var adopted: SecureBytes?
+        var followed: KeyChangeReason?
         if header.dataKeyID == held.dataKeyID {
             other = try VaultDocument.open(otherBytes, with: .dataKey(dataKey), label: label, policy: policy, against: held).document
         } else if let previousKey, header.dataKeyID == previousKey.id {
@@ -71,6 +72,7 @@ extension DocumentStore {
             let opened = try VaultDocument.open(otherBytes, with: key, label: label, policy: policy, against: held)
             other = opened.document
             adopted = opened.dataKey
+            followed = reason ?? .other
         }
         var report = MergeReport()
         if dryRun {
@@ -79,6 +81,7 @@ extension DocumentStore {
             let now = clock.milliseconds()
             report = try VaultDocument.merge(current, other, now: now, replica: replica).1
             try other.checkClaims(about: replica, ownClock: current.replicas[replica]?.packed ?? 0, mergingInto: current, now: now)
+            report.followedKey = followed
             return report
         }
         try write(attempts: attempts) { stored in
@@ -106,6 +109,7 @@ extension DocumentStore {
                 merged.stanzas = other.stanzas
                 merged.dataKeyID = other.dataKeyID
                 report.written = true
+                report.followedKey = followed
                 return (merged, adopted)
             }
             report.written = !merged.sameContent(as: ours)

@@ -42,6 +42,9 @@ public struct MergeReport: Sendable, Equatable {
     /// Whether the other copy lacks something of the result (an entry, a version, a deletion, a clock): a sync
     /// sends the result back only then.
     public var otherLacks = false
+    /// The other copy's key change, followed (its key links from ours): the vault has that copy's data key and key
+    /// stanzas now, and why they changed; `nil` when both had the same key.
+    public var followedKey: KeyChangeReason?
 
     /// An entry that gave up its name to another one created first (said at the merge that renamed it only).
     public struct Renamed: Sendable, Equatable {

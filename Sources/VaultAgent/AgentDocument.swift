@@ -185,6 +185,11 @@ extension AgentWire {
             if let name = moved.byName { writer.field(.replicaName, name) }
             writer.field(.name, moved.to)
         }
+        for named in report.namedBack {
+            writer.field(.code, "named-back")
+            writer.field(.source, named.from)
+            writer.field(.name, named.to)
+        }
         for (code, attributions) in [("came-back", report.cameBack), ("kept-by", report.keptDeletions)] {
             for attribution in attributions {
                 // The changer's and the deleter's replicas (0 when the deleter is not known: flag 4 clear) and names
@@ -267,6 +272,9 @@ extension AgentWire {
                 case "moved":
                     guard let source, lost.replicas.count == 1 else { throw AgentError.protocolError("a malformed merge report") }
                     report.moved.append(.init(from: source, to: name, by: ReplicaID(rawValue: lost.replicas[0]), byName: lost.name))
+                case "named-back":
+                    guard let source else { throw AgentError.protocolError("a malformed merge report") }
+                    report.namedBack.append(.init(from: source, to: name))
                 case "came-back", "kept-by":
                     guard lost.replicas.count == 2, renamedNames.count == 2, let flags = lost.version, flags < 8 else {
                         throw AgentError.protocolError("a malformed merge report")

@@ -16,7 +16,7 @@ package struct Merge: ParsableCommand {
         commandName: "merge",
         abstract: "Merge another copy of this vault into it, entry by entry, and say what changed.",
         discussion: """
-            Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'), and is counted once, as a conflict (not also updated): its line says whose change lost, yours ('your change to NAME lost to a later one from ...') or theirs ('conflict: NAME: your change won over ...'s'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it (on every machine alike), the other gets '~' and the start of its id; the merge that does it says so once, whose entry it was ('your NAME is now NAME~…: … created NAME first'), and when the renamed one holds the newer value ('vault mv' renames either). Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written, and so is (exit 6) a copy with a clock more than a day ahead of this machine's and the vault's (clock_ahead: 'vault repair --clocks' on the machine that wrote it) or one that claims changes this machine never made (untrusted_copy). A merge that would delete more than 10 entries and more than a tenth of the vault asks on a terminal, else needs --accept-deletions (exit 1, mass_deletion, naming them). Format version 2 on both sides.
+            Per entry the later change wins (hybrid logical clocks, not file times); a change made on both sides keeps the other one in the entry's history, marked conflict ('vault history NAME'), and is counted once, as a conflict (not also updated): its line says whose change lost, yours ('your change to NAME lost to a later one from ...') or theirs ('conflict: NAME: your change won over ...'s'); a deletion wins over an older change, and a change made after a deletion brings the entry back. Two entries that end up with one name: the one created first keeps it (on every machine alike), the other gets '~' and the start of its id; the merge that does it says so once, whose entry it was ('your NAME is now NAME~…: … created NAME first'), and when the renamed one holds the newer value ('vault mv' renames either); once the one that kept the name is gone, the other has it again ('NAME~… is NAME again'). Merging the same copy again changes nothing. Another vault (another vault id) is refused with nothing written, and so is (exit 6) a copy with a clock more than a day ahead of this machine's and the vault's (clock_ahead: 'vault repair --clocks' on the machine that wrote it) or one that claims changes this machine never made (untrusted_copy). A merge that would delete more than 10 entries and more than a tenth of the vault asks on a terminal, else needs --accept-deletions (exit 1, mass_deletion, naming them). Format version 2 on both sides.
             """)
 
     @Argument(help: ArgumentHelp("The other copy's file.", valueName: "other"), completion: .file())
@@ -100,7 +100,8 @@ package struct Merge: ParsableCommand {
         var text = "\(verb) '\(TerminalText.escaped(other))' into '\(TerminalText.escaped(vault))': "
             + [count(report.added.count, "added"), count(report.updated.count, "updated"), count(report.deleted.count, "deleted"),
                count(report.resurrected.count, "resurrected"), count(report.conflicts.count, "conflict")].joined(separator: ", ")
-            + (report.renamed.isEmpty && report.moved.isEmpty ? "" : ", " + count(report.renamed.count + report.moved.count, "renamed")) + "\n"
+            + (report.renamed.isEmpty && report.moved.isEmpty && report.namedBack.isEmpty ? ""
+                : ", " + count(report.renamed.count + report.moved.count + report.namedBack.count, "renamed")) + "\n"
         let cameBack = Dictionary(report.cameBack.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for (word, names) in [("added", report.added), ("updated", report.updated), ("deleted", report.deleted),
                               ("resurrected", report.resurrected)] {
@@ -156,7 +157,8 @@ package struct Merge: ParsableCommand {
 
     /// One line per entry renamed because another one created first has its name (``MergeReport/renamed``): whose
     /// entry it is (yours, or its creator's), its name now, who created the one that kept the name, and, when the
-    /// renamed one was changed last, that the name now reads the older value.
+    /// renamed one was changed last, that the name now reads the older value; then one per entry that has its name
+    /// again (``MergeReport/namedBack``).
     package static func renameLines(_ report: MergeReport) -> String {
         report.renamed.map { renamed in
             let from = TerminalText.escaped(renamed.from), to = TerminalText.escaped(renamed.to)
@@ -164,6 +166,9 @@ package struct Merge: ParsableCommand {
             let keeper = renamed.keptByYou ? "you" : TerminalText.escaped(renamed.keeperDescription)
             let older = renamed.renamedIsNewer ? ", so \(from) now reads an older value than \(to)" : ""
             return "  renamed: \(owner) \(from) is now \(to): \(keeper) created \(from) first\(older) ('vault mv' to rename)\n"
+        }.joined() + report.namedBack.map { named in
+            let to = TerminalText.escaped(named.to)
+            return "  renamed: \(TerminalText.escaped(named.from)) is \(to) again: the entry that had the name \(to) is gone\n"
         }.joined()
     }
 
@@ -319,6 +324,7 @@ extension MergeReport {
         [
             "added": added, "updated": updated, "deleted": deleted, "resurrected": resurrected, "conflicts": conflicts,
             "kept_deleted": keptDeleted, "lost": lostEditsJSON, "won": wonConflictsJSON, "renamed": renamedJSON, "moved": movedJSON,
+            "named_back": namedBack.map { ["from": $0.from, "to": $0.to] },
             "resurrected_by": Self.attributionsJSON(cameBack), "kept_deleted_by": Self.attributionsJSON(keptDeletions),
             "followed_key": followedKey.map { reason -> String in
                 switch reason {

@@ -330,6 +330,7 @@ extension MergeReport {
         keptDeleted += other.keptDeleted
         cameBack += other.cameBack
         moved += other.moved
+        namedBack += other.namedBack
         keptDeletions += other.keptDeletions
         lostEdits += other.lostEdits
         wonConflicts += other.wonConflicts

@@ -44,6 +44,7 @@ import VaultCore
                                .init(name: "web/site4", loser: replica, loserName: nil, version: 1)]
         report.replicasAhead = [ReplicaID(rawValue: 5)]
         report.followedKey = .recipientRemoval
+        report.namedBack = [.init(from: "web/site3~0a1b2c3d", to: "web/site3")]
         report.written = true
         let deleted = VaultDocument.DeletedEntry(
             id: DocumentID(bytes: Array(repeating: 3, count: 16))!, name: "gone",
@@ -124,6 +125,9 @@ import VaultCore
         #expect(throws: AgentError.protocolError("an answer to a retired operation")) { try decode(AgentStatus.ok.rawValue, .retiredWrite) }
         #expect(throws: AgentError.protocolError("a malformed merge report")) {
             try decode(AgentStatus.ok.rawValue, .merge) { $0.field(.code, "followed-key:lost-it"); $0.field(.bool, true) }
+        }
+        #expect(throws: AgentError.protocolError("a malformed merge report")) {
+            try decode(AgentStatus.ok.rawValue, .merge) { $0.field(.code, "named-back"); $0.field(.name, "web/site3") }
         }
     }
 }

@@ -92,6 +92,32 @@ import VaultTestSupport
     /// first); A's, the fresher value, is renamed. Each machine is told once, at the sync that brings the rename: A that
     /// its own entry was renamed and why (no "added" for the name it had), B whose entry it was; later syncs that merge
     /// do not say it again.
+    /// After a collision, the holder of the name deletes it: the renamed entry has the name again, and the sync that
+    /// does it says so, beside the deletion (note 4: "deleted: web/site3" alone, and web/site3 was still there).
+    @Test(.enabled(if: GitSyncTests.git != nil, "needs git")) func theRenamedEntryHasItsNameAgainWhenTheHolderIsDeleted() throws {
+        let m = try namedMachines()
+        try m.put(m.b, "web/site3", "B3")
+        usleep(5_000)
+        try m.put(m.a, "web/site3", "A3")
+        try #require(try m.sync(m.b).status == 0)
+        try #require(try m.sync(m.a).status == 0)
+        try #require(try m.sync(m.b).status == 0)
+        let mine = try #require(try m.vault(m.a, ["list"]).stdoutText.split(separator: "\n").map(String.init).last)
+        #expect(mine.hasPrefix("web/site3~"))
+        #expect(try m.vault(m.b, ["delete", "web/site3"]).status == 0)
+        try #require(try m.sync(m.b).status == 0)
+        let sync = try m.sync(m.a, ["--json"])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: sync.stdout) as? [String: Any])
+        #expect(report["deleted"] as? [String] == ["web/site3"])
+        #expect(report["named_back"] as? [[String: String]] == [["from": mine, "to": "web/site3"]], "\(report)")
+        #expect(try m.vault(m.a, ["list"]).stdoutText == "web/site3\n")
+        #expect(try m.vault(m.a, ["get", "web/site3"]).stdoutText == "A3")
+        try m.put(m.b, "web/other", "o")
+        try #require(try m.sync(m.b).status == 0)
+        #expect(try m.vault(m.b, ["list"]).stdoutText == "web/other\nweb/site3\n")
+    }
+
     @Test(.enabled(if: GitSyncTests.git != nil, "needs git")) func aSameNameCollisionIsToldOnceSayingWhoseEntryWasRenamed() throws {
         let m = try namedMachines()
         try m.put(m.b, "web/site3", "B3")

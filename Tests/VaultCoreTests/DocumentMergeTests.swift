@@ -142,6 +142,29 @@ struct DocumentMergeTests {
         #expect(again.renamed.isEmpty && again.added == ["other"], "\(again)")
     }
 
+    /// The entry that kept the name is deleted: the renamed one has its name again at the next merge, and the merge
+    /// says so (note 4: only "deleted: github" was said, and github was still there).
+    @Test func aRenamedEntryHasItsNameAgainWhenTheNameIsFreeAndTheMergeSaysSo() throws {
+        let (_, _, replicas) = try copies(2)
+        let (a, b) = (replicas[0], replicas[1])
+        let (ra, rb) = (ReplicaID(rawValue: 1), ReplicaID(rawValue: 2))
+        try a.apply([set("github", "first")], replica: ra, clock: SettableClock(Self.start))
+        try b.apply([set("github", "second")], replica: rb, clock: SettableClock(Self.start + 5))
+        let bothA = try merged(a, b), bothB = try merged(b, a)
+        let renamed = "github~" + (try #require(b.entry("github")).id.description.prefix(8))
+        #expect(bothB.names == ["github", renamed])
+        try bothA.apply([.delete(entry: "github")], replica: ra, clock: SettableClock(Self.start + 10))
+
+        let (result, report) = try VaultDocument.merge(bothB, bothA, now: Self.start, replica: rb)
+        #expect(result.names == ["github"] && value(result, "github") == "second")
+        #expect(report.deleted == ["github"])
+        #expect(report.namedBack == [.init(from: renamed, to: "github")])
+        #expect(report.moved.isEmpty && report.renamed.isEmpty && report.updated.isEmpty)
+        // Said once: merging the result again names nothing back.
+        let (_, again) = try VaultDocument.merge(result, bothA, now: Self.start, replica: rb)
+        #expect(again.namedBack.isEmpty)
+    }
+
     @Test func anotherVaultIsRefusedAndTheGenerationIsAboveBoth() throws {
         let (_, _, replicas) = try copies(2)
         let (other, _) = try VaultDocument.create(passphrase: Self.passphrase, parameters: .insecureForTesting, label: "other")

@@ -293,6 +293,10 @@ struct Merging {
                     report.conflicts.append(entry.name)
                     continue
                 }
+                // Its name again: a merge's `~` suffix dropped, the entry that held the name being gone.
+                if entry.name != before.name, VaultDocument.baseName(before) == entry.name, !renames.contains(where: { $0.0 == id }) {
+                    report.namedBack.append(.init(from: before.name, to: entry.name))
+                }
                 // Renamed there (a later version under another name, not a merge's suffix given or dropped here).
                 if !conflicted.contains(id), entry.modified > before.modified, entry.name != before.name,
                    VaultDocument.baseName(before) != entry.name, !renames.contains(where: { $0.0 == id }) {
@@ -328,6 +332,7 @@ struct Merging {
         report.wonConflicts = won.sorted { $0.name < $1.name }
         report.cameBack.sort { $0.name < $1.name }
         report.moved.sort { $0.from < $1.from }
+        report.namedBack.sort { $0.from < $1.from }
         report.keptDeletions = deletions.compactMap { id, deletion in
             // A concurrent change the deletion won over (a version kept at the deletion itself is no news).
             guard let kept = deletion.kept, kept.version.conflict, kept.version.modified != ours.deletions[id]?.kept?.version.modified else { return nil }

@@ -26,6 +26,9 @@ public struct MergeReport: Sendable, Equatable {
     /// Entries of ours the other side renamed (`vault mv`), a merge's `~` name among them: (the name ours had, the
     /// name now, who renamed it). Not also ``updated``.
     public var moved: [Moved] = []
+    /// Entries of ours that had a merge's `~` name and have their name again (`from`, the `~` name, `to`): the entry
+    /// that held the name is gone (deleted, or renamed). Also ``updated`` when changed too.
+    public var namedBack: [NamedBack] = []
     /// Entries deleted on one side after the other side changed them (concurrently): the deletion won, and the
     /// change is kept with it (``VaultDocument/deleted``; `vault restore --deleted NAME` brings it back).
     public var keptDeleted: [String] = []
@@ -141,6 +144,13 @@ public struct MergeReport: Sendable, Equatable {
     }
 
     /// An entry changed on one side and deleted on the other (``cameBack``, ``keptDeletions``): who did which.
+    public struct NamedBack: Sendable, Equatable {
+        public let from: String
+        public let to: String
+
+        public init(from: String, to: String) { (self.from, self.to) = (from, to) }
+    }
+
     public struct Attribution: Sendable, Equatable {
         /// The entry's name after the merge (a deleted entry's: the name its kept change has).
         public let name: String
@@ -177,6 +187,6 @@ public struct MergeReport: Sendable, Equatable {
     /// Whether the merge changed nothing of ours.
     public var isEmpty: Bool {
         added.isEmpty && updated.isEmpty && deleted.isEmpty && resurrected.isEmpty && conflicts.isEmpty && renamed.isEmpty && moved.isEmpty
-            && keptDeleted.isEmpty
+            && namedBack.isEmpty && keptDeleted.isEmpty
     }
 }

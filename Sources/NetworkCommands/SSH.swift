@@ -95,9 +95,10 @@ extension SSHCommand {
                 try checkNameArgumentIsUTF8(name)
                 try SecureKeyValueStore.validate(key: name)
                 let label = file ?? "stdin"
-                // One byte more than a key may have tells a larger input.
-                let bytes = try file.map { try Posix.readFile($0, limit: 1 << 20 + 1) } ?? Posix.readAll(0, limit: 1 << 20 + 1, path: "stdin")
-                guard bytes.count <= 1 << 20, let text = String(bytes: bytes, encoding: .utf8) else {
+                // At most 1 MiB (a key has a few KiB): a larger file or stdin is "File too large".
+                let bytes = try file.map { try Posix.readFile($0, limit: 1 << 20) } ?? Posix.readAll(0, limit: (1 << 20) + 1, path: "stdin")
+                if bytes.count > 1 << 20 { throw VaultError.io(operation: "cannot read", path: "stdin", errno: EFBIG) }
+                guard let text = String(bytes: bytes, encoding: .utf8) else {
                     throw SSHKeyError(file: label, error: .notAPrivateKey)
                 }
                 var key: SSHPrivateKey

@@ -193,7 +193,7 @@ package struct Sync: AsyncParsableCommand {
     /// A merge of another copy, as `vault merge` makes it: its passphrase asked (or read from the options) when it
     /// has another key, a mass deletion asked about (or accepted with --accept-deletions); once per sync.
     func merging() -> (String, (SecureBytes?, Bool) throws -> MergeReport) throws -> MergeReport {
-        let otherCopy = OtherCopyPassphrase(otherPassphrase)
+        let otherCopy = OtherCopyPassphrase(otherPassphrase, json: options.json)
         let deletions = DeletionConsent(accepted: acceptDeletions)
         return { label, merge in
             try otherCopy.merging(label: label) { passphrase in

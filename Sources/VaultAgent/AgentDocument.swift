@@ -247,8 +247,10 @@ extension AgentWire {
                 renamedNames = []
                 if code == "other-lacks" { report.otherLacks = true }
                 if code == "other-complete" { sawCompleteness = true }
-                if let followed = code?.wholeMatch(of: /followed-key:(.*)/)?.1 {
-                    guard let reason = KeyChangeReason(rawValue: String(followed)) else { throw AgentError.protocolError("a malformed merge report") }
+                if let code, code.hasPrefix("followed-key:") {
+                    guard let reason = KeyChangeReason(rawValue: String(code.dropFirst("followed-key:".count))) else {
+                        throw AgentError.protocolError("a malformed merge report")
+                    }
                     report.followedKey = reason
                 }
             case .source: source = answer.string(field.range)

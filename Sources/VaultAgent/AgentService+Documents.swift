@@ -30,11 +30,15 @@ extension AgentService {
         }
     }
 
-    /// The unlocked version-2 vault whose id the file `bytes` carries (whatever its path), or `nil`.
-    private func vault(holding bytes: [UInt8], label: String) throws -> DocumentVault? {
+    /// The unlocked version-2 vault whose id the file `bytes` carries (whatever its path), or `nil`. With
+    /// `keptOverOlderFile`, also one whose file on disk no longer opens with its key when that key replaced the key of
+    /// `bytes` (a rebase checked out a file from before a key change made here): its key merges, and the merge says
+    /// which side is older.
+    private func vault(holding bytes: [UInt8], label: String, keptOverOlderFile: Bool = false) throws -> DocumentVault? {
         guard DocumentHeader.isVersion2(bytes) else { throw VaultError.needsVersion2(path: label) }
-        // Only its id is read here (no KDF runs): any parameters do.
-        let wanted = try DocumentHeader.parse(bytes, label: label, policy: .insecureForTesting).vaultID
+        // Only its id and links are read here (no KDF runs): any parameters do.
+        let header = try DocumentHeader.parse(bytes, label: label, policy: .insecureForTesting)
+        let wanted = header.vaultID
         // Reloaded when it can be (a passphrase changed since), else as last opened: git rewrites a vault in its work tree
         // to older commits (a rebase checks out the upstream first), which the rollback record refuses to open; the
         // files git hands over are merged with the key held, and the vault's own file is neither read nor written.
@@ -44,7 +48,7 @@ extension AgentService {
             do {
                 try candidate.reload()
             } catch VaultError.keyChanged {
-                return false
+                return keptOverOlderFile && candidate.replacedKey(of: header)
             } catch {}
             return candidate.vaultID == wanted
         }) else { return nil }
@@ -60,7 +64,7 @@ extension AgentService {
 
     /// git's merge driver: two files of a vault unlocked here (by vault id, whatever its path), merged with its key.
     func mergeFiles(ours: [UInt8], theirs: [UInt8], labels: (String, String)) throws -> AgentResponse {
-        guard let vault = try vault(holding: ours, label: labels.0) else { return .locked }
+        guard let vault = try vault(holding: ours, label: labels.0, keptOverOlderFile: true) else { return .locked }
         let (merged, report) = try vault.mergeFiles(
             ours: ours, theirs: theirs, labels: labels, now: configuration.wallClock.milliseconds())
         return .mergedFiles(merged, report)

@@ -204,21 +204,24 @@ extension GitCommand {
 
         /// Why the two files do not merge with the key held (`reason`: the key links from it to the other file's key),
         /// worded as 'vault sync' words it: a recipient's removal rotates the key and leaves the passphrase as it was.
-        /// With no such links, the files' own: theirs from before a key change ours has (made in this clone), which
-        /// 'vault sync' merges into the new key, asking nothing.
-        static func otherKeyMessage(_ reason: KeyChangeReason?, ours: String, theirs: String) -> String {
+        /// With no such links, the files' own: one from before a key change the other has (made in this clone: the
+        /// key held is the newer), which 'vault sync' merges into the new key while that change is not pushed.
+        /// `rebasing`: git names the sides the other way round (ours is the upstream's file, theirs this clone's).
+        static func otherKeyMessage(_ reason: KeyChangeReason?, ours: String, theirs: String, rebasing: Bool) -> String {
             let abort = "abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync'"
             // Read, not verified (the agent verifies the links of what it merges); only the headers, no KDF runs.
             if reason == nil,
                let a = try? DocumentHeader.parse(Merge.read(ours), label: ours, policy: .insecureForTesting),
                let b = try? DocumentHeader.parse(Merge.read(theirs), label: theirs, policy: .insecureForTesting),
-               let change = a.keyChange(from: b.dataKeyID) {
+               let (older, newer, change) = a.keyChange(from: b.dataKeyID).map({ ("theirs", "ours", $0) })
+                   ?? b.keyChange(from: a.dataKeyID).map({ ("ours", "theirs", $0) }) {
                 let why = switch change {
                 case .recipientRemoval: "a recipient was removed, which rotates the key"
                 case .passphraseChange: "the passphrase was changed"
                 case .other: "the key was changed"
                 }
-                return "theirs is from before a key change ours has (\(why)); \(abort), which merges it into the new key"
+                let sides = rebasing ? " (in a rebase, git's ours is the upstream's file and theirs this clone's)" : ""
+                return "\(older) is from before a key change \(newer) has (\(why))\(sides); \(abort), which, while this clone's key change is not pushed, merges the older copy into the new key"
             }
             let why = switch reason {
             case .recipientRemoval: "another key (a recipient was removed on another machine, which rotates the key; the passphrase may be the same)"
@@ -245,7 +248,8 @@ extension GitCommand {
             } catch let exit as ExitCode {
                 throw exit
             } catch VaultError.otherKey(_, let reason) {
-                writeToStderr("vault: cannot merge '\(shown)': \(Self.otherKeyMessage(reason, ours: ours, theirs: theirs))\n")
+                let rebasing = !ProcessInfo.processInfo.environment.keys.contains { $0.hasPrefix("GITHEAD_") }
+                writeToStderr("vault: cannot merge '\(shown)': \(Self.otherKeyMessage(reason, ours: ours, theirs: theirs, rebasing: rebasing))\n")
                 throw ExitCode(1)
             } catch VaultError.massDeletion(_, let names) {
                 // The driver cannot ask: git's file stays as it is (a conflict), and sync asks.

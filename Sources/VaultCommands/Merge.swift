@@ -48,7 +48,7 @@ package struct Merge: ParsableCommand {
             do {
                 report = try withVault(options) { vault in
                     if dryRun, !acceptDeletions { entryCount = try vault.keys().count }
-                    return try OtherCopyPassphrase(otherPassphrase).merging(label: other) { passphrase in
+                    return try OtherCopyPassphrase(otherPassphrase, json: options.json).merging(label: other) { passphrase in
                         try consent.merging(label: other) {
                             try merge(bytes, into: vault, identities: identities, otherPassphrase: passphrase, acceptDeletions: $0)
                         }
@@ -60,7 +60,7 @@ package struct Merge: ParsableCommand {
                 var lenient = options
                 lenient.acceptRollback = true
                 report = try withVault(lenient) { vault in
-                    try OtherCopyPassphrase(otherPassphrase).merging(label: other) { passphrase in
+                    try OtherCopyPassphrase(otherPassphrase, json: options.json).merging(label: other) { passphrase in
                         try consent.merging(label: other) {
                             try merge(bytes, into: vault, identities: identities, otherPassphrase: passphrase, acceptDeletions: $0)
                         }
@@ -199,8 +199,15 @@ package final class OtherCopyPassphrase {
     private let source: SecretSourceOptions<OtherPassphraseSecret>
     private var known: SecureBytes?
     private var sourceRead = false
+    /// Under `--json` a key followed without asking is said by the report's `followed_key`, not on stderr.
+    private let json: Bool
 
-    package init(_ source: SecretSourceOptions<OtherPassphraseSecret>) { self.source = source }
+    package init(_ source: SecretSourceOptions<OtherPassphraseSecret>, json: Bool = false) { (self.source, self.json) = (source, json) }
+
+    /// What the vault has now (or, a dry run, would have) of the other copy.
+    private static func has(_ what: String, _ report: MergeReport) -> String {
+        report.written ? "this vault now has \(what)" : "merging it would give this vault \(what)"
+    }
 
     /// Runs `merge` without another passphrase; when the other copy turns out to be sealed with another key
     /// (``VaultError/otherKey(path:reason:)``), runs it again with that copy's passphrase: from the options, else asked
@@ -211,7 +218,7 @@ package final class OtherCopyPassphrase {
             let report = try merge(nil)
             // Followed with what was held (an identity, or the passphrase's key when a removal kept the passphrase):
             // said, as when a passphrase is asked.
-            if let reason = report.followedKey {
+            if let reason = report.followedKey, !json {
                 let why = switch reason {
                 case .recipientRemoval: "a recipient was removed there, which rotates the key"
                 case .passphraseChange: "its passphrase was changed"
@@ -222,7 +229,7 @@ package final class OtherCopyPassphrase {
                 case .passphraseChange: "that copy's passphrase and key"
                 case .other: "that copy's key"
                 }
-                writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (\(why)): this vault now has \(now)\n")
+                writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (\(why)): \(Self.has(now, report))\n")
             }
             return report
         } catch VaultError.otherKey(let path, let reason) {
@@ -241,7 +248,7 @@ package final class OtherCopyPassphrase {
             }
             let report = try merge(known)
             let why = removal ? "a recipient was removed there" : "its passphrase was changed"
-            writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (\(why)): this vault now has that copy's passphrase and key\n")
+            writeToStderr("vault: note: '\(TerminalText.escaped(label))' has another key (\(why)): \(Self.has("that copy's passphrase and key", report))\n")
             return report
         }
     }

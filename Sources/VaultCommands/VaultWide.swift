@@ -109,7 +109,7 @@ package struct Info: ParsableCommand {
                     "unlock cost: \(Int(($0 * 1000).rounded())) ms here (one Argon2id with these parameters, measured)\n"
                 } ?? ""
                 let identity = info.vaultID.map {
-                    "vault id:    \($0)\nopens with:  \(Self.opensWith(info.stanzaTypes))\n"
+                    "vault id:    \($0)\nopens with:  \(Self.opensWith(info.stanzaTypes))\n" + Self.keyChanges(info.stanzaTypes)
                 } ?? ""
                 try writeToStdout("""
                     vault:       \(store.path)
@@ -123,11 +123,11 @@ package struct Info: ParsableCommand {
         }
     }
 
-    /// The key stanzas in words, each kind once with its count, in the file's order: "the passphrase, 2 age
-    /// identities (X25519), 1 key change recorded".
+    /// The key stanzas that open the vault in words, each kind once with its count, in the file's order: "the
+    /// passphrase, 2 age identities (X25519)".
     static func opensWith(_ types: [String]) -> String {
         var counts: [(type: String, count: Int)] = []
-        for type in types {
+        for type in types where type != "key_link" {
             if let index = counts.firstIndex(where: { $0.type == type }) { counts[index].count += 1 } else { counts.append((type, 1)) }
         }
         let words = counts.map { type, n -> String in
@@ -135,10 +135,17 @@ package struct Info: ParsableCommand {
             case "argon2id": return n == 1 ? "the passphrase" : "\(n) passphrases"
             case "x25519": return "\(n) age \(n == 1 ? "identity" : "identities") (X25519)"
             case "mlkem768x25519": return "\(n) post-quantum age \(n == 1 ? "identity" : "identities") (ML-KEM-768 + X25519)"
-            case "key_link": return "\(n) key \(n == 1 ? "change" : "changes") recorded"
-            default: return "\(n) of a kind this version does not know (\(type))"
+            default:
+                let number = type.hasPrefix("unknown(") ? String(type.dropFirst("unknown(".count).dropLast()) : type
+                return "\(n) \(n == 1 ? "stanza" : "stanzas") of unknown type \(number)"
             }
         }
         return words.isEmpty ? "nothing (no key stanza)" : words.joined(separator: ", ")
+    }
+
+    /// "key changes: N recorded" (the `key_link` stanzas, which open nothing), or nothing when there is none.
+    static func keyChanges(_ types: [String]) -> String {
+        let n = types.count { $0 == "key_link" }
+        return n == 0 ? "" : "key changes: \(n) recorded\n"
     }
 }

@@ -78,7 +78,9 @@ extension SyncEngine {
                         remember(objectVersion, of: localBytes)
                         return report
                     }
-                    let merged = try merge(bytes, version: objectVersion, record: record)
+                    var merged = try merge(bytes, version: objectVersion, record: record)
+                    // A key followed at an earlier attempt (whose store was refused) is followed still: said so.
+                    merged.followedKey = merged.followedKey ?? report.merge?.followedKey
                     report.merge = merged
                     if !engine.dryRun, !merged.otherLacks, !merged.written {
                         // Nothing changed here and the copy holds all of it: remember the pair. (When the merge

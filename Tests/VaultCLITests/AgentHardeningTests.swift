@@ -240,7 +240,7 @@ import Testing
             held = []
             for i in range(4):
                 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-                s.sendall(struct.pack(">I", 256 << 20) + bytes([5, 6]) + b"\\x01" * 1000)
+                s.sendall(struct.pack(">I", 256 << 20) + bytes([6, 6]) + b"\\x01" * 1000)
                 held.append(s)
             print("sent", flush=True)
             time.sleep(60)

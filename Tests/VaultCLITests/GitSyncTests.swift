@@ -311,10 +311,19 @@ import VaultTestSupport
         let pull = try m.git(m.a, ["pull", "-q", "--no-rebase"])
         #expect(pull.status != 0)
         #expect(pull.stderr.contains("""
-            vault: cannot merge 'team.vault': theirs is from before a key change ours has (the passphrase was changed); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which merges it into the new key
+            vault: cannot merge 'team.vault': theirs is from before a key change ours has (the passphrase was changed); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which, while this clone's key change is not pushed, merges the older copy into the new key
 
             """), "\(pull.stderr)")
         #expect(try m.git(m.a, ["merge", "--abort"]).status == 0)
+        chmod(m.vaultA, 0o600)
+        // A rebase names the sides the other way round (ours: the upstream's file), and says so.
+        let rebase = try m.git(m.a, ["pull", "-q", "--rebase"])
+        #expect(rebase.status != 0)
+        #expect(rebase.stderr.contains("""
+            vault: cannot merge 'team.vault': ours is from before a key change theirs has (the passphrase was changed) (in a rebase, git's ours is the upstream's file and theirs this clone's); abort this merge or rebase (git merge --abort, git rebase --abort) and run 'vault sync', which, while this clone's key change is not pushed, merges the older copy into the new key
+
+            """), "\(rebase.stderr)")
+        #expect(try m.git(m.a, ["rebase", "--abort"]).status == 0)
         chmod(m.vaultA, 0o600)
         let synced = try m.sync(m.a)
         #expect(synced.status == 0 && synced.stdoutText.contains("  added: from-b\n") && synced.stdoutText.hasSuffix("pushed to origin/main\n"), "\(synced.stdoutText) \(synced.stderr)")

@@ -63,12 +63,17 @@ import VaultTestSupport
         // with gives its key (PassphraseKeyTests).
         #expect(try m.git(m.b, ["reset", "-q", "--hard", "HEAD@{1}"]).status == 0)
         chmod(m.vaultB, 0o600)
-        let holder = try m.sync(m.b, ["--json"], passphrase: true)
-        #expect(holder.status == 0, "\(holder.stderr)")
-        // Said, as when a passphrase is asked (note 4 left it silent), and in the JSON.
-        #expect(holder.stderr == "vault: note: 'origin/main:team.vault' has another key (a recipient was removed there, which rotates the key): this vault now has that copy's key (the passphrase stays as it was)\n")
-        let report = try JSONSerialization.jsonObject(with: holder.stdout) as? [String: Any]
+        // Said, as when a passphrase is asked (note 4 left it silent): in the JSON (and only there under --json), as
+        // what a dry run would do, as what the sync did.
+        let asJSON = try m.sync(m.b, ["--json", "--dry-run"], passphrase: true)
+        #expect(asJSON.status == 0 && asJSON.stderr.isEmpty, "\(asJSON.stderr)")
+        let report = try JSONSerialization.jsonObject(with: asJSON.stdout) as? [String: Any]
         #expect(report?["followed_key"] as? String == "recipient_removal")
+        let note = "vault: note: 'origin/main:team.vault' has another key (a recipient was removed there, which rotates the key): "
+        let dry = try m.sync(m.b, ["--dry-run"], passphrase: true)
+        #expect(dry.status == 0 && dry.stderr == note + "merging it would give this vault that copy's key (the passphrase stays as it was)\n", "\(dry.stderr)")
+        let holder = try m.sync(m.b, passphrase: true)
+        #expect(holder.status == 0 && holder.stderr == note + "this vault now has that copy's key (the passphrase stays as it was)\n", "\(holder.stderr)")
         let after = try Data(contentsOf: URL(fileURLWithPath: m.vaultB))
         let owner = try Data(contentsOf: URL(fileURLWithPath: m.vaultA))
         #expect(after.subdata(in: 38..<54) == owner.subdata(in: 38..<54), "the owner's data key id")

@@ -165,7 +165,7 @@ import VaultTestSupport
     }
 
     /// A shell's process substitution gives a FIFO at /dev/fd/N (Foundation read it as nothing: "cannot read
-    /// '/dev/fd/63' failed"): --env-file, --mount-template and inject's template read it to its end. A missing file
+    /// '/dev/fd/63' failed"): --env-file, inject's template and --mount-template read it to its end. A missing file
     /// says its path and why, once.
     @Test func envFileAndTemplatesMayBeProcessSubstitutions() throws {
         var environment = box.environment
@@ -173,11 +173,13 @@ import VaultTestSupport
         environment["P"] = box.passphraseFile
         let script = #"""
             "$VAULT" run --passphrase-file "$P" --env-file <(printf 'A=k1\nB=k3\n') -- /bin/sh -c 'printf "%s|%s;" "$A" "$B"'
-            "$VAULT" inject --passphrase-file "$P" -i <(printf 'x={{ vault "k3" }}')
+            "$VAULT" inject --passphrase-file "$P" -i <(printf 'x={{ vault "k3" }};')
+            "$VAULT" run --passphrase-file "$P" --mount "$D/m" --mount-template <(printf 'y={{ vault "k1" }}') -- /bin/sh -c 'cat "$0"' "$D/m"
             """#
+        environment["D"] = box.directory
         let result = try CLI.exec("/bin/bash", ["-c", script], environment: environment)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdoutText == "v1 with spaces|v3;x=v3")
+        #expect(result.stdoutText == "v1 with spaces|v3;x=v3;y=v1 with spaces")
 
         let missing = try run(["--env-file", box.directory + "/nothing.env", "--", "/bin/true"])
         #expect(missing.status == 1)

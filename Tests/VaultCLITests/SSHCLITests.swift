@@ -68,6 +68,13 @@ struct SSHCLITests {
             #expect(result.stderr.contains("\"code\":\"\(code)\""), "\(file): \(result.stderr)")
             #expect(result.stderr.contains("nothing stored"), "\(file): \(result.stderr)")
         }
+        // Larger than a key file can be (1 MiB), from a file or stdin: the same error, nothing stored.
+        let large = box.directory + "/large"
+        try Data(count: (1 << 20) + 1).write(to: URL(fileURLWithPath: large))
+        let fromFile = try box.around(["ssh", "import", "k", large])
+        #expect(fromFile.status == 1 && fromFile.stderr == "vault: cannot read '\(large)': File too large\n", "\(fromFile.stderr)")
+        let fromStdin = try box.around(["ssh", "import", "k"], stdin: Data(count: (1 << 20) + 1))
+        #expect(fromStdin.status == 1 && fromStdin.stderr == "vault: cannot read 'stdin': File too large\n", "\(fromStdin.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: box.vaultPath)) == before)
         #expect(try box.around(["ssh", "list"]).stdoutText == "")
     }

@@ -16,7 +16,8 @@ import Testing
         #expect(mkfifo(fifo, 0o600) == 0)
         let payload = [UInt8](repeating: 0x41, count: 200_000)  // more than one pipe buffer
         let writer = Thread {
-            let fd = open(fifo, O_WRONLY)
+            // O_RDWR: never blocks in open (a reader that failed before opening would leave this thread waiting).
+            let fd = open(fifo, O_RDWR)
             _ = payload.withUnsafeBytes { Posix.writeAll(fd, $0) }
             close(fd)
         }

@@ -191,6 +191,14 @@ public final class DocumentVault: KeyValueVault, Sendable {
     /// The vault's id, as last read.
     public var vaultID: DocumentID? { store.document?.vaultID }
 
+    /// Whether the key held replaced the key of the file whose header is `header`, along this vault's own key links:
+    /// a file of this vault from before a key change made here (what a rebase checks out while that change is not
+    /// pushed). Read from the links held, which were verified when they were opened.
+    public func replacedKey(of header: DocumentHeader) -> Bool {
+        guard let held = store.document, header.vaultID == held.vaultID else { return false }
+        return KeyLinks.links(in: held.stanzas).contains { $0.link.oldKeyID == header.dataKeyID }
+    }
+
     @discardableResult
     public func remove(_ key: String) throws -> Bool {
         try store.reload()

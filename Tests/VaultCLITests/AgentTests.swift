@@ -544,6 +544,15 @@ import VaultTestSupport
         #expect(kill(pid, SIGSTOP) == 0)
         var stopped = true
         defer { if stopped { kill(pid, SIGCONT) } }
+        // SIGSTOP takes effect later: until it has, the agent accepts some of the connections below and leaves room
+        // in its backlog (under load the second agent then found "another agent is running", once). Wait for it.
+        func state() -> Substring? {
+            String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/stat"))) ?? Data(), as: UTF8.self)
+                .split(separator: ")").last?.split(separator: " ").first
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while state() != "T", Date() < deadline { usleep(5_000) }
+        try #require(state() == "T", "the agent did not stop")
         // Non-blocking connects until the backlog (64) is full and one would wait.
         var connections: [Int32] = []
         defer { connections.forEach { close($0) } }

@@ -95,23 +95,32 @@ extension SSHCommand {
                 try checkNameArgumentIsUTF8(name)
                 try SecureKeyValueStore.validate(key: name)
                 let label = file ?? "stdin"
-                // At most 1 MiB (a key has a few KiB): a larger file or stdin is "File too large".
-                let bytes = try file.map { try Posix.readFile($0, limit: 1 << 20) } ?? Posix.readAll(0, limit: (1 << 20) + 1, path: "stdin")
-                if bytes.count > 1 << 20 { throw VaultError.io(operation: "cannot read", path: "stdin", errno: EFBIG) }
-                guard let text = String(bytes: bytes, encoding: .utf8) else {
-                    throw SSHKeyError(file: label, error: .notAPrivateKey)
+                // Into guarded memory (a FIFO such as <(…) too), at most 1 MiB: a key has a few KiB.
+                let secret: SecureBytes
+                if let file {
+                    let fd = Posix.retryingEINTR { open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY) }
+                    guard fd >= 0 else { throw VaultError.io(operation: "cannot read", path: file, errno: errno) }
+                    defer { close(fd) }
+                    secret = try SecretInput.read(fd: fd, limit: 1 << 20, untilNewline: false, name: file)
+                } else {
+                    secret = try SecretInput.read(fd: 0, limit: 1 << 20, untilNewline: false, name: "stdin")
                 }
                 var key: SSHPrivateKey
                 do {
-                    if try OpenSSHKeyFile.header(text) != nil {
-                        key = try OpenSSHKeyFile.read(text) {
-                            try keyPassphrase.read()
-                                ?? VaultOptions.promptTwiceIfNeeded(prompt: "Passphrase for the key '\(TerminalText.escaped(label))': ", confirm: false)
+                    if secret.withUnsafeBytes({ OpenSSHKeyFile.isArmored($0) }) {
+                        // Read in place: its secret parts go from the guarded input to guarded regions only.
+                        key = try secret.withUnsafeBytes { text in
+                            try OpenSSHKeyFile.read(armored: text) {
+                                try keyPassphrase.read()
+                                    ?? VaultOptions.promptTwiceIfNeeded(prompt: "Passphrase for the key '\(TerminalText.escaped(label))': ", confirm: false)
+                            }
                         }
-                    } else if let pem = try PEMKey.read(text, comment: "") {
-                        key = pem
                     } else {
-                        throw SSHError.notAPrivateKey
+                        // PEM and PKCS#8 are parsed from text (ordinary memory, as ssh-keygen's own files are on disk).
+                        guard let text = secret.withUnsafeBytes({ String(validating: $0, as: UTF8.self) }), let pem = try PEMKey.read(text, comment: "") else {
+                            throw SSHError.notAPrivateKey
+                        }
+                        key = pem
                     }
                 } catch let error as SSHError {
                     throw SSHKeyError(file: label, error: error)

@@ -30,6 +30,9 @@ public enum OpenSSHKeyFile {
         return bytes
     }
 
+    /// Whether `text` holds an armored openssh-key-v1 (its BEGIN line), read in place.
+    public static func isArmored(_ text: UnsafeRawBufferPointer) -> Bool { text.firstRange(of: begin.utf8) != nil }
+
     /// The header of `text` (an armored openssh-key-v1), or `nil` when it is not one.
     public static func header(_ text: String) throws(SSHError) -> Header? {
         let utf8 = Array(text.utf8)

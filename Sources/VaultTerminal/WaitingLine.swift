@@ -37,12 +37,17 @@ public final class WaitingLine: Sendable {
     /// (`onTerminal`: whether stderr is a terminal; tests say so.)
     public static func during<T>(_ label: String, onTerminal: Bool = isatty(2) == 1, _ work: () throws -> T) rethrows -> T {
         guard onTerminal, let line = WaitingLine(label: label) else { return try work() }
+        return try line.showing(work)
+    }
+
+    /// Runs `work` with this line drawn by a thread of its own, ended (and its pipe closed) when the work ends.
+    func showing<T>(_ work: () throws -> T) rethrows -> T {
         let caller = pthread_self()
         startDetachedThread {
             // With no thread to be had, this runs here, before the work: no line then (it would never end).
-            if pthread_equal(pthread_self(), caller) == 0 { line.draw() } else { close(line.wake.read) }
+            if pthread_equal(pthread_self(), caller) == 0 { self.draw() } else { close(self.wake.read) }
         }
-        defer { line.end() }
+        defer { end() }
         return try work()
     }
 

@@ -19,32 +19,38 @@ import Testing
 }
 
 extension WaitingLineTests {
-    static func openDescriptors() -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+    /// The inode of the pipe behind `fd`, or nil when `fd` is closed.
+    static func pipeInode(_ fd: Int32) -> ino_t? {
+        var info = stat()
+        return fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO ? info.st_ino : nil
     }
 
-    /// As on a terminal (its thread and pipe run; the line goes to stderr): fast, slow (drawn, then erased) and failing
-    /// work leave no descriptor open once the thread has ended, and the result comes back. In a process of its own:
-    /// the tests running beside it open and close descriptors of their own (CI counted 71 for 37 once).
-    @Test func onATerminalTheThreadAndItsPipeEndWithTheWork() async {
-        await #expect(processExitsWith: .success) {
-            let before = WaitingLineTests.openDescriptors()
-            for _ in 0..<20 where WaitingLine.during("waiting", onTerminal: true, { 7 }) != 7 { exit(2) }
-            do {
-                try WaitingLine.during("waiting", onTerminal: true) { throw Refused() }
-                exit(3)
-            } catch {
-                if !(error is Refused) { exit(4) }
-            }
-            let slow = WaitingLine.during("waiting", onTerminal: true) { () -> Int in
-                usleep(700_000)  // past the half second: the line is drawn
-                return 8
-            }
-            if slow != 8 { exit(5) }
-            // The drawing threads close their end when woken: poll for it, with a deadline.
-            let deadline = Date().addingTimeInterval(5)
-            while WaitingLineTests.openDescriptors() != before && Date() < deadline { usleep(10_000) }
-            exit(WaitingLineTests.openDescriptors() == before ? 0 : 6)
+    /// Runs `work` as `during` does on a terminal (its thread and pipe; the line goes to stderr) and returns what it
+    /// returned or threw once both ends of that line's pipe are closed (polled, 5 s at most; a number taken again by
+    /// another test's descriptor meanwhile is another pipe or file: not this one), or nil if one stays open.
+    static func showing<T>(_ work: () throws -> T) throws -> Result<T, any Error>? {
+        let line = try #require(WaitingLine(label: "waiting"))
+        let ends = [line.wake.read, line.wake.write].map { ($0, pipeInode($0)) }
+        let result = Result { try line.showing(work) }
+        let deadline = Date().addingTimeInterval(5)
+        func open() -> Bool { ends.contains { fd, inode in inode != nil && pipeInode(fd) == inode } }
+        while open() && Date() < deadline { usleep(10_000) }
+        return open() ? nil : result
+    }
+
+    /// On a terminal: fast, slow (drawn, then erased) and failing work leave both ends of the line's pipe closed once
+    /// its thread has ended, and the result comes back. Only this line's own descriptors are checked (CI counted
+    /// every descriptor of the process once, 71 for 37, the tests beside it opening their own).
+    @Test func onATerminalTheThreadAndItsPipeEndWithTheWork() throws {
+        for _ in 0..<20 { #expect(try Self.showing { 7 }?.get() == 7) }
+        let failed = try #require(try Self.showing { () throws -> Int in throw Refused() }, "the pipe stayed open")
+        #expect(throws: Refused()) { try failed.get() }
+        let slow = try Self.showing { () -> Int in
+            usleep(700_000)  // past the half second: the line is drawn
+            return 8
         }
+        #expect(try slow?.get() == 8)
+        // The public entry point on a terminal: the result, through `during`.
+        #expect(WaitingLine.during("waiting", onTerminal: true) { 9 } == 9)
     }
 }
